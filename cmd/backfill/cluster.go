@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"backfill/dispatcher"
+	"backfill/supervisor"
+)
+
+// cmdDispatcher runs only the dispatcher: supervisors in other processes or
+// on other machines connect to --listen.
+func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("dispatcher", stderr)
+	var (
+		lf logFlags
+		mf mappingFlags
+		sf storeFlags
+		df dispatcherFlags
+	)
+	lf.register(fs)
+	mf.register(fs)
+	sf.register(fs, "results store: a SQLite file path (default: STATE-DIR/results.db)")
+	df.register(fs)
+	listen := fs.String("listen", "tcp://127.0.0.1:5550", "ZeroMQ endpoint where supervisors send hellos, heartbeats and results")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := df.validate(); err != nil {
+		return err
+	}
+	log, err := lf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	set, err := mf.load()
+	if err != nil {
+		return err
+	}
+	st, err := sf.open(ctx, df.stateDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfg := df.config(*listen, set, st, log)
+	if isTerminal(stderr) {
+		cfg.Progress = newProgressBar(stderr).update
+	}
+	d, err := dispatcher.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	report, err := d.Load(ctx, df.records)
+	if err != nil {
+		return err
+	}
+	reportBadLines(stderr, report)
+	log.Info("dispatcher listening", "endpoint", d.Endpoint(), "mappings", set.Digest())
+	summary, err := d.Run(ctx)
+	if summary != nil {
+		printSummary(stdout, summary)
+	}
+	return err
+}
+
+// cmdSupervisor runs one supervisor until it is stopped (SIGINT/SIGTERM).
+func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("supervisor", stderr)
+	var (
+		lf logFlags
+		mf mappingFlags
+		sf storeFlags
+		cf crawlerFlags
+	)
+	lf.register(fs)
+	mf.register(fs)
+	sf.register(fs, "shared cache store for robots.txt and last-crawl times: a SQLite file path (default: STATE-DIR/results.db)")
+	cf.register(fs)
+	host, _ := os.Hostname()
+	name := fs.String("name", fmt.Sprintf("%s-%d", host, os.Getpid()), "this supervisor's name, unique in the cluster")
+	dispatcherEP := fs.String("dispatcher", "tcp://127.0.0.1:5550", "the dispatcher's ZeroMQ endpoint")
+	listen := fs.String("listen", "tcp://127.0.0.1:*", "ZeroMQ endpoint where this supervisor receives tasks")
+	advertise := fs.String("advertise", "", "endpoint the dispatcher should dial for tasks (default: the bound --listen endpoint)")
+	stateDir := fs.String("state-dir", "backfill-state", "directory for the default cache store")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := cf.validate(); err != nil {
+		return err
+	}
+	log, err := lf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	set, err := mf.load()
+	if err != nil {
+		return err
+	}
+	st, err := sf.open(ctx, *stateDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cfg := cf.supervisorConfig(*name, *dispatcherEP, set, st, log)
+	cfg.Listen = *listen
+	cfg.Advertise = *advertise
+	s, err := supervisor.New(cfg)
+	if err != nil {
+		return err
+	}
+	log.Info("supervisor started", "name", *name, "tasks", s.Endpoint(), "dispatcher", *dispatcherEP, "workers", cf.workers)
+	err = s.Run(ctx)
+	if ctx.Err() != nil {
+		return nil // stopped by a signal: a clean exit
+	}
+	return err
+}

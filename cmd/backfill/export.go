@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"backfill/store"
+)
+
+func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("export", stderr)
+	var sf storeFlags
+	sf.register(fs, "results store to read: a SQLite file path (default: STATE-DIR/results.db)")
+	stateDir := fs.String("state-dir", "backfill-state", "the crawl's state directory")
+	format := fs.String("format", "jsonl", "output format: jsonl or csv")
+	provenance := fs.Bool("provenance", false, "add where each filled value came from")
+	out := fs.String("o", "-", "output file, - for standard output")
+	fields := fs.String("fields", "", "comma-separated extra columns to include even when no record has them")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *format != "jsonl" && *format != "csv" {
+		return fmt.Errorf("%w: --format must be jsonl or csv, not %q", errUsage, *format)
+	}
+	if sf.uri == "" {
+		path := *stateDir + "/results.db"
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("no results to export: %w", err)
+		}
+	}
+	st, err := sf.open(ctx, *stateDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w := stdout
+	var f *os.File
+	if *out != "-" {
+		if f, err = os.Create(*out); err != nil {
+			return err
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	opts := store.ExportOptions{Format: *format, Provenance: *provenance}
+	for _, name := range strings.Split(*fields, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			opts.Fields = append(opts.Fields, name)
+		}
+	}
+	if err := store.Export(ctx, st, bw, opts); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if f != nil {
+		return f.Close()
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"backfill/etl"
+	"backfill/fetch"
+	"backfill/mappings"
+	"backfill/store"
+	"backfill/supervisor"
+)
+
+// version is stamped into the User-Agent.
+const version = "0.1"
+
+// defaultContact is where site operators learn what the crawler does. Users
+// running real crawls set their own with --contact.
+const defaultContact = "https://backfill.invalid/about-the-crawler"
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("backfill "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses args and turns flag errors into usage errors.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}
+
+// logFlags builds the process logger: text on a terminal, JSON otherwise.
+type logFlags struct{ level string }
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+func (l *logFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, l.level, err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if isTerminal(stderr) {
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	}
+	return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// mappingFlags loads the mapping set: a directory, or the bundled ones.
+type mappingFlags struct{ dir string }
+
+func (m *mappingFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&m.dir, "mappings", "", "directory of JSON site mappings (default: the bundled mappings)")
+}
+
+func (m *mappingFlags) load() (*etl.Set, error) {
+	if m.dir == "" {
+		set, err := etl.LoadFS(mappings.FS, ".")
+		if err != nil {
+			return nil, fmt.Errorf("load bundled mappings: %w", err)
+		}
+		return set, nil
+	}
+	info, err := os.Stat(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("mappings directory: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("mappings directory %s: not a directory", m.dir)
+	}
+	set, err := etl.LoadDir(m.dir)
+	if err != nil {
+		return nil, fmt.Errorf("load mappings from %s:\n%w", m.dir, err)
+	}
+	return set, nil
+}
+
+// storeFlags opens the results store.
+type storeFlags struct{ uri string }
+
+func (s *storeFlags) register(fs *flag.FlagSet, what string) {
+	fs.StringVar(&s.uri, "store", "", what)
+}
+
+func (s *storeFlags) open(ctx context.Context, stateDir string) (store.Store, error) {
+	uri := s.uri
+	if uri == "" {
+		if err := os.MkdirAll(stateDir, 0o755); err != nil {
+			return nil, fmt.Errorf("state directory: %w", err)
+		}
+		uri = filepath.Join(stateDir, "results.db")
+	}
+	st, err := store.Open(ctx, uri)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", uri, err)
+	}
+	return st, nil
+}
+
+// resolveFlag collects --resolve host:port:addr:port, like curl's.
+type resolveFlag map[string]string
+
+func (r resolveFlag) String() string { return fmt.Sprint(map[string]string(r)) }
+
+func (r resolveFlag) Set(v string) error {
+	// host:port:addr:port, where addr may be [v6].
+	parts := strings.SplitN(v, ":", 3)
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return fmt.Errorf("want host:port:address:port, got %q", v)
+	}
+	r[strings.ToLower(parts[0])+":"+parts[1]] = parts[2]
+	return nil
+}
+
+// crawlerFlags are a supervisor's fetch and politeness settings.
+type crawlerFlags struct {
+	workers       int
+	contact       string
+	userAgent     string
+	timeout       time.Duration
+	maxBody       int64
+	delay         time.Duration
+	maxDelay      time.Duration
+	robotsTTL     time.Duration
+	allowLoopback bool
+	allowPrivate  bool
+	resolve       resolveFlag
+}
+
+func (c *crawlerFlags) register(fs *flag.FlagSet) {
+	c.resolve = resolveFlag{}
+	fs.IntVar(&c.workers, "workers", 8, "concurrent fetches per supervisor")
+	fs.StringVar(&c.contact, "contact", defaultContact, "URL telling site operators who runs this crawl and why; sent in the User-Agent")
+	fs.StringVar(&c.userAgent, "user-agent", "", "full User-Agent (default: backfill/"+version+" (+CONTACT))")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "deadline for one request")
+	fs.Int64Var(&c.maxBody, "max-body", 5<<20, "bytes kept of a page; the rest is cut off and recorded")
+	fs.DurationVar(&c.delay, "delay", 15*time.Second, "pause between requests to one host when robots.txt sets no Crawl-delay")
+	fs.DurationVar(&c.maxDelay, "max-crawl-delay", 60*time.Second, "longest Crawl-delay honoured; hosts asking more are skipped and reported")
+	fs.DurationVar(&c.robotsTTL, "robots-ttl", time.Hour, "how long a robots.txt is trusted (at most 24h)")
+	fs.BoolVar(&c.allowLoopback, "allow-loopback", false, "allow fetching loopback addresses (testing only)")
+	fs.BoolVar(&c.allowPrivate, "allow-private", false, "allow fetching private network addresses")
+	fs.Var(c.resolve, "resolve", "host:port:address:port — connect there instead of resolving host (repeatable)")
+}
+
+func (c *crawlerFlags) userAgentString() string {
+	if c.userAgent != "" {
+		return c.userAgent
+	}
+	return "backfill/" + version + " (+" + c.contact + ")"
+}
+
+func (c *crawlerFlags) validate() error {
+	if c.workers < 1 {
+		return fmt.Errorf("%w: --workers must be at least 1", errUsage)
+	}
+	if c.maxBody < 1 {
+		return fmt.Errorf("%w: --max-body must be positive", errUsage)
+	}
+	if c.delay < 0 || c.timeout <= 0 {
+		return fmt.Errorf("%w: --delay must not be negative and --timeout must be positive", errUsage)
+	}
+	return nil
+}
+
+func (c *crawlerFlags) fetchConfig() fetch.Config {
+	return fetch.Config{
+		UserAgent:     c.userAgentString(),
+		Timeout:       c.timeout,
+		MaxBody:       c.maxBody,
+		Resolve:       map[string]string(c.resolve),
+		AllowLoopback: c.allowLoopback,
+		AllowPrivate:  c.allowPrivate,
+	}
+}
+
+func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *etl.Set, cache store.HostCache, log *slog.Logger) supervisor.Config {
+	return supervisor.Config{
+		Name:          name,
+		Dispatcher:    dispatcherEndpoint,
+		Workers:       c.workers,
+		Mappings:      set,
+		Fetch:         c.fetchConfig(),
+		Cache:         cache,
+		DefaultDelay:  c.delay,
+		MaxCrawlDelay: c.maxDelay,
+		RobotsTTL:     c.robotsTTL,
+		Logger:        log,
+	}
+}

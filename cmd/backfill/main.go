@@ -1,0 +1,86 @@
+// Command backfill fills the missing fields of a dataset's records by
+// crawling the web politely from the links the records carry.
+//
+// This file only parses the subcommand and maps errors to exit codes; each
+// subcommand lives in its own file and wires the packages together.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the run could not go on
+	exitUsage = 2 // bad flags or arguments
+)
+
+// errUsage marks errors that are the caller's flags or arguments.
+var errUsage = errors.New("usage")
+
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = []command{
+	{"run", "crawl for a records file on this machine (dispatcher and supervisors in one process)", cmdRun},
+	{"dispatcher", "run the dispatcher of a cluster", cmdDispatcher},
+	{"supervisor", "run a supervisor of a cluster", cmdSupervisor},
+	{"export", "write the records with the values found", cmdExport},
+	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo},
+}
+
+func main() {
+	os.Exit(mainExit(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func mainExit(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands {
+		if c.name != args[0] {
+			continue
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err := c.run(ctx, args[1:], stdout, stderr)
+		switch {
+		case err == nil:
+			return exitOK
+		case errors.Is(err, flag.ErrHelp):
+			return exitOK
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(stderr, "backfill %s: %v\n", c.name, err)
+			return exitUsage
+		default:
+			fmt.Fprintf(stderr, "backfill %s: %v\n", c.name, err)
+			return exitFail
+		}
+	}
+	fmt.Fprintf(stderr, "backfill: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: backfill <command> [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\n'backfill <command> -h' lists a command's flags.")
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"backfill/dispatcher"
+)
+
+func printSummary(w io.Writer, s *dispatcher.Summary) {
+	fmt.Fprintf(w, "\nrecords: %d  complete: %d (already complete: %d)  partial: %d  untouched: %d  malformed lines: %d\n",
+		s.Records, s.Complete, s.Skipped, s.Partial, s.Untouched, s.BadLines)
+	fmt.Fprintf(w, "pages fetched: %d  extractions reused: %d  late results ignored: %d  field errors: %d\n",
+		s.Pages, s.Reused, s.Late, s.FieldErrors)
+	fmt.Fprintf(w, "wall time: %s  pages/s: %.1f\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec)
+	if len(s.Errors) > 0 {
+		classes := make([]string, 0, len(s.Errors))
+		for c := range s.Errors {
+			classes = append(classes, c)
+		}
+		sort.Strings(classes)
+		parts := make([]string, len(classes))
+		for i, c := range classes {
+			parts[i] = fmt.Sprintf("%s=%d", c, s.Errors[c])
+		}
+		fmt.Fprintf(w, "errors by class: %s\n", strings.Join(parts, " "))
+	}
+	if len(s.UntouchedIDs) > 0 {
+		more := ""
+		if s.Untouched > len(s.UntouchedIDs) {
+			more = fmt.Sprintf(" … and %d more", s.Untouched-len(s.UntouchedIDs))
+		}
+		fmt.Fprintf(w, "nothing found for: %s%s\n", strings.Join(s.UntouchedIDs, ", "), more)
+	}
+}
+
+// progressBar draws records complete with an ETA on a terminal, redrawing
+// one line in place.
+type progressBar struct {
+	mu   sync.Mutex
+	w    io.Writer
+	last time.Time
+}
+
+func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w} }
+
+func (p *progressBar) update(pr dispatcher.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	fmt.Fprint(p.w, "\r"+progressLine(pr, 30)+"\x1b[K")
+}
+
+// progressLine renders one progress line; width is the bar's cells.
+func progressLine(pr dispatcher.Progress, width int) string {
+	frac := 0.0
+	if pr.Records > 0 {
+		frac = float64(pr.Complete) / float64(pr.Records)
+	}
+	filled := int(frac * float64(width))
+	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
+	eta := "?"
+	if pr.Complete > 0 && pr.Complete < pr.Records && pr.Elapsed > 0 {
+		rate := float64(pr.Complete) / pr.Elapsed.Seconds()
+		eta = time.Duration(float64(pr.Records-pr.Complete) / rate * float64(time.Second)).Round(time.Second).String()
+	} else if pr.Complete >= pr.Records {
+		eta = "0s"
+	}
+	return fmt.Sprintf("%s %d/%d records complete (%d partial)  %d pages  queued %d  in flight %d  ETA %s",
+		bar, pr.Complete, pr.Records, pr.Partial, pr.Pages, pr.Queued, pr.InFlight, eta)
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"backfill/dispatcher"
+	"backfill/etl"
+	"backfill/store"
+	"backfill/supervisor"
+)
+
+// dispatcherFlags are the crawl's own settings, shared by run and dispatcher.
+type dispatcherFlags struct {
+	records      string
+	stateDir     string
+	fields       string
+	depth        int
+	lease        time.Duration
+	hostInFlight int
+}
+
+func (d *dispatcherFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.records, "records", "", "records file: CSV with a header row, or JSON Lines (required)")
+	fs.StringVar(&d.stateDir, "state-dir", "backfill-state", "directory for the crawl state (resumable) and the default results store")
+	fs.StringVar(&d.fields, "fields", "", "comma-separated fields to fill (default: every field the mappings can produce that a record lacks)")
+	fs.IntVar(&d.depth, "depth", 1, "how many links away from a record's own links to crawl")
+	fs.DurationVar(&d.lease, "lease", 2*time.Minute, "how long a supervisor has for a task before it is sent again")
+	fs.IntVar(&d.hostInFlight, "host-in-flight", 2, "tasks of one host handed out at once")
+}
+
+func (d *dispatcherFlags) validate() error {
+	if d.records == "" {
+		return fmt.Errorf("%w: --records is required", errUsage)
+	}
+	if _, err := os.Stat(d.records); err != nil {
+		return fmt.Errorf("records file: %w", err)
+	}
+	if d.depth < 0 {
+		return fmt.Errorf("%w: --depth must not be negative", errUsage)
+	}
+	if d.lease <= 0 || d.hostInFlight < 1 {
+		return fmt.Errorf("%w: --lease must be positive and --host-in-flight at least 1", errUsage)
+	}
+	return nil
+}
+
+func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, log *slog.Logger) dispatcher.Config {
+	var fields []string
+	for _, f := range strings.Split(d.fields, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			fields = append(fields, f)
+		}
+	}
+	return dispatcher.Config{
+		StateDir:     d.stateDir,
+		Listen:       listen,
+		Mappings:     set,
+		Store:        st,
+		Depth:        d.depth,
+		Fields:       fields,
+		Lease:        d.lease,
+		HostInFlight: d.hostInFlight,
+		Logger:       log,
+	}
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", stderr)
+	var (
+		lf logFlags
+		mf mappingFlags
+		sf storeFlags
+		cf crawlerFlags
+		df dispatcherFlags
+	)
+	lf.register(fs)
+	mf.register(fs)
+	sf.register(fs, "results store: a SQLite file path (default: STATE-DIR/results.db)")
+	cf.register(fs)
+	df.register(fs)
+	supervisors := fs.Int("supervisors", 1, "supervisors to run in this process (each owns its share of the hosts)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := df.validate(); err != nil {
+		return err
+	}
+	if err := cf.validate(); err != nil {
+		return err
+	}
+	if *supervisors < 1 {
+		return fmt.Errorf("%w: --supervisors must be at least 1", errUsage)
+	}
+	log, err := lf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	set, err := mf.load()
+	if err != nil {
+		return err
+	}
+	st, err := sf.open(ctx, df.stateDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	cfg := df.config("tcp://127.0.0.1:*", set, st, log)
+	if isTerminal(stderr) {
+		cfg.Progress = newProgressBar(stderr).update
+	}
+	summary, err := crawl(ctx, cfg, df.records, *supervisors, nil, func(i int, endpoint string) supervisor.Config {
+		return cf.supervisorConfig(fmt.Sprintf("local-%d", i+1), endpoint, set, st, log)
+	}, stderr)
+	if summary != nil {
+		printSummary(stdout, summary)
+	}
+	return err
+}
+
+// crawl runs a dispatcher and n supervisors in this process until the
+// dispatcher has no work left, then stops the supervisors. loaded, when not
+// nil, runs once the records are in.
+func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func() error, supCfg func(i int, endpoint string) supervisor.Config, stderr io.Writer) (*dispatcher.Summary, error) {
+	d, err := dispatcher.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	report, err := d.Load(ctx, records)
+	if err != nil {
+		return nil, err
+	}
+	reportBadLines(stderr, report)
+	if loaded != nil {
+		if err := loaded(); err != nil {
+			return nil, err
+		}
+	}
+
+	supCtx, stopSupervisors := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		s, err := supervisor.New(supCfg(i, d.Endpoint()))
+		if err != nil {
+			stopSupervisors()
+			wg.Wait()
+			return nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Run(supCtx)
+		}()
+	}
+	summary, runErr := d.Run(ctx)
+	stopSupervisors()
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			runErr = errors.Join(runErr, e)
+		}
+	}
+	return summary, runErr
+}
+
+func reportBadLines(w io.Writer, r dispatcher.LoadReport) {
+	if r.Bad == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d malformed record lines skipped:\n", r.Bad)
+	for i, e := range r.Errors {
+		if i == 20 {
+			fmt.Fprintf(w, "  … and %d more\n", len(r.Errors)-i)
+			break
+		}
+		fmt.Fprintf(w, "  %v\n", e)
+	}
+}

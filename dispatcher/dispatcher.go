@@ -1,0 +1,417 @@
+package dispatcher
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"backfill/etl"
+	"backfill/store"
+	"backfill/wire"
+)
+
+// Config configures a Dispatcher. Zero values take the defaults noted.
+type Config struct {
+	StateDir     string        // state.db lives here; created if missing
+	Listen       string        // intake endpoint, default "tcp://127.0.0.1:5550"
+	Mappings     *etl.Set      // required
+	Store        store.Store   // required: where records and filled values go
+	Depth        int           // link depth limit (0 = only the records' own links); default 1, negative means 0
+	Fields       []string      // target fields; default: mapping fields the record lacks
+	Lease        time.Duration // default 2m
+	HostInFlight int           // default 2
+	Heartbeat    time.Duration // supervisors' heartbeat interval, default 2s
+	Logger       *slog.Logger  // nil discards
+	Progress     func(Progress)
+}
+
+// DefaultListen is the intake endpoint when Config.Listen is empty.
+const DefaultListen = "tcp://127.0.0.1:5550"
+
+// Summary is the outcome of a Run. Record counts cover every record in the
+// state (Records = Complete + Partial + Untouched; Skipped, the records that
+// had nothing to fill from the start, are counted in Complete). Page
+// counters cover this Run only.
+type Summary struct {
+	Records      int
+	Complete     int
+	Partial      int
+	Untouched    int
+	Skipped      int
+	UntouchedIDs []string // first 50, in input order
+	BadLines     int      // malformed input lines skipped by Load
+	Pages        int64    // pages fetched and extracted (Class "")
+	Reused       int64    // cached extractions applied to another record
+	Late         int64    // late or duplicate results ignored
+	Expired      int64    // leases that expired and were re-sent
+	Errors       map[string]int64
+	FieldErrors  int64
+	Refused      int64 // registrations refused (mapping digest differs)
+	Waiting      int   // render tasks left with no render-capable supervisor
+	Elapsed      time.Duration
+	PagesPerSec  float64
+}
+
+// Progress is a snapshot passed to Config.Progress while Run works.
+type Progress struct {
+	Records, Complete, Partial int
+	Queued, InFlight           int
+	Waiting                    int // render tasks with no render-capable supervisor
+	Members                    int
+	Pages                      int64
+	Elapsed                    time.Duration
+}
+
+// LoadReport says what Load read.
+type LoadReport struct {
+	Records int     // good records in the file (new and already known)
+	New     int     // records not seen before (0 on a resumed load)
+	Bad     int     // malformed lines, skipped
+	Errors  []error // "file:line: reason", malformed lines and ignored values; at most maxReported
+}
+
+const maxReported = 1000
+
+// Dispatcher owns the crawl state. Load and Run may be called from
+// different goroutines; everything they share is guarded by mu.
+type Dispatcher struct {
+	cfg    Config
+	log    *slog.Logger
+	recv   *wire.Receiver
+	st     *state
+	digest string
+	name   string
+	runID  string
+
+	mu      sync.Mutex
+	w       *window
+	members map[string]*member
+	epoch   int64
+	refused map[string]bool
+	failed  chan sendFail
+
+	ctx    context.Context // members' sender goroutines
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed bool
+
+	nextLease int64
+	nextSeq   int64
+	recSeq    int64
+
+	// record counters, kept in step with the records table
+	nRecords, nComplete, nPartial int
+	queuedN                       int
+
+	// per-batch caches, flushed by flush
+	recCache map[string]*recState
+	work     []applyItem
+
+	// counters of the current Run
+	pages, reused, late, expired, fieldErrs, refusedN int64
+	errs                                              map[string]int64
+	badLines                                          int
+}
+
+// New opens (or creates) the state in cfg.StateDir, binds the intake and
+// returns a Dispatcher ready to Load and Run. Tasks leased by a previous
+// process are queued again.
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Mappings == nil {
+		return nil, errors.New("dispatcher: no mappings")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("dispatcher: no store")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.Depth < 0 {
+		cfg.Depth = 0
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.HostInFlight <= 0 {
+		cfg.HostInFlight = 2
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 2 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx := context.Background()
+	st, err := openState(ctx, cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Dispatcher{
+		cfg:      cfg,
+		log:      log,
+		st:       st,
+		digest:   cfg.Mappings.Digest(),
+		w:        newWindow(),
+		members:  make(map[string]*member),
+		refused:  make(map[string]bool),
+		failed:   make(chan sendFail, 64),
+		recCache: make(map[string]*recState),
+		errs:     make(map[string]int64),
+	}
+	if err := d.resume(ctx); err != nil {
+		st.close()
+		return nil, err
+	}
+	recv, err := wire.Listen(cfg.Listen)
+	if err != nil {
+		st.close()
+		return nil, fmt.Errorf("dispatcher: intake: %w", err)
+	}
+	d.recv = recv
+	host, _ := os.Hostname()
+	d.name = host + " " + recv.Endpoint()
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	return d, nil
+}
+
+// resume reads the counters back and re-queues tasks a previous process had
+// leased.
+func (d *Dispatcher) resume(ctx context.Context) error {
+	s := d.st
+	if _, err := s.conn.ExecContext(ctx, `UPDATE frontier SET state = 0, lease = 0, deadline = 0, supervisor = '' WHERE state = 1`); err != nil {
+		return fmt.Errorf("dispatcher: re-queue leased tasks: %w", err)
+	}
+	run, err := s.meta(ctx, "run")
+	if err != nil {
+		return err
+	}
+	if run == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		run = int64(binary.BigEndian.Uint64(b[:]) >> 1)
+		if err := s.setMeta(ctx, "run", run); err != nil {
+			return err
+		}
+	}
+	d.runID = fmt.Sprintf("%016x", run)
+	lease, err := s.meta(ctx, "lease")
+	if err != nil {
+		return err
+	}
+	// Lease numbers only grow, across restarts too, so a result for a lease
+	// of an earlier process can never match a new one.
+	d.nextLease = max(lease, time.Now().UnixNano())
+	counts := []struct {
+		dst *int64
+		q   string
+	}{
+		{&d.nextSeq, `SELECT MAX(seq) FROM frontier`},
+		{&d.recSeq, `SELECT MAX(seq) FROM records`},
+	}
+	for _, c := range counts {
+		v, err := s.scalar(ctx, c.q)
+		if err != nil {
+			return err
+		}
+		*c.dst = v
+	}
+	ints := []struct {
+		dst *int
+		q   string
+	}{
+		{&d.nRecords, `SELECT COUNT(*) FROM records`},
+		{&d.nComplete, `SELECT COUNT(*) FROM records WHERE complete = 1`},
+		{&d.nPartial, `SELECT COUNT(*) FROM records WHERE complete = 0 AND nfilled > 0`},
+		{&d.queuedN, `SELECT COUNT(*) FROM frontier WHERE state = 0`},
+	}
+	for _, c := range ints {
+		v, err := s.scalar(ctx, c.q)
+		if err != nil {
+			return err
+		}
+		*c.dst = int(v)
+	}
+	d.w.spilled = d.queuedN > 0
+	return d.refill(ctx)
+}
+
+// Endpoint is the intake endpoint actually bound (port resolved).
+func (d *Dispatcher) Endpoint() string { return d.recv.Endpoint() }
+
+// Close stops talking to supervisors, closes the intake and the state.
+// Leased tasks stay leased in the state and are queued again by the next
+// New. Close must not be called while Run is running.
+func (d *Dispatcher) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	d.cancel()
+	for _, m := range d.members {
+		m.stop()
+	}
+	d.wg.Wait()
+	err := d.recv.Close()
+	ctx := context.Background()
+	if err2 := d.st.setMeta(ctx, "lease", d.nextLease); err2 != nil {
+		err = errors.Join(err, err2)
+	}
+	return errors.Join(err, d.st.close())
+}
+
+// Load reads a records file (CSV with a header row, or JSON Lines) into the
+// state and the store, and queues each new record's links. Loading a file
+// again is harmless: records already known keep their state, so a resumed
+// run calls Load with the same file. A file that cannot be opened is an
+// error; a malformed line is reported in the LoadReport and skipped.
+func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) {
+	var rep LoadReport
+	f, err := os.Open(path)
+	if err != nil {
+		return rep, fmt.Errorf("dispatcher: records: %w", err)
+	}
+	defer f.Close()
+	report := func(e *LineError) {
+		if len(rep.Errors) < maxReported {
+			rep.Errors = append(rep.Errors, e)
+		}
+	}
+	var batch []store.Record
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		n, err := d.loadBatch(ctx, batch)
+		rep.New += n
+		batch = batch[:0]
+		return err
+	}
+	err = readRecords(path, f, FormatAuto, func(r store.Record) error {
+		rep.Records++
+		batch = append(batch, r)
+		if len(batch) >= 500 {
+			return flush()
+		}
+		return ctx.Err()
+	}, func(e *LineError) {
+		rep.Bad++
+		report(e)
+	}, report)
+	if err == nil {
+		err = flush()
+	}
+	if rep.Bad > 0 {
+		d.mu.Lock()
+		d.badLines += rep.Bad
+		d.mu.Unlock()
+	}
+	if err != nil {
+		return rep, fmt.Errorf("dispatcher: records: %w", err)
+	}
+	d.log.Info("records loaded", "file", path, "records", rep.Records, "new", rep.New, "bad", rep.Bad)
+	return rep, nil
+}
+
+// loadBatch stores the records not yet known and queues their links, in
+// one state transaction.
+func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return 0, errors.New("dispatcher closed")
+	}
+	var fresh []store.Record
+	for _, r := range recs {
+		err := d.st.row(ctx, "recExists", r.ID).Scan(new(int))
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, errNoRows) {
+			return 0, fmt.Errorf("dispatcher: state: %w", err)
+		}
+		fresh = append(fresh, r)
+	}
+	if len(fresh) == 0 {
+		return 0, nil
+	}
+	for i := range fresh {
+		d.recSeq++
+		fresh[i].Seq = d.recSeq
+	}
+	// The store gets the records before any value is set on them.
+	if err := d.cfg.Store.PutRecords(ctx, fresh); err != nil {
+		d.recSeq -= int64(len(fresh))
+		return 0, fmt.Errorf("dispatcher: store records: %w", err)
+	}
+	if err := d.st.begin(ctx); err != nil {
+		return 0, err
+	}
+	err := func() error {
+		for _, r := range fresh {
+			targets := d.targets(r)
+			fields, _ := json.Marshal(r.Fields)
+			tj, _ := json.Marshal(targets)
+			complete := len(targets) == 0
+			if _, err := d.st.exec(ctx, "recIns", r.ID, r.Seq, fields, tj, b2i(complete), b2i(complete)); err != nil {
+				return err
+			}
+			d.nRecords++
+			if complete {
+				d.nComplete++
+				continue
+			}
+			for _, l := range r.Links {
+				if err := d.attach(ctx, l, r.ID, 0); err != nil {
+					return err
+				}
+			}
+		}
+		if err := d.drainWork(ctx); err != nil {
+			return err
+		}
+		return d.flush(ctx)
+	}()
+	if err != nil {
+		d.st.rollback()
+		return 0, err
+	}
+	return len(fresh), d.st.commit(ctx)
+}
+
+// targets are the fields to fill on r: Config.Fields (or every field the
+// mappings can produce) that r lacks.
+func (d *Dispatcher) targets(r store.Record) []string {
+	names := d.cfg.Fields
+	if len(names) == 0 {
+		names = d.cfg.Mappings.FieldNames()
+	}
+	var out []string
+	seen := make(map[string]bool)
+	for _, n := range names {
+		if n == "" || seen[n] || r.Fields[n] != "" {
+			continue
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,82 @@
+// Package dispatcher owns the crawl: the records being filled, the frontier
+// of URLs to fetch, the seen-URL store with each page's cached extraction,
+// the supervisors that do the fetching, and the leases that make sure every
+// task is answered.
+//
+// # Data flow
+//
+// Load reads a records file (CSV with a header row, or JSON Lines). Each
+// record gets an id (its id column, else its line number), its fields and
+// its links (every http(s) URL value, or a links column/list). Its targets
+// are the fields to fill: Config.Fields, else every field the mappings can
+// produce, minus the fields the record already has. The record goes to the
+// store (PutRecords) and to the state database, and its links are queued at
+// depth 0. A malformed line is reported as "file:line: reason" and skipped.
+//
+// Run then loops:
+//
+//	intake (PULL) ─► hellos/heartbeats ─► members (one PUSH Sender each)
+//	              └► results ─► lease check ─► seen store (cached extraction)
+//	                                         └► each attached record: attribution,
+//	                                            merge, completion, links at depth+1
+//	frontier window ─► host queues ─► routing by registrable domain ─► Task (leased)
+//
+// Every frame ready at once is handled in one SQLite transaction (WAL,
+// synchronous=NORMAL), so throughput is bounded by the supervisors, not by
+// fsyncs.
+//
+// # The state
+//
+// state.db in Config.StateDir holds the seen URLs (normalized URL → first
+// seen, last crawled, outcome class and status, cached extraction), the
+// frontier (one task per URL: host, registrable domain, depth, priority,
+// state queued/leased/done/dropped, lease), task_records (which record
+// reached which URL at which depth) and the record state (targets, filled
+// values with provenance, complete). A new Dispatcher on the same directory
+// resumes: tasks that were leased are queued again, done URLs are never
+// fetched again, and loading the same records file again changes nothing.
+//
+// Only a bounded window of queued tasks (windowCap) lives in memory, grouped
+// by host and ordered: pages some mapping's url_patterns match first (higher
+// mapping priority first), then shallower, then first come first served.
+// The rest stays in SQLite and is read back in that order as the window
+// drains.
+//
+// # Supervisors
+//
+// The protocol is in wire's messages: a Hello (or a Heartbeat from an
+// unknown supervisor, or one whose Started changed) registers a supervisor
+// whose mapping digest equals ours; the dispatcher dials its endpoint and
+// answers Welcome. Every task of one registrable domain goes to one
+// supervisor, chosen by rendezvous hashing over the live members (render
+// tasks over the render-capable ones only; without any they wait). A
+// supervisor never has more tasks in flight than its advertised capacity,
+// and one host never more than Config.HostInFlight. A task is leased until
+// its Result commits; an expired lease, a silent supervisor (three missed
+// heartbeats) or a restarted one puts its tasks back in the queue. A result
+// for anything but the current lease is counted as late and ignored, so
+// redelivery never changes anything twice.
+//
+// # Results and records
+//
+// A page's values go to a record only when every match key (a field marked
+// match in its mapping) that the page yields agrees with what the record
+// knows of it (its own value, or one filled from a page no farther away),
+// compared after etl.MatchKey; a page yielding no value for a match key is
+// accepted, because it does not contradict the record. A refused page
+// gives the record neither values nor links: it describes someone else.
+// When pages disagree on a field, the page nearer the record's own links
+// wins, ties going to the smaller source URL, so the result does not depend
+// on arrival order; the losing values are kept as conflicts. Only target
+// fields are written (store.SetFields). A record whose targets are all
+// filled is complete, and its queued tasks are dropped unless another
+// incomplete record still wants them. A URL reached by a second record is
+// not fetched again: its cached extraction is applied at once.
+//
+// # Concurrency
+//
+// Load and Run may run at the same time; a mutex serializes their use of
+// the state. Run is the only reader of the intake. Each member has a sender
+// goroutine, owned by the Dispatcher and stopped when the member is dropped
+// or on Close. Close must be called after Run has returned.
+package dispatcher

@@ -1,0 +1,303 @@
+package dispatcher
+
+import (
+	"container/heap"
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// windowCap bounds the ready tasks held in memory; the rest of the frontier
+// stays in SQLite and is read back in order as the window drains.
+const windowCap = 10000
+
+// task is one URL to crawl, in the window (queued) or leased.
+type task struct {
+	id, url, host, domain string
+	depth                 int
+	matched               bool
+	priority              int
+	render                bool
+	seq                   int64
+
+	// while leased
+	lease    int64
+	deadline time.Time
+	member   string
+
+	hq  *hostQueue // while queued in the window
+	idx int        // index in hq.tasks
+}
+
+// before is the frontier order: pages some mapping matches first (higher
+// mapping priority first), then shallower, then first come first served.
+func (t *task) before(u *task) bool {
+	if t.matched != u.matched {
+		return t.matched
+	}
+	if t.priority != u.priority {
+		return t.priority > u.priority
+	}
+	if t.depth != u.depth {
+		return t.depth < u.depth
+	}
+	return t.seq < u.seq
+}
+
+// urlID is the stable task id of a normalized URL.
+func urlID(norm string) string {
+	sum := sha256.Sum256([]byte(norm))
+	return hex.EncodeToString(sum[:8])
+}
+
+// hostDomain returns the lower-case host[:port] that politeness applies to
+// and the registrable domain that routing hashes.
+func hostDomain(raw string) (host, domain string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", ""
+	}
+	host = strings.ToLower(u.Host)
+	name := strings.ToLower(u.Hostname())
+	if net.ParseIP(name) != nil || !strings.Contains(name, ".") {
+		return host, name
+	}
+	d, err := publicsuffix.EffectiveTLDPlusOne(strings.TrimSuffix(name, "."))
+	if err != nil {
+		return host, name
+	}
+	return host, d
+}
+
+// hostQueue holds the window's tasks of one host (render and plain tasks of
+// a host are kept apart because they may go to different supervisors).
+// Dispatching walks host queues in the order of their best task, so one
+// host with many tasks cannot hide the others behind its in-flight limit.
+type hostQueue struct {
+	key    string // render flag + host
+	host   string
+	domain string
+	render bool
+	tasks  taskHeap
+
+	where   int // where the queue is parked, see park*
+	readyIx int // index in the ready heap
+
+	routeEpoch int64
+	route      string // member name, valid while routeEpoch matches
+}
+
+const (
+	parkNone   = iota // not in any list
+	parkReady         // in the ready heap
+	parkHost          // waiting for its host's in-flight to drop
+	parkMember        // waiting for its supervisor's capacity
+	parkNobody        // no live supervisor can take it
+)
+
+type taskHeap []*task
+
+func (h taskHeap) Len() int           { return len(h) }
+func (h taskHeap) Less(i, j int) bool { return h[i].before(h[j]) }
+func (h taskHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx = i
+	h[j].idx = j
+}
+func (h *taskHeap) Push(x any) {
+	t := x.(*task)
+	t.idx = len(*h)
+	*h = append(*h, t)
+}
+func (h *taskHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.idx = -1
+	return t
+}
+
+type readyHeap []*hostQueue
+
+func (h readyHeap) Len() int           { return len(h) }
+func (h readyHeap) Less(i, j int) bool { return h[i].tasks[0].before(h[j].tasks[0]) }
+func (h readyHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].readyIx = i
+	h[j].readyIx = j
+}
+func (h *readyHeap) Push(x any) {
+	q := x.(*hostQueue)
+	q.readyIx = len(*h)
+	*h = append(*h, q)
+}
+func (h *readyHeap) Pop() any {
+	old := *h
+	q := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	q.readyIx = -1
+	return q
+}
+
+// window is the in-memory part of the frontier: a bounded set of queued
+// tasks grouped by host, and the leased tasks. It is owned by the
+// Dispatcher and used under its mutex.
+type window struct {
+	queued  map[string]*task // id → task in a host queue
+	leased  map[string]*task // id → task out on lease
+	hosts   map[string]*hostQueue
+	ready   readyHeap
+	spilled bool // SQLite holds queued tasks that are not in the window
+
+	hostInFlight map[string]int
+	hostWait     map[string][]*hostQueue // host → queues parked on its in-flight limit
+	nobody       []*hostQueue
+}
+
+func newWindow() *window {
+	return &window{
+		queued:       make(map[string]*task),
+		leased:       make(map[string]*task),
+		hosts:        make(map[string]*hostQueue),
+		hostInFlight: make(map[string]int),
+		hostWait:     make(map[string][]*hostQueue),
+	}
+}
+
+// add puts a task in the window (force: even when the window is full, for
+// tasks coming back from a lease).
+func (w *window) add(t *task, force bool) bool {
+	if _, ok := w.queued[t.id]; ok {
+		return true
+	}
+	if _, ok := w.leased[t.id]; ok {
+		return true
+	}
+	if !force && len(w.queued) >= windowCap {
+		w.spilled = true
+		return false
+	}
+	key := t.host
+	if t.render {
+		key = "r|" + t.host
+	}
+	q := w.hosts[key]
+	if q == nil {
+		q = &hostQueue{key: key, host: t.host, domain: t.domain, render: t.render, readyIx: -1, routeEpoch: -1}
+		w.hosts[key] = q
+	}
+	t.hq = q
+	heap.Push(&q.tasks, t)
+	w.queued[t.id] = t
+	switch q.where {
+	case parkNone:
+		w.makeReady(q)
+	case parkReady:
+		heap.Fix(&w.ready, q.readyIx)
+	}
+	return true
+}
+
+// remove takes a queued task out of the window (its record completed).
+func (w *window) remove(id string) {
+	t := w.queued[id]
+	if t == nil {
+		return
+	}
+	delete(w.queued, id)
+	q := t.hq
+	heap.Remove(&q.tasks, t.idx)
+	t.hq = nil
+	if q.where == parkReady {
+		if len(q.tasks) == 0 {
+			heap.Remove(&w.ready, q.readyIx)
+			q.where = parkNone
+		} else {
+			heap.Fix(&w.ready, q.readyIx)
+		}
+	}
+	w.forget(q)
+}
+
+// reprioritize restores heap order after t's depth changed.
+func (w *window) reprioritize(t *task) {
+	if t.hq == nil {
+		return
+	}
+	heap.Fix(&t.hq.tasks, t.idx)
+	if t.hq.where == parkReady {
+		heap.Fix(&w.ready, t.hq.readyIx)
+	}
+}
+
+func (w *window) makeReady(q *hostQueue) {
+	if len(q.tasks) == 0 {
+		q.where = parkNone
+		w.forget(q)
+		return
+	}
+	q.where = parkReady
+	heap.Push(&w.ready, q)
+}
+
+// forget drops an empty, unparked host queue so the map stays bounded.
+func (w *window) forget(q *hostQueue) {
+	if len(q.tasks) == 0 && q.where == parkNone {
+		delete(w.hosts, q.key)
+	}
+}
+
+// unparkHost makes the queues waiting on host's in-flight limit ready.
+func (w *window) unparkHost(host string) {
+	qs := w.hostWait[host]
+	delete(w.hostWait, host)
+	for _, q := range qs {
+		if q.where == parkHost {
+			w.makeReady(q)
+		}
+	}
+}
+
+// unparkAll makes every parked queue ready again (membership changed).
+func (w *window) unparkAll(members map[string]*member) {
+	for host := range w.hostWait {
+		w.unparkHost(host)
+	}
+	for _, q := range w.nobody {
+		if q.where == parkNobody {
+			w.makeReady(q)
+		}
+	}
+	w.nobody = nil
+	for _, m := range members {
+		w.unparkMember(m)
+	}
+}
+
+func (w *window) unparkMember(m *member) {
+	qs := m.waiting
+	m.waiting = nil
+	for _, q := range qs {
+		if q.where == parkMember {
+			w.makeReady(q)
+		}
+	}
+}
+
+// waitingRender counts queued render tasks no live supervisor can take.
+func (w *window) waitingRender() int {
+	n := 0
+	for _, q := range w.nobody {
+		if q.where == parkNobody && q.render {
+			n += len(q.tasks)
+		}
+	}
+	return n
+}

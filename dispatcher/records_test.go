@@ -1,0 +1,211 @@
+package dispatcher
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"backfill/store"
+)
+
+type parsed struct {
+	recs []store.Record
+	bad  []string
+	warn []string
+	err  error
+}
+
+func parseAll(name string, data []byte, format Format) parsed {
+	var p parsed
+	p.err = readRecords(name, bytes.NewReader(data), format, func(r store.Record) error {
+		p.recs = append(p.recs, r)
+		return nil
+	}, func(e *LineError) { p.bad = append(p.bad, e.Error()) },
+		func(e *LineError) { p.warn = append(p.warn, e.Error()) })
+	return p
+}
+
+func TestRecordsFiles(t *testing.T) {
+	tests := []struct {
+		file  string
+		ids   []string
+		links map[string][]string
+		bad   []string // prefixes, in order
+		warn  []string
+		field map[string]map[string]string
+	}{
+		{
+			file: "people.csv",
+			ids:  []string{"r1", "r2", "r3", "6"},
+			links: map[string][]string{
+				"r1": {"https://a.example/people/ann"},
+				"r2": {"https://b.example/", "https://c.example/x"},
+			},
+			bad: []string{
+				"people.csv:5: 4 columns, header has 5",
+				`people.csv:7: duplicate id "r1" (first on line 2)`,
+				`people.csv:8: extraneous or missing " in quoted-field`,
+			},
+			field: map[string]map[string]string{
+				"r3": {"name": "Cy, Jr", "email": "", "links": ""},
+				"6":  {"id": "", "name": "Eve"},
+			},
+		},
+		{
+			file: "people.jsonl",
+			ids:  []string{"j1", "7", "4", "j11"},
+			links: map[string][]string{
+				"j1":  {"https://a.example/people/ann"},
+				"7":   {"https://b.example/", "https://t.example/"},
+				"j11": {"https://e.example/"},
+			},
+			bad: []string{
+				`people.jsonl:5: duplicate id "j1" (first on line 1)`,
+				"people.jsonl:6: bad JSON",
+				"people.jsonl:7: not a JSON object",
+				"people.jsonl:8: links: element 3 is not a string",
+			},
+			warn: []string{`people.jsonl:9: links: "ftp://bad.example/" is not an http(s) URL; ignored`},
+			field: map[string]map[string]string{
+				"j1": {"name": "Ann Lee", "email": "", "age": "41", "site": "https://a.example/people/ann"},
+				"4":  {"name": "No Id", "email": ""},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "records", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := parseAll(tt.file, data, FormatAuto)
+			if p.err != nil {
+				t.Fatalf("error: %v", p.err)
+			}
+			var ids []string
+			byID := make(map[string]store.Record)
+			for i, r := range p.recs {
+				ids = append(ids, r.ID)
+				byID[r.ID] = r
+				if r.Seq != int64(i+1) {
+					t.Errorf("record %s: Seq %d, want %d", r.ID, r.Seq, i+1)
+				}
+			}
+			if !reflect.DeepEqual(ids, tt.ids) {
+				t.Errorf("ids = %q, want %q", ids, tt.ids)
+			}
+			for id, want := range tt.links {
+				if got := byID[id].Links; !reflect.DeepEqual(got, want) {
+					t.Errorf("record %s links = %q, want %q", id, got, want)
+				}
+			}
+			for id, fields := range tt.field {
+				for k, want := range fields {
+					if got, ok := byID[id].Fields[k]; !ok || got != want {
+						t.Errorf("record %s field %s = %q (present %v), want %q", id, k, got, ok, want)
+					}
+				}
+			}
+			if len(p.bad) != len(tt.bad) {
+				t.Fatalf("bad lines = %q, want %d like %q", p.bad, len(tt.bad), tt.bad)
+			}
+			for i, want := range tt.bad {
+				if !strings.HasPrefix(p.bad[i], want) {
+					t.Errorf("bad line %d = %q, want prefix %q", i, p.bad[i], want)
+				}
+			}
+			if !reflect.DeepEqual(p.warn, tt.warn) {
+				t.Errorf("warnings = %q, want %q", p.warn, tt.warn)
+			}
+		})
+	}
+}
+
+func TestRecordsEdgeCases(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string
+		data    string
+		ids     []string
+		nbad    int
+		wantErr string
+	}{
+		{"empty csv", "e.csv", "", nil, 0, ""},
+		{"header only", "h.csv", "id,name\n", nil, 0, ""},
+		{"duplicate column", "d.csv", "id,name,name\n1,a,b\n", nil, 0, `d.csv:1: header: duplicate column "name"`},
+		{"unnamed column", "u.csv", "id,,x\n", nil, 0, "u.csv:1: header: column 2 has no name"},
+		{"bom and crlf", "b.csv", "\xef\xbb\xbfid,url\r\nx,https://a.example/\r\n", []string{"x"}, 0, ""},
+		{"sniff jsonl", "records", "\n{\"id\":\"a\"}\n{\"id\":\"b\"}", []string{"a", "b"}, 0, ""},
+		{"sniff csv", "records", "id\nq\n", []string{"q"}, 0, ""},
+		{"line numbers as ids", "n.jsonl", "{\"x\":1}\n{\"x\":2}\n", []string{"1", "2"}, 0, ""},
+		{"id collides with a line number", "c.jsonl", "{\"id\":\"2\"}\n{\"x\":2}\n", []string{"2"}, 1, ""},
+		{"object id", "o.jsonl", "{\"id\":{\"a\":1}}\n", nil, 1, ""},
+		{"trailing garbage", "t.jsonl", "{\"id\":\"a\"} x\n", nil, 1, ""},
+		{"duplicate key", "k.jsonl", "{\"id\":\"a\",\"id\":\"b\"}\n", nil, 1, ""},
+		{"long line", "l.jsonl", "{\"id\":\"" + strings.Repeat("x", maxLine) + "\"}\n{\"id\":\"ok\"}\n", []string{"ok"}, 1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := parseAll(tt.file, []byte(tt.data), FormatAuto)
+			if tt.wantErr != "" {
+				if p.err == nil || p.err.Error() != tt.wantErr {
+					t.Fatalf("error = %v, want %q", p.err, tt.wantErr)
+				}
+				return
+			}
+			if p.err != nil {
+				t.Fatalf("error: %v", p.err)
+			}
+			var ids []string
+			for _, r := range p.recs {
+				ids = append(ids, r.ID)
+			}
+			if !reflect.DeepEqual(ids, tt.ids) {
+				t.Errorf("ids = %q, want %q", ids, tt.ids)
+			}
+			if len(p.bad) != tt.nbad {
+				t.Errorf("bad = %q, want %d", p.bad, tt.nbad)
+			}
+		})
+	}
+}
+
+// FuzzRecords feeds arbitrary bytes to both parsers: they must not panic,
+// every record must have a unique non-empty id, and every link must be an
+// http(s) URL.
+func FuzzRecords(f *testing.F) {
+	for _, name := range []string{"people.csv", "people.jsonl"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "records", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("id,links\n1,http://a.example/ https://b.example/x\n"))
+	f.Add([]byte("{\"links\":[\"http://a.example/\",null]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, format := range []Format{FormatCSV, FormatJSONL} {
+			p := parseAll("fuzz", data, format)
+			ids := make(map[string]bool)
+			for _, r := range p.recs {
+				if r.ID == "" || ids[r.ID] {
+					t.Fatalf("format %d: empty or duplicate id %q", format, r.ID)
+				}
+				ids[r.ID] = true
+				for _, l := range r.Links {
+					if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
+						t.Fatalf("format %d: link %q is not http(s)", format, l)
+					}
+				}
+			}
+			for _, b := range p.bad {
+				if !strings.HasPrefix(b, "fuzz:") {
+					t.Fatalf("bad line error %q does not name the file", b)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,402 @@
+package dispatcher
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	"backfill/wire"
+)
+
+const (
+	recvWait      = 20 * time.Millisecond // longest idle wait for a frame
+	maxBatch      = 4096                  // frames handled in one transaction
+	progressEvery = 250 * time.Millisecond
+)
+
+// Run crawls until no work is left (every record complete, or nothing
+// queued or leased) or ctx is done, and returns the summary. Results are
+// committed in one state transaction per batch of frames that were ready
+// together. After an error, Close the Dispatcher; a new one resumes from
+// the state.
+func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
+	start := time.Now()
+	d.mu.Lock()
+	d.pages, d.reused, d.late, d.expired, d.fieldErrs, d.refusedN = 0, 0, 0, 0, 0, 0
+	d.errs = make(map[string]int64)
+	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
+		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest)
+	d.mu.Unlock()
+
+	tick := min(d.cfg.Lease/4, d.cfg.Heartbeat/2, time.Second)
+	// Supervisors that were running before this Run (say the dispatcher
+	// restarted) all speak within one heartbeat interval. Dispatching only
+	// after that keeps domains from going to the first one heard and then
+	// moving once the others re-register.
+	settled := start.Add(d.cfg.Heartbeat)
+	var lastTick, lastProgress time.Time
+	var runErr error
+	for {
+		if err := ctx.Err(); err != nil {
+			runErr = err
+			break
+		}
+		frames, err := d.receive()
+		if err != nil {
+			runErr = err
+			break
+		}
+		now := time.Now()
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			runErr = errors.New("dispatcher: closed while running")
+			break
+		}
+		doTick := now.Sub(lastTick) >= tick
+		if doTick {
+			lastTick = now
+		}
+		done, err := d.step(ctx, frames, now, doTick, !now.Before(settled))
+		var p Progress
+		report := d.cfg.Progress != nil && (done || now.Sub(lastProgress) >= progressEvery)
+		if report {
+			lastProgress = now
+			p = d.progress(start)
+		}
+		d.mu.Unlock()
+		if err != nil {
+			runErr = err
+			break
+		}
+		if report {
+			d.cfg.Progress(p)
+		}
+		if done {
+			break
+		}
+	}
+	sum, err := d.summary(context.WithoutCancel(ctx), start)
+	if err != nil && runErr == nil {
+		runErr = err
+	}
+	d.log.Info("dispatcher finished", "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
+		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
+		"errors", sum.Errors, "elapsed", sum.Elapsed.Round(time.Millisecond), "pages_per_sec", int(sum.PagesPerSec))
+	return sum, runErr
+}
+
+type frame struct {
+	kind wire.Kind
+	v    any
+}
+
+// receive waits briefly for one frame, then takes whatever else is ready.
+func (d *Dispatcher) receive() ([]frame, error) {
+	var out []frame
+	wait := recvWait
+	for len(out) < maxBatch {
+		kind, v, err := d.recv.Recv(wait)
+		wait = 0
+		switch {
+		case err == nil:
+			out = append(out, frame{kind, v})
+			continue
+		case errors.Is(err, wire.ErrTimeout):
+		case errors.Is(err, wire.ErrBadFrame):
+			d.log.Debug("bad frame dropped", "error", err)
+			continue
+		default:
+			return out, fmt.Errorf("dispatcher: intake: %w", err)
+		}
+		break
+	}
+	return out, nil
+}
+
+// step handles one batch under mu, in one state transaction: membership,
+// results, failed sends, expired leases, then new dispatches.
+func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, tick, dispatch bool) (bool, error) {
+	if err := d.st.begin(ctx); err != nil {
+		return false, err
+	}
+	err := func() error {
+		for _, f := range frames {
+			switch v := f.v.(type) {
+			case *wire.Hello:
+				if err := d.register(ctx, *v, true, now); err != nil {
+					return err
+				}
+			case *wire.Heartbeat:
+				if err := d.register(ctx, v.Hello, false, now); err != nil {
+					return err
+				}
+			case *wire.Result:
+				if err := d.commitResult(ctx, v, now); err != nil {
+					return err
+				}
+			default:
+				d.log.Debug("unexpected frame on intake", "kind", f.kind)
+			}
+		}
+		for more := true; more; {
+			select {
+			case f := <-d.failed:
+				if t := d.w.leased[f.taskID]; t != nil && t.lease == f.lease {
+					d.log.Debug("send failed; task re-queued", "url", t.url, "supervisor", t.member)
+					if err := d.requeue(ctx, t); err != nil {
+						return err
+					}
+				}
+			default:
+				more = false
+			}
+		}
+		if tick {
+			if err := d.expire(ctx, now); err != nil {
+				return err
+			}
+		}
+		if dispatch {
+			if err := d.dispatch(ctx, now); err != nil {
+				return err
+			}
+		}
+		if err := d.flush(ctx); err != nil {
+			return err
+		}
+		return d.st.setMeta(ctx, "lease", d.nextLease)
+	}()
+	if err != nil {
+		d.st.rollback()
+		clear(d.recCache)
+		d.work = nil
+		return false, err
+	}
+	if err := d.st.commit(ctx); err != nil {
+		return false, err
+	}
+	if err := d.refill(ctx); err != nil {
+		return false, err
+	}
+	done := d.nComplete == d.nRecords ||
+		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0)
+	return done, nil
+}
+
+// register handles a Hello or Heartbeat: a supervisor unknown, or known
+// under another incarnation (Started) or endpoint, is (re-)registered.
+func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now time.Time) error {
+	if h.Supervisor == "" || h.Endpoint == "" {
+		d.log.Warn("registration without a name or endpoint ignored", "supervisor", h.Supervisor, "endpoint", h.Endpoint)
+		return nil
+	}
+	if h.Mappings != d.digest {
+		d.refusedN++
+		key := h.Supervisor + "\x00" + h.Mappings
+		if !d.refused[key] {
+			d.refused[key] = true
+			d.log.Error("supervisor refused: its mappings differ from the dispatcher's",
+				"supervisor", h.Supervisor, "endpoint", h.Endpoint, "its_digest", h.Mappings, "our_digest", d.digest)
+		}
+		return nil
+	}
+	capacity := max(h.Capacity, 1)
+	m := d.members[h.Supervisor]
+	if m != nil && (!m.started.Equal(h.Started) || m.endpoint != h.Endpoint || m.render != h.Render) {
+		if err := d.drop(ctx, m, "restarted"); err != nil {
+			return err
+		}
+		m = nil
+	}
+	if m != nil {
+		m.lastSeen = now
+		if m.capacity != capacity {
+			m.capacity = capacity
+			d.w.unparkMember(m)
+		}
+		if hello { // our Welcome was lost, or it has not connected yet
+			m.enqueue(wire.KindWelcome, wire.Welcome{Dispatcher: d.name, Run: d.runID})
+		}
+		return nil
+	}
+	m = &member{name: h.Supervisor, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started, lastSeen: now}
+	if err := m.start(d.ctx, &d.wg, d.failed); err != nil {
+		d.log.Error("supervisor unreachable", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "error", err)
+		return nil
+	}
+	d.members[m.name] = m
+	d.epoch++
+	d.w.unparkAll(d.members)
+	m.enqueue(wire.KindWelcome, wire.Welcome{Dispatcher: d.name, Run: d.runID})
+	d.log.Info("supervisor joined", "supervisor", m.name, "endpoint", m.endpoint, "capacity", m.capacity,
+		"render", m.render, "members", len(d.members))
+	return nil
+}
+
+// drop removes a member and re-queues what it held.
+func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
+	m.stop()
+	delete(d.members, m.name)
+	d.epoch++
+	n := 0
+	for _, t := range maps.Clone(d.w.leased) {
+		if t.member == m.name {
+			if err := d.requeue(ctx, t); err != nil {
+				return err
+			}
+			n++
+		}
+	}
+	d.w.unparkMember(m)
+	d.w.unparkAll(d.members)
+	d.log.Info("supervisor left", "supervisor", m.name, "reason", reason, "requeued", n, "members", len(d.members))
+	return nil
+}
+
+// expire re-queues tasks whose lease ran out and drops silent members.
+func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
+	for _, t := range d.w.leased {
+		if now.After(t.deadline) {
+			d.expired++
+			d.log.Debug("lease expired; task re-queued", "url", t.url, "supervisor", t.member, "lease", t.lease)
+			if err := d.requeue(ctx, t); err != nil {
+				return err
+			}
+		}
+	}
+	silent := 3 * d.cfg.Heartbeat
+	for _, m := range maps.Clone(d.members) {
+		if now.Sub(m.lastSeen) > silent {
+			if err := d.drop(ctx, m, "silent"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dispatch leases tasks to members, walking host queues in frontier order.
+// A queue that cannot go now is parked where the blocking condition will
+// release it: its host's in-flight limit, its supervisor's capacity, or
+// the absence of any supervisor that can take it.
+func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
+	w := d.w
+	if len(d.members) == 0 {
+		return nil
+	}
+	for w.ready.Len() > 0 {
+		q := heap.Pop(&w.ready).(*hostQueue)
+		q.where = parkNone
+		if len(q.tasks) == 0 {
+			w.forget(q)
+			continue
+		}
+		if w.hostInFlight[q.host] >= d.cfg.HostInFlight {
+			q.where = parkHost
+			w.hostWait[q.host] = append(w.hostWait[q.host], q)
+			continue
+		}
+		if q.routeEpoch != d.epoch {
+			q.route, q.routeEpoch = "", d.epoch
+			if m := route(d.members, q.domain, q.render); m != nil {
+				q.route = m.name
+			}
+		}
+		m := d.members[q.route]
+		if m == nil {
+			q.where = parkNobody
+			w.nobody = append(w.nobody, q)
+			continue
+		}
+		if m.inFlight >= m.capacity || len(m.out) >= cap(m.out) {
+			q.where = parkMember
+			m.waiting = append(m.waiting, q)
+			continue
+		}
+		t := heap.Pop(&q.tasks).(*task)
+		delete(w.queued, t.id)
+		t.hq = nil
+		d.nextLease++
+		t.lease, t.member, t.deadline = d.nextLease, m.name, now.Add(d.cfg.Lease)
+		w.leased[t.id] = t
+		m.inFlight++
+		w.hostInFlight[t.host]++
+		d.queuedN--
+		if _, err := d.st.exec(ctx, "frontState", stateLeased, t.lease, t.deadline.UnixNano(), m.name, t.id); err != nil {
+			return err
+		}
+		if !m.enqueue(wire.KindTask, wire.Task{ID: t.id, Lease: t.lease, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render}) {
+			// Cannot happen (only this goroutine fills m.out, and it was
+			// checked above); re-queue and end the round rather than spin.
+			return d.requeue(ctx, t)
+		}
+		if len(q.tasks) > 0 {
+			w.makeReady(q)
+		} else {
+			w.forget(q)
+		}
+	}
+	return nil
+}
+
+func (d *Dispatcher) progress(start time.Time) Progress {
+	return Progress{
+		Records:  d.nRecords,
+		Complete: d.nComplete,
+		Partial:  d.nPartial,
+		Queued:   d.queuedN,
+		InFlight: len(d.w.leased),
+		Waiting:  d.w.waitingRender(),
+		Members:  len(d.members),
+		Pages:    d.pages,
+		Elapsed:  time.Since(start),
+	}
+}
+
+// summary reads the record counts from the state and adds this Run's
+// counters.
+func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := &Summary{
+		BadLines:    d.badLines,
+		Pages:       d.pages,
+		Reused:      d.reused,
+		Late:        d.late,
+		Expired:     d.expired,
+		Errors:      maps.Clone(d.errs),
+		FieldErrors: d.fieldErrs,
+		Refused:     d.refusedN,
+		Waiting:     d.w.waitingRender(),
+		Elapsed:     time.Since(start),
+	}
+	if s.Elapsed > 0 {
+		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()
+	}
+	if d.closed {
+		return s, nil
+	}
+	err := d.st.conn.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(complete), 0), COALESCE(SUM(skipped), 0),
+		COALESCE(SUM(complete = 0 AND nfilled > 0), 0), COALESCE(SUM(complete = 0 AND nfilled = 0), 0) FROM records`).
+		Scan(&s.Records, &s.Complete, &s.Skipped, &s.Partial, &s.Untouched)
+	if err != nil {
+		return s, fmt.Errorf("dispatcher: summary: %w", err)
+	}
+	rows, err := d.st.conn.QueryContext(ctx, `SELECT id FROM records WHERE complete = 0 AND nfilled = 0 ORDER BY seq LIMIT 50`)
+	if err != nil {
+		return s, fmt.Errorf("dispatcher: summary: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return s, fmt.Errorf("dispatcher: summary: %w", err)
+		}
+		s.UntouchedIDs = append(s.UntouchedIDs, id)
+	}
+	return s, rows.Err()
+}

@@ -1,0 +1,235 @@
+package dispatcher
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Task states in the frontier table.
+const (
+	stateQueued  = 0
+	stateLeased  = 1
+	stateDone    = 2
+	stateDropped = 3 // every record that wanted it is complete
+)
+
+// schema is the state database. seen and frontier share the URL id: seen is
+// what is known about a URL (first seen, last crawl, outcome, the cached
+// extraction), frontier is the task that crawls it. task_records says which
+// records reached a URL and at what depth for each.
+const schema = `
+CREATE TABLE IF NOT EXISTS meta (
+	key   TEXT PRIMARY KEY,
+	value INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS seen (
+	id           TEXT PRIMARY KEY,
+	url          TEXT NOT NULL,
+	first_seen   INTEGER NOT NULL,
+	last_crawled INTEGER NOT NULL DEFAULT 0,
+	class        TEXT NOT NULL DEFAULT '',
+	status       INTEGER NOT NULL DEFAULT 0,
+	result       BLOB
+);
+CREATE TABLE IF NOT EXISTS frontier (
+	id         TEXT PRIMARY KEY,
+	url        TEXT NOT NULL,
+	host       TEXT NOT NULL,
+	domain     TEXT NOT NULL,
+	depth      INTEGER NOT NULL,
+	matched    INTEGER NOT NULL,
+	priority   INTEGER NOT NULL,
+	render     INTEGER NOT NULL,
+	seq        INTEGER NOT NULL,
+	state      INTEGER NOT NULL,
+	lease      INTEGER NOT NULL DEFAULT 0,
+	deadline   INTEGER NOT NULL DEFAULT 0,
+	supervisor TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS frontier_ready ON frontier(matched DESC, priority DESC, depth, seq) WHERE state = 0;
+CREATE TABLE IF NOT EXISTS task_records (
+	url_id    TEXT NOT NULL,
+	record_id TEXT NOT NULL,
+	depth     INTEGER NOT NULL,
+	PRIMARY KEY (url_id, record_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS task_records_record ON task_records(record_id);
+CREATE TABLE IF NOT EXISTS records (
+	id       TEXT PRIMARY KEY,
+	seq      INTEGER NOT NULL,
+	fields   BLOB NOT NULL,
+	targets  BLOB NOT NULL,
+	filled   BLOB NOT NULL,
+	nfilled  INTEGER NOT NULL,
+	complete INTEGER NOT NULL,
+	skipped  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_seq ON records(seq);
+`
+
+// state is the SQLite state database. It holds one connection; every use
+// is serialized by the Dispatcher's mutex, and writes are grouped into one
+// transaction per batch (see begin/commit).
+type state struct {
+	db   *sql.DB
+	conn *sql.Conn
+	st   map[string]*sql.Stmt
+	inTx bool
+}
+
+var statements = map[string]string{
+	"metaGet":      `SELECT value FROM meta WHERE key = ?`,
+	"metaSet":      `INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+	"recIns":       `INSERT INTO records(id, seq, fields, targets, filled, nfilled, complete, skipped) VALUES(?, ?, ?, ?, '{}', 0, ?, ?) ON CONFLICT(id) DO NOTHING`,
+	"recGet":       `SELECT fields, targets, filled, complete FROM records WHERE id = ?`,
+	"recPut":       `UPDATE records SET filled = ?, nfilled = ?, complete = ? WHERE id = ?`,
+	"recExists":    `SELECT 1 FROM records WHERE id = ?`,
+	"urlRecords":   `SELECT record_id, depth FROM task_records WHERE url_id = ? ORDER BY record_id`,
+	"trGet":        `SELECT depth FROM task_records WHERE url_id = ? AND record_id = ?`,
+	"trPut":        `INSERT INTO task_records(url_id, record_id, depth) VALUES(?, ?, ?) ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
+	"urlGet":       `SELECT f.state, f.depth, s.last_crawled, s.class, s.result FROM frontier f JOIN seen s ON s.id = f.id WHERE f.id = ?`,
+	"seenIns":      `INSERT INTO seen(id, url, first_seen) VALUES(?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+	"seenDone":     `UPDATE seen SET last_crawled = ?, class = ?, status = ?, result = ? WHERE id = ?`,
+	"frontIns":     `INSERT INTO frontier(id, url, host, domain, depth, matched, priority, render, seq, state) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
+	"frontDepth":   `UPDATE frontier SET depth = ? WHERE id = ? AND depth > ?`,
+	"frontState":   `UPDATE frontier SET state = ?, lease = ?, deadline = ?, supervisor = ? WHERE id = ?`,
+	"frontRequeue": `UPDATE frontier SET state = 0, seq = ?, depth = ? WHERE id = ?`,
+	"recordTasks":  `SELECT tr.url_id FROM task_records tr JOIN frontier f ON f.id = tr.url_id WHERE tr.record_id = ? AND f.state = 0`,
+	"urlWanted":    `SELECT EXISTS(SELECT 1 FROM task_records tr JOIN records r ON r.id = tr.record_id WHERE tr.url_id = ? AND r.complete = 0)`,
+	"refill":       `SELECT id, url, host, domain, depth, matched, priority, render, seq FROM frontier WHERE state = 0 ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?`,
+}
+
+func openState(ctx context.Context, dir string) (*state, error) {
+	if dir == "" {
+		return nil, errors.New("dispatcher: no state directory")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("dispatcher: state directory: %w", err)
+	}
+	path := filepath.Join(dir, "state.db")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
+	}
+	s := &state{db: db, conn: conn, st: make(map[string]*sql.Stmt)}
+	if _, err := conn.ExecContext(ctx, schema); err != nil {
+		s.close()
+		return nil, fmt.Errorf("dispatcher: state schema in %s: %w", path, err)
+	}
+	for name, q := range statements {
+		st, err := conn.PrepareContext(ctx, q)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("dispatcher: prepare %s: %w", name, err)
+		}
+		s.st[name] = st
+	}
+	return s, nil
+}
+
+func (s *state) close() error {
+	for _, st := range s.st {
+		st.Close()
+	}
+	var err error
+	if s.conn != nil {
+		err = s.conn.Close()
+	}
+	return errors.Join(err, s.db.Close())
+}
+
+func (s *state) begin(ctx context.Context) error {
+	if s.inTx {
+		return nil
+	}
+	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("dispatcher: state begin: %w", err)
+	}
+	s.inTx = true
+	return nil
+}
+
+func (s *state) commit(ctx context.Context) error {
+	if !s.inTx {
+		return nil
+	}
+	s.inTx = false
+	if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		s.conn.ExecContext(context.Background(), "ROLLBACK")
+		return fmt.Errorf("dispatcher: state commit: %w", err)
+	}
+	return nil
+}
+
+func (s *state) exec(ctx context.Context, name string, args ...any) (sql.Result, error) {
+	r, err := s.st[name].ExecContext(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: state %s: %w", name, err)
+	}
+	return r, nil
+}
+
+func (s *state) row(ctx context.Context, name string, args ...any) *sql.Row {
+	return s.st[name].QueryRowContext(ctx, args...)
+}
+
+func (s *state) query(ctx context.Context, name string, args ...any) (*sql.Rows, error) {
+	rows, err := s.st[name].QueryContext(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: state %s: %w", name, err)
+	}
+	return rows, nil
+}
+
+func (s *state) meta(ctx context.Context, key string) (int64, error) {
+	var v int64
+	err := s.row(ctx, "metaGet", key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("dispatcher: state meta %s: %w", key, err)
+	}
+	return v, nil
+}
+
+func (s *state) setMeta(ctx context.Context, key string, v int64) error {
+	_, err := s.exec(ctx, "metaSet", key, v)
+	return err
+}
+
+// scalar runs a one-value query outside the prepared set (startup and
+// summary only).
+func (s *state) scalar(ctx context.Context, q string, args ...any) (int64, error) {
+	var v sql.NullInt64
+	if err := s.conn.QueryRowContext(ctx, q, args...).Scan(&v); err != nil {
+		return 0, fmt.Errorf("dispatcher: state %q: %w", q, err)
+	}
+	return v.Int64, nil
+}
+
+var errNoRows = sql.ErrNoRows
+
+// rollback abandons the open transaction, if any.
+func (s *state) rollback() {
+	if !s.inTx {
+		return
+	}
+	s.inTx = false
+	s.conn.ExecContext(context.Background(), "ROLLBACK")
+}

@@ -1,0 +1,45 @@
+// Package etl runs site mappings on fetched pages: it owns the mapping
+// model, the processors, extraction and link discovery.
+//
+// A mapping (see docs/mappings.md) says which pages it applies to
+// (url_patterns, regular expressions over the page URL), which links on
+// them are worth following (url_parsers) and which values to take
+// (fields). url_parsers and fields are chains of processors: the first
+// processor works on the parsed document, each next one on the values the
+// previous one returned.
+//
+// Loading compiles everything once. LoadDir (or LoadFS for the bundled
+// mappings) reads every *.json file, builds each processor from its JSON
+// parameters through a registry of processor types, compiles XPath, regular
+// expressions and JSONPath, and refuses the whole set if anything is wrong,
+// with one error per problem naming file:line:col, mapping, field and
+// processor:
+//
+//	set, err := etl.LoadDir("mappings")
+//	if err != nil {
+//		for _, e := range etl.Unjoin(err) { fmt.Println(e) }
+//		os.Exit(1)
+//	}
+//
+// Extraction parses the page once — HTML through golang.org/x/net/html, or
+// JSON when the content type says so — and runs every matching mapping on
+// the same tree:
+//
+//	ex := set.Extract("https://site.example/people/ada", body, "text/html")
+//	// ex.Fields: values per mapping field; ex.Links: from url_parsers;
+//	// ex.OutLinks: every http(s) link on the page; ex.Errors: what failed.
+//
+// A processor that fails on a page leaves a FieldError and the other
+// fields go on; a panic inside a mapping is recovered and reported the same
+// way, so Extract never panics. Links are resolved against the page URL
+// (or its <base href>) and normalized with NormalizeURL, the one URL
+// normalization the project uses; MatchKey is the normalization used to
+// compare attribution match keys.
+//
+// Adding a processor is adding one file: a type with a Process method and
+// an init that registers a Factory building it from its parameters, which
+// rejects bad parameters at load.
+//
+// A Set is immutable after loading and safe for concurrent use: many
+// workers may call Extract at once.
+package etl

@@ -1,0 +1,183 @@
+package etl
+
+import (
+	"bytes"
+	"encoding/json"
+	"mime"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// Document is one fetched page, parsed once and shared by every mapping
+// that runs on it. It is owned by one Extract call and is not shared across
+// goroutines.
+type Document struct {
+	URL  *url.URL   // the page URL (nil when it did not parse)
+	Base *url.URL   // where relative links resolve: URL, or <base href>
+	Root *html.Node // the HTML tree; nil for a JSON document
+	JSON any        // the decoded body of a JSON document
+	Body string     // the raw body
+
+	parseErr error // why the body could not be parsed, if it could not
+
+	// lazily built, per document
+	jsonld    []any
+	jsonldOK  bool
+	meta      map[string][]string
+	metaReady bool
+}
+
+// isJSONType reports whether a Content-Type names JSON.
+func isJSONType(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mt = strings.ToLower(strings.TrimSpace(strings.SplitN(contentType, ";", 2)[0]))
+	}
+	return mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
+}
+
+// NewDocument parses body as HTML, or as JSON when contentType says so (or
+// when the body is valid JSON whatever the content type). A body that fails to
+// parse still yields a Document; the error is reported on every field.
+func NewDocument(pageURL string, body []byte, contentType string) *Document {
+	d := &Document{Body: string(body)}
+	if u, err := url.Parse(strings.TrimSpace(pageURL)); err == nil && u.IsAbs() {
+		d.URL = u
+		d.Base = u
+	}
+	trimmed := bytes.TrimSpace(body)
+	asJSON := isJSONType(contentType)
+	// Servers send JSON under any content type; no HTML page starts with
+	// a brace or bracket, so a body that does and is valid JSON is JSON.
+	if !asJSON && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed) {
+		asJSON = true
+	}
+	if asJSON {
+		v, err := decodeJSON(body)
+		if err != nil {
+			d.parseErr = err
+			return d
+		}
+		d.JSON = v
+		return d
+	}
+	root, err := html.Parse(bytes.NewReader(body))
+	if err != nil {
+		d.parseErr = err
+		return d
+	}
+	d.Root = root
+	if d.URL != nil {
+		if href, ok := findBaseHref(root); ok {
+			if b, err := d.URL.Parse(cleanHref(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
+				d.Base = b
+			}
+		}
+	}
+	return d
+}
+
+// decodeJSON decodes a JSON body keeping integers exact.
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return normalizeJSON(v), nil
+}
+
+// normalizeJSON turns json.Number into int64 when exact, else float64, the
+// shapes the jsonpath library understands.
+func normalizeJSON(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		if i, err := t.Int64(); err == nil {
+			return i
+		}
+		if f, err := t.Float64(); err == nil {
+			return f
+		}
+		return t.String()
+	case map[string]any:
+		for k, e := range t {
+			t[k] = normalizeJSON(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = normalizeJSON(e)
+		}
+	}
+	return v
+}
+
+// findBaseHref returns the href of the first <base> element in <head>.
+func findBaseHref(root *html.Node) (string, bool) {
+	var found string
+	ok := false
+	walk(root, func(n *html.Node) bool {
+		if n.Type == html.ElementNode && n.DataAtom == atom.Base {
+			for _, a := range n.Attr {
+				if a.Key == "href" && a.Namespace == "" {
+					found, ok = a.Val, true
+					return false
+				}
+			}
+		}
+		if n.Type == html.ElementNode && n.DataAtom == atom.Body {
+			return false
+		}
+		return true
+	})
+	return found, ok
+}
+
+// walk visits the tree in document order without recursion; visit returns
+// false to stop the whole walk.
+func walk(root *html.Node, visit func(*html.Node) bool) {
+	n := root
+	for n != nil {
+		if !visit(n) {
+			return
+		}
+		if n.FirstChild != nil {
+			n = n.FirstChild
+			continue
+		}
+		for n != nil && n != root && n.NextSibling == nil {
+			n = n.Parent
+		}
+		if n == nil || n == root {
+			return
+		}
+		n = n.NextSibling
+	}
+}
+
+// innerText concatenates the text nodes under n, skipping comments.
+func innerText(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var b strings.Builder
+	walk(n, func(c *html.Node) bool {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+		return true
+	})
+	return b.String()
+}
+
+// docValue is the value the first processor of a chain receives.
+func (d *Document) docValue() []Value {
+	v := Value{Text: d.Body, doc: true, JSON: d.JSON}
+	if d.Root != nil {
+		v.Node = d.Root
+	}
+	return []Value{v}
+}

@@ -1,0 +1,212 @@
+package etl
+
+import (
+	"fmt"
+	"runtime/debug"
+	"strings"
+)
+
+// Extract parses body once (HTML, or JSON when contentType says so) and runs
+// every mapping whose url_patterns match pageURL on the same tree. Links are
+// resolved against pageURL. It never panics on any input.
+func (s *Set) Extract(pageURL string, body []byte, contentType string) *Extraction {
+	return s.extract(pageURL, body, contentType, nil, "")
+}
+
+// tracer receives every step of every chain, for `mappings try`.
+type tracer func(m *Mapping, r *rule, st *step, in, out []Value, err error)
+
+func (s *Set) extract(pageURL string, body []byte, contentType string, tr tracer, only string) (ex *Extraction) {
+	ex = &Extraction{}
+	defer func() {
+		// Last line of defence: the per-mapping recover below should catch
+		// everything, but Extract promises never to panic.
+		if r := recover(); r != nil {
+			ex.Errors = append(ex.Errors, FieldError{Field: "page", Err: fmt.Sprintf("internal error: %v", r)})
+		}
+	}()
+	doc := NewDocument(pageURL, body, contentType)
+	follow := true
+	var links []string
+	for _, m := range s.Mappings() {
+		if only != "" && m.Name != only {
+			continue
+		}
+		if !m.MatchURL(pageURL) {
+			continue
+		}
+		nFields, nLinks, nErrs := len(ex.Fields), len(links), len(ex.Errors)
+		links = runMapping(m, doc, ex, links, tr)
+		produced := len(ex.Fields) > nFields || len(links) > nLinks || len(ex.Errors) > nErrs
+		if !m.Generic() || produced {
+			ex.Mappings = append(ex.Mappings, m.Name)
+		}
+		if !m.Generic() && !m.Follow {
+			follow = false
+		}
+	}
+	ex.Links = dedupe(links)
+	if follow && doc.Root != nil {
+		ex.OutLinks = outLinks(doc)
+	}
+	return ex
+}
+
+// runMapping runs one mapping's url_parsers and fields, turning any panic
+// into a FieldError so one broken mapping cannot spoil the page for others.
+func runMapping(m *Mapping, doc *Document, ex *Extraction, links []string, tr tracer) (out []string) {
+	out = links
+	current := "page"
+	defer func() {
+		if r := recover(); r != nil {
+			ex.Errors = append(ex.Errors, FieldError{Mapping: m.Name, Field: current,
+				Err: fmt.Sprintf("internal error: %v\n%s", r, firstFrames(debug.Stack()))})
+		}
+	}()
+	if doc.parseErr != nil && (len(m.parsers) > 0 || len(m.fields) > 0) {
+		ex.Errors = append(ex.Errors, FieldError{Mapping: m.Name, Field: "page", Err: "document did not parse: " + doc.parseErr.Error()})
+		return out
+	}
+	for _, r := range m.parsers {
+		current = r.label
+		vals, ferr := runChain(m, r, doc, tr)
+		if ferr != nil {
+			ex.Errors = append(ex.Errors, *ferr)
+			continue
+		}
+		for _, v := range vals {
+			if u, err := resolveURL(doc.Base, v.Text); err == nil {
+				out = append(out, u)
+			}
+		}
+	}
+	for _, r := range m.fields {
+		current = r.name
+		vals, ferr := runChain(m, r, doc, tr)
+		if ferr != nil {
+			ex.Errors = append(ex.Errors, *ferr)
+			continue
+		}
+		final, errs := finishField(m, r, doc, vals)
+		ex.Errors = append(ex.Errors, errs...)
+		if len(final) > 0 {
+			ex.Fields = append(ex.Fields, FieldValues{Mapping: m.Name, Field: r.name, Values: final, Match: r.match})
+		}
+	}
+	return out
+}
+
+// runChain feeds the document through the rule's processors.
+func runChain(m *Mapping, r *rule, doc *Document, tr tracer) ([]Value, *FieldError) {
+	vals := doc.docValue()
+	for i := range r.steps {
+		st := &r.steps[i]
+		out, err := st.proc.Process(vals, doc)
+		if tr != nil {
+			tr(m, r, st, vals, out, err)
+		}
+		if err != nil {
+			field := r.name
+			if field == "" || strings.HasPrefix(r.label, "url_parsers") {
+				field = r.label
+			}
+			return nil, &FieldError{Mapping: m.Name, Field: field, Processor: st.label, Err: err.Error()}
+		}
+		vals = out
+	}
+	return vals, nil
+}
+
+// finishField applies the field's type, validation and cardinality to the
+// chain's output: empty values go, typed values are normalized, values that
+// fail are dropped with the reason recorded, and unless the field takes all
+// values only the first survivor is kept.
+func finishField(m *Mapping, r *rule, doc *Document, vals []Value) ([]string, []FieldError) {
+	var out []string
+	var errs []FieldError
+	for _, v := range vals {
+		s := strings.TrimSpace(v.Text)
+		if s == "" {
+			continue
+		}
+		conv, err := convertType(r.typ, s, doc)
+		if err != nil {
+			errs = append(errs, FieldError{Mapping: m.Name, Field: r.name, Processor: "type " + r.typ, Err: err.Error()})
+			continue
+		}
+		if r.validate != nil && !r.validate.MatchString(conv) {
+			errs = append(errs, FieldError{Mapping: m.Name, Field: r.name, Processor: "validate",
+				Err: fmt.Sprintf("value %q does not match %q, dropped", clip(conv, 80), r.validate.String())})
+			continue
+		}
+		out = append(out, conv)
+		if !r.all {
+			break
+		}
+	}
+	if r.all {
+		out = dedupe(out)
+	}
+	return out, errs
+}
+
+// convertType reads s as the field's declared type.
+func convertType(typ, s string, doc *Document) (string, error) {
+	switch typ {
+	case "", TypeString, TypeList:
+		return s, nil
+	case TypeURL:
+		return resolveURL(doc.Base, s)
+	case TypeEmail:
+		e, ok := parseEmail(s)
+		if !ok {
+			return "", fmt.Errorf("%q is not an email address", clip(s, 80))
+		}
+		return e, nil
+	case TypeNumber:
+		n, ok := parseNumber(s, "")
+		if !ok {
+			return "", fmt.Errorf("%q is not a number", clip(s, 80))
+		}
+		return n, nil
+	case TypeDate:
+		d, ok := parseDate(s, nil)
+		if !ok {
+			return "", fmt.Errorf("%q is not a date in a known format", clip(s, 80))
+		}
+		return d, nil
+	}
+	return s, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func dedupe(ss []string) []string {
+	if len(ss) < 2 {
+		return ss
+	}
+	seen := make(map[string]struct{}, len(ss))
+	out := ss[:0]
+	for _, s := range ss {
+		if _, ok := seen[s]; ok {
+			continue
+		}
+		seen[s] = struct{}{}
+		out = append(out, s)
+	}
+	return out
+}
+
+// firstFrames keeps the top of a stack trace, enough to find a bug.
+func firstFrames(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	if len(lines) > 16 {
+		lines = lines[:16]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,210 @@
+package etl
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// MaxURLLength is the longest URL the project accepts.
+const MaxURLLength = 2048
+
+// MaxOutLinks caps the outbound links taken from one page, so a page of a
+// million anchors costs no more than a normal one.
+const MaxOutLinks = 5000
+
+// ErrBadURL classifies URLs NormalizeURL refuses.
+var ErrBadURL = errors.New("bad url")
+
+// NormalizeURL is the one URL normalization the project uses, so that the
+// seen-URL store, the frontier and the extraction agree on what "the same
+// URL" is: the scheme and host are lower-cased, a default port is dropped,
+// the fragment is dropped, dot segments are resolved, an empty path becomes
+// "/", and the query is kept as it is. Only absolute http and https URLs of
+// at most MaxURLLength bytes are accepted.
+func NormalizeURL(raw string) (string, error) {
+	if len(raw) > MaxURLLength {
+		return "", fmt.Errorf("%w: longer than %d bytes", ErrBadURL, MaxURLLength)
+	}
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	return normalizeParsed(u)
+}
+
+func normalizeParsed(u *url.URL) (string, error) {
+	u.Scheme = strings.ToLower(u.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		if u.Scheme == "" {
+			return "", fmt.Errorf("%w: not absolute", ErrBadURL)
+		}
+		return "", fmt.Errorf("%w: scheme %q is not http or https", ErrBadURL, u.Scheme)
+	}
+	if u.Opaque != "" {
+		return "", fmt.Errorf("%w: no host", ErrBadURL)
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "" {
+		return "", fmt.Errorf("%w: no host", ErrBadURL)
+	}
+	port := u.Port()
+	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
+		port = ""
+	}
+	if strings.Contains(host, ":") { // IPv6 literal
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), port)
+	}
+	u.Host = host
+	u.Fragment, u.RawFragment = "", ""
+	p := u.EscapedPath()
+	if p == "" {
+		p = "/"
+	}
+	p = removeDotSegments(p)
+	np, err := url.PathUnescape(p)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	u.Path, u.RawPath = np, p
+	s := u.String()
+	if len(s) > MaxURLLength {
+		return "", fmt.Errorf("%w: longer than %d bytes", ErrBadURL, MaxURLLength)
+	}
+	return s, nil
+}
+
+// removeDotSegments implements RFC 3986 section 5.2.4 on an escaped path.
+func removeDotSegments(p string) string {
+	if !strings.Contains(p, ".") {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	out := make([]string, 0, len(segs))
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch s {
+		case ".":
+			if last {
+				out = append(out, "")
+			}
+		case "..":
+			if len(out) > 1 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	r := strings.Join(out, "/")
+	if !strings.HasPrefix(r, "/") {
+		r = "/" + r
+	}
+	return r
+}
+
+// cleanHref removes what browsers ignore in an href: surrounding white
+// space and tabs or newlines inside it.
+func cleanHref(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.ContainsAny(s, "\t\n\r") {
+		s = strings.NewReplacer("\t", "", "\n", "", "\r", "").Replace(s)
+	}
+	return s
+}
+
+// resolveURL makes href absolute against base and normalizes it.
+func resolveURL(base *url.URL, href string) (string, error) {
+	href = cleanHref(href)
+	if href == "" {
+		return "", fmt.Errorf("%w: empty", ErrBadURL)
+	}
+	if len(href) > MaxURLLength {
+		return "", fmt.Errorf("%w: longer than %d bytes", ErrBadURL, MaxURLLength)
+	}
+	var u *url.URL
+	var err error
+	if base != nil {
+		u, err = base.Parse(href)
+	} else {
+		u, err = url.Parse(href)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadURL, err)
+	}
+	return normalizeParsed(u)
+}
+
+// binaryExt lists file extensions whose links lead to content the ETL
+// cannot read; they are not worth a fetch.
+var binaryExt = map[string]bool{}
+
+func init() {
+	for _, e := range strings.Fields(`
+		pdf ps eps
+		jpg jpeg png gif webp svg bmp ico tif tiff avif heic heif psd raw
+		mp4 m4v webm avi mov mkv wmv flv mpg mpeg 3gp ogv
+		mp3 wav ogg oga flac m4a aac opus wma mid midi
+		zip tar gz tgz bz2 xz 7z rar zst lz lzma cab
+		exe msi dmg pkg apk deb rpm iso img bin jar dll so
+		doc docx xls xlsx ppt pptx odt ods odp rtf
+		woff woff2 ttf otf eot`) {
+		binaryExt[e] = true
+	}
+}
+
+// IsBinaryURL reports whether a URL's path ends in a binary file type.
+func IsBinaryURL(u string) bool {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+		if j := strings.IndexByte(u, '/'); j >= 0 {
+			u = u[j:]
+		} else {
+			return false
+		}
+	}
+	ext := strings.TrimPrefix(path.Ext(u), ".")
+	return ext != "" && binaryExt[strings.ToLower(ext)]
+}
+
+// outLinks collects every http(s) a/area href on the page.
+func outLinks(doc *Document) []string {
+	var out []string
+	seen := map[string]struct{}{}
+	walk(doc.Root, func(n *html.Node) bool {
+		if n.Type != html.ElementNode || (n.DataAtom != atom.A && n.DataAtom != atom.Area) {
+			return true
+		}
+		for _, a := range n.Attr {
+			if a.Key != "href" || a.Namespace != "" {
+				continue
+			}
+			u, err := resolveURL(doc.Base, a.Val)
+			if err != nil || IsBinaryURL(u) {
+				break
+			}
+			if _, dup := seen[u]; !dup {
+				seen[u] = struct{}{}
+				out = append(out, u)
+			}
+			break
+		}
+		return len(out) < MaxOutLinks
+	})
+	return out
+}

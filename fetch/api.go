@@ -1,0 +1,217 @@
+package fetch
+
+// The exported API other packages build against: classes, errors, the
+// configuration and the Fetcher. The mechanics live beside it: guard.go
+// (address policy and dialing), get.go (requests, redirects,
+// classification), body.go (bounded reading and decompression), text.go
+// (sniffing and charset decoding), refresh.go (meta refresh) and binary.go
+// (binary file links).
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Class classifies a failed fetch. Append only: values cross the wire and
+// appear in run summaries.
+type Class string
+
+const (
+	ClassDNS      Class = "dns"
+	ClassConnect  Class = "connect"
+	ClassTLS      Class = "tls"
+	ClassTimeout  Class = "timeout"
+	ClassTooLarge Class = "too-large"
+	ClassStatus   Class = "bad-status" // non-2xx final status
+	ClassRedirect Class = "redirect"   // loop, too many, 3xx without Location
+	ClassBlocked  Class = "blocked-address"
+	ClassProtocol Class = "protocol" // garbled response, closed mid-message
+	ClassEncoding Class = "bad-encoding"
+	ClassNotHTML  Class = "not-html"
+	ClassURL      Class = "bad-url"
+	ClassRobots   Class = "robots" // disallowed by robots.txt (set by the supervisor)
+	ClassCanceled Class = "canceled"
+	ClassOther    Class = "other"
+)
+
+// Error is a classified fetch failure.
+type Error struct {
+	Class Class
+	URL   string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	return "fetch " + e.URL + ": " + string(e.Class) + ": " + e.Err.Error()
+}
+func (e *Error) Unwrap() error { return e.Err }
+
+// ClassOf returns the class of err, ClassOther for an unclassified error and
+// "" for nil.
+func ClassOf(err error) Class {
+	if err == nil {
+		return ""
+	}
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe.Class
+	}
+	return ClassOther
+}
+
+// Defaults for the zero values of Config. Every limit exists because some
+// server on the web will otherwise hold a worker or its memory forever.
+const (
+	DefaultTimeout        = 30 * time.Second
+	DefaultDNSTimeout     = 5 * time.Second
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultTLSTimeout     = 10 * time.Second
+	DefaultHeaderTimeout  = 15 * time.Second
+	DefaultIdleTimeout    = 15 * time.Second
+	DefaultMaxBody        = 5 << 20
+	DefaultMaxRedirects   = 10
+	DefaultMaxHeaderBytes = 128 << 10
+	DefaultMaxHeaders     = 256
+	DefaultMaxRatio       = 100
+	DefaultMaxRefreshWait = 30 * time.Second
+)
+
+// Config sets the fetcher's limits. Zero values take the defaults above.
+type Config struct {
+	UserAgent     string            // required: identifies backfill with a contact URL
+	Timeout       time.Duration     // whole request including redirects, default 30s
+	MaxBody       int64             // bytes kept, default 5 MiB; more is truncated (Response.Truncated)
+	MaxRedirects  int               // default 10; meta refresh hops count too
+	Resolve       map[string]string // "host:port" → "ip:port", like curl's --resolve
+	AllowLoopback bool              // permit 127.0.0.0/8 and ::1 (tests, demo)
+	AllowPrivate  bool              // permit 10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10 and dotless names
+
+	DNSTimeout     time.Duration // name lookup, default 5s
+	ConnectTimeout time.Duration // TCP connect, default 10s
+	TLSTimeout     time.Duration // TLS handshake, default 10s
+	HeaderTimeout  time.Duration // request written → response header complete, default 15s
+	IdleTimeout    time.Duration // longest silence between two reads, default 15s
+
+	MaxHeaderBytes int64 // response header bytes, default 128 KiB (ClassTooLarge)
+	MaxHeaders     int   // response header lines, default 256 (ClassTooLarge)
+	// MaxRatio bounds decompressed/compressed bytes for a body that also
+	// exceeds MaxBody: beyond it the body is a decompression bomb
+	// (ClassTooLarge) rather than a large page (truncated). Default 100.
+	MaxRatio int
+
+	// IgnoreMetaRefresh turns off following <meta http-equiv=refresh> and
+	// the Refresh header; by default they are followed like redirects when
+	// their delay is at most MaxRefreshWait (default 30s), within
+	// MaxRedirects.
+	IgnoreMetaRefresh bool
+	MaxRefreshWait    time.Duration
+
+	// InsecureTLS records certificate problems in Response.TLSError instead
+	// of failing with ClassTLS. Verification is on by default.
+	InsecureTLS bool
+	RootCAs     *x509.CertPool // nil: the system roots
+
+	// Resolver looks names up; nil means net.DefaultResolver. Tests point
+	// it at a DNS server on loopback.
+	Resolver *net.Resolver
+}
+
+// Response is a fetched page.
+type Response struct {
+	URL         string      // final URL after redirects
+	Status      int         // final status
+	Header      http.Header // final response's header, values made valid UTF-8
+	ContentType string      // media type, lower case, no parameters (sniffed when undeclared)
+	Body        []byte      // decoded to UTF-8 when text
+	Truncated   bool        // Body holds the first MaxBody bytes of a longer body
+	Redirects   int         // HTTP redirects and meta refreshes followed
+	Elapsed     time.Duration
+
+	Charset  string // charset the text body was decoded from ("" for binary bodies)
+	TLSError string // certificate problem accepted under InsecureTLS
+}
+
+// Fetcher fetches pages. Safe for concurrent use; Close releases its idle
+// connections.
+type Fetcher struct {
+	cfg       Config
+	transport *http.Transport
+	client    *http.Client
+}
+
+// New builds a Fetcher. A missing User-Agent is reported by Get, so a
+// Fetcher can be built before its configuration is complete.
+func New(cfg Config) *Fetcher {
+	cfg = cfg.withDefaults()
+	f := &Fetcher{cfg: cfg}
+	f.transport = f.newTransport()
+	f.client = &http.Client{
+		Transport: f.transport,
+		// Redirects are followed by Get itself, so every hop is counted,
+		// loop-checked and dialed through the address guard.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return f
+}
+
+// Get fetches rawURL. A non-2xx final status is returned as a Response AND
+// an *Error of ClassStatus, so callers can still see the status and body.
+// A body that is not text (an image or PDF, whatever its declared type) is
+// returned undecoded with an *Error of ClassNotHTML.
+func (f *Fetcher) Get(ctx context.Context, rawURL string) (*Response, error) {
+	return f.get(ctx, rawURL)
+}
+
+// Close releases idle connections.
+func (f *Fetcher) Close() {
+	if f != nil && f.transport != nil {
+		f.transport.CloseIdleConnections()
+	}
+}
+
+func (c Config) withDefaults() Config {
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxBody <= 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxRedirects <= 0 {
+		c.MaxRedirects = DefaultMaxRedirects
+	}
+	if c.DNSTimeout <= 0 {
+		c.DNSTimeout = DefaultDNSTimeout
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.TLSTimeout <= 0 {
+		c.TLSTimeout = DefaultTLSTimeout
+	}
+	if c.HeaderTimeout <= 0 {
+		c.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if c.MaxHeaders <= 0 {
+		c.MaxHeaders = DefaultMaxHeaders
+	}
+	if c.MaxRatio <= 0 {
+		c.MaxRatio = DefaultMaxRatio
+	}
+	if c.MaxRefreshWait <= 0 {
+		c.MaxRefreshWait = DefaultMaxRefreshWait
+	}
+	if c.Resolver == nil {
+		c.Resolver = net.DefaultResolver
+	}
+	return c
+}

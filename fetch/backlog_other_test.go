@@ -1,0 +1,12 @@
+//go:build !linux
+
+package fetch
+
+import (
+	"errors"
+	"net"
+)
+
+func listenBacklog(_ *net.ListenConfig) (net.Listener, error) {
+	return nil, errors.New("no small-backlog listener on this platform")
+}

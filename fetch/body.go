@@ -1,0 +1,198 @@
+package fetch
+
+import (
+	"bufio"
+	"bytes"
+	"compress/flate"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+)
+
+// Bodies are read in chunks into memory, never past MaxBody decoded bytes
+// and never past MaxBody wire bytes: Content-Length is not trusted (it may
+// be absent, too small or too large). A compressed body is decoded here, not
+// by the transport, so the decoded size is capped and a decompression bomb
+// is recognised by its ratio.
+
+const readChunk = 32 << 10
+
+// bodyError is a classified failure while reading a body.
+type bodyError struct {
+	class Class
+	err   error
+}
+
+// errWireCap marks that the compressed stream itself passed MaxBody bytes.
+var errWireCap = errors.New("compressed body exceeds the size limit")
+
+// countingReader counts the wire bytes consumed and refuses more than max.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	max int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.n >= c.max {
+		return 0, errWireCap
+	}
+	if rem := c.max - c.n; int64(len(p)) > rem {
+		p = p[:rem]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// readBody returns at most MaxBody decoded bytes of hr's body and whether
+// more were there.
+func (f *Fetcher) readBody(ctx, parent context.Context, hr *http.Response) ([]byte, bool, *bodyError) {
+	max := f.cfg.MaxBody
+	wire := &countingReader{r: hr.Body, max: max + 1}
+	codings := contentCodings(hr.Header.Get("Content-Encoding"))
+	var r io.Reader = wire
+	var closers []io.Closer
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	// Codings are listed in the order they were applied; undo them from
+	// the last.
+	for i := len(codings) - 1; i >= 0; i-- {
+		dec, err := decoder(codings[i], r)
+		if errors.Is(err, io.EOF) {
+			return nil, false, nil // an empty compressed body is an empty body
+		}
+		if err != nil {
+			return nil, false, f.bodyFailure(ctx, parent, err, true)
+		}
+		if c, ok := dec.(io.Closer); ok {
+			closers = append(closers, c)
+		}
+		r = dec
+	}
+
+	data, truncated, err := readCapped(r, max)
+	if errors.Is(err, errWireCap) {
+		truncated, err = true, nil
+	}
+	if err != nil {
+		return nil, false, f.bodyFailure(ctx, parent, err, len(codings) > 0)
+	}
+	if truncated && len(codings) > 0 && wire.n*int64(f.cfg.MaxRatio) < int64(len(data)) {
+		return nil, false, &bodyError{ClassTooLarge, fmt.Errorf(
+			"decompression bomb: %d compressed bytes expand past %d bytes (ratio above %d)", wire.n, max, f.cfg.MaxRatio)}
+	}
+	return data, truncated, nil
+}
+
+// bodyFailure classifies an error met while reading a body.
+func (f *Fetcher) bodyFailure(ctx, parent context.Context, err error, coded bool) *bodyError {
+	if c, ok := contextClass(ctx, parent); ok {
+		return &bodyError{c, fmt.Errorf("reading body: %w", contextErr(ctx, parent))}
+	}
+	if isTimeout(err) {
+		return &bodyError{ClassTimeout, fmt.Errorf("reading body: %w", err)}
+	}
+	var ce *codingError
+	if errors.As(err, &ce) || (coded && isCorruptStream(err)) {
+		return &bodyError{ClassEncoding, fmt.Errorf("decoding body: %w", err)}
+	}
+	// Connection closed early (Content-Length longer than the body, or a
+	// reset), or a chunked encoding gone wrong.
+	return &bodyError{ClassProtocol, fmt.Errorf("reading body: %w", err)}
+}
+
+func isCorruptStream(err error) bool {
+	var fe flate.CorruptInputError
+	return errors.As(err, &fe) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) ||
+		errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) ||
+		strings.Contains(err.Error(), "brotli")
+}
+
+// codingError is an unsupported or malformed Content-Encoding.
+type codingError struct{ msg string }
+
+func (e *codingError) Error() string { return e.msg }
+
+// contentCodings splits a Content-Encoding header, dropping identity.
+func contentCodings(h string) []string {
+	var out []string
+	for _, c := range strings.Split(h, ",") {
+		c = strings.ToLower(strings.TrimSpace(c))
+		if c == "" || c == "identity" {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// decoder wraps r to undo one content coding.
+func decoder(coding string, r io.Reader) (io.Reader, error) {
+	switch coding {
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, &codingError{fmt.Sprintf("gzip header: %v", err)}
+		}
+		return zr, nil
+	case "deflate":
+		// "deflate" is meant to be zlib-wrapped, but many servers send a
+		// raw deflate stream; the zlib header tells them apart.
+		br := bufio.NewReader(r)
+		hdr, err := br.Peek(2)
+		if len(hdr) == 0 && errors.Is(err, io.EOF) {
+			return nil, io.EOF
+		}
+		if len(hdr) == 2 && hdr[0]&0x0f == 8 && (uint16(hdr[0])<<8|uint16(hdr[1]))%31 == 0 {
+			zr, err := zlib.NewReader(br)
+			if err != nil {
+				return nil, &codingError{fmt.Sprintf("zlib header: %v", err)}
+			}
+			return zr, nil
+		}
+		return flate.NewReader(br), nil
+	case "br":
+		return brotli.NewReader(r), nil
+	}
+	return nil, &codingError{fmt.Sprintf("unsupported content encoding %q", coding)}
+}
+
+// readCapped reads r in chunks until EOF or until max bytes are held; it
+// reads at most one byte past max, to learn whether there was more.
+func readCapped(r io.Reader, max int64) ([]byte, bool, error) {
+	var buf bytes.Buffer
+	chunk := make([]byte, readChunk)
+	for {
+		room := max - int64(buf.Len())
+		p := chunk
+		if int64(len(p)) > room+1 {
+			p = p[:room+1]
+		}
+		n, err := r.Read(p)
+		if int64(n) > room {
+			buf.Write(p[:room])
+			return buf.Bytes(), true, nil
+		}
+		buf.Write(p[:n])
+		if errors.Is(err, io.EOF) {
+			return buf.Bytes(), false, nil
+		}
+		if err != nil {
+			return buf.Bytes(), false, err
+		}
+	}
+}

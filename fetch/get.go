@@ -1,0 +1,287 @@
+package fetch
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// errTotalTimeout is the cause attached to the Config.Timeout deadline, so
+// it can be told apart from the caller's own cancellation.
+var errTotalTimeout = errors.New("total time limit reached")
+
+// get follows one URL through its redirects and meta refreshes. Every hop
+// goes through once, which dials through the guard, reads a bounded body
+// and decodes it.
+func (f *Fetcher) get(parent context.Context, rawURL string) (*Response, error) {
+	start := time.Now()
+	fail := func(c Class, err error) (*Response, error) {
+		return nil, &Error{Class: c, URL: rawURL, Err: err}
+	}
+	if f == nil || f.client == nil {
+		return fail(ClassOther, errors.New("fetcher not built with New"))
+	}
+	if strings.TrimSpace(f.cfg.UserAgent) == "" {
+		return fail(ClassOther, errors.New("no user agent configured (Config.UserAgent is required)"))
+	}
+	u, err := parseTarget(rawURL)
+	if err != nil {
+		return fail(ClassURL, err)
+	}
+	ctx, cancel := context.WithTimeoutCause(parent, f.cfg.Timeout, errTotalTimeout)
+	defer cancel()
+
+	visited := map[string]bool{}
+	redirects := 0
+	for {
+		visited[u.String()] = true
+		resp, next, err := f.once(ctx, parent, u)
+		if resp != nil {
+			resp.Redirects = redirects
+			resp.Elapsed = time.Since(start)
+		}
+		if err != nil {
+			if redirects > 0 {
+				err.Err = fmt.Errorf("after %d redirect(s), at %s: %w", redirects, u, err.Err)
+			}
+			err.URL = rawURL
+			return resp, err
+		}
+		if next == nil {
+			return resp, nil
+		}
+		redirects++
+		if redirects > f.cfg.MaxRedirects {
+			return fail(ClassRedirect, fmt.Errorf("more than %d redirects (last %s → %s)", f.cfg.MaxRedirects, u, next))
+		}
+		if visited[next.String()] {
+			return fail(ClassRedirect, fmt.Errorf("redirect loop: %s → %s was already visited", u, next))
+		}
+		u = next
+	}
+}
+
+// parseTarget accepts absolute http(s) URLs with a host, and drops the
+// fragment, which is never sent.
+func parseTarget(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parse url: %w", err)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	default:
+		return nil, fmt.Errorf("unsupported scheme %q", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, errors.New("url has no host")
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	u.Fragment, u.RawFragment = "", ""
+	return u, nil
+}
+
+// redirectStatus reports the statuses whose Location is followed.
+func redirectStatus(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// once performs one request. It returns the page, or the next URL to visit
+// (an HTTP redirect or a meta refresh), or a classified error; with a bad
+// status it returns both the page and the error.
+func (f *Fetcher) once(ctx, parent context.Context, u *url.URL) (*Response, *url.URL, *Error) {
+	fail := func(c Class, err error) (*Response, *url.URL, *Error) {
+		return nil, nil, &Error{Class: c, URL: u.String(), Err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return fail(ClassURL, err)
+	}
+	req.Header.Set("User-Agent", f.cfg.UserAgent)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,text/*;q=0.8,*/*;q=0.5")
+	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
+
+	hr, err := f.client.Do(req)
+	if err != nil {
+		c, cerr := classify(ctx, parent, err)
+		return fail(c, cerr)
+	}
+	defer hr.Body.Close()
+
+	if n := headerLines(hr.Header); n > f.cfg.MaxHeaders {
+		return fail(ClassTooLarge, fmt.Errorf("response has %d header lines, limit %d", n, f.cfg.MaxHeaders))
+	}
+	header := cleanHeader(hr.Header)
+
+	if redirectStatus(hr.StatusCode) || (hr.StatusCode == http.StatusMultipleChoices && header.Get("Location") != "") {
+		loc := strings.TrimSpace(header.Get("Location"))
+		if loc == "" {
+			return fail(ClassRedirect, fmt.Errorf("status %d without a Location header", hr.StatusCode))
+		}
+		next, err := u.Parse(loc)
+		if err != nil {
+			return fail(ClassRedirect, fmt.Errorf("status %d with unusable Location %q: %v", hr.StatusCode, loc, err))
+		}
+		if next, err = parseTarget(next.String()); err != nil {
+			return fail(ClassRedirect, fmt.Errorf("status %d to %q: %v", hr.StatusCode, loc, err))
+		}
+		// A short drain lets the connection be reused for the next hop;
+		// a redirect with a long body is simply closed.
+		_, _ = io.CopyN(io.Discard, hr.Body, 4<<10)
+		return nil, next, nil
+	}
+
+	resp := &Response{
+		URL:    u.String(),
+		Status: hr.StatusCode,
+		Header: header,
+	}
+	if f.cfg.InsecureTLS && hr.TLS != nil {
+		resp.TLSError = verifyState(hr.TLS, u.Hostname(), f.cfg.RootCAs)
+	}
+	raw, truncated, rerr := f.readBody(ctx, parent, hr)
+	if rerr != nil {
+		return nil, nil, &Error{Class: rerr.class, URL: u.String(), Err: rerr.err}
+	}
+	resp.Truncated = truncated
+	if nhe := f.finishBody(resp, header.Get("Content-Type"), raw); nhe != nil {
+		return resp, nil, &Error{Class: ClassNotHTML, URL: u.String(), Err: nhe}
+	}
+	if hr.StatusCode < 200 || hr.StatusCode > 299 {
+		return resp, nil, &Error{Class: ClassStatus, URL: u.String(), Err: fmt.Errorf("status %d", hr.StatusCode)}
+	}
+	if !f.cfg.IgnoreMetaRefresh {
+		if next := f.refreshTarget(resp, u); next != nil {
+			return resp, next, nil
+		}
+	}
+	return resp, nil, nil
+}
+
+// headerLines counts header lines as the server sent them.
+func headerLines(h http.Header) int {
+	n := 0
+	for _, vs := range h {
+		n += len(vs)
+	}
+	return n
+}
+
+// cleanHeader copies h with every value made valid UTF-8: servers send
+// high-bit bytes in headers, and the values travel on in JSON and SQLite.
+func cleanHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		cp := make([]string, len(vs))
+		for i, v := range vs {
+			if !utf8.ValidString(v) {
+				v = strings.ToValidUTF8(v, "\uFFFD")
+			}
+			cp[i] = v
+		}
+		out[k] = cp
+	}
+	return out
+}
+
+// verifyState checks the peer chain of a connection made with verification
+// off, and describes what is wrong, or "" when the chain is good.
+func verifyState(st *tls.ConnectionState, host string, roots *x509.CertPool) string {
+	if len(st.PeerCertificates) == 0 {
+		return "no peer certificate"
+	}
+	inter := x509.NewCertPool()
+	for _, c := range st.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	_, err := st.PeerCertificates[0].Verify(x509.VerifyOptions{DNSName: host, Roots: roots, Intermediates: inter})
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// classify turns a transport error into a class, judging the context first
+// (the caller's cancellation, then the total deadline), then the stage
+// recorded by the dialer, then what net/http and crypto/tls report.
+func classify(ctx, parent context.Context, err error) (Class, error) {
+	if c, ok := contextClass(ctx, parent); ok {
+		return c, contextErr(ctx, parent)
+	}
+	var de *dialError
+	if errors.As(err, &de) {
+		return de.class, de.err
+	}
+	var ite *idleTimeoutError
+	if errors.As(err, &ite) {
+		return ClassTimeout, err
+	}
+	if isTLSError(err) {
+		return ClassTLS, err
+	}
+	if isTimeout(err) {
+		return ClassTimeout, err
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "server response headers exceeded") {
+		return ClassTooLarge, err
+	}
+	// Anything else happened after the connection was made: a garbled
+	// status line, a connection closed mid-headers, a reset.
+	return ClassProtocol, err
+}
+
+// contextClass reports whether ctx has ended and how: the caller's cancel
+// is ClassCanceled, any deadline (the caller's or Config.Timeout) is
+// ClassTimeout.
+func contextClass(ctx, parent context.Context) (Class, bool) {
+	if ctx.Err() == nil {
+		return "", false
+	}
+	if errors.Is(parent.Err(), context.Canceled) {
+		return ClassCanceled, true
+	}
+	return ClassTimeout, true
+}
+
+func contextErr(ctx, parent context.Context) error {
+	if errors.Is(context.Cause(ctx), errTotalTimeout) {
+		return errTotalTimeout
+	}
+	if parent.Err() != nil {
+		return context.Cause(parent)
+	}
+	return ctx.Err()
+}
+
+func isTLSError(err error) bool {
+	var (
+		ua  x509.UnknownAuthorityError
+		he  x509.HostnameError
+		ci  x509.CertificateInvalidError
+		cve *tls.CertificateVerificationError
+		rhe tls.RecordHeaderError
+		ae  tls.AlertError
+	)
+	switch {
+	case errors.As(err, &ua), errors.As(err, &he), errors.As(err, &ci),
+		errors.As(err, &cve), errors.As(err, &rhe), errors.As(err, &ae):
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "tls: ") || strings.Contains(msg, "x509: ") ||
+		strings.Contains(msg, "server gave HTTP response to HTTPS client")
+}

@@ -1,0 +1,16 @@
+// Package mappings holds the site mappings bundled with backfill: JSON
+// files in the format the etl package loads (see docs/mappings.md), embedded
+// into the binary so that `backfill run` and `backfill demo` work without a
+// mappings directory. Load them with etl.LoadFS(mappings.FS, ".").
+//
+// Each file holds one mapping object or an array of them; files named
+// schema.json are the format's JSON Schema and are not mappings. Saved pages
+// used by the mappings' fixtures live under testdata/.
+package mappings
+
+import "embed"
+
+// FS holds every bundled mapping file at its root.
+//
+//go:embed *.json
+var FS embed.FS

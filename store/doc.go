@@ -1,0 +1,45 @@
+// Package store owns what outlives a run: the records with the values found
+// for them (and where each came from), and the caches that supervisors share
+// (robots.txt bodies and each host's last crawl time).
+//
+// Two backends sit behind the same interfaces: an embedded SQLite file (the
+// default; nothing to install) and MongoDB for clusters. Open picks one from
+// its URI:
+//
+//	st, err := store.Open(ctx, "state/results.db") // or "file:state/results.db?…"
+//	if err != nil { … }
+//	defer st.Close()
+//
+// Every backend passes the conformance suite in store/storetest, so callers
+// never branch on the backend; Backend names it for logs.
+//
+// Data flows one way: the dispatcher puts the seed records once
+// (PutRecords, one transaction even for a large batch), then calls SetFields
+// as results arrive; export reads them back with Records, which streams in
+// input order without holding the dataset in memory, and Export turns that
+// stream into JSON Lines or CSV. Supervisors read and write the host caches.
+//
+// All methods are safe for concurrent use, and every write is an idempotent
+// upsert, so a redelivered result changes nothing. Two writes are deliberately
+// more than a blind upsert:
+//
+//   - SetFields on a record that was never put fails with ErrNotFound, so a
+//     result can never create a record the input did not have.
+//   - PutLastCrawl keeps the later of the stored and the given time, so a
+//     delayed or redelivered write never lets a host be crawled sooner.
+//
+// Times are kept to at least the millisecond (the MongoDB limit) and come
+// back in UTC.
+//
+// # SQLite
+//
+// The SQLite file runs in WAL mode with a busy timeout, so a dispatcher and
+// supervisors on one machine may open the same file from several processes.
+// Within a process writes go through one connection (SQLite admits one writer
+// at a time anyway, and queueing in Go is cheaper than spinning on the file
+// lock) and reads through a small pool of read-only connections. The schema
+// is created at open and versioned with PRAGMA user_version; a file written
+// by a newer build is refused rather than misread. Commits use
+// synchronous=NORMAL: durable across a process crash, not across a power
+// loss; a "file:" URI may add _pragma=synchronous(FULL) to change that.
+package store

@@ -1,0 +1,235 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"backfill/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+var exportAt = time.Date(2025, 6, 1, 12, 30, 0, 250_000_000, time.UTC)
+
+// exportFixture fills a fresh SQLite store with a small run's outcome: CSV
+// records (one found value with conflicts, one with nothing found, one with
+// awkward text), and a JSON Lines record with its own keys.
+func exportFixture(t *testing.T) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	s := openSQLite(t, filepath.Join(t.TempDir(), "store.db"))
+	t.Cleanup(func() { s.Close() })
+	csvCols := []string{"id", "name", "email", "phone", "site"}
+	recs := []store.Record{
+		{
+			ID: "3", Seq: 3, Order: csvCols,
+			Fields: map[string]string{"id": "3", "name": "Zoë \"Z\" Line\nBreak", "email": "", "phone": "", "site": ""},
+		},
+		{
+			ID: "1", Seq: 1, Order: csvCols,
+			Fields: map[string]string{"id": "1", "name": "Ada", "email": "", "phone": "", "site": "https://one.example/"},
+			Links:  []string{"https://one.example/"},
+		},
+		{
+			ID: "2", Seq: 2, Order: csvCols,
+			Fields: map[string]string{"id": "2", "name": "Grace, Admiral", "email": "grace@input.example", "phone": "", "site": "https://two.example/"},
+			Links:  []string{"https://two.example/"},
+		},
+		{
+			ID: "line-4", Seq: 4, Order: []string{"name", "homepage"},
+			Fields: map[string]string{"name": "Edsger", "homepage": "https://four.example/~e"},
+			Links:  []string{"https://four.example/~e"},
+		},
+	}
+	if err := s.PutRecords(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	sets := map[string][]store.Value{
+		"1": {{
+			Field: "email", Value: "ada@one.example", Source: "https://one.example/about", Mapping: "people",
+			Depth: 1, At: exportAt,
+			Conflicts: []store.Conflict{{Value: "decoy@one.example", Source: "https://one.example/team/decoy", Depth: 2}},
+		}},
+		"3": {
+			{Field: "phone", Value: "+44 20 7946 0000", Source: "https://three.example/p?id=3&x=<y>", Mapping: "directory", At: exportAt},
+			{Field: "title", Value: "Dr., \"PhD\"", Source: "https://three.example/p?id=3&x=<y>", Mapping: "directory", At: exportAt},
+		},
+		"line-4": {{Field: "email", Value: "e@four.example", Source: "https://four.example/~e", Mapping: "people", At: exportAt}},
+	}
+	for id, vals := range sets {
+		if err := s.SetFields(ctx, id, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func TestExportGolden(t *testing.T) {
+	s := exportFixture(t)
+	extra := []string{"email", "twitter"}
+	tests := []struct {
+		golden string
+		opts   store.ExportOptions
+	}{
+		{"export.jsonl", store.ExportOptions{Format: "jsonl", Fields: extra}},
+		{"export_provenance.jsonl", store.ExportOptions{Format: "jsonl", Fields: extra, Provenance: true}},
+		{"export_default.jsonl", store.ExportOptions{}},
+		{"export.csv", store.ExportOptions{Format: "csv", Fields: extra}},
+		{"export_provenance.csv", store.ExportOptions{Format: "csv", Fields: extra, Provenance: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.golden, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := store.Export(context.Background(), s, &out, tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			checkParses(t, tc.opts.Format, out.Bytes())
+			path := filepath.Join("testdata", tc.golden)
+			if *update {
+				if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Errorf("export differs from %s (run with -update to accept):\ngot:\n%s\nwant:\n%s", path, out.Bytes(), want)
+			}
+		})
+	}
+}
+
+// checkParses reads the output back with a standard reader: one JSON object
+// per record, or a header and one equally wide row per record.
+func checkParses(t *testing.T, format string, out []byte) {
+	t.Helper()
+	const records = 4
+	if format == "csv" {
+		rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
+		if err != nil {
+			t.Fatalf("output is not CSV: %v", err)
+		}
+		if len(rows) != records+1 {
+			t.Fatalf("CSV has %d rows, want a header and %d records", len(rows), records)
+		}
+		return
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != records {
+		t.Fatalf("JSON Lines has %d lines, want %d", len(lines), records)
+	}
+	for i, line := range lines {
+		var v struct {
+			ID     string             `json:"id"`
+			Fields map[string]*string `json:"fields"`
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("line %d is not JSON: %v", i+1, err)
+		}
+		if v.ID == "" || v.Fields == nil {
+			t.Fatalf("line %d lacks id or fields: %s", i+1, line)
+		}
+	}
+}
+
+func TestExportEmptyStore(t *testing.T) {
+	s := openSQLite(t, filepath.Join(t.TempDir(), "store.db"))
+	defer s.Close()
+	tests := []struct {
+		opts store.ExportOptions
+		want string
+	}{
+		{store.ExportOptions{Format: "jsonl"}, ""},
+		{store.ExportOptions{Format: "csv"}, ""},
+		{store.ExportOptions{Format: "csv", Fields: []string{"a", "b"}}, "a,b\n"},
+	}
+	for _, tc := range tests {
+		var out bytes.Buffer
+		if err := store.Export(context.Background(), s, &out, tc.opts); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != tc.want {
+			t.Errorf("Export(%+v) of an empty store = %q, want %q", tc.opts, out.String(), tc.want)
+		}
+	}
+}
+
+func TestExportErrors(t *testing.T) {
+	s := exportFixture(t)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		w    *failingWriter
+		opts store.ExportOptions
+		want string
+	}{
+		{"unknown format", context.Background(), nil, store.ExportOptions{Format: "xml"}, `unknown format "xml"`},
+		{"jsonl write fails", context.Background(), &failingWriter{}, store.ExportOptions{Format: "jsonl"}, "disk full"},
+		{"csv write fails", context.Background(), &failingWriter{}, store.ExportOptions{Format: "csv"}, "disk full"},
+		{"cancelled jsonl", cancelled, nil, store.ExportOptions{Format: "jsonl"}, "context canceled"},
+		{"cancelled csv", cancelled, nil, store.ExportOptions{Format: "csv"}, "context canceled"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var w interface{ Write([]byte) (int, error) } = &bytes.Buffer{}
+			if tc.w != nil {
+				w = tc.w
+			}
+			err := store.Export(tc.ctx, s, w, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Export = %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestExportCSVStoreChangedBetweenPasses grows the store between the two
+// passes of a CSV export and checks that it fails loudly instead of dropping
+// the new field.
+func TestExportCSVStoreChangedBetweenPasses(t *testing.T) {
+	s := exportFixture(t)
+	r := &secondPass{Store: s, before: func() error {
+		return s.SetFields(context.Background(), "2", []store.Value{{Field: "late", Value: "x", At: exportAt}})
+	}}
+	err := store.Export(context.Background(), r, &bytes.Buffer{}, store.ExportOptions{Format: "csv"})
+	if err == nil || !strings.Contains(err.Error(), `record "2": found field "late" appeared after the header`) {
+		t.Fatalf("Export = %v, want an error naming the record and field", err)
+	}
+}
+
+// secondPass runs before ahead of the second walk over a real store.
+type secondPass struct {
+	store.Store
+	before func() error
+	walks  int
+}
+
+func (p *secondPass) Records(ctx context.Context, fn func(store.Record) error) error {
+	p.walks++
+	if p.walks == 2 {
+		if err := p.before(); err != nil {
+			return err
+		}
+	}
+	return p.Store.Records(ctx, fn)
+}
+
+var errDiskFull = errors.New("disk full")
+
+type failingWriter struct{}
+
+func (*failingWriter) Write([]byte) (int, error) { return 0, errDiskFull }
+

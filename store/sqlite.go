@@ -1,0 +1,464 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// sqliteBusyTimeout is how long a connection waits for another process's
+// write lock before giving up. A PutRecords of a large input holds the lock
+// for a few seconds, so this is generous.
+const sqliteBusyTimeout = 30 * time.Second
+
+// sqliteSchema lists the migrations: entry i moves a file from user_version i
+// to i+1. Append only; never edit a released entry.
+var sqliteSchema = [][]string{
+	{
+		`CREATE TABLE IF NOT EXISTS records (
+			id          TEXT    NOT NULL UNIQUE,
+			seq         INTEGER NOT NULL,
+			fields      TEXT    NOT NULL, -- JSON object: field -> value
+			field_order TEXT    NOT NULL, -- JSON array: the input's column order
+			links       TEXT    NOT NULL  -- JSON array of URLs
+		)`,
+		`CREATE INDEX IF NOT EXISTS records_by_seq ON records (seq, id)`,
+		`CREATE TABLE IF NOT EXISTS fields (
+			record    TEXT    NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+			field     TEXT    NOT NULL,
+			value     TEXT    NOT NULL,
+			source    TEXT    NOT NULL,
+			mapping   TEXT    NOT NULL,
+			depth     INTEGER NOT NULL,
+			at        TEXT    NOT NULL, -- fixed-width UTC, see formatTime
+			conflicts TEXT    NOT NULL, -- JSON array of conflicts
+			PRIMARY KEY (record, field)
+		) WITHOUT ROWID`,
+		`CREATE TABLE IF NOT EXISTS robots (
+			host       TEXT    NOT NULL UNIQUE,
+			status     INTEGER NOT NULL,
+			body       BLOB    NOT NULL,
+			fetched_at TEXT    NOT NULL,
+			expires    TEXT    NOT NULL
+		)`,
+		`CREATE TABLE IF NOT EXISTS last_crawl (
+			host TEXT NOT NULL UNIQUE,
+			at   TEXT NOT NULL
+		)`,
+	},
+}
+
+// sqliteStore is the embedded backend. w is a single connection that every
+// write goes through, so writers of one process queue in Go instead of
+// contending for SQLite's file lock; r is a pool of read-only connections,
+// which WAL mode lets read while w writes.
+type sqliteStore struct {
+	path      string // for error messages
+	w, r      *sql.DB
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ Store = (*sqliteStore)(nil)
+
+// openSQLite opens (creating if missing) the SQLite file named by uri, a file
+// path or a "file:" URI, and brings its schema up to date.
+func openSQLite(ctx context.Context, uri string) (Store, error) {
+	base, query, err := sqliteTarget(uri)
+	if err != nil {
+		return nil, err
+	}
+	path := strings.TrimPrefix(base, "file:")
+	timeout := fmt.Sprint(sqliteBusyTimeout.Milliseconds())
+
+	// Our settings come first so that a user's _pragma in a "file:" URI,
+	// applied later by the driver, overrides them.
+	wq := url.Values{
+		"_pragma": {"busy_timeout(" + timeout + ")", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)"},
+		"_txlock": {"immediate"},
+	}
+	rq := url.Values{
+		"_pragma": {"busy_timeout(" + timeout + ")", "foreign_keys(1)", "query_only(1)"},
+	}
+	join := func(v url.Values) string {
+		if query == "" {
+			return base + "?" + v.Encode()
+		}
+		return base + "?" + v.Encode() + "&" + query
+	}
+
+	w, err := sql.Open("sqlite", join(wq))
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+
+	// The schema must exist (and the file be in WAL mode) before any reader
+	// connects, so the writer goes first.
+	if err := migrateSQLite(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
+	}
+
+	r, err := sql.Open("sqlite", join(rq))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
+	}
+	return &sqliteStore{path: path, w: w, r: r}, nil
+}
+
+// sqliteTarget splits uri into a "file:" URI without query and the user's
+// query (possibly empty), refusing what cannot work: other schemes and
+// in-memory databases, which every connection of the pool would see as a
+// different, empty database.
+func sqliteTarget(uri string) (base, query string, err error) {
+	switch {
+	case uri == "":
+		return "", "", errors.New("store: open sqlite: empty path")
+	case strings.HasPrefix(uri, "file:"):
+		base, query, _ = strings.Cut(uri, "?")
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return "", "", fmt.Errorf("store: open sqlite %s: bad query: %w", uri, err)
+		}
+		if base == "file::memory:" || q.Get("mode") == "memory" {
+			return "", "", fmt.Errorf("store: open sqlite %s: in-memory databases are not supported; give a file path", uri)
+		}
+		return base, query, nil
+	case uri == ":memory:":
+		return "", "", fmt.Errorf("store: open sqlite %s: in-memory databases are not supported; give a file path", uri)
+	case strings.Contains(uri, "://"):
+		scheme, _, _ := strings.Cut(uri, "://")
+		return "", "", fmt.Errorf("store: open: unsupported store URI scheme %q (want a file path or a file: URI)", scheme)
+	}
+	if dir := filepath.Dir(uri); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", "", fmt.Errorf("store: open sqlite %s: %w", uri, err)
+		}
+	}
+	if fi, err := os.Stat(uri); err == nil && fi.IsDir() {
+		return "", "", fmt.Errorf("store: open sqlite %s: is a directory", uri)
+	}
+	// Escape the path so that '?', '#' and '%' in a file name are not read
+	// as URI syntax.
+	return "file:" + (&url.URL{Path: uri}).EscapedPath(), "", nil
+}
+
+// migrateSQLite brings the schema to the newest version in one immediate
+// transaction, so processes opening the same new file at once serialize here
+// and only the first one creates anything.
+func migrateSQLite(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(sqliteSchema) {
+		return fmt.Errorf("schema version %d is newer than this build's %d", v, len(sqliteSchema))
+	}
+	if v == len(sqliteSchema) {
+		return nil
+	}
+	for ; v < len(sqliteSchema); v++ {
+		for _, stmt := range sqliteSchema[v] {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+			}
+		}
+	}
+	// PRAGMA takes no bound parameters; v is our own integer.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	return tx.Commit()
+}
+
+func (s *sqliteStore) Backend() string { return "sqlite" }
+
+func (s *sqliteStore) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+	})
+	return s.closeErr
+}
+
+func (s *sqliteStore) PutRecords(ctx context.Context, recs []Record) error {
+	// Validate and encode everything first so that a bad record costs no
+	// lock time and leaves nothing half-written.
+	type row struct{ id, fields, order, links string }
+	rows := make([]row, len(recs))
+	for i, rec := range recs {
+		if rec.ID == "" {
+			return fmt.Errorf("store: put records: record %d (seq %d): empty id", i, rec.Seq)
+		}
+		f, o, l, err := encodeRecordColumns(rec)
+		if err != nil {
+			return fmt.Errorf("store: put records: record %q: %w", rec.ID, err)
+		}
+		rows[i] = row{rec.ID, f, o, l}
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	return s.write(ctx, "put records", func(tx *sql.Tx) error {
+		// ON CONFLICT DO UPDATE rather than INSERT OR REPLACE: a replace
+		// deletes the row first, and the cascade would drop its found fields.
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO records (id, seq, fields, field_order, links)
+			VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, fields = excluded.fields,
+				field_order = excluded.field_order, links = excluded.links`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i, r := range rows {
+			if _, err := stmt.ExecContext(ctx, r.id, recs[i].Seq, r.fields, r.order, r.links); err != nil {
+				return fmt.Errorf("record %q: %w", r.id, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Value) error {
+	type row struct{ at, conflicts string }
+	rows := make([]row, len(vals))
+	for i, v := range vals {
+		if v.Field == "" {
+			return fmt.Errorf("store: set fields on record %q: value %d: empty field name", recordID, i)
+		}
+		c, err := encodeConflicts(v.Conflicts)
+		if err != nil {
+			return fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
+		}
+		at, err := formatTime(v.At)
+		if err != nil {
+			return fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
+		}
+		rows[i] = row{at, c}
+	}
+	return s.write(ctx, fmt.Sprintf("set fields on record %q", recordID), func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM records WHERE id = ?`, recordID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if len(vals) == 0 {
+			return nil
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (record, field) DO UPDATE SET value = excluded.value, source = excluded.source,
+				mapping = excluded.mapping, depth = excluded.depth, at = excluded.at, conflicts = excluded.conflicts`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i, v := range vals {
+			if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts); err != nil {
+				return fmt.Errorf("field %q: %w", v.Field, err)
+			}
+		}
+		return nil
+	})
+}
+
+// write runs fn in one immediate transaction on the writer connection.
+func (s *sqliteStore) write(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: %s: begin: %w", op, err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: %s: commit: %w", op, err)
+	}
+	return nil
+}
+
+// Records walks records and fields side by side, both in (seq, id) order,
+// inside one read transaction: one consistent snapshot, one row of each in
+// memory at a time. WAL mode lets writers go on meanwhile, fn included.
+func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("store: records: begin: %w", err)
+	}
+	defer tx.Rollback()
+
+	recs, err := tx.QueryContext(ctx, `SELECT id, seq, fields, field_order, links FROM records ORDER BY seq, id`)
+	if err != nil {
+		return fmt.Errorf("store: records: %w", err)
+	}
+	defer recs.Close()
+	vals, err := tx.QueryContext(ctx, `SELECT f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts
+		FROM records r JOIN fields f ON f.record = r.id ORDER BY r.seq, r.id, f.field`)
+	if err != nil {
+		return fmt.Errorf("store: records: %w", err)
+	}
+	defer vals.Close()
+
+	var (
+		pending   Value  // the next field row, not yet given to a record
+		pendingID string // its record; "" when none is pending
+	)
+	nextVal := func() error {
+		pendingID = ""
+		if !vals.Next() {
+			return vals.Err()
+		}
+		var at, conflicts string
+		if err := vals.Scan(&pendingID, &pending.Field, &pending.Value, &pending.Source, &pending.Mapping, &pending.Depth, &at, &conflicts); err != nil {
+			return err
+		}
+		var err error
+		if pending.At, err = parseTime(at); err != nil {
+			return fmt.Errorf("record %q field %q: column at: %w", pendingID, pending.Field, err)
+		}
+		if pending.Conflicts, err = decodeConflicts(conflicts); err != nil {
+			return fmt.Errorf("record %q field %q: column conflicts: %w", pendingID, pending.Field, err)
+		}
+		return nil
+	}
+	if err := nextVal(); err != nil {
+		return fmt.Errorf("store: records: %w", err)
+	}
+
+	for recs.Next() {
+		var (
+			rec                  Record
+			fields, order, links string
+		)
+		if err := recs.Scan(&rec.ID, &rec.Seq, &fields, &order, &links); err != nil {
+			return fmt.Errorf("store: records: %w", err)
+		}
+		if err := decodeRecordColumns(&rec, fields, order, links); err != nil {
+			return fmt.Errorf("store: records: record %q: %w", rec.ID, err)
+		}
+		rec.Found = map[string]Value{}
+		for pendingID == rec.ID {
+			rec.Found[pending.Field] = pending
+			if err := nextVal(); err != nil {
+				return fmt.Errorf("store: records: %w", err)
+			}
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	if err := recs.Err(); err != nil {
+		return fmt.Errorf("store: records: %w", err)
+	}
+	return nil
+}
+
+func (s *sqliteStore) Robots(ctx context.Context, host string) (Robots, error) {
+	var (
+		r                  Robots
+		fetchedAt, expires string
+	)
+	err := s.r.QueryRowContext(ctx, `SELECT status, body, fetched_at, expires FROM robots WHERE host = ?`, host).
+		Scan(&r.Status, &r.Body, &fetchedAt, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Robots{}, fmt.Errorf("store: robots for %s: %w", host, ErrNotFound)
+	}
+	if err != nil {
+		return Robots{}, fmt.Errorf("store: robots for %s: %w", host, err)
+	}
+	if r.FetchedAt, err = parseTime(fetchedAt); err != nil {
+		return Robots{}, fmt.Errorf("store: robots for %s: column fetched_at: %w", host, err)
+	}
+	if r.Expires, err = parseTime(expires); err != nil {
+		return Robots{}, fmt.Errorf("store: robots for %s: column expires: %w", host, err)
+	}
+	return r, nil
+}
+
+func (s *sqliteStore) PutRobots(ctx context.Context, host string, r Robots) error {
+	if host == "" {
+		return errors.New("store: put robots: empty host")
+	}
+	body := r.Body
+	if body == nil {
+		body = []byte{} // the column is NOT NULL; nil would bind as NULL
+	}
+	fetchedAt, err := formatTime(r.FetchedAt)
+	if err != nil {
+		return fmt.Errorf("store: put robots for %s: fetched at: %w", host, err)
+	}
+	expires, err := formatTime(r.Expires)
+	if err != nil {
+		return fmt.Errorf("store: put robots for %s: expires: %w", host, err)
+	}
+	return s.write(ctx, "put robots for "+host, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO robots (host, status, body, fetched_at, expires) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (host) DO UPDATE SET status = excluded.status, body = excluded.body,
+				fetched_at = excluded.fetched_at, expires = excluded.expires`,
+			host, r.Status, body, fetchedAt, expires)
+		return err
+	})
+}
+
+func (s *sqliteStore) LastCrawl(ctx context.Context, host string) (time.Time, error) {
+	var at string
+	err := s.r.QueryRowContext(ctx, `SELECT at FROM last_crawl WHERE host = ?`, host).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("store: last crawl of %s: %w", host, ErrNotFound)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("store: last crawl of %s: %w", host, err)
+	}
+	t, err := parseTime(at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("store: last crawl of %s: column at: %w", host, err)
+	}
+	return t, nil
+}
+
+func (s *sqliteStore) PutLastCrawl(ctx context.Context, host string, at time.Time) error {
+	if host == "" {
+		return errors.New("store: put last crawl: empty host")
+	}
+	text, err := formatTime(at)
+	if err != nil {
+		return fmt.Errorf("store: put last crawl of %s: %w", host, err)
+	}
+	// formatTime is fixed width, so max() on the text is max() on the time.
+	return s.write(ctx, "put last crawl of "+host, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO last_crawl (host, at) VALUES (?, ?)
+			ON CONFLICT (host) DO UPDATE SET at = max(at, excluded.at)`, host, text)
+		return err
+	})
+}

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The SQLite backend keeps a record's maps and lists as JSON text and its
+// times as fixed-width UTC text. What it reads back may have been written by
+// another process, another build or a hand edit, so every decoder here
+// returns an error instead of trusting the column.
+
+// timeLayout is fixed width (always nine fractional digits, always "Z"), so
+// comparing two stored times as text compares them as times; PutLastCrawl's
+// max() relies on it.
+const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+func formatTime(t time.Time) (string, error) {
+	t = t.UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return "", fmt.Errorf("time %v: year outside 0..9999", t)
+	}
+	return t.Format(timeLayout), nil
+}
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
+
+// conflictJSON fixes the stored shape of a Conflict independently of the Go
+// field names.
+type conflictJSON struct {
+	Value  string `json:"value"`
+	Source string `json:"source"`
+	Depth  int    `json:"depth"`
+}
+
+func encodeConflicts(cs []Conflict) (string, error) {
+	out := make([]conflictJSON, len(cs))
+	for i, c := range cs {
+		out[i] = conflictJSON(c)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encode conflicts: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeConflicts(s string) ([]Conflict, error) {
+	var in []conflictJSON
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, err
+	}
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]Conflict, len(in))
+	for i, c := range in {
+		out[i] = Conflict(c)
+	}
+	return out, nil
+}
+
+func encodeRecordColumns(rec Record) (fields, order, links string, err error) {
+	f := rec.Fields
+	if f == nil {
+		f = map[string]string{}
+	}
+	o, l := rec.Order, rec.Links
+	if o == nil {
+		o = []string{}
+	}
+	if l == nil {
+		l = []string{}
+	}
+	var fb, ob, lb []byte
+	if fb, err = json.Marshal(f); err != nil {
+		return "", "", "", fmt.Errorf("encode fields: %w", err)
+	}
+	if ob, err = json.Marshal(o); err != nil {
+		return "", "", "", fmt.Errorf("encode order: %w", err)
+	}
+	if lb, err = json.Marshal(l); err != nil {
+		return "", "", "", fmt.Errorf("encode links: %w", err)
+	}
+	return string(fb), string(ob), string(lb), nil
+}
+
+// decodeRecordColumns fills rec's Fields, Order and Links from their stored
+// JSON, naming the column that is bad.
+func decodeRecordColumns(rec *Record, fields, order, links string) error {
+	rec.Fields, rec.Order, rec.Links = nil, nil, nil
+	if err := json.Unmarshal([]byte(fields), &rec.Fields); err != nil {
+		return fmt.Errorf("column fields: %w", err)
+	}
+	if err := json.Unmarshal([]byte(order), &rec.Order); err != nil {
+		return fmt.Errorf("column field_order: %w", err)
+	}
+	if err := json.Unmarshal([]byte(links), &rec.Links); err != nil {
+		return fmt.Errorf("column links: %w", err)
+	}
+	if rec.Fields == nil {
+		rec.Fields = map[string]string{}
+	}
+	return nil
+}

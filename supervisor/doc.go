@@ -1,0 +1,65 @@
+// Package supervisor runs the workers of one crawl node: it takes tasks
+// from the dispatcher, fetches each URL politely, runs the site mappings on
+// the page and sends back what it found.
+//
+// # Talking to the dispatcher
+//
+// New binds the task socket (a ZeroMQ PULL, by default on a free loopback
+// port; see Endpoint) and dials the dispatcher's intake. Run then sends
+// Hello — name, advertised endpoint, Capacity, the mapping set's digest and
+// the start time — again and again with back-off (200ms doubling up to
+// HelloMax) until a Welcome arrives on the task socket, saying at Warn level
+// each time that the dispatcher is not answering. From then on it sends a
+// Heartbeat every Heartbeat interval; heartbeats carry the Hello fields, so
+// a dispatcher that restarted learns about the supervisor again.
+//
+// One goroutine owns the task socket and reads Welcomes and Tasks; one
+// owns the Hello/Heartbeat schedule; workers send each Result on the shared
+// Sender themselves. Every Task taken is answered with exactly one Result
+// echoing its ID and Lease, unless the supervisor shuts down first (the
+// lease then brings the task back).
+//
+// # Politeness
+//
+// Tasks are queued per host (lower-case host[:port]). A host is handed to
+// at most one worker at a time, and becomes ready when its delay since the
+// start of its last request has passed; ready hosts are served in order of
+// readiness from a min-heap, so a worker never sleeps on one host while
+// another is ready, and Workers bounds the fetches in progress. Per turn a
+// host makes at most one request:
+//
+//   - the robots.txt, when its rules are not known or expired: fetched
+//     with the same fetcher, parsed for the User-Agent's product token,
+//     and cached in Config.Cache for RobotsTTL (4xx allows everything; 5xx
+//     or no answer disallows everything and is retried sooner);
+//   - else the first queued page, unless robots.txt disallows it (answered
+//     with class "robots" and no request) or asks for a Crawl-delay over
+//     MaxCrawlDelay (class "crawl-delay").
+//
+// The delay is the robots.txt Crawl-delay, else DefaultDelay. The start of
+// every request is written to Config.Cache, and read back before the next
+// one, so a host that moves to another supervisor keeps its delay.
+//
+// # Pages
+//
+// A fetched page is handed back to its host at once and processed off it:
+// the mappings run on the final URL and body, and the Result carries the
+// matched mappings, field values (with their match-key flag), links
+// (url_parsers' marked Parsed, then every outbound link), field errors,
+// status, size and final URL. A failed fetch carries its fetch class; a
+// panic while processing a page is recovered, answered with class "panic"
+// and counted. Stats reports the counters.
+//
+// # Memory
+//
+// At most Capacity tasks are held, queued or in progress; the dispatcher
+// never sends more, and any excess is dropped and logged. Bodies are bounded
+// by the fetcher's cap and by Workers. Idle hosts are forgotten once their
+// delay has passed; their history lives in the cache.
+//
+// # Shutdown
+//
+// Cancelling Run's context stops the workers, the reader and the sender,
+// drops queued tasks and closes both sockets and the fetcher; when Run
+// returns, no goroutine of the supervisor is left.
+package supervisor

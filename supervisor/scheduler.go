@@ -1,0 +1,278 @@
+package supervisor
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"backfill/wire"
+)
+
+// errFull is returned by scheduler.add when Capacity tasks are already held.
+var errFull = errors.New("supervisor: at capacity")
+
+// errStopped is returned once the scheduler has been stopped.
+var errStopped = errors.New("supervisor: stopped")
+
+// host is one politeness unit: everything queued for one lower-case
+// host[:port]. The scheduler hands a host to at most one worker at a time;
+// the fields under "owned by the holder" are touched only by that worker, and
+// the scheduler's mutex orders one holder's writes before the next one's
+// reads.
+type host struct {
+	name string
+
+	// Guarded by scheduler.mu.
+	tasks []*wire.Task // FIFO
+	busy  bool         // held by a worker
+	ready time.Time    // earliest time the next turn may start
+	index int          // position in the ready heap; -1 when not in it
+	seq   uint64       // push order, breaks ties between equal ready times
+
+	// Owned by the holder.
+	robots *robotsRules // nil until loaded from the cache or fetched
+	last   time.Time    // start of the latest request to the host known here
+}
+
+// scheduler queues tasks per host and hands out hosts in order of readiness.
+// A host is in the ready heap exactly when it is not held by a worker and has
+// tasks; its key is the time its politeness delay ends. Workers take the
+// earliest host whose time has come, so one slow or delayed host never holds
+// up the others, and the number of workers bounds concurrent fetches.
+type scheduler struct {
+	mu       sync.Mutex
+	hosts    map[string]*host
+	ready    hostHeap
+	held     int // tasks queued or being processed; at most capacity
+	capacity int
+	seq      uint64
+	stopped  bool
+	wake     chan struct{} // closed and replaced whenever waiters should look again
+	evictAt  int           // sweep idle hosts when the map grows beyond this
+}
+
+func newScheduler(capacity int) *scheduler {
+	return &scheduler{
+		hosts:    make(map[string]*host),
+		capacity: capacity,
+		wake:     make(chan struct{}),
+		evictAt:  max(2*capacity, 1024),
+	}
+}
+
+// notify wakes every waiting worker. Callers hold mu. Waking all of them is
+// cheap (there are only Workers of them) and avoids lost wake-ups.
+func (s *scheduler) notify() {
+	close(s.wake)
+	s.wake = make(chan struct{})
+}
+
+// add queues t under hostName. A task whose ID is already queued (a lease
+// that expired and was re-sent) replaces the queued one instead of being
+// fetched twice, and reports replaced.
+func (s *scheduler) add(hostName string, t *wire.Task) (replaced bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false, errStopped
+	}
+	h := s.hosts[hostName]
+	if h != nil {
+		for i, q := range h.tasks {
+			if q.ID == t.ID {
+				h.tasks[i] = t
+				return true, nil
+			}
+		}
+	}
+	if s.held >= s.capacity {
+		return false, errFull
+	}
+	if h == nil {
+		h = &host{name: hostName, index: -1}
+		s.hosts[hostName] = h
+	}
+	h.tasks = append(h.tasks, t)
+	s.held++
+	if !h.busy && h.index < 0 {
+		s.push(h)
+		s.notify()
+	}
+	return false, nil
+}
+
+// push puts h in the ready heap. Callers hold mu.
+func (s *scheduler) push(h *host) {
+	s.seq++
+	h.seq = s.seq
+	heap.Push(&s.ready, h)
+}
+
+// take blocks until a host is ready and hands it to the caller, who must
+// give it back with release. It fails when ctx is done or the scheduler
+// stopped.
+func (s *scheduler) take(ctx context.Context) (*host, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		if s.stopped {
+			s.mu.Unlock()
+			return nil, errStopped
+		}
+		var wait time.Duration = -1
+		if len(s.ready) > 0 {
+			top := s.ready[0]
+			wait = time.Until(top.ready)
+			if wait <= 0 {
+				heap.Pop(&s.ready)
+				top.busy = true
+				s.mu.Unlock()
+				return top, nil
+			}
+		}
+		wake := s.wake
+		s.mu.Unlock()
+
+		var fire <-chan time.Time
+		if wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-wake:
+		case <-fire:
+		}
+	}
+}
+
+// peek returns the first queued task of a held host, or nil.
+func (s *scheduler) peek(h *host) *wire.Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(h.tasks) == 0 {
+		return nil
+	}
+	return h.tasks[0]
+}
+
+// pop removes and returns the first queued task of a held host, or nil. The
+// task still counts against capacity until done is called for it.
+func (s *scheduler) pop(h *host) *wire.Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(h.tasks) == 0 {
+		return nil
+	}
+	t := h.tasks[0]
+	h.tasks[0] = nil
+	h.tasks = h.tasks[1:]
+	if len(h.tasks) == 0 {
+		h.tasks = nil // let the backing array go
+	}
+	return t
+}
+
+// done releases the capacity a popped task held.
+func (s *scheduler) done() {
+	s.mu.Lock()
+	s.held--
+	s.mu.Unlock()
+}
+
+// release gives a held host back; its next turn starts no earlier than
+// ready. A host without tasks leaves the heap but its state stays, so its
+// robots rules and last request time are at hand when tasks come back.
+func (s *scheduler) release(h *host, ready time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h.busy = false
+	h.ready = ready
+	if s.stopped {
+		return
+	}
+	if len(h.tasks) > 0 {
+		s.push(h)
+		s.notify()
+		return
+	}
+	if len(s.hosts) > s.evictAt {
+		s.sweep()
+	}
+}
+
+// sweep forgets idle hosts whose delay has passed. Forgetting is safe:
+// their robots rules and last request time live in the host cache and are
+// read again when tasks for them arrive. Callers hold mu.
+func (s *scheduler) sweep() {
+	now := time.Now()
+	for name, h := range s.hosts {
+		if !h.busy && len(h.tasks) == 0 && !h.ready.After(now) {
+			delete(s.hosts, name)
+		}
+	}
+	// Hosts still in their delay stay; if they alone exceed the bound,
+	// sweep again only after the map has grown by as much once more.
+	s.evictAt = max(2*s.capacity, 1024, 2*len(s.hosts))
+}
+
+// stop wakes every waiter and refuses further work; queued tasks are
+// dropped (their leases bring them back to another attempt).
+func (s *scheduler) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	s.notify()
+}
+
+// counts reports tasks held (queued or in progress) and hosts known.
+func (s *scheduler) counts() (held, hosts int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held, len(s.hosts)
+}
+
+// hostHeap orders hosts by ready time, then by push order.
+type hostHeap []*host
+
+func (q hostHeap) Len() int { return len(q) }
+func (q hostHeap) Less(i, j int) bool {
+	if !q[i].ready.Equal(q[j].ready) {
+		return q[i].ready.Before(q[j].ready)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q hostHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index = i
+	q[j].index = j
+}
+func (q *hostHeap) Push(x any) {
+	h := x.(*host)
+	h.index = len(*q)
+	*q = append(*q, h)
+}
+func (q *hostHeap) Pop() any {
+	old := *q
+	n := len(old)
+	h := old[n-1]
+	old[n-1] = nil
+	h.index = -1
+	*q = old[:n-1]
+	return h
+}

@@ -1,0 +1,540 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"backfill/etl"
+	"backfill/fetch"
+	"backfill/store"
+	"backfill/wire"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultWorkers       = 8
+	DefaultCapacityPer   = 64 // tasks held per worker; see Config.Capacity
+	DefaultDelay         = 15 * time.Second
+	DefaultMaxCrawlDelay = 60 * time.Second
+	DefaultRobotsTTL     = time.Hour
+	MaxRobotsTTL         = 24 * time.Hour
+	DefaultHeartbeat     = 2 * time.Second
+	DefaultHelloMax      = 10 * time.Second
+)
+
+const (
+	helloStart    = 200 * time.Millisecond // first Hello back-off; doubles up to HelloMax
+	helloAnswer   = time.Second            // how long a sent Hello waits for its Welcome
+	sendSlice     = 250 * time.Millisecond // one Send attempt; shutdown is noticed between attempts
+	resultTimeout = 10 * time.Second       // then the result is given up; the lease re-sends the task
+	recvPoll      = 200 * time.Millisecond // receive poll, bounds how long shutdown waits for the reader
+	cacheTimeout  = 5 * time.Second        // one host cache read or write
+)
+
+// Config configures a Supervisor. Zero values take the defaults.
+type Config struct {
+	Name       string // unique supervisor name; default hostname-pid
+	Dispatcher string // dispatcher intake endpoint, e.g. tcp://127.0.0.1:5550
+	Listen     string // task socket bind endpoint; default "tcp://127.0.0.1:*"
+	Advertise  string // endpoint the dispatcher dials; default the bound one
+	Workers    int    // concurrent fetches; default 8
+
+	// Capacity is the most tasks held at once, queued or in progress, and
+	// what the dispatcher is told it may have in flight here. Default
+	// 64×Workers. Why so many: a task mostly waits for its host's delay,
+	// not for a worker. With one request per host per delay (15 s by
+	// default) and at most two tasks per host in flight, keeping every
+	// worker busy needs tasks of about Workers×delay/fetch-time distinct
+	// hosts at hand; 64 per worker covers delays up to ~30 fetch times. A
+	// held task costs a few hundred bytes; bodies, the real memory, are
+	// bounded by Workers × the fetch body cap.
+	Capacity int
+
+	Mappings *etl.Set        // required; its digest is advertised
+	Fetch    fetch.Config    // the supervisor builds its Fetcher from this
+	Cache    store.HostCache // robots.txt and last-crawl caches; nil keeps them in memory only
+
+	DefaultDelay  time.Duration // between requests to a host without Crawl-delay; default 15s
+	MaxCrawlDelay time.Duration // a longer Crawl-delay skips the host (class "crawl-delay"); default 60s
+	RobotsTTL     time.Duration // robots.txt cache expiry; default 1h, at most 24h
+	Heartbeat     time.Duration // default 2s
+	HelloMax      time.Duration // Hello back-off ceiling while the dispatcher is not up; default 10s
+
+	Logger *slog.Logger // nil discards
+}
+
+// Stats is a snapshot of a supervisor's counters.
+type Stats struct {
+	Fetched       int64            // pages fetched and run through the mappings
+	Failed        map[string]int64 // tasks answered with a failure, by class
+	RobotsFetched int64            // robots.txt requests made
+	InFlight      int              // tasks queued or in progress
+	Hosts         int              // hosts the scheduler holds state for
+	Dropped       int64            // tasks refused because Capacity was reached
+	Unsent        int64            // results that could not be sent (their lease re-sends the task)
+	Registered    bool             // a Welcome (or a Task) has arrived
+}
+
+// Supervisor runs the workers of one node. Create it with New, then call Run
+// once.
+type Supervisor struct {
+	cfg      Config
+	log      *slog.Logger
+	started  time.Time
+	token    string // robots.txt product token
+	endpoint string // bound task endpoint
+	advert   string // endpoint told to the dispatcher
+	digest   string
+
+	in      *wire.Receiver
+	out     *wire.Sender
+	fetcher *fetch.Fetcher
+	cache   store.HostCache
+	sched   *scheduler
+
+	registered atomic.Bool
+	welcome    chan struct{} // size 1: a Welcome arrived
+
+	fetched   atomic.Int64
+	robots    atomic.Int64
+	dropped   atomic.Int64
+	unsent    atomic.Int64
+	cacheErrs atomic.Int64
+	failedMu  sync.Mutex
+	failed    map[string]int64
+
+	runOnce   sync.Once
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New checks cfg, binds the task socket and dials the dispatcher (which
+// need not be up yet: ZeroMQ connects in the background).
+func New(cfg Config) (*Supervisor, error) {
+	if cfg.Mappings == nil {
+		return nil, errors.New("supervisor: no mappings")
+	}
+	if cfg.Dispatcher == "" {
+		return nil, errors.New("supervisor: no dispatcher endpoint")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"default delay", cfg.DefaultDelay},
+		{"max crawl delay", cfg.MaxCrawlDelay},
+		{"robots TTL", cfg.RobotsTTL},
+		{"heartbeat", cfg.Heartbeat},
+		{"hello back-off ceiling", cfg.HelloMax},
+	} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("supervisor: %s %v is negative", d.name, d.v)
+		}
+	}
+	if cfg.Workers < 0 || cfg.Capacity < 0 {
+		return nil, fmt.Errorf("supervisor: workers %d and capacity %d must not be negative", cfg.Workers, cfg.Capacity)
+	}
+	if cfg.Name == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			h = "supervisor"
+		}
+		cfg.Name = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "tcp://127.0.0.1:*"
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = DefaultWorkers
+	}
+	if cfg.Capacity == 0 {
+		cfg.Capacity = DefaultCapacityPer * cfg.Workers
+	}
+	if cfg.DefaultDelay == 0 {
+		cfg.DefaultDelay = DefaultDelay
+	}
+	if cfg.MaxCrawlDelay == 0 {
+		cfg.MaxCrawlDelay = DefaultMaxCrawlDelay
+	}
+	if cfg.RobotsTTL == 0 {
+		cfg.RobotsTTL = DefaultRobotsTTL
+	}
+	cfg.RobotsTTL = min(cfg.RobotsTTL, MaxRobotsTTL)
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.HelloMax == 0 {
+		cfg.HelloMax = DefaultHelloMax
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("supervisor", cfg.Name)
+	cache := cfg.Cache
+	if cache == nil {
+		cache = newMemCache()
+	}
+
+	in, err := wire.Listen(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
+	}
+	out, err := wire.Dial(cfg.Dispatcher)
+	if err != nil {
+		in.Close()
+		return nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
+	}
+	s := &Supervisor{
+		cfg:      cfg,
+		log:      log,
+		started:  time.Now().UTC(),
+		token:    productToken(cfg.Fetch.UserAgent),
+		endpoint: in.Endpoint(),
+		advert:   cfg.Advertise,
+		digest:   cfg.Mappings.Digest(),
+		in:       in,
+		out:      out,
+		fetcher:  fetch.New(cfg.Fetch),
+		cache:    cache,
+		sched:    newScheduler(cfg.Capacity),
+		welcome:  make(chan struct{}, 1),
+		failed:   make(map[string]int64),
+	}
+	if s.advert == "" {
+		s.advert = s.endpoint
+	}
+	if u, err := url.Parse(s.advert); err == nil && (strings.HasPrefix(u.Host, "0.0.0.0:") || strings.HasPrefix(u.Host, "[::]:")) {
+		log.Warn("advertised endpoint is a wildcard address the dispatcher cannot dial; set Advertise", "endpoint", s.advert)
+	}
+	return s, nil
+}
+
+// Endpoint is the bound task endpoint, with the port resolved.
+func (s *Supervisor) Endpoint() string { return s.endpoint }
+
+// Run registers with the dispatcher and works until ctx is done, then stops
+// every goroutine it started and closes the sockets. Tasks still queued are
+// dropped: their leases expire and the dispatcher sends them again. Run may
+// be called once.
+func (s *Supervisor) Run(ctx context.Context) error {
+	ran := false
+	s.runOnce.Do(func() { ran = true })
+	if !ran {
+		return errors.New("supervisor: Run called twice")
+	}
+	s.log.Info("supervisor starting", "endpoint", s.advert, "dispatcher", s.cfg.Dispatcher,
+		"workers", s.cfg.Workers, "capacity", s.cfg.Capacity, "mappings", s.digest)
+
+	var wg sync.WaitGroup
+	wg.Go(func() { s.receive(ctx) })
+	wg.Go(func() { s.talk(ctx) })
+	for range s.cfg.Workers {
+		wg.Go(func() { s.work(ctx) })
+	}
+	<-ctx.Done()
+	s.sched.stop()
+	wg.Wait()
+	err := s.Close()
+	st := s.Stats()
+	s.log.Info("supervisor stopped", "fetched", st.Fetched, "failed", st.Failed, "robots", st.RobotsFetched, "unsent", st.Unsent)
+	return err
+}
+
+// Close releases the sockets and the fetcher. Run calls it on the way out;
+// call it yourself only when Run is never called.
+func (s *Supervisor) Close() error {
+	s.closeOnce.Do(func() {
+		s.sched.stop()
+		s.fetcher.Close()
+		s.closeErr = errors.Join(s.in.Close(), s.out.Close())
+	})
+	return s.closeErr
+}
+
+// Stats returns a snapshot of the counters. Safe for concurrent use.
+func (s *Supervisor) Stats() Stats {
+	held, hosts := s.sched.counts()
+	st := Stats{
+		Fetched:       s.fetched.Load(),
+		RobotsFetched: s.robots.Load(),
+		InFlight:      held,
+		Hosts:         hosts,
+		Dropped:       s.dropped.Load(),
+		Unsent:        s.unsent.Load(),
+		Registered:    s.registered.Load(),
+		Failed:        make(map[string]int64),
+	}
+	s.failedMu.Lock()
+	for k, v := range s.failed {
+		st.Failed[k] = v
+	}
+	s.failedMu.Unlock()
+	return st
+}
+
+func (s *Supervisor) countFailed(class string) {
+	s.failedMu.Lock()
+	s.failed[class]++
+	s.failedMu.Unlock()
+}
+
+func (s *Supervisor) failedTotal() int64 {
+	s.failedMu.Lock()
+	defer s.failedMu.Unlock()
+	var n int64
+	for _, v := range s.failed {
+		n += v
+	}
+	return n
+}
+
+// hello is what the supervisor says about itself in Hello and Heartbeat.
+func (s *Supervisor) hello() wire.Hello {
+	return wire.Hello{
+		Supervisor: s.cfg.Name,
+		Endpoint:   s.advert,
+		Capacity:   s.cfg.Capacity,
+		Mappings:   s.digest,
+		Started:    s.started,
+	}
+}
+
+// receive owns the task socket: it reads Welcomes and Tasks until ctx is
+// done.
+func (s *Supervisor) receive(ctx context.Context) {
+	for ctx.Err() == nil {
+		kind, v, err := s.in.Recv(recvPoll)
+		switch {
+		case errors.Is(err, wire.ErrTimeout):
+			continue
+		case errors.Is(err, wire.ErrBadFrame):
+			s.log.Warn("bad frame on task socket dropped", "err", err)
+			continue
+		case err != nil:
+			if ctx.Err() == nil {
+				s.log.Error("task socket failed", "err", err)
+			}
+			return
+		}
+		switch kind {
+		case wire.KindWelcome:
+			w := v.(*wire.Welcome)
+			s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run)
+			s.markRegistered()
+		case wire.KindTask:
+			s.markRegistered()
+			s.accept(ctx, v.(*wire.Task))
+		default:
+			s.log.Warn("unexpected message on task socket dropped", "kind", kind.String())
+		}
+	}
+}
+
+// markRegistered notes that the dispatcher knows us: a Welcome, or a Task
+// (a dispatcher only sends tasks to members).
+func (s *Supervisor) markRegistered() {
+	s.registered.Store(true)
+	select {
+	case s.welcome <- struct{}{}:
+	default:
+	}
+}
+
+// accept queues a task on its host, or answers it at once when its URL is
+// unusable.
+func (s *Supervisor) accept(ctx context.Context, t *wire.Task) {
+	hostName, err := taskHost(t.URL)
+	if err != nil {
+		s.log.Debug("task refused", "task", t.ID, "url", t.URL, "err", err)
+		s.countFailed(string(fetch.ClassURL))
+		s.sendResult(ctx, &wire.Result{
+			TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL,
+			Class: string(fetch.ClassURL), Error: err.Error(), FetchedAt: time.Now().UTC(),
+		})
+		return
+	}
+	if _, err := s.sched.add(hostName, t); err != nil {
+		if errors.Is(err, errFull) {
+			s.dropped.Add(1)
+			s.log.Warn("task dropped: at capacity (its lease will bring it back)",
+				"task", t.ID, "url", t.URL, "capacity", s.cfg.Capacity)
+		}
+	}
+}
+
+// taskHost is the politeness key of a task URL: lower-case host[:port],
+// with the scheme's default port dropped. It is taken from the URL itself,
+// because that is where the request goes.
+func taskHost(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("task url %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("task url %q: scheme %q is not http(s)", raw, u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return "", fmt.Errorf("task url %q: no host", raw)
+	}
+	h := strings.ToLower(u.Host)
+	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
+		h = strings.TrimSuffix(h, ":"+p)
+	}
+	return h, nil
+}
+
+// talk owns the outgoing side's schedule: Hello with back-off until the
+// dispatcher answers, then a Heartbeat every interval. Workers send Results
+// on the same Sender themselves (it is safe for concurrent use).
+func (s *Supervisor) talk(ctx context.Context) {
+	if !s.register(ctx) {
+		return
+	}
+	tick := time.NewTicker(s.cfg.Heartbeat)
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		err := s.send(ctx, wire.KindHeartbeat, s.heartbeat(), s.cfg.Heartbeat)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !failing:
+			failing = true
+			s.log.Warn("dispatcher not taking heartbeats; still trying", "dispatcher", s.cfg.Dispatcher, "err", err)
+		case err == nil && failing:
+			failing = false
+			s.log.Info("dispatcher taking heartbeats again", "dispatcher", s.cfg.Dispatcher)
+		}
+	}
+}
+
+// register sends Hello until a Welcome arrives, backing off from 200ms,
+// doubling, up to HelloMax. It reports false when ctx ended first.
+func (s *Supervisor) register(ctx context.Context) bool {
+	backoff := min(helloStart, s.cfg.HelloMax)
+	answer := min(helloAnswer, s.cfg.HelloMax)
+	for {
+		err := s.send(ctx, wire.KindHello, s.hello(), answer)
+		if ctx.Err() != nil {
+			return false
+		}
+		if err == nil && s.awaitWelcome(ctx, answer) {
+			return true
+		}
+		if s.registered.Load() {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		args := []any{"dispatcher", s.cfg.Dispatcher, "retry_in", backoff}
+		if err != nil {
+			args = append(args, "err", err)
+		}
+		s.log.Warn(fmt.Sprintf("dispatcher not answering at %s; retrying in %v", s.cfg.Dispatcher, backoff), args...)
+		if s.awaitWelcome(ctx, backoff) {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		backoff = min(2*backoff, s.cfg.HelloMax)
+	}
+}
+
+// awaitWelcome waits up to d for a Welcome.
+func (s *Supervisor) awaitWelcome(ctx context.Context, d time.Duration) bool {
+	if s.registered.Load() {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.welcome:
+		return true
+	case <-t.C:
+		return s.registered.Load()
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *Supervisor) heartbeat() wire.Heartbeat {
+	held, _ := s.sched.counts()
+	return wire.Heartbeat{
+		Hello:    s.hello(),
+		InFlight: held,
+		Fetched:  s.fetched.Load(),
+		Failed:   s.failedTotal(),
+		RSS:      rss(),
+		At:       time.Now().UTC(),
+	}
+}
+
+// send tries to queue one message for up to total, in short attempts so a
+// shutdown is noticed quickly and other senders get their turn on the
+// shared Sender.
+func (s *Supervisor) send(ctx context.Context, kind wire.Kind, v any, total time.Duration) error {
+	deadline := time.Now().Add(total)
+	for {
+		slice := min(sendSlice, time.Until(deadline))
+		if slice <= 0 {
+			slice = time.Millisecond
+		}
+		err := s.out.Send(kind, v, slice)
+		if err == nil || !errors.Is(err, wire.ErrTimeout) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !time.Now().Before(deadline) {
+			return err
+		}
+	}
+}
+
+// sendResult sends one Result; one that cannot be sent is counted and
+// left to the lease.
+func (s *Supervisor) sendResult(ctx context.Context, r *wire.Result) {
+	err := s.send(ctx, wire.KindResult, r, resultTimeout)
+	if err == nil {
+		return
+	}
+	if ctx.Err() != nil {
+		return // shutting down: the lease covers it
+	}
+	s.unsent.Add(1)
+	s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "err", err)
+}
+
+// rss reads the resident set size of this process, 0 where unknown.
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	var pages uint64
+	if _, err := fmt.Sscan(f[1], &pages); err != nil {
+		return 0
+	}
+	return pages * uint64(os.Getpagesize())
+}

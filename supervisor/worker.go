@@ -1,0 +1,401 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"runtime/debug"
+	"time"
+
+	"backfill/fetch"
+	"backfill/store"
+	"backfill/wire"
+)
+
+// Classes the supervisor adds to fetch's. Append only: they cross the wire.
+const (
+	ClassRobots     = string(fetch.ClassRobots) // disallowed by robots.txt; no request made
+	ClassCrawlDelay = "crawl-delay"             // Crawl-delay over MaxCrawlDelay; host skipped
+	ClassPanic      = "panic"                   // a page made the processing panic; recovered
+)
+
+// maxResultLinks bounds the links one Result carries, parsed links first;
+// a page with more is a link farm or a trap, and the frame must stay small.
+const maxResultLinks = 10000
+
+// page is a task whose turn on its host is over: either its answer is
+// already known (res), or it was fetched and waits for extraction.
+type page struct {
+	task  *wire.Task
+	start time.Time
+	resp  *fetch.Response
+	err   error
+	res   *wire.Result
+}
+
+// work is one worker: it takes the next ready host, gives it one turn (at
+// most one request), hands it back, and then finishes the page off the
+// host, so extraction and sending never hold up the host's next request.
+func (s *Supervisor) work(ctx context.Context) {
+	for {
+		h, err := s.sched.take(ctx)
+		if err != nil {
+			return
+		}
+		next, p := s.turnSafe(ctx, h)
+		s.sched.release(h, next)
+		if p != nil {
+			s.finishSafe(ctx, p)
+		}
+	}
+}
+
+// turnSafe runs turn, turning a panic into a "panic" answer for the task
+// it popped, and keeps the host away for a default delay, since nothing is
+// known about whether a request went out.
+func (s *Supervisor) turnSafe(ctx context.Context, h *host) (next time.Time, p *page) {
+	var popped *wire.Task
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		s.log.Error("panic during host turn recovered", "host", h.name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		next = time.Now().Add(s.cfg.DefaultDelay)
+		p = nil
+		if popped != nil {
+			p = &page{task: popped, res: s.answer(popped, ClassPanic, fmt.Sprintf("panic: %v", v))}
+		}
+	}()
+	return s.turn(ctx, h, &popped)
+}
+
+// turn gives host h one turn: make sure its robots rules are known (a
+// robots.txt fetch is the turn's one request), then answer or fetch the
+// first queued task if the host's delay has passed. It returns when the
+// host may have its next turn; a popped task is stored in *popped.
+func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (time.Time, *page) {
+	now := time.Now()
+	// The cache may know a later request than we do: another supervisor
+	// that owned the host before, or this one before a restart.
+	if lc, ok := s.lastCrawl(ctx, h.name); ok && lc.After(h.last) {
+		h.last = lc
+	}
+	if h.robots == nil || !now.Before(h.robots.expires) {
+		if r := s.cachedRobots(ctx, h.name, now); r != nil {
+			h.robots = r
+		}
+	}
+	first := s.sched.peek(h)
+	if first == nil {
+		return now, nil
+	}
+	if h.robots == nil || !now.Before(h.robots.expires) {
+		// Stale rules still give the best guess of the delay.
+		if at := h.last.Add(s.delay(h.robots)); at.After(now) {
+			return at, nil
+		}
+		s.fetchRobots(ctx, h, first.URL)
+		if h.robots != nil && h.robots.delay > s.cfg.MaxCrawlDelay {
+			return now, nil // its tasks are answered without requests
+		}
+		return h.last.Add(s.delay(h.robots)), nil
+	}
+
+	delay := s.delay(h.robots)
+	u, err := url.Parse(first.URL)
+	switch {
+	case err != nil: // accept checked it; kept for safety
+		t := s.popInto(h, popped)
+		return now, &page{task: t, res: s.answer(t, string(fetch.ClassURL), err.Error())}
+	case h.robots.delay > s.cfg.MaxCrawlDelay:
+		t := s.popInto(h, popped)
+		return now, &page{task: t, res: s.answer(t, ClassCrawlDelay,
+			fmt.Sprintf("robots.txt of %s asks for Crawl-delay %v, over the %v ceiling", h.name, h.robots.delay, s.cfg.MaxCrawlDelay))}
+	case !h.robots.allowed(u):
+		t := s.popInto(h, popped)
+		return h.last.Add(delay), &page{task: t, res: s.answer(t, ClassRobots,
+			fmt.Sprintf("disallowed by robots.txt of %s", h.name))}
+	}
+	if at := h.last.Add(delay); at.After(now) {
+		return at, nil
+	}
+	t := s.popInto(h, popped)
+	start := s.requestStart(ctx, h)
+	resp, err := s.fetcher.Get(ctx, t.URL)
+	return start.Add(delay), &page{task: t, start: start, resp: resp, err: err}
+}
+
+func (s *Supervisor) popInto(h *host, popped **wire.Task) *wire.Task {
+	t := s.sched.pop(h)
+	*popped = t
+	return t
+}
+
+// delay is the gap between request starts on a host with rules r: its
+// Crawl-delay, else DefaultDelay. A Crawl-delay over the ceiling means no
+// page is requested at all; the only requests left are robots.txt
+// refreshes, spaced by the ceiling.
+func (s *Supervisor) delay(r *robotsRules) time.Duration {
+	if r == nil || r.delay == 0 {
+		return s.cfg.DefaultDelay
+	}
+	return min(r.delay, s.cfg.MaxCrawlDelay)
+}
+
+// requestStart records that a request to h starts now, here and in the
+// shared cache, so the delay holds even if the host changes owner.
+func (s *Supervisor) requestStart(ctx context.Context, h *host) time.Time {
+	start := time.Now()
+	h.last = start
+	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	if err := s.cache.PutLastCrawl(cctx, h.name, start.UTC()); err != nil && ctx.Err() == nil {
+		s.cacheFailed("put last crawl", h.name, err)
+	}
+	return start
+}
+
+// lastCrawl reads a host's last request start from the cache.
+func (s *Supervisor) lastCrawl(ctx context.Context, name string) (time.Time, bool) {
+	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	t, err := s.cache.LastCrawl(cctx, name)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+			s.cacheFailed("read last crawl", name, err)
+		}
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// cachedRobots returns a host's unexpired robots rules from the cache, or
+// nil.
+func (s *Supervisor) cachedRobots(ctx context.Context, name string, now time.Time) *robotsRules {
+	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	c, err := s.cache.Robots(cctx, name)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+			s.cacheFailed("read robots", name, err)
+		}
+		return nil
+	}
+	if !now.Before(c.Expires) {
+		return nil
+	}
+	r := parseRobots(c.Status, c.Body, s.token)
+	r.expires = c.Expires
+	return r
+}
+
+// fetchRobots fetches h's robots.txt through the same fetcher and counts
+// it as a request to the host. 4xx allows everything; 5xx or no answer
+// disallows everything until a retry (after robotsErrorTTL) says otherwise.
+func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
+	u, err := url.Parse(pageURL)
+	if err != nil {
+		return
+	}
+	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
+	start := s.requestStart(ctx, h)
+	s.robots.Add(1)
+	resp, err := s.fetcher.Get(ctx, robotsURL)
+	if ctx.Err() != nil {
+		return // shutting down; nothing learned
+	}
+	status := 0
+	var body []byte
+	if resp != nil {
+		// A response that failed on its content (a status, a type) still
+		// says what the site answered.
+		status, body = resp.Status, resp.Body
+	}
+	if len(body) > maxRobotsBody {
+		body = body[:maxRobotsBody]
+	}
+	r := parseRobots(status, body, s.token)
+	ttl := s.cfg.RobotsTTL
+	if r.disallowAll {
+		ttl = min(ttl, robotsErrorTTL)
+	}
+	r.expires = start.Add(ttl)
+	h.robots = r
+	s.log.Debug("robots.txt fetched", "host", h.name, "status", status, "err", err,
+		"crawl_delay", r.delay, "allow_all", r.allowAll, "disallow_all", r.disallowAll, "parse_err", r.parseErr)
+
+	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	entry := store.Robots{Status: status, Body: body, FetchedAt: start.UTC(), Expires: r.expires.UTC()}
+	if err := s.cache.PutRobots(cctx, h.name, entry); err != nil && ctx.Err() == nil {
+		s.cacheFailed("put robots", h.name, err)
+	}
+}
+
+// cacheFailed logs a host cache failure at Warn the first time and every
+// thousandth time after, so a broken store does not flood the log; the
+// crawl goes on with what this process knows.
+func (s *Supervisor) cacheFailed(op, host string, err error) {
+	if n := s.cacheErrs.Add(1); n == 1 || n%1000 == 0 {
+		s.log.Warn("host cache failed; going on with local state", "op", op, "host", host, "err", err, "failures", n)
+	}
+}
+
+// answer is a Result for t carrying a failure class.
+func (s *Supervisor) answer(t *wire.Task, class, msg string) *wire.Result {
+	return &wire.Result{
+		TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL,
+		Class: class, Error: msg, FetchedAt: time.Now().UTC(),
+	}
+}
+
+// finishSafe runs finish, answering "panic" if extraction panics, and
+// always gives the task's capacity back.
+func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
+	defer s.sched.done()
+	var res *wire.Result
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("panic while processing page recovered", "url", p.task.URL, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				res = s.answer(p.task, ClassPanic, fmt.Sprintf("panic: %v", v))
+			}
+		}()
+		res = s.finish(p)
+	}()
+	if ctx.Err() != nil {
+		return // shutting down: the lease covers the task
+	}
+	if res.Class == "" {
+		s.fetched.Add(1)
+	} else {
+		s.countFailed(res.Class)
+	}
+	s.sendResult(ctx, fitFrame(res))
+}
+
+// finish builds the Result of a page: its answer if already known, its
+// failure class, or what the mappings extracted from it.
+func (s *Supervisor) finish(p *page) *wire.Result {
+	if p.res != nil {
+		return p.res
+	}
+	t := p.task
+	res := &wire.Result{TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL, FetchedAt: p.start.UTC()}
+	if p.resp != nil {
+		res.FinalURL = p.resp.URL
+		res.Status = p.resp.Status
+		res.Bytes = int64(len(p.resp.Body))
+	}
+	if p.err != nil || p.resp == nil {
+		err := p.err
+		if err == nil {
+			err = errors.New("no response")
+		}
+		res.Class = string(fetch.ClassOf(err))
+		if res.Class == "" {
+			res.Class = string(fetch.ClassOther)
+		}
+		res.Error = err.Error()
+		return res
+	}
+	pageURL := p.resp.URL
+	if pageURL == "" {
+		pageURL = t.URL
+	}
+	ex := s.cfg.Mappings.Extract(pageURL, p.resp.Body, p.resp.ContentType)
+	if ex == nil {
+		return res
+	}
+	res.Mappings = ex.Mappings
+	for _, f := range ex.Fields {
+		res.Fields = append(res.Fields, wire.Field{Mapping: f.Mapping, Name: f.Field, Values: f.Values, Match: f.Match})
+	}
+	for _, e := range ex.Errors {
+		res.FieldErrs = append(res.FieldErrs, e.String())
+	}
+	res.Links = mergeLinks(ex.Links, ex.OutLinks, maxResultLinks)
+	return res
+}
+
+// mergeLinks lists parsed links (Parsed) then other outbound links, each
+// URL once, at most limit of them.
+func mergeLinks(parsed, out []string, limit int) []wire.Link {
+	if len(parsed)+len(out) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(parsed)+len(out))
+	links := make([]wire.Link, 0, min(len(parsed)+len(out), limit))
+	for i, list := range [][]string{parsed, out} {
+		for _, l := range list {
+			if len(links) >= limit {
+				return links
+			}
+			if l == "" || seen[l] {
+				continue
+			}
+			seen[l] = true
+			links = append(links, wire.Link{URL: l, Parsed: i == 0})
+		}
+	}
+	return links
+}
+
+// fitFrame trims a Result that would not fit in one frame: links first,
+// then field values, saying so in Error. Ordinary results are far below
+// the limit and are returned untouched without being encoded here.
+func fitFrame(r *wire.Result) *wire.Result {
+	if approxSize(r) < wire.MaxFrame/8 {
+		return r
+	}
+	valuesTrimmed := false
+	for {
+		b, err := wire.Encode(wire.KindResult, r)
+		if err == nil && len(b) <= wire.MaxFrame {
+			return r
+		}
+		t := *r
+		t.Error = "result trimmed to fit one frame"
+		switch {
+		case len(r.Links) > 0:
+			t.Links = r.Links[:len(r.Links)/2]
+		case !valuesTrimmed:
+			valuesTrimmed = true
+			t.Fields = make([]wire.Field, 0, len(r.Fields))
+			for _, f := range r.Fields {
+				if len(f.Values) > 0 {
+					v := f.Values[0]
+					if len(v) > 64<<10 {
+						v = v[:64<<10]
+					}
+					f.Values = []string{v}
+				}
+				t.Fields = append(t.Fields, f)
+			}
+			t.FieldErrs = r.FieldErrs[:min(len(r.FieldErrs), 100)]
+		default:
+			t.Fields, t.FieldErrs, t.Links = nil, nil, nil
+			return &t
+		}
+		r = &t
+	}
+}
+
+// approxSize is a cheap lower bound of a Result's encoded size.
+func approxSize(r *wire.Result) int {
+	n := len(r.URL) + len(r.FinalURL) + len(r.Error)
+	for _, f := range r.Fields {
+		for _, v := range f.Values {
+			n += len(v) + 4
+		}
+	}
+	for _, l := range r.Links {
+		n += len(l.URL) + 16
+	}
+	for _, e := range r.FieldErrs {
+		n += len(e) + 4
+	}
+	return n
+}

@@ -1,0 +1,42 @@
+// Package testweb is the fixture web that backfill's tests, its demo and its
+// benchmarks crawl: real HTTP servers on loopback that answer for several
+// real-looking host names, with a log of every request they receive.
+//
+// One listener on 127.0.0.1 serves every host; the Host header picks the
+// site, and a Host the web does not know gets 404. A crawler reaches it
+// under the hosts' own names through a resolver override:
+//
+//	web, err := testweb.Start(testweb.Options{CrawlDelay: testweb.DefaultCrawlDelay})
+//	if err != nil { … }
+//	defer web.Close()
+//	f := fetch.New(fetch.Config{UserAgent: ua, Resolve: web.Resolve(), AllowLoopback: true})
+//	resp, err := f.Get(ctx, "http://people.example/p/alice")
+//
+// Start serves the small web, written by hand for the end-to-end test and
+// the demo: people.example and staff.example.org hold profiles in two
+// layouts (extracted by the bundled mappings testweb-people and
+// testweb-staff), blog.example.net holds personal homepages that link to
+// them, team.example holds a team page linking to four colleagues'
+// profiles, and quiet.example holds nothing useful. Every host's robots.txt
+// sets the Crawl-delay of Options and disallows /private/, where pages hold
+// values a polite crawler must never see. Sample returns the records to
+// crawl it with and the exact truth a correct crawl ends with; its comments
+// explain each record. NeverFetched lists the URLs a correct crawl never
+// requests. A crawl of Sample at depth limit 1 asks people.example for at
+// most 8 URLs (robots.txt included), staff.example.org and
+// blog.example.net for at most 5, quiet.example for 3 and team.example for
+// 2, so at a Crawl-delay of 1 s it takes about ten seconds.
+//
+// StartLarge serves a generated web for benchmarks: hundreds of hosts with
+// an index and many profiles each, no Crawl-delay, and LargeRecords to crawl
+// every page of it exactly once.
+//
+// Log returns what was asked, in arrival order, with the User-Agent and the
+// status sent, so tests can check politeness (robots.txt obeyed, intervals
+// per host, nothing fetched twice) from the server's side. Options.Latency
+// and LargeOptions.Latency delay every response to imitate distant servers.
+//
+// A Web is safe for concurrent use. Close stops the listener, waits for the
+// requests in flight and leaves no goroutine behind. testweb imports no
+// other package of backfill, so any of them may use it in tests.
+package testweb

@@ -1,0 +1,104 @@
+package wire
+
+import "time"
+
+// Version is the protocol version carried in every frame. A frame of any
+// other version is refused by Decode.
+const Version = 1
+
+// Kind says what a frame carries. Append only: values cross the wire.
+type Kind uint8
+
+const (
+	KindHello     Kind = 1 // supervisor → dispatcher: I exist, send me work here
+	KindHeartbeat Kind = 2 // supervisor → dispatcher: still alive, with counters
+	KindWelcome   Kind = 3 // dispatcher → supervisor: registered
+	KindTask      Kind = 4 // dispatcher → supervisor: fetch and extract one URL
+	KindResult    Kind = 5 // supervisor → dispatcher: what one task produced
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindHello:
+		return "hello"
+	case KindHeartbeat:
+		return "heartbeat"
+	case KindWelcome:
+		return "welcome"
+	case KindTask:
+		return "task"
+	case KindResult:
+		return "result"
+	}
+	return "unknown"
+}
+
+// Hello registers a supervisor. It is sent at start (repeated with back-off
+// until a Welcome arrives) and its fields are repeated in every Heartbeat,
+// so a dispatcher that restarted learns its members again from heartbeats.
+type Hello struct {
+	Supervisor string    `json:"supervisor"` // stable name, unique in the cluster
+	Endpoint   string    `json:"endpoint"`   // where the supervisor's task socket listens, dialable by the dispatcher
+	Capacity   int       `json:"capacity"`   // most tasks it accepts in flight
+	Render     bool      `json:"render,omitempty"`
+	Mappings   string    `json:"mappings"` // digest of the mapping set it loaded; must equal the dispatcher's
+	Started    time.Time `json:"started"`  // incarnation: a new value means the process restarted
+}
+
+// Heartbeat repeats Hello and adds live counters.
+type Heartbeat struct {
+	Hello
+	InFlight int       `json:"in_flight"`
+	Fetched  int64     `json:"fetched"`
+	Failed   int64     `json:"failed"`
+	RSS      uint64    `json:"rss"`
+	At       time.Time `json:"at"`
+}
+
+// Welcome acknowledges a Hello on the supervisor's task socket.
+type Welcome struct {
+	Dispatcher string `json:"dispatcher"`
+	Run        string `json:"run"`
+}
+
+// Task asks a supervisor to fetch one URL and run the mappings on it.
+type Task struct {
+	ID     string `json:"id"`    // stable for the URL within a run
+	Lease  int64  `json:"lease"` // dispatch attempt; a Result echoes it
+	URL    string `json:"url"`
+	Host   string `json:"host"` // lower-case host[:port] the politeness rules apply to
+	Depth  int    `json:"depth"`
+	Render bool   `json:"render,omitempty"`
+}
+
+// Result is what a supervisor found for one Task.
+type Result struct {
+	TaskID     string    `json:"task_id"`
+	Lease      int64     `json:"lease"`
+	Supervisor string    `json:"supervisor"`
+	URL        string    `json:"url"`
+	FinalURL   string    `json:"final_url,omitempty"`
+	Status     int       `json:"status,omitempty"`
+	Class      string    `json:"class,omitempty"` // "" when the page was fetched and processed; else a failure class
+	Error      string    `json:"error,omitempty"`
+	Bytes      int64     `json:"bytes,omitempty"`
+	FetchedAt  time.Time `json:"fetched_at"`
+	Mappings   []string  `json:"mappings,omitempty"` // mappings whose url_patterns matched
+	Fields     []Field   `json:"fields,omitempty"`
+	Links      []Link    `json:"links,omitempty"`
+	FieldErrs  []string  `json:"field_errors,omitempty"` // "mapping/field/processor: reason"
+}
+
+// Field is one mapping field's values on a page.
+type Field struct {
+	Mapping string   `json:"mapping"`
+	Name    string   `json:"name"`
+	Values  []string `json:"values"`
+	Match   bool     `json:"match,omitempty"` // a match key (attribution)
+}
+
+// Link is an absolute, normalized http(s) URL found on a page.
+type Link struct {
+	URL    string `json:"url"`
+	Parsed bool   `json:"parsed,omitempty"` // yielded by a mapping's url_parsers
+}

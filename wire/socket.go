@@ -1,0 +1,208 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	zmq "github.com/pebbe/zmq4"
+)
+
+// ErrTimeout is returned by Recv when nothing arrived in time and by Send
+// when the peer's queue stayed full (high-water mark) for the whole timeout.
+var ErrTimeout = errors.New("wire: timeout")
+
+// ErrClosed is returned by calls on a closed socket.
+var ErrClosed = errors.New("wire: socket closed")
+
+// hwm bounds the frames ZeroMQ queues per socket, in each direction. The
+// dispatcher never has more in flight to a supervisor than the supervisor
+// advertised, so the mark is a safety net, not flow control.
+const hwm = 10000
+
+// Receiver is a bound PULL socket: the dispatcher's intake (hellos,
+// heartbeats, results) and a supervisor's task socket (welcomes, tasks).
+// It is safe for concurrent use, though one reader is the normal case.
+type Receiver struct {
+	mu       sync.Mutex
+	sock     *zmq.Socket
+	poller   *zmq.Poller
+	endpoint string
+	bad      atomic.Int64
+}
+
+// Sender is a PUSH socket connected to one peer with ZMQ_IMMEDIATE set, so
+// nothing is queued to a peer whose handshake has not completed. Safe for
+// concurrent use.
+type Sender struct {
+	mu       sync.Mutex
+	sock     *zmq.Socket
+	poller   *zmq.Poller
+	endpoint string
+}
+
+// Listen binds a Receiver. endpoint is a ZeroMQ endpoint such as
+// "tcp://127.0.0.1:5550" or "tcp://127.0.0.1:*" (any free port; see
+// Endpoint for the one chosen).
+func Listen(endpoint string) (*Receiver, error) {
+	sock, err := zmq.NewSocket(zmq.PULL)
+	if err != nil {
+		return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
+	}
+	for _, set := range []func() error{
+		func() error { return sock.SetLinger(0) },
+		func() error { return sock.SetRcvhwm(hwm) },
+		func() error { return sock.SetMaxmsgsize(MaxFrame) },
+	} {
+		if err := set(); err != nil {
+			sock.Close()
+			return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
+		}
+	}
+	if err := sock.Bind(endpoint); err != nil {
+		sock.Close()
+		return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
+	}
+	bound, err := sock.GetLastEndpoint()
+	if err != nil {
+		sock.Close()
+		return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
+	}
+	p := zmq.NewPoller()
+	p.Add(sock, zmq.POLLIN)
+	return &Receiver{sock: sock, poller: p, endpoint: bound}, nil
+}
+
+// Endpoint is the endpoint actually bound, with the port resolved.
+func (r *Receiver) Endpoint() string { return r.endpoint }
+
+// Recv waits up to timeout for one frame and decodes it. A frame that does
+// not decode is counted (see Dropped) and reported as an error wrapping
+// ErrBadFrame; the socket stays usable.
+func (r *Receiver) Recv(timeout time.Duration) (Kind, any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sock == nil {
+		return 0, nil, ErrClosed
+	}
+	polled, err := r.poller.Poll(timeout)
+	if err != nil {
+		return 0, nil, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
+	}
+	if len(polled) == 0 {
+		return 0, nil, ErrTimeout
+	}
+	frame, err := r.sock.RecvBytes(zmq.DONTWAIT)
+	if err != nil {
+		if zmq.AsErrno(err) == zmq.Errno(11) { // EAGAIN: raced with nothing
+			return 0, nil, ErrTimeout
+		}
+		return 0, nil, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
+	}
+	// A multipart message from a foreign peer: drain and refuse the rest.
+	for more, _ := r.sock.GetRcvmore(); more; more, _ = r.sock.GetRcvmore() {
+		if _, err := r.sock.RecvBytes(0); err != nil {
+			break
+		}
+		frame = nil
+	}
+	if frame == nil {
+		r.bad.Add(1)
+		return 0, nil, fmt.Errorf("%w: multipart message on %s", ErrBadFrame, r.endpoint)
+	}
+	kind, v, err := Decode(frame)
+	if err != nil {
+		r.bad.Add(1)
+		return 0, nil, fmt.Errorf("on %s: %w", r.endpoint, err)
+	}
+	return kind, v, nil
+}
+
+// Dropped counts frames that were refused as bad.
+func (r *Receiver) Dropped() int64 { return r.bad.Load() }
+
+// Close closes the socket, discarding anything unread.
+func (r *Receiver) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sock == nil {
+		return nil
+	}
+	err := r.sock.Close()
+	r.sock = nil
+	return err
+}
+
+// Dial connects a Sender to endpoint. ZeroMQ connects in the background and
+// reconnects by itself; Dial fails only on a malformed endpoint.
+func Dial(endpoint string) (*Sender, error) {
+	sock, err := zmq.NewSocket(zmq.PUSH)
+	if err != nil {
+		return nil, fmt.Errorf("wire: dial %s: %w", endpoint, err)
+	}
+	for _, set := range []func() error{
+		func() error { return sock.SetLinger(500 * time.Millisecond) },
+		func() error { return sock.SetSndhwm(hwm) },
+		func() error { return sock.SetImmediate(true) },
+		func() error { return sock.SetReconnectIvl(100 * time.Millisecond) },
+		func() error { return sock.SetReconnectIvlMax(5 * time.Second) },
+	} {
+		if err := set(); err != nil {
+			sock.Close()
+			return nil, fmt.Errorf("wire: dial %s: %w", endpoint, err)
+		}
+	}
+	if err := sock.Connect(endpoint); err != nil {
+		sock.Close()
+		return nil, fmt.Errorf("wire: dial %s: %w", endpoint, err)
+	}
+	p := zmq.NewPoller()
+	p.Add(sock, zmq.POLLOUT)
+	return &Sender{sock: sock, poller: p, endpoint: endpoint}, nil
+}
+
+// Endpoint is the endpoint the Sender was dialled to.
+func (s *Sender) Endpoint() string { return s.endpoint }
+
+// Send encodes v as a frame of the given kind and queues it, waiting up to
+// timeout for room (for a connected peer with room in its queue). v must be
+// the value type matching kind (Hello for KindHello, and so on).
+func (s *Sender) Send(kind Kind, v any, timeout time.Duration) error {
+	frame, err := Encode(kind, v)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sock == nil {
+		return ErrClosed
+	}
+	polled, err := s.poller.Poll(timeout)
+	if err != nil {
+		return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, err)
+	}
+	if len(polled) == 0 {
+		return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, ErrTimeout)
+	}
+	if _, err := s.sock.SendBytes(frame, zmq.DONTWAIT); err != nil {
+		if zmq.AsErrno(err) == zmq.Errno(11) {
+			return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, ErrTimeout)
+		}
+		return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, err)
+	}
+	return nil
+}
+
+// Close closes the socket; frames not yet sent get a short linger.
+func (s *Sender) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sock == nil {
+		return nil
+	}
+	err := s.sock.Close()
+	s.sock = nil
+	return err
+}
