@@ -389,17 +389,22 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, e
 	return len(fresh), d.st.commit(ctx)
 }
 
-// targets are the fields to fill on r: Config.Fields (or every field the
-// mappings can produce) that r lacks.
+// targets are the fields to fill on r: Config.Fields that r lacks, or by
+// default every field of r's own (a column or key it has, left empty) that
+// some mapping can produce. Fields the record does not have at all are not
+// targets by default: generic mappings produce many (og_title, job_title…)
+// and a record would otherwise never count as complete.
 func (d *Dispatcher) targets(r store.Record) []string {
 	names := d.cfg.Fields
-	if len(names) == 0 {
+	own := len(names) == 0
+	if own {
 		names = d.cfg.Mappings.FieldNames()
 	}
 	var out []string
 	seen := make(map[string]bool)
 	for _, n := range names {
-		if n == "" || seen[n] || r.Fields[n] != "" {
+		v, has := r.Fields[n]
+		if n == "" || seen[n] || v != "" || (own && !has) {
 			continue
 		}
 		seen[n] = true

@@ -22,7 +22,7 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, tr tracer
 		// Last line of defence: the per-mapping recover below should catch
 		// everything, but Extract promises never to panic.
 		if r := recover(); r != nil {
-			ex.Errors = append(ex.Errors, FieldError{Field: "page", Err: fmt.Sprintf("internal error: %v", r)})
+			ex.Errors = append(ex.Errors, FieldError{Field: "(page)", Err: fmt.Sprintf("internal error: %v", r)})
 		}
 	}()
 	doc := NewDocument(pageURL, body, contentType)
@@ -56,7 +56,7 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, tr tracer
 // into a FieldError so one broken mapping cannot spoil the page for others.
 func runMapping(m *Mapping, doc *Document, ex *Extraction, links []string, tr tracer) (out []string) {
 	out = links
-	current := "page"
+	current := "(mapping)"
 	defer func() {
 		if r := recover(); r != nil {
 			ex.Errors = append(ex.Errors, FieldError{Mapping: m.Name, Field: current,
@@ -64,7 +64,7 @@ func runMapping(m *Mapping, doc *Document, ex *Extraction, links []string, tr tr
 		}
 	}()
 	if doc.parseErr != nil && (len(m.parsers) > 0 || len(m.fields) > 0) {
-		ex.Errors = append(ex.Errors, FieldError{Mapping: m.Name, Field: "page", Err: "document did not parse: " + doc.parseErr.Error()})
+		ex.Errors = append(ex.Errors, FieldError{Mapping: m.Name, Field: "(document)", Err: "document did not parse: " + doc.parseErr.Error()})
 		return out
 	}
 	for _, r := range m.parsers {

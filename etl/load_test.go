@@ -71,7 +71,7 @@ func TestLoadDirCollectsAllFiles(t *testing.T) {
 	write("c.json", `{"name":"c","fields":[{"name":"x","processors":[{"type":"nope"}]}]}`)
 	write("d.json", `{`)
 	write("schema.json", `{"$schema":"https://json-schema.org/draft/2020-12/schema"}`) // skipped
-	write("notes.txt", "not a mapping")                                                 // skipped
+	write("notes.txt", "not a mapping")                                                // skipped
 	_, err := LoadDir(dir)
 	errs := Unjoin(err)
 	if len(errs) != 3 {

@@ -232,4 +232,3 @@ var errDiskFull = errors.New("disk full")
 type failingWriter struct{}
 
 func (*failingWriter) Write([]byte) (int, error) { return 0, errDiskFull }
-

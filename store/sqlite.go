@@ -63,7 +63,6 @@ var sqliteSchema = [][]string{
 // contending for SQLite's file lock; r is a pool of read-only connections,
 // which WAL mode lets read while w writes.
 type sqliteStore struct {
-	path      string // for error messages
 	w, r      *sql.DB
 	closeOnce sync.Once
 	closeErr  error
@@ -74,30 +73,12 @@ var _ Store = (*sqliteStore)(nil)
 // openSQLite opens (creating if missing) the SQLite file named by uri, a file
 // path or a "file:" URI, and brings its schema up to date.
 func openSQLite(ctx context.Context, uri string) (Store, error) {
-	base, query, err := sqliteTarget(uri)
+	path, wdsn, rdsn, err := sqliteDSNs(uri)
 	if err != nil {
 		return nil, err
 	}
-	path := strings.TrimPrefix(base, "file:")
-	timeout := fmt.Sprint(sqliteBusyTimeout.Milliseconds())
 
-	// Our settings come first so that a user's _pragma in a "file:" URI,
-	// applied later by the driver, overrides them.
-	wq := url.Values{
-		"_pragma": {"busy_timeout(" + timeout + ")", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)"},
-		"_txlock": {"immediate"},
-	}
-	rq := url.Values{
-		"_pragma": {"busy_timeout(" + timeout + ")", "foreign_keys(1)", "query_only(1)"},
-	}
-	join := func(v url.Values) string {
-		if query == "" {
-			return base + "?" + v.Encode()
-		}
-		return base + "?" + v.Encode() + "&" + query
-	}
-
-	w, err := sql.Open("sqlite", join(wq))
+	w, err := sql.Open("sqlite", wdsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
@@ -113,7 +94,7 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
 
-	r, err := sql.Open("sqlite", join(rq))
+	r, err := sql.Open("sqlite", rdsn)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
@@ -126,7 +107,56 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
-	return &sqliteStore{path: path, w: w, r: r}, nil
+	return &sqliteStore{w: w, r: r}, nil
+}
+
+// sqliteDSNs returns the file's path for messages and the driver DSNs of
+// the writer and the reader connections.
+func sqliteDSNs(uri string) (path, writer, reader string, err error) {
+	base, query, err := sqliteTarget(uri)
+	if err != nil {
+		return "", "", "", err
+	}
+	path = uri
+	if strings.HasPrefix(uri, "file:") {
+		path = strings.TrimPrefix(base, "file:")
+	}
+	// The driver runs every _pragma of a DSN in sorted order, so a user's
+	// "file:…?_pragma=synchronous(FULL)" would lose to ours; leave out each
+	// default the user sets.
+	user := map[string]bool{}
+	q, _ := url.ParseQuery(query) // sqliteTarget has parsed it already
+	for _, p := range q["_pragma"] {
+		user[pragmaName(p)] = true
+	}
+	timeout := fmt.Sprint(sqliteBusyTimeout.Milliseconds())
+	dsn := func(pragmas []string, extra url.Values) string {
+		v := url.Values{}
+		for _, p := range pragmas {
+			if !user[pragmaName(p)] {
+				v.Add("_pragma", p)
+			}
+		}
+		for k, vs := range extra {
+			v[k] = vs
+		}
+		if query == "" {
+			return base + "?" + v.Encode()
+		}
+		return base + "?" + v.Encode() + "&" + query
+	}
+	writer = dsn([]string{"busy_timeout(" + timeout + ")", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)"},
+		url.Values{"_txlock": {"immediate"}}) // writes never upgrade a read lock, so never deadlock
+	reader = dsn([]string{"busy_timeout(" + timeout + ")", "foreign_keys(1)", "query_only(1)"}, nil)
+	return path, writer, reader, nil
+}
+
+// pragmaName is the name in a _pragma value such as "busy_timeout(5000)"
+// or "synchronous = FULL", lowercased.
+func pragmaName(p string) string {
+	name, _, _ := strings.Cut(p, "(")
+	name, _, _ = strings.Cut(name, "=")
+	return strings.ToLower(strings.TrimSpace(name))
 }
 
 // sqliteTarget splits uri into a "file:" URI without query and the user's
@@ -263,7 +293,7 @@ func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Val
 		}
 		rows[i] = row{at, c}
 	}
-	return s.write(ctx, fmt.Sprintf("set fields on record %q", recordID), func(tx *sql.Tx) error {
+	err := s.write(ctx, fmt.Sprintf("set fields on record %q", recordID), func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM records WHERE id = ?`, recordID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -290,6 +320,10 @@ func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Val
 		}
 		return nil
 	})
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: set fields on record %q", ErrNotFound, recordID)
+	}
+	return err
 }
 
 // write runs fn in one immediate transaction on the writer connection.
@@ -324,7 +358,7 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 	}
 	defer recs.Close()
 	vals, err := tx.QueryContext(ctx, `SELECT f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts
-		FROM records r JOIN fields f ON f.record = r.id ORDER BY r.seq, r.id, f.field`)
+		FROM records r JOIN fields f ON f.record = r.id ORDER BY r.seq, r.id`)
 	if err != nil {
 		return fmt.Errorf("store: records: %w", err)
 	}
@@ -392,7 +426,7 @@ func (s *sqliteStore) Robots(ctx context.Context, host string) (Robots, error) {
 	err := s.r.QueryRowContext(ctx, `SELECT status, body, fetched_at, expires FROM robots WHERE host = ?`, host).
 		Scan(&r.Status, &r.Body, &fetchedAt, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Robots{}, fmt.Errorf("store: robots for %s: %w", host, ErrNotFound)
+		return Robots{}, fmt.Errorf("%w: robots for %s", ErrNotFound, host)
 	}
 	if err != nil {
 		return Robots{}, fmt.Errorf("store: robots for %s: %w", host, err)
@@ -435,7 +469,7 @@ func (s *sqliteStore) LastCrawl(ctx context.Context, host string) (time.Time, er
 	var at string
 	err := s.r.QueryRowContext(ctx, `SELECT at FROM last_crawl WHERE host = ?`, host).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
-		return time.Time{}, fmt.Errorf("store: last crawl of %s: %w", host, ErrNotFound)
+		return time.Time{}, fmt.Errorf("%w: last crawl of %s", ErrNotFound, host)
 	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("store: last crawl of %s: %w", host, err)

@@ -376,3 +376,37 @@ func BenchmarkSQLiteSetFields(b *testing.B) {
 		}
 	})
 }
+
+// TestSQLiteConcurrentFirstOpen has several stores create one new file at
+// the same moment, as processes started together do.
+func TestSQLiteConcurrentFirstOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.db")
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			s, err := store.Open(context.Background(), path)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			if err := s.PutLastCrawl(context.Background(), fmt.Sprintf("h%d.example", i), time.Unix(int64(i), 0)); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	s := openSQLite(t, path)
+	defer s.Close()
+	for i := range n {
+		if _, err := s.LastCrawl(context.Background(), fmt.Sprintf("h%d.example", i)); err != nil {
+			t.Error(err)
+		}
+	}
+}

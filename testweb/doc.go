@@ -22,7 +22,8 @@
 // values a polite crawler must never see. Sample returns the records to
 // crawl it with and the exact truth a correct crawl ends with; its comments
 // explain each record. NeverFetched lists the URLs a correct crawl never
-// requests. A crawl of Sample at depth limit 1 asks people.example for at
+// requests. A directory named without its slash (/~alice) answers 301 to
+// the slash form, as real servers do. A crawl of Sample at depth limit 1 asks people.example for at
 // most 8 URLs (robots.txt included), staff.example.org and
 // blog.example.net for at most 5, quiet.example for 3 and team.example for
 // 2, so at a Crawl-delay of 1 s it takes about ten seconds.

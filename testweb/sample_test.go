@@ -257,7 +257,7 @@ func TestSampleTruthFollowsFromTheWeb(t *testing.T) {
 		t.Errorf("truth has %d records, sample %d", len(truth), len(recs))
 	}
 	requested := map[string]bool{} // every URL some record may cause a request for
-	stats := map[string]int{}       // record outcomes, to prove the sample covers each case
+	stats := map[string]int{}      // record outcomes, to prove the sample covers each case
 	for _, r := range recs {
 		want, ok := truth[r.id]
 		if !ok {

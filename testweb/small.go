@@ -67,6 +67,12 @@ func (s *smallSite) serve(host, path string) (response, bool) {
 	}
 	body, ok := pages[path]
 	if !ok {
+		// As a real server does for a directory named without its slash.
+		// Costs a request, so a crawler that mangles URLs shows in the log.
+		if _, dir := pages[path+"/"]; dir {
+			return response{status: http.StatusMovedPermanently, ctype: htmlType, location: path + "/",
+				body: []byte(page("Moved", "<p>Moved to <a href=\""+htmlEscape(path+"/")+"\">here</a>.</p>"))}, true
+		}
 		return notFound(host + path), true
 	}
 	return response{status: http.StatusOK, ctype: htmlType, body: []byte(body)}, true

@@ -72,9 +72,10 @@ type site interface {
 }
 
 type response struct {
-	status int
-	ctype  string
-	body   []byte
+	status   int
+	ctype    string
+	location string // Location header of a redirect
+	body     []byte
 }
 
 const (
@@ -202,6 +203,9 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	w.log[i].Status = resp.status
 	w.mu.Unlock()
 
+	if resp.location != "" {
+		rw.Header().Set("Location", resp.location)
+	}
 	rw.Header().Set("Content-Type", resp.ctype)
 	rw.Header().Set("Content-Length", fmt.Sprint(len(resp.body)))
 	rw.WriteHeader(resp.status)

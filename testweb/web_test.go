@@ -38,9 +38,10 @@ func newClient(t *testing.T, w *Web) *http.Client {
 }
 
 type got struct {
-	status int
-	ctype  string
-	body   string
+	status   int
+	ctype    string
+	location string
+	body     string
 }
 
 // get requests rawURL, sending host as the Host header when it is not "".
@@ -65,7 +66,7 @@ func get(t *testing.T, c *http.Client, method, rawURL, host, ua string) got {
 	if err != nil {
 		t.Fatalf("read %s: %v", rawURL, err)
 	}
-	return got{resp.StatusCode, resp.Header.Get("Content-Type"), string(b)}
+	return got{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Location"), string(b)}
 }
 
 func startSmall(t *testing.T, opts Options) *Web {
@@ -108,6 +109,7 @@ func TestHostsAnswerByHostHeader(t *testing.T) {
 				"http://staff.example.org/staff/gus.html", "http://staff.example.org/staff/erin.html"}, nil},
 		{"quiet page has no data", "GET", "http://quiet.example/", "", 200, htmlType,
 			[]string{"Under construction"}, []string{`class="fn"`, `class="profile"`}},
+		{"directory without slash", "GET", "http://blog.example.net/~zoe", "", 301, htmlType, []string{`href="/~zoe/"`}, nil},
 		{"missing page", "GET", "http://quiet.example/gone", "", 404, htmlType, []string{"Not found"}, nil},
 		{"private page exists", "GET", "http://staff.example.org/private/kim.html", "", 200, htmlType, []string{"Kim Lee"}, nil},
 		{"same path, other host", "GET", "http://people.example/", "quiet.example", 200, htmlType,
@@ -125,6 +127,9 @@ func TestHostsAnswerByHostHeader(t *testing.T) {
 			g := get(t, c, tc.method, tc.url, tc.host, "")
 			if g.status != tc.status {
 				t.Errorf("status %d, want %d", g.status, tc.status)
+			}
+			if wantLoc := map[int]string{301: "/~zoe/"}[tc.status]; g.location != wantLoc {
+				t.Errorf("Location %q, want %q", g.location, wantLoc)
 			}
 			if g.ctype != tc.ctype {
 				t.Errorf("Content-Type %q, want %q", g.ctype, tc.ctype)

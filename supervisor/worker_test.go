@@ -1,0 +1,119 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"backfill/store"
+	"backfill/wire"
+)
+
+func TestTaskHost(t *testing.T) {
+	cases := []struct {
+		url, want string
+		bad       bool
+	}{
+		{url: "http://A.Test/x", want: "a.test"},
+		{url: "http://a.test:80/x", want: "a.test"},
+		{url: "https://a.test:443/", want: "a.test"},
+		{url: "http://a.test:8080/", want: "a.test:8080"},
+		{url: "https://a.test:80/", want: "a.test:80"},
+		{url: "http://[::1]:8080/", want: "[::1]:8080"},
+		{url: "ftp://a.test/", bad: true},
+		{url: "http:///path", bad: true},
+		{url: "http://a.test/%zz", bad: true},
+		{url: "", bad: true},
+	}
+	for _, tc := range cases {
+		got, err := taskHost(tc.url)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("taskHost(%q) = %q, %v; want %q, error %v", tc.url, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func TestMergeLinks(t *testing.T) {
+	parsed := []string{"http://a.test/1", "http://a.test/2", "http://a.test/1"}
+	out := []string{"http://a.test/2", "http://b.test/", "", "http://c.test/"}
+	got := mergeLinks(parsed, out, 10)
+	want := []wire.Link{
+		{URL: "http://a.test/1", Parsed: true},
+		{URL: "http://a.test/2", Parsed: true},
+		{URL: "http://b.test/"},
+		{URL: "http://c.test/"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("mergeLinks = %v, want %v", got, want)
+	}
+	if got := mergeLinks(parsed, out, 3); len(got) != 3 || got[2].URL != "http://b.test/" {
+		t.Errorf("mergeLinks limited to 3 = %v", got)
+	}
+	if got := mergeLinks(nil, nil, 10); got != nil {
+		t.Errorf("mergeLinks of nothing = %v", got)
+	}
+}
+
+func TestFitFrame(t *testing.T) {
+	small := &wire.Result{TaskID: "t", URL: "http://a.test/", Links: []wire.Link{{URL: "http://a.test/x"}}}
+	if got := fitFrame(small); got != small {
+		t.Error("a small result was changed")
+	}
+
+	huge := &wire.Result{TaskID: "t", URL: "http://a.test/"}
+	for i := range 200000 {
+		huge.Links = append(huge.Links, wire.Link{URL: fmt.Sprintf("http://a.test/%s/%d", strings.Repeat("p", 40), i)})
+	}
+	huge.Fields = []wire.Field{{Mapping: "m", Name: "bio", Values: []string{strings.Repeat("\x01", 2<<20), "second"}}}
+	got := fitFrame(huge)
+	b, err := wire.Encode(wire.KindResult, got)
+	if err != nil || len(b) > wire.MaxFrame {
+		t.Fatalf("trimmed result still does not fit: %d bytes, %v", len(b), err)
+	}
+	if got.Error == "" || got.TaskID != "t" {
+		t.Errorf("trimmed result: error %q task %q", got.Error, got.TaskID)
+	}
+	if len(got.Links) == 0 || got.Links[0] != huge.Links[0] {
+		t.Error("trimming dropped the first links instead of the last")
+	}
+}
+
+// boomCache is a real SQLite host cache that panics on the second
+// last-crawl write for boom.test, i.e. during its first page request (the
+// first write is its robots.txt fetch).
+type boomCache struct {
+	store.HostCache
+	puts atomic.Int32
+}
+
+func (c *boomCache) PutLastCrawl(ctx context.Context, host string, at time.Time) error {
+	if host == "boom.test" && c.puts.Add(1) == 2 {
+		panic("cache exploded")
+	}
+	return c.HostCache.PutLastCrawl(ctx, host, at)
+}
+
+func TestPanicIsContained(t *testing.T) {
+	a := newSite(t, "a.test", "", map[string]string{"/people/ann": annPage})
+	boom := newSite(t, "boom.test", "", map[string]string{"/people/ann": annPage})
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	cfg := testConfig(t, d, a, boom)
+	cfg.Cache = &boomCache{HostCache: cfg.Cache}
+	r := start(t, cfg)
+	register(t, d)
+	d.task("boom", 1, "http://boom.test/people/ann")
+	d.task("ann", 1, "http://a.test/people/ann")
+	got := d.collect(2, 10*time.Second)
+	if res := got["boom"]; res.Class != ClassPanic || !strings.Contains(res.Error, "cache exploded") {
+		t.Errorf("boom: class %q error %q, want a panic answer", res.Class, res.Error)
+	}
+	if res := got["ann"]; res.Class != "" {
+		t.Errorf("ann: class %q: %s", res.Class, res.Error)
+	}
+	if st := r.sup.Stats(); st.Failed[ClassPanic] != 1 || st.Fetched != 1 {
+		t.Errorf("stats %+v, want one panic and one page", st)
+	}
+}
