@@ -104,7 +104,9 @@ func BenchmarkCrawl(b *testing.B) {
 			args := []string{"run",
 				"--records", cb.records,
 				"--state-dir", filepath.Join(cb.dir, fmt.Sprintf("state-%d", i)),
-				"--delay", "0",
+				// No pause between requests to a host. 1ns rather than 0:
+				// the supervisor reads a zero delay as "use the default".
+				"--delay", "1ns",
 				"--workers", strconv.Itoa(workers),
 				"--allow-loopback",
 				"--log-level", "warn",

@@ -61,6 +61,7 @@ type LoadError struct {
 	Mapping string // the mapping's name, when known
 	Where   string // e.g. `fields[1] "name": processors[0] (xpath)`
 	Err     error
+	Hint    string // what the format expects there, from the schema's descriptions
 }
 
 func (e *LoadError) Error() string {
@@ -78,6 +79,15 @@ func (e *LoadError) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Err.Error())
+	if e.Pointer != "" {
+		b.WriteString(" [at ")
+		b.WriteString(e.Pointer)
+		b.WriteString("]")
+	}
+	if e.Hint != "" {
+		b.WriteString("; hint: ")
+		b.WriteString(e.Hint)
+	}
 	return b.String()
 }
 
@@ -112,6 +122,10 @@ func loadMappings(file string, data []byte) ([]*Mapping, []error) {
 		}
 		return nil, []error{e}
 	}
+	schema, err := loadFormatSchema()
+	if err != nil {
+		return nil, []error{&LoadError{File: file, Err: err}}
+	}
 	var out []*Mapping
 	switch root.kind {
 	case 'o':
@@ -134,10 +148,104 @@ func loadMappings(file string, data []byte) ([]*Mapping, []error) {
 	default:
 		l.fail(root, "", "", "want a mapping object or an array of them, got %s", root.kindName())
 	}
-	if len(l.errs) > 0 {
-		return nil, l.errs
+	errs := l.merge(schema, root)
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return out, nil
+}
+
+// merge joins the compiler's errors with the schema's, in document order.
+// Where both complain about the same value (or the schema about something
+// inside a value the compiler already refused), the compiler's message,
+// the more specific one, is kept. Every error gets a hint from the schema.
+func (l *fileLoader) merge(schema *formatSchema, root *jnode) []error {
+	errs := make([]*LoadError, 0, len(l.errs))
+	for _, e := range l.errs {
+		le := e.(*LoadError)
+		if le.Hint == "" {
+			le.Hint = schema.hintAt(root, le.Pointer)
+		}
+		errs = append(errs, le)
+	}
+	for _, is := range schema.validate(root) {
+		ptr := joinPointer(is.ptr)
+		line, col := lineCol(l.data, is.node.off)
+		covered := false
+		for _, e := range l.errs {
+			le := e.(*LoadError)
+			if le.Line == line && le.Col == col || le.Pointer == ptr || strings.HasPrefix(ptr, le.Pointer+"/") || le.Pointer == "" && len(is.ptr) == 0 {
+				covered = true
+				break
+			}
+		}
+		if covered {
+			continue
+		}
+		mapping, where := describePointer(root, is.ptr)
+		e := &LoadError{File: l.file, Line: line, Col: col, Pointer: ptr, Mapping: mapping, Where: where, Err: errors.New(is.msg), Hint: is.hint}
+		errs = append(errs, e)
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].Line != errs[j].Line {
+			return errs[i].Line < errs[j].Line
+		}
+		return errs[i].Col < errs[j].Col
+	})
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return out
+}
+
+// describePointer names the mapping and the place within it that a JSON
+// pointer designates, in the words the compiler's messages use:
+// `fields[1] "name": processors[0] (xpath): parameters`.
+func describePointer(root *jnode, toks []string) (mapping, where string) {
+	cur := root
+	var parts []string
+	if root.kind == 'a' && len(toks) > 0 {
+		cur = root.child(toks[0])
+		toks = toks[1:]
+		if cur == nil {
+			return "", ""
+		}
+	}
+	if n := cur.get("name"); cur.kind == 'o' && n != nil && n.kind == 's' {
+		mapping = n.str
+	}
+	for len(toks) > 0 {
+		tok := toks[0]
+		switch tok {
+		case "fields", "url_parsers", "url_patterns", "fixtures", "processors":
+			if len(toks) < 2 {
+				parts = append(parts, tok)
+				toks = nil
+				continue
+			}
+			el := cur.child(tok).child(toks[1])
+			label := fmt.Sprintf("%s[%s]", tok, toks[1])
+			if el != nil && el.kind == 'o' {
+				if n := el.get("name"); tok == "fields" && n != nil && n.kind == 's' {
+					label += fmt.Sprintf(" %q", n.str)
+				}
+				if t := el.get("type"); tok == "processors" && t != nil && t.kind == 's' {
+					label += fmt.Sprintf(" (%s)", t.str)
+				}
+			}
+			parts = append(parts, label)
+			cur = el
+			toks = toks[2:]
+		default:
+			parts = append(parts, strings.Join(toks, "."))
+			toks = nil
+		}
+		if cur == nil {
+			break
+		}
+	}
+	return mapping, strings.Join(parts, ": ")
 }
 
 var (

@@ -8,7 +8,7 @@ import (
 
 // listenBacklog opens a loopback TCP listener with the smallest accept
 // queue the kernel allows, for the connect-timeout test.
-func listenBacklog(_ *net.ListenConfig) (net.Listener, error) {
+func listenBacklog() (net.Listener, error) {
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err

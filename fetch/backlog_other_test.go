@@ -7,6 +7,6 @@ import (
 	"net"
 )
 
-func listenBacklog(_ *net.ListenConfig) (net.Listener, error) {
+func listenBacklog() (net.Listener, error) {
 	return nil, errors.New("no small-backlog listener on this platform")
 }

@@ -33,30 +33,51 @@ type bodyError struct {
 // errWireCap marks that the compressed stream itself passed MaxBody bytes.
 var errWireCap = errors.New("compressed body exceeds the size limit")
 
-// countingReader counts the wire bytes consumed and refuses more than max.
-type countingReader struct {
-	r   io.Reader
+// wireReader hands the wire bytes to the decoders through its own buffer
+// and counts what they consume, exactly: the decoders take bytes one at a
+// time through ReadByte rather than buffering ahead, so the count is a
+// true measure of the compression ratio. It refuses to hand over more than
+// max bytes.
+type wireReader struct {
+	br  *bufio.Reader
 	n   int64
 	max int64
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	if c.n >= c.max {
+func newWireReader(r io.Reader, max int64) *wireReader {
+	return &wireReader{br: bufio.NewReaderSize(r, readChunk), max: max}
+}
+
+func (w *wireReader) Read(p []byte) (int, error) {
+	if w.n >= w.max {
 		return 0, errWireCap
 	}
-	if rem := c.max - c.n; int64(len(p)) > rem {
+	if rem := w.max - w.n; int64(len(p)) > rem {
 		p = p[:rem]
 	}
-	n, err := c.r.Read(p)
-	c.n += int64(n)
+	n, err := w.br.Read(p)
+	w.n += int64(n)
 	return n, err
+}
+
+// ReadByte makes wireReader a flate.Reader, so compress/flate and
+// compress/gzip read from it without a buffer of their own.
+func (w *wireReader) ReadByte() (byte, error) {
+	if w.n >= w.max {
+		return 0, errWireCap
+	}
+	b, err := w.br.ReadByte()
+	if err == nil {
+		w.n++
+	}
+	return b, err
 }
 
 // readBody returns at most MaxBody decoded bytes of hr's body and whether
 // more were there.
 func (f *Fetcher) readBody(ctx, parent context.Context, hr *http.Response) ([]byte, bool, *bodyError) {
 	max := f.cfg.MaxBody
-	wire := &countingReader{r: hr.Body, max: max + 1}
+	wire := newWireReader(hr.Body, max+1)
 	codings := contentCodings(hr.Header.Get("Content-Encoding"))
 	var r io.Reader = wire
 	var closers []io.Closer
@@ -152,19 +173,29 @@ func decoder(coding string, r io.Reader) (io.Reader, error) {
 	case "deflate":
 		// "deflate" is meant to be zlib-wrapped, but many servers send a
 		// raw deflate stream; the zlib header tells them apart.
-		br := bufio.NewReader(r)
+		var br interface {
+			io.Reader
+			Peek(int) ([]byte, error)
+		}
+		if w, ok := r.(*wireReader); ok {
+			br = w.br // peeking consumes nothing, so the count stays exact
+			r = w
+		} else {
+			b := bufio.NewReader(r)
+			br, r = b, b
+		}
 		hdr, err := br.Peek(2)
 		if len(hdr) == 0 && errors.Is(err, io.EOF) {
 			return nil, io.EOF
 		}
 		if len(hdr) == 2 && hdr[0]&0x0f == 8 && (uint16(hdr[0])<<8|uint16(hdr[1]))%31 == 0 {
-			zr, err := zlib.NewReader(br)
+			zr, err := zlib.NewReader(r)
 			if err != nil {
 				return nil, &codingError{fmt.Sprintf("zlib header: %v", err)}
 			}
 			return zr, nil
 		}
-		return flate.NewReader(br), nil
+		return flate.NewReader(r), nil
 	case "br":
 		return brotli.NewReader(r), nil
 	}

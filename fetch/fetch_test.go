@@ -27,17 +27,18 @@ import (
 )
 
 // baseConfig is what every case starts from: loopback allowed, limits
-// short enough that a hanging case ends in well under a second.
+// generous enough for a slow machine under the race detector. Cases about
+// hangs shorten the one limit they exercise.
 func baseConfig() Config {
 	return Config{
 		UserAgent:      testUA,
 		AllowLoopback:  true,
-		Timeout:        3 * time.Second,
-		DNSTimeout:     300 * time.Millisecond,
-		ConnectTimeout: 300 * time.Millisecond,
-		TLSTimeout:     300 * time.Millisecond,
-		HeaderTimeout:  400 * time.Millisecond,
-		IdleTimeout:    400 * time.Millisecond,
+		Timeout:        6 * time.Second,
+		DNSTimeout:     2 * time.Second,
+		ConnectTimeout: 2 * time.Second,
+		TLSTimeout:     2 * time.Second,
+		HeaderTimeout:  2 * time.Second,
+		IdleTimeout:    2 * time.Second,
 		MaxBody:        1 << 20,
 	}
 }
@@ -224,14 +225,17 @@ func basicCases() []fetchCase {
 func hangCases() []fetchCase {
 	return []fetchCase{
 		{name: "accept then silence", want: ClassTimeout, setup: func(t *testing.T, cfg *Config) string {
+			cfg.HeaderTimeout = 300 * time.Millisecond
 			cfg.IdleTimeout = 5 * time.Second // only the first-byte limit can end it
 			return site(cfg, newRawServer(t, hold).addr())
 		}},
 		{name: "request read then silence", want: ClassTimeout, setup: func(t *testing.T, cfg *Config) string {
+			cfg.HeaderTimeout = 300 * time.Millisecond
 			cfg.IdleTimeout = 5 * time.Second
 			return site(cfg, newRawServer(t, func(c net.Conn, done <-chan struct{}) { readRequest(c); <-done }).addr())
 		}},
 		{name: "headers trickled", want: ClassTimeout, setup: func(t *testing.T, cfg *Config) string {
+			cfg.HeaderTimeout = 300 * time.Millisecond // each byte comes well within IdleTimeout
 			return site(cfg, newRawServer(t, func(c net.Conn, done <-chan struct{}) {
 				readRequest(c)
 				trickle(c, done, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Slow: "+strings.Repeat("a", 200)+"\r\n\r\n", 20*time.Millisecond)
@@ -263,6 +267,7 @@ func hangCases() []fetchCase {
 			}
 		}},
 		{name: "tls handshake silence", want: ClassTimeout, setup: func(t *testing.T, cfg *Config) string {
+			cfg.TLSTimeout = 300 * time.Millisecond
 			cfg.HeaderTimeout, cfg.IdleTimeout = 5*time.Second, 5*time.Second
 			cfg.Resolve = map[string]string{"site.example:443": newRawServer(t, hold).addr()}
 			return "https://site.example/"
@@ -272,6 +277,7 @@ func hangCases() []fetchCase {
 			}
 		}},
 		{name: "connect never completes", want: ClassTimeout, setup: func(t *testing.T, cfg *Config) string {
+			cfg.ConnectTimeout = 300 * time.Millisecond
 			addr, ok := fullListener(t)
 			if !ok {
 				t.Skip("kernel does not leave connects to a full accept queue pending")
@@ -283,6 +289,7 @@ func hangCases() []fetchCase {
 			}
 		}},
 		{name: "dns silence", want: ClassTimeout, setup: func(t *testing.T, cfg *Config) string {
+			cfg.DNSTimeout = 300 * time.Millisecond
 			cfg.Resolver = newDNSServer(t, dnsBehaviour{silent: true})
 			return "http://people.example/"
 		}, check: func(t *testing.T, _ *Response, err error) {
@@ -437,10 +444,10 @@ func sizeCases() []fetchCase {
 	}
 	bombCase := func(coding string) fetchCase {
 		return fetchCase{name: coding + " bomb", want: ClassTooLarge, setup: func(t *testing.T, cfg *Config) string {
-			// 8 MiB of zeros against a 256 KiB limit: the ratio, not the
+			// 2 MiB of zeros against a 64 KiB limit: the ratio, not the
 			// size, makes it a bomb, so a small one stands for a huge one.
-			cfg.MaxBody = 256 << 10
-			return site(cfg, newHTTPServer(t, serveBytes("text/html", coding, bomb(coding, 8<<20))))
+			cfg.MaxBody = 64 << 10
+			return site(cfg, newHTTPServer(t, serveBytes("text/html", coding, bomb(coding, 2<<20))))
 		}, check: func(t *testing.T, _ *Response, err error) {
 			if !strings.Contains(err.Error(), "bomb") {
 				t.Errorf("want a bomb named, got %v", err)
@@ -467,16 +474,16 @@ func sizeCases() []fetchCase {
 			}
 		}},
 		{name: "large gzip page truncated, not a bomb", want: "", setup: func(t *testing.T, cfg *Config) string {
-			// Ordinary text compresses far less than a bomb: 512 KiB of
+			// Ordinary text compresses far less than a bomb: 256 KiB of
 			// varied markup is a big page, kept up to the limit.
-			cfg.MaxBody = 128 << 10
+			cfg.MaxBody = 64 << 10
 			var b strings.Builder
-			for i := 0; b.Len() < 512<<10; i++ {
+			for i := 0; b.Len() < 256<<10; i++ {
 				fmt.Fprintf(&b, "<li id=%d>entry %x %d</li>\n", i, i*7919, i*i)
 			}
 			return site(cfg, newHTTPServer(t, serveBytes("text/html", "gzip", gzipBytes([]byte(b.String())))))
 		}, check: func(t *testing.T, r *Response, _ error) {
-			if !r.Truncated || int64(len(r.Body)) != 128<<10 {
+			if !r.Truncated || int64(len(r.Body)) != 64<<10 {
 				t.Errorf("truncated %v, %d bytes", r.Truncated, len(r.Body))
 			}
 		}},
@@ -687,5 +694,76 @@ func TestGetCallerDeadline(t *testing.T) {
 	_, err := f.Get(ctx, u)
 	if ClassOf(err) != ClassTimeout || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("class %q (err: %v), want %q from the caller's deadline", ClassOf(err), err, ClassTimeout)
+	}
+}
+
+// TestGetOtherHostsUnaffected runs fetches to healthy hosts while another
+// host holds its connections open: the healthy ones complete within a
+// bound far shorter than the hanging host's limit.
+func TestGetOtherHostsUnaffected(t *testing.T) {
+	noLeak(t)
+	cfg := baseConfig()
+	cfg.HeaderTimeout, cfg.IdleTimeout = 5*time.Second, 5*time.Second
+	cfg.Resolve = map[string]string{"hang.example:80": newRawServer(t, hold).addr()}
+	const healthy = 3
+	for i := 0; i < healthy; i++ {
+		cfg.Resolve[fmt.Sprintf("ok%d.example:80", i)] = newHTTPServer(t, serveBytes("text/html", "", []byte("<p>fine</p>")))
+	}
+	f := New(cfg)
+	defer f.Close()
+
+	hangCtx, stopHang := context.WithCancel(context.Background())
+	hangDone := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			_, err := f.Get(hangCtx, "http://hang.example/")
+			hangDone <- err
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	errs := make(chan error, healthy*5)
+	for i := 0; i < healthy*5; i++ {
+		go func(i int) {
+			_, err := f.Get(ctx, fmt.Sprintf("http://ok%d.example/p%d", i%healthy, i))
+			errs <- err
+		}(i)
+	}
+	for i := 0; i < healthy*5; i++ {
+		if err := <-errs; err != nil {
+			t.Errorf("healthy host failed while another hangs: %v", err)
+		}
+	}
+	stopHang()
+	for i := 0; i < 2; i++ {
+		if c := ClassOf(<-hangDone); c != ClassCanceled {
+			t.Errorf("hanging fetch ended as %q, want %q", c, ClassCanceled)
+		}
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	page := bytes.Repeat([]byte("<p>benchmark page</p>\n"), 1000)
+	srv := httptest.NewServer(serveBytes("text/html; charset=utf-8", "", page))
+	defer srv.Close()
+	cfg := baseConfig()
+	cfg.Resolve = map[string]string{"bench.example:80": srv.Listener.Addr().String()}
+	f := New(cfg)
+	defer f.Close()
+	ctx := context.Background()
+	b.SetBytes(int64(len(page)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.Get(ctx, "http://bench.example/"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeCP1251(b *testing.B) {
+	body := bytes.Repeat(cp1251Page, 50)
+	b.SetBytes(int64(len(body)))
+	for i := 0; i < b.N; i++ {
+		decodeText(body, "", true)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -285,8 +284,7 @@ func dnsAnswer(q []byte, b dnsBehaviour) ([]byte, error) {
 // false where the kernel does not behave that way.
 func fullListener(t *testing.T) (string, bool) {
 	t.Helper()
-	lc := net.ListenConfig{}
-	ln, err := listenBacklog(&lc)
+	ln, err := listenBacklog()
 	if err != nil {
 		return "", false
 	}
@@ -318,5 +316,3 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

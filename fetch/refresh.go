@@ -47,6 +47,9 @@ func metaRefresh(b []byte) string {
 	if len(b) > refreshScan {
 		b = b[:refreshScan]
 	}
+	if !containsFold(b, "refresh") {
+		return "" // most pages: skip the tokenizer
+	}
 	z := html.NewTokenizer(bytes.NewReader(b))
 	for {
 		switch z.Next() {
@@ -112,4 +115,22 @@ func parseRefresh(s string) (time.Duration, string, bool) {
 		}
 	}
 	return delay, strings.TrimSpace(rest), true
+}
+
+// containsFold reports whether b contains the lower-case ASCII word w in
+// any case, without copying b.
+func containsFold(b []byte, w string) bool {
+	for i := 0; i+len(w) <= len(b); i++ {
+		if b[i]|0x20 != w[0] {
+			continue
+		}
+		j := 1
+		for j < len(w) && b[i+j]|0x20 == w[j] {
+			j++
+		}
+		if j == len(w) {
+			return true
+		}
+	}
+	return false
 }

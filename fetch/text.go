@@ -46,6 +46,9 @@ func mediaType(ct string) (string, string) {
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err == nil {
+		if !strings.Contains(mt, "/") {
+			return "", strings.TrimSpace(params["charset"])
+		}
 		return strings.ToLower(mt), strings.TrimSpace(params["charset"])
 	}
 	// Broken parameters still leave a usable type and often a charset.

@@ -14,3 +14,10 @@ import "embed"
 //
 //go:embed *.json
 var FS embed.FS
+
+// Schema is the JSON Schema (draft 2020-12) of the mapping format. Loading
+// validates every mapping file against it, and editors offer completion
+// from it when a mapping file names it in its "$schema" key.
+//
+//go:embed schema.json
+var Schema []byte

@@ -85,10 +85,15 @@ func TestSQLiteOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+	notDB := filepath.Join(dir, "records.csv")
+	if err := os.WriteFile(notDB, []byte("id,name,email\n1,Ada,\n2,Grace,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name, uri, want string
 	}{
+		{"not a database", notDB, "records.csv: file is not a database"},
 		{"empty", "", "empty path"},
 		{"memory", ":memory:", "in-memory"},
 		{"memory uri", "file::memory:", "in-memory"},

@@ -36,9 +36,11 @@
 //     with class "robots" and no request) or asks for a Crawl-delay over
 //     MaxCrawlDelay (class "crawl-delay").
 //
-// The delay is the robots.txt Crawl-delay, else DefaultDelay. The start of
-// every request is written to Config.Cache, and read back before the next
-// one, so a host that moves to another supervisor keeps its delay.
+// The delay is the robots.txt Crawl-delay, else DefaultDelay, counted from
+// the end of one request to the start of the next, so requests never reach
+// a host closer together than the delay. The end of every request is
+// written to Config.Cache, and read back before the next one, so a host
+// that moves to another supervisor keeps its delay.
 //
 // # Pages
 //

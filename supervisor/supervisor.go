@@ -20,14 +20,17 @@ import (
 
 // Defaults for Config fields left zero.
 const (
-	DefaultWorkers       = 8
-	DefaultCapacityPer   = 64 // tasks held per worker; see Config.Capacity
-	DefaultDelay         = 15 * time.Second
-	DefaultMaxCrawlDelay = 60 * time.Second
-	DefaultRobotsTTL     = time.Hour
-	MaxRobotsTTL         = 24 * time.Hour
-	DefaultHeartbeat     = 2 * time.Second
-	DefaultHelloMax      = 10 * time.Second
+	DefaultWorkers     = 8
+	DefaultCapacityPer = 64 // tasks held per worker; see Config.Capacity
+	DefaultDelay       = 15 * time.Second
+	// NoDelay as Config.DefaultDelay means no pause between requests to a
+	// host without Crawl-delay: for fixture webs and benchmarks only.
+	NoDelay              time.Duration = -1
+	DefaultMaxCrawlDelay               = 60 * time.Second
+	DefaultRobotsTTL                   = time.Hour
+	MaxRobotsTTL                       = 24 * time.Hour
+	DefaultHeartbeat                   = 2 * time.Second
+	DefaultHelloMax                    = 10 * time.Second
 )
 
 const (
@@ -62,7 +65,7 @@ type Config struct {
 	Fetch    fetch.Config    // the supervisor builds its Fetcher from this
 	Cache    store.HostCache // robots.txt and last-crawl caches; nil keeps them in memory only
 
-	DefaultDelay  time.Duration // between requests to a host without Crawl-delay; default 15s
+	DefaultDelay  time.Duration // between requests to a host without Crawl-delay; default 15s; NoDelay for none
 	MaxCrawlDelay time.Duration // a longer Crawl-delay skips the host (class "crawl-delay"); default 60s
 	RobotsTTL     time.Duration // robots.txt cache expiry; default 1h, at most 24h
 	Heartbeat     time.Duration // default 2s
@@ -129,7 +132,6 @@ func New(cfg Config) (*Supervisor, error) {
 		name string
 		v    time.Duration
 	}{
-		{"default delay", cfg.DefaultDelay},
 		{"max crawl delay", cfg.MaxCrawlDelay},
 		{"robots TTL", cfg.RobotsTTL},
 		{"heartbeat", cfg.Heartbeat},
@@ -158,8 +160,11 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.Capacity == 0 {
 		cfg.Capacity = DefaultCapacityPer * cfg.Workers
 	}
-	if cfg.DefaultDelay == 0 {
+	switch {
+	case cfg.DefaultDelay == 0:
 		cfg.DefaultDelay = DefaultDelay
+	case cfg.DefaultDelay < 0:
+		cfg.DefaultDelay = 0 // NoDelay
 	}
 	if cfg.MaxCrawlDelay == 0 {
 		cfg.MaxCrawlDelay = DefaultMaxCrawlDelay
@@ -364,9 +369,10 @@ func (s *Supervisor) accept(ctx context.Context, t *wire.Task) {
 	}
 	if _, err := s.sched.add(hostName, t); err != nil {
 		if errors.Is(err, errFull) {
-			s.dropped.Add(1)
-			s.log.Warn("task dropped: at capacity (its lease will bring it back)",
-				"task", t.ID, "url", t.URL, "capacity", s.cfg.Capacity)
+			if n := s.dropped.Add(1); n == 1 || n%100 == 0 {
+				s.log.Warn("task dropped: at capacity (its lease will bring it back)",
+					"task", t.ID, "url", t.URL, "capacity", s.cfg.Capacity, "dropped", n)
+			}
 		}
 	}
 }
@@ -518,8 +524,11 @@ func (s *Supervisor) sendResult(ctx context.Context, r *wire.Result) {
 	if ctx.Err() != nil {
 		return // shutting down: the lease covers it
 	}
-	s.unsent.Add(1)
-	s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "err", err)
+	// While the dispatcher is away every result fails alike: say it the
+	// first time and every hundredth after.
+	if n := s.unsent.Add(1); n == 1 || n%100 == 0 {
+		s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "err", err, "unsent", n)
+	}
 }
 
 // rss reads the resident set size of this process, 0 where unknown.

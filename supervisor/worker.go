@@ -115,16 +115,19 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 			fmt.Sprintf("robots.txt of %s asks for Crawl-delay %v, over the %v ceiling", h.name, h.robots.delay, s.cfg.MaxCrawlDelay))}
 	case !h.robots.allowed(u):
 		t := s.popInto(h, popped)
-		return h.last.Add(delay), &page{task: t, res: s.answer(t, ClassRobots,
+		// No request was made: the next task may be looked at at once
+		// (a request still waits for the delay below).
+		return now, &page{task: t, res: s.answer(t, ClassRobots,
 			fmt.Sprintf("disallowed by robots.txt of %s", h.name))}
 	}
 	if at := h.last.Add(delay); at.After(now) {
 		return at, nil
 	}
 	t := s.popInto(h, popped)
-	start := s.requestStart(ctx, h)
+	start := time.Now()
 	resp, err := s.fetcher.Get(ctx, t.URL)
-	return start.Add(delay), &page{task: t, start: start, resp: resp, err: err}
+	end := s.requestDone(ctx, h)
+	return end.Add(delay), &page{task: t, start: start, resp: resp, err: err}
 }
 
 func (s *Supervisor) popInto(h *host, popped **wire.Task) *wire.Task {
@@ -144,20 +147,23 @@ func (s *Supervisor) delay(r *robotsRules) time.Duration {
 	return min(r.delay, s.cfg.MaxCrawlDelay)
 }
 
-// requestStart records that a request to h starts now, here and in the
-// shared cache, so the delay holds even if the host changes owner.
-func (s *Supervisor) requestStart(ctx context.Context, h *host) time.Time {
-	start := time.Now()
-	h.last = start
+// requestDone records that a request to h ended now, here and in the
+// shared cache, so the delay holds even if the host changes owner. The
+// delay runs from the end of one request to the start of the next: the
+// host gets its full pause however slowly it answered, and request
+// arrivals at the host are never closer than the delay.
+func (s *Supervisor) requestDone(ctx context.Context, h *host) time.Time {
+	end := time.Now()
+	h.last = end
 	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
-	if err := s.cache.PutLastCrawl(cctx, h.name, start.UTC()); err != nil && ctx.Err() == nil {
+	if err := s.cache.PutLastCrawl(cctx, h.name, end.UTC()); err != nil && ctx.Err() == nil {
 		s.cacheFailed("put last crawl", h.name, err)
 	}
-	return start
+	return end
 }
 
-// lastCrawl reads a host's last request start from the cache.
+// lastCrawl reads when a host's last request ended from the cache.
 func (s *Supervisor) lastCrawl(ctx context.Context, name string) (time.Time, bool) {
 	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
@@ -200,9 +206,10 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 		return
 	}
 	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
-	start := s.requestStart(ctx, h)
+	start := time.Now()
 	s.robots.Add(1)
 	resp, err := s.fetcher.Get(ctx, robotsURL)
+	s.requestDone(ctx, h)
 	if ctx.Err() != nil {
 		return // shutting down; nothing learned
 	}
@@ -343,14 +350,16 @@ func mergeLinks(parsed, out []string, limit int) []wire.Link {
 	return links
 }
 
-// fitFrame trims a Result that would not fit in one frame: links first,
-// then field values, saying so in Error. Ordinary results are far below
-// the limit and are returned untouched without being encoded here.
+// fitFrame trims a Result that would not fit in one frame, saying so in
+// Error: first absurd field values (over 64 KiB, or beyond 100 per field),
+// then links from the end. Ordinary results are far below the limit and are
+// returned untouched without being encoded here.
 func fitFrame(r *wire.Result) *wire.Result {
+	const maxValue, maxValues = 64 << 10, 100
 	if approxSize(r) < wire.MaxFrame/8 {
 		return r
 	}
-	valuesTrimmed := false
+	valuesCapped := false
 	for {
 		b, err := wire.Encode(wire.KindResult, r)
 		if err == nil && len(b) <= wire.MaxFrame {
@@ -359,22 +368,23 @@ func fitFrame(r *wire.Result) *wire.Result {
 		t := *r
 		t.Error = "result trimmed to fit one frame"
 		switch {
-		case len(r.Links) > 0:
-			t.Links = r.Links[:len(r.Links)/2]
-		case !valuesTrimmed:
-			valuesTrimmed = true
+		case !valuesCapped:
+			valuesCapped = true
 			t.Fields = make([]wire.Field, 0, len(r.Fields))
 			for _, f := range r.Fields {
-				if len(f.Values) > 0 {
-					v := f.Values[0]
-					if len(v) > 64<<10 {
-						v = v[:64<<10]
+				vals := make([]string, 0, min(len(f.Values), maxValues))
+				for _, v := range f.Values[:min(len(f.Values), maxValues)] {
+					if len(v) > maxValue {
+						v = v[:maxValue]
 					}
-					f.Values = []string{v}
+					vals = append(vals, v)
 				}
+				f.Values = vals
 				t.Fields = append(t.Fields, f)
 			}
-			t.FieldErrs = r.FieldErrs[:min(len(r.FieldErrs), 100)]
+			t.FieldErrs = r.FieldErrs[:min(len(r.FieldErrs), maxValues)]
+		case len(r.Links) > 0:
+			t.Links = r.Links[:len(r.Links)/2]
 		default:
 			t.Fields, t.FieldErrs, t.Links = nil, nil, nil
 			return &t

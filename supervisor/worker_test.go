@@ -58,16 +58,18 @@ func TestMergeLinks(t *testing.T) {
 }
 
 func TestFitFrame(t *testing.T) {
+	t.Parallel()
 	small := &wire.Result{TaskID: "t", URL: "http://a.test/", Links: []wire.Link{{URL: "http://a.test/x"}}}
 	if got := fitFrame(small); got != small {
 		t.Error("a small result was changed")
 	}
 
 	huge := &wire.Result{TaskID: "t", URL: "http://a.test/"}
-	for i := range 200000 {
-		huge.Links = append(huge.Links, wire.Link{URL: fmt.Sprintf("http://a.test/%s/%d", strings.Repeat("p", 40), i)})
+	for i := range 90000 {
+		huge.Links = append(huge.Links, wire.Link{URL: fmt.Sprintf("http://a.test/%s/%d", strings.Repeat("p", 80), i)})
 	}
-	huge.Fields = []wire.Field{{Mapping: "m", Name: "bio", Values: []string{strings.Repeat("\x01", 2<<20), "second"}}}
+	// A control character takes six bytes in JSON: 1.5 MiB of them is 9 MiB.
+	huge.Fields = []wire.Field{{Mapping: "m", Name: "bio", Values: []string{strings.Repeat("\x01", 3<<19), "second"}}}
 	got := fitFrame(huge)
 	b, err := wire.Encode(wire.KindResult, got)
 	if err != nil || len(b) > wire.MaxFrame {
@@ -78,6 +80,9 @@ func TestFitFrame(t *testing.T) {
 	}
 	if len(got.Links) == 0 || got.Links[0] != huge.Links[0] {
 		t.Error("trimming dropped the first links instead of the last")
+	}
+	if f := got.Fields; len(f) != 1 || len(f[0].Values) != 2 || f[0].Values[1] != "second" || len(f[0].Values[0]) != 64<<10 {
+		t.Errorf("field values not capped as expected: %d fields", len(f))
 	}
 }
 
@@ -97,6 +102,7 @@ func (c *boomCache) PutLastCrawl(ctx context.Context, host string, at time.Time)
 }
 
 func TestPanicIsContained(t *testing.T) {
+	t.Parallel()
 	a := newSite(t, "a.test", "", map[string]string{"/people/ann": annPage})
 	boom := newSite(t, "boom.test", "", map[string]string{"/people/ann": annPage})
 	d := newDispatcher(t, "tcp://127.0.0.1:*")

@@ -199,6 +199,10 @@ func (c *crawlerFlags) fetchConfig() fetch.Config {
 }
 
 func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *etl.Set, cache store.HostCache, log *slog.Logger) supervisor.Config {
+	delay := c.delay
+	if delay == 0 {
+		delay = supervisor.NoDelay
+	}
 	return supervisor.Config{
 		Name:          name,
 		Dispatcher:    dispatcherEndpoint,
@@ -206,7 +210,7 @@ func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *et
 		Mappings:      set,
 		Fetch:         c.fetchConfig(),
 		Cache:         cache,
-		DefaultDelay:  c.delay,
+		DefaultDelay:  delay,
 		MaxCrawlDelay: c.maxDelay,
 		RobotsTTL:     c.robotsTTL,
 		Logger:        log,
