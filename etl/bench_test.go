@@ -1,9 +1,12 @@
 package etl
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/html"
 )
 
 // benchPage builds a ~100 KB profile page: a header with meta and JSON-LD,
@@ -55,10 +58,23 @@ func BenchmarkExtract(b *testing.B) {
 	if len(ex.Fields) != 10 || len(ex.Errors) != 0 {
 		b.Fatalf("benchmark mappings are broken: %d fields, errors %v", len(ex.Fields), ex.Errors)
 	}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		set.Extract("https://people.example/ada", body, "text/html")
-	}
+	// parse is the floor: golang.org/x/net/html alone on the same page.
+	// extract/parse is what the mappings, link discovery and everything
+	// else add on top of parsing.
+	b.Run("parse", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := html.Parse(bytes.NewReader(body)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("extract", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			set.Extract("https://people.example/ada", body, "text/html")
+		}
+	})
 }

@@ -24,10 +24,72 @@ type Document struct {
 	parseErr error // why the body could not be parsed, if it could not
 
 	// lazily built, per document
-	jsonld    []any
-	jsonldOK  bool
-	meta      map[string][]string
-	metaReady bool
+	jsonld   []any
+	jsonldOK bool
+	scanned  bool                // scan has run
+	meta     map[string][]string // <meta> contents by lower-cased name/property/itemprop
+	ldTexts  []string            // bodies of application/ld+json scripts
+	hrefs    []string            // a/area href values, raw, in document order
+	prefix   string              // normalized scheme://host of Base, for resolve
+	prefixOK int8                // 0 not computed, 1 usable, -1 not usable
+}
+
+// scan walks the tree once and indexes what several parts of extraction
+// need (meta values, JSON-LD blocks, link hrefs), so that each costs a
+// lookup rather than another walk over the whole page.
+func (d *Document) scan() {
+	if d.scanned {
+		return
+	}
+	d.scanned = true
+	d.meta = map[string][]string{}
+	if d.Root == nil {
+		return
+	}
+	walk(d.Root, func(n *html.Node) bool {
+		if n.Type != html.ElementNode {
+			return true
+		}
+		switch n.DataAtom {
+		case atom.A, atom.Area:
+			for _, a := range n.Attr {
+				if a.Key == "href" && a.Namespace == "" {
+					d.hrefs = append(d.hrefs, a.Val)
+					break
+				}
+			}
+		case atom.Meta:
+			d.indexMeta(n)
+		case atom.Script:
+			for _, a := range n.Attr {
+				if a.Key == "type" && strings.EqualFold(strings.TrimSpace(strings.SplitN(a.Val, ";", 2)[0]), "application/ld+json") {
+					d.ldTexts = append(d.ldTexts, innerText(n))
+					break
+				}
+			}
+		}
+		return true
+	})
+}
+
+func (d *Document) indexMeta(n *html.Node) {
+	var keys []string
+	content, has := "", false
+	for _, a := range n.Attr {
+		switch a.Key {
+		case "name", "property", "itemprop":
+			if k := strings.ToLower(strings.TrimSpace(a.Val)); k != "" && !contains(keys, k) {
+				keys = append(keys, k)
+			}
+		case "content":
+			content, has = a.Val, true
+		}
+	}
+	if has && strings.TrimSpace(content) != "" {
+		for _, k := range keys {
+			d.meta[k] = append(d.meta[k], content)
+		}
+	}
 }
 
 // isJSONType reports whether a Content-Type names JSON.

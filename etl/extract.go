@@ -75,7 +75,7 @@ func runMapping(m *Mapping, doc *Document, ex *Extraction, links []string, tr tr
 			continue
 		}
 		for _, v := range vals {
-			if u, err := resolveURL(doc.Base, v.Text); err == nil {
+			if u, err := doc.resolve(v.Text); err == nil {
 				out = append(out, u)
 			}
 		}
@@ -156,7 +156,7 @@ func convertType(typ, s string, doc *Document) (string, error) {
 	case "", TypeString, TypeList:
 		return s, nil
 	case TypeURL:
-		return resolveURL(doc.Base, s)
+		return doc.resolve(s)
 	case TypeEmail:
 		e, ok := parseEmail(s)
 		if !ok {

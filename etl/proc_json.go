@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/ohler55/ojg/jp"
-	"golang.org/x/net/html"
-	"golang.org/x/net/html/atom"
 )
 
 // jsonpathProc evaluates a JSONPath expression over a JSON response (first
@@ -338,19 +336,11 @@ func (d *Document) jsonLD() []any {
 		return d.jsonld
 	}
 	d.jsonldOK = true
-	walk(d.Root, func(n *html.Node) bool {
-		if n.Type != html.ElementNode || n.DataAtom != atom.Script {
-			return true
+	d.scan()
+	for _, text := range d.ldTexts {
+		if v, err := decodeJSON([]byte(strings.TrimSpace(text))); err == nil {
+			d.jsonld = append(d.jsonld, v)
 		}
-		for _, a := range n.Attr {
-			if a.Key == "type" && strings.EqualFold(strings.TrimSpace(strings.SplitN(a.Val, ";", 2)[0]), "application/ld+json") {
-				if v, err := decodeJSON([]byte(strings.TrimSpace(innerText(n)))); err == nil {
-					d.jsonld = append(d.jsonld, v)
-				}
-				break
-			}
-		}
-		return true
-	})
+	}
 	return d.jsonld
 }

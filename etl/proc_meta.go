@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-
-	"golang.org/x/net/html"
-	"golang.org/x/net/html/atom"
 )
 
 // metaProc reads <meta> values: OpenGraph (property="og:title"), Twitter
@@ -44,33 +41,6 @@ func (m metaProc) Process(_ []Value, doc *Document) ([]Value, error) {
 // metaValues indexes the page's <meta> contents by lower-cased name and
 // property, built once per document.
 func (d *Document) metaValues() map[string][]string {
-	if d.metaReady {
-		return d.meta
-	}
-	d.metaReady = true
-	d.meta = map[string][]string{}
-	walk(d.Root, func(n *html.Node) bool {
-		if n.Type != html.ElementNode || n.DataAtom != atom.Meta {
-			return true
-		}
-		var keys []string
-		content, has := "", false
-		for _, a := range n.Attr {
-			switch a.Key {
-			case "name", "property", "itemprop":
-				if k := strings.ToLower(strings.TrimSpace(a.Val)); k != "" && !contains(keys, k) {
-					keys = append(keys, k)
-				}
-			case "content":
-				content, has = a.Val, true
-			}
-		}
-		if has && strings.TrimSpace(content) != "" {
-			for _, k := range keys {
-				d.meta[k] = append(d.meta[k], content)
-			}
-		}
-		return true
-	})
+	d.scan()
 	return d.meta
 }

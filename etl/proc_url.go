@@ -19,7 +19,7 @@ func init() {
 
 func (urlProc) Process(in []Value, doc *Document) ([]Value, error) {
 	return mapText(in, func(s string) (string, bool) {
-		u, err := resolveURL(doc.Base, s)
+		u, err := doc.resolve(s)
 		return u, err == nil
 	}), nil
 }

@@ -3,6 +3,8 @@ package supervisor
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"fmt"
 	"math"
 	"net/url"
 	"strconv"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/temoto/robotstxt"
+
+	"backfill/fetch"
 )
 
 // maxRobotsBody is the most of a robots.txt that is parsed; RFC 9309 asks
@@ -141,4 +145,25 @@ func productToken(userAgent string) string {
 		return "backfill"
 	}
 	return tok
+}
+
+// CheckRobots fetches the robots.txt of rawURL's host with f and reports
+// whether userAgent may fetch rawURL, by the same rules the workers apply.
+// It is for one-off fetches outside a crawl, such as trying a mapping on a
+// live page.
+func CheckRobots(ctx context.Context, f *fetch.Fetcher, userAgent, rawURL string) (bool, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false, fmt.Errorf("check robots.txt for %s: %w", rawURL, err)
+	}
+	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
+	resp, _ := f.Get(ctx, robotsURL)
+	status, body := 0, []byte(nil)
+	if resp != nil {
+		status, body = resp.Status, resp.Body
+	}
+	if len(body) > maxRobotsBody {
+		body = body[:maxRobotsBody]
+	}
+	return parseRobots(status, body, productToken(userAgent)).allowed(u), nil
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -43,12 +44,9 @@ func TestSocketsCarryMessages(t *testing.T) {
 // A Sender with ZMQ_IMMEDIATE must not queue frames for a peer that is not
 // there: Send times out instead of pretending to deliver.
 func TestSendTimesOutWithoutPeer(t *testing.T) {
-	rx, err := Listen("tcp://127.0.0.1:*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := rx.Endpoint()
-	rx.Close() // nobody listens there now
+	// An ipc path nobody binds: unlike a closed tcp port, no other test
+	// can take it over meanwhile.
+	endpoint := "ipc://" + filepath.Join(t.TempDir(), "nobody")
 
 	tx, err := Dial(endpoint)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/mappings"
+	"backfill/supervisor"
 )
 
 // cmdMappings holds the authoring tools: check, try, test.
@@ -227,7 +229,27 @@ func parseErr(err error) error {
 // fetchPolitely fetches one page for `mappings try` the way a supervisor
 // would: robots.txt first, identifying User-Agent.
 func fetchPolitely(ctx context.Context, cfg fetch.Config, rawURL string) (*fetch.Response, error) {
-	return nil, fmt.Errorf("not wired")
+	f := fetch.New(cfg)
+	defer f.Close()
+	ok, err := supervisor.CheckRobots(ctx, f, cfg.UserAgent, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("robots.txt of %s disallows %s for %q", hostOf(rawURL), rawURL, cfg.UserAgent)
+	}
+	res, err := f.Get(ctx, rawURL)
+	if res == nil {
+		return nil, err
+	}
+	return res, nil // a bad status still has a page worth trying mappings on
+}
+
+func hostOf(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Host
+	}
+	return rawURL
 }
 
 // updateFixtures rewrites fixture expectations in every mapping file of set.

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"backfill/testweb"
+)
+
+// TestMappingsCommands runs the authoring tools as a user would.
+func TestMappingsCommands(t *testing.T) {
+	web, err := testweb.Start(testweb.Options{CrawlDelay: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	live := []string{"--allow-loopback", "--contact", "https://backfill.invalid/test"}
+	for host, addr := range web.Resolve() {
+		live = append(live, "--resolve", host+":"+addr)
+	}
+	page := filepath.Join(t.TempDir(), "alice.html")
+	if err := os.WriteFile(page, []byte(`<html><body><h1 class="fn">Alice Moreau</h1><p class="location">Lyon, France</p></body></html>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name    string
+		args    []string
+		code    int
+		want    []string // in stdout+stderr
+		notWant []string
+	}{
+		{"check bundled", []string{"mappings", "check"}, exitOK, []string{"ok:", "mappings", "location"}, nil},
+		{"check reports every error", []string{"mappings", "check", "testdata/badmaps"}, exitFail,
+			[]string{"one.json:", `"one"`, "xpath", "two.json:", "xpathh", "2 error(s)"}, nil},
+		{"check missing dir", []string{"mappings", "check", "testdata/nope"}, exitFail, []string{"testdata/nope"}, nil},
+		{"test bundled fixtures", []string{"mappings", "test"}, exitOK, []string{"fixtures, 0 failed"}, []string{"FAIL"}},
+		{"try saved page", []string{"mappings", "try", "--url", "http://people.example/p/alice", page}, exitOK,
+			[]string{"testweb-people", "processors[0] (xpath)", `"Alice Moreau"`, `location = ["Lyon, France"]`}, nil},
+		{"try saved page needs url", []string{"mappings", "try", page}, exitUsage, []string{"--url"}, nil},
+		{"try live page", append(append([]string{"mappings", "try"}, live...), "http://people.example/p/alice"), exitOK,
+			[]string{"status 200", "testweb-people", "location = "}, nil},
+		{"try obeys robots.txt", append(append([]string{"mappings", "try"}, live...), "http://staff.example.org/private/kim.html"), exitFail,
+			[]string{"robots.txt of staff.example.org disallows"}, nil},
+		{"try unknown mapping", []string{"mappings", "try", "--mapping", "nope", "--url", "http://a.example/", page}, exitUsage, []string{`no mapping named "nope"`}, nil},
+		{"unknown subcommand", []string{"mappings", "lint"}, exitUsage, []string{`unknown mappings subcommand "lint"`}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := mainExit(c.args, &stdout, &stderr)
+			out := stdout.String() + stderr.String()
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s", code, c.code, out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output does not mention %q:\n%s", w, out)
+				}
+			}
+			for _, w := range c.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("output mentions %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+	for _, r := range web.Log() {
+		if strings.HasPrefix(r.Path, "/private/") {
+			t.Errorf("mappings try requested the disallowed %s%s", r.Host, r.Path)
+		}
+	}
+}
