@@ -2,12 +2,13 @@
 
 GO      ?= go
 BIN     := bin/backfill
-APT_PKGS := libzmq3-dev pkg-config
+APT_PKGS := libzmq3-dev pkg-config chromium
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps build run test bench fuzz clean
 
-# deps installs the C library ZeroMQ bindings need, when missing.
+# deps installs, when missing, the C library the ZeroMQ bindings need and
+# Chromium for JavaScript rendering (render nodes and their tests).
 deps:
 	@missing=""; for p in $(APT_PKGS); do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \

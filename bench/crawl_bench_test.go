@@ -104,9 +104,8 @@ func BenchmarkCrawl(b *testing.B) {
 			args := []string{"run",
 				"--records", cb.records,
 				"--state-dir", filepath.Join(cb.dir, fmt.Sprintf("state-%d", i)),
-				// No pause between requests to a host. 1ns rather than 0:
-				// the supervisor reads a zero delay as "use the default".
-				"--delay", "1ns",
+				// No pause between requests to a host.
+				"--delay", "0",
 				"--workers", strconv.Itoa(workers),
 				"--allow-loopback",
 				"--log-level", "warn",

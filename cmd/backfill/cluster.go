@@ -14,52 +14,21 @@ import (
 // on other machines connect to --listen.
 func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dispatcher", stderr)
-	var (
-		lf logFlags
-		mf mappingFlags
-		sf storeFlags
-		df dispatcherFlags
-	)
-	lf.register(fs)
-	mf.register(fs)
-	sf.register(fs, "results store: a SQLite file path (default: STATE-DIR/results.db)")
-	df.register(fs)
+	var c crawlSetup
+	c.register(fs)
 	listen := fs.String("listen", "tcp://127.0.0.1:5550", "ZeroMQ endpoint where supervisors send hellos, heartbeats and results")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := df.validate(); err != nil {
-		return err
-	}
-	log, err := lf.logger(stderr)
+	cfg, err := c.open(ctx, *listen, stderr)
 	if err != nil {
 		return err
 	}
-	set, err := mf.load()
-	if err != nil {
-		return err
-	}
-	st, err := sf.open(ctx, df.stateDir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	cfg := df.config(*listen, set, st, log)
-	if isTerminal(stderr) {
-		cfg.Progress = newProgressBar(stderr).update
-	}
-	d, err := dispatcher.New(cfg)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	report, err := d.Load(ctx, df.records)
-	if err != nil {
-		return err
-	}
-	reportBadLines(stderr, report)
-	log.Info("dispatcher listening", "endpoint", d.Endpoint(), "mappings", set.Digest())
-	summary, err := d.Run(ctx)
+	defer c.st.Close()
+	summary, err := crawl(ctx, cfg, c.df.records, 0, func(d *dispatcher.Dispatcher) error {
+		c.log.Info("dispatcher listening", "endpoint", d.Endpoint(), "mappings", c.set.Digest())
+		return nil
+	}, nil, stderr)
 	if summary != nil {
 		printSummary(stdout, summary)
 	}

@@ -72,7 +72,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if isTerminal(stderr) {
 		cfg.Progress = newProgressBar(stderr).update
 	}
-	shown := func() error {
+	shown := func(*dispatcher.Dispatcher) error {
 		if err := printRecords(ctx, stdout, st, nil); err != nil {
 			return err
 		}

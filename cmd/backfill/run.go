@@ -73,25 +73,59 @@ func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, lo
 	}
 }
 
+// crawlSetup is what run and dispatcher share: the crawl's flags, and
+// opening the logger, mappings and store they name.
+type crawlSetup struct {
+	lf logFlags
+	mf mappingFlags
+	sf storeFlags
+	df dispatcherFlags
+
+	log *slog.Logger
+	set *etl.Set
+	st  store.Store
+}
+
+func (c *crawlSetup) register(fs *flag.FlagSet) {
+	c.lf.register(fs)
+	c.mf.register(fs)
+	c.sf.register(fs, "results store: a SQLite file path (default: STATE-DIR/results.db)")
+	c.df.register(fs)
+}
+
+// open validates the flags and opens what they name; the caller closes
+// c.st. The dispatcher's Config listens on listen.
+func (c *crawlSetup) open(ctx context.Context, listen string, stderr io.Writer) (dispatcher.Config, error) {
+	var err error
+	if err = c.df.validate(); err != nil {
+		return dispatcher.Config{}, err
+	}
+	if c.log, err = c.lf.logger(stderr); err != nil {
+		return dispatcher.Config{}, err
+	}
+	if c.set, err = c.mf.load(); err != nil {
+		return dispatcher.Config{}, err
+	}
+	if c.st, err = c.sf.open(ctx, c.df.stateDir); err != nil {
+		return dispatcher.Config{}, err
+	}
+	cfg := c.df.config(listen, c.set, c.st, c.log)
+	if isTerminal(stderr) {
+		cfg.Progress = newProgressBar(stderr).update
+	}
+	return cfg, nil
+}
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)
 	var (
-		lf logFlags
-		mf mappingFlags
-		sf storeFlags
+		c  crawlSetup
 		cf crawlerFlags
-		df dispatcherFlags
 	)
-	lf.register(fs)
-	mf.register(fs)
-	sf.register(fs, "results store: a SQLite file path (default: STATE-DIR/results.db)")
+	c.register(fs)
 	cf.register(fs)
-	df.register(fs)
 	supervisors := fs.Int("supervisors", 1, "supervisors to run in this process (each owns its share of the hosts)")
 	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := df.validate(); err != nil {
 		return err
 	}
 	if err := cf.validate(); err != nil {
@@ -100,26 +134,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *supervisors < 1 {
 		return fmt.Errorf("%w: --supervisors must be at least 1", errUsage)
 	}
-	log, err := lf.logger(stderr)
+	cfg, err := c.open(ctx, "tcp://127.0.0.1:*", stderr)
 	if err != nil {
 		return err
 	}
-	set, err := mf.load()
-	if err != nil {
-		return err
-	}
-	st, err := sf.open(ctx, df.stateDir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
-	cfg := df.config("tcp://127.0.0.1:*", set, st, log)
-	if isTerminal(stderr) {
-		cfg.Progress = newProgressBar(stderr).update
-	}
-	summary, err := crawl(ctx, cfg, df.records, *supervisors, nil, func(i int, endpoint string) supervisor.Config {
-		return cf.supervisorConfig(fmt.Sprintf("local-%d", i+1), endpoint, set, st, log)
+	defer c.st.Close()
+	summary, err := crawl(ctx, cfg, c.df.records, *supervisors, nil, func(i int, endpoint string) supervisor.Config {
+		return cf.supervisorConfig(fmt.Sprintf("local-%d", i+1), endpoint, c.set, c.st, c.log)
 	}, stderr)
 	if summary != nil {
 		printSummary(stdout, summary)
@@ -129,8 +150,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 // crawl runs a dispatcher and n supervisors in this process until the
 // dispatcher has no work left, then stops the supervisors. loaded, when not
-// nil, runs once the records are in.
-func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func() error, supCfg func(i int, endpoint string) supervisor.Config, stderr io.Writer) (*dispatcher.Summary, error) {
+// nil, runs once the records are in. With n = 0 it is a lone dispatcher
+// waiting for supervisors elsewhere.
+func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func(*dispatcher.Dispatcher) error, supCfg func(i int, endpoint string) supervisor.Config, stderr io.Writer) (*dispatcher.Summary, error) {
 	d, err := dispatcher.New(cfg)
 	if err != nil {
 		return nil, err
@@ -142,7 +164,7 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 	}
 	reportBadLines(stderr, report)
 	if loaded != nil {
-		if err := loaded(); err != nil {
+		if err := loaded(d); err != nil {
 			return nil, err
 		}
 	}
