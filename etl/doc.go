@@ -9,11 +9,13 @@
 // previous one returned.
 //
 // Loading compiles everything once. LoadDir (or LoadFS for the bundled
-// mappings) reads every *.json file, builds each processor from its JSON
-// parameters through a registry of processor types, compiles XPath, regular
-// expressions and JSONPath, and refuses the whole set if anything is wrong,
-// with one error per problem naming file:line:col, mapping, field and
-// processor:
+// mappings) reads every *.json file, validates it against the format's
+// JSON Schema (mappings/schema.json, embedded in the mappings package),
+// builds each processor from its JSON parameters through a registry of
+// processor types, compiles XPath, regular expressions and JSONPath, and
+// refuses the whole set if anything is wrong, with one LoadError per
+// problem naming file:line:col, mapping, field, processor, the JSON pointer
+// of the offending value and a hint drawn from the schema:
 //
 //	set, err := etl.LoadDir("mappings")
 //	if err != nil {
@@ -36,9 +38,14 @@
 // normalization the project uses; MatchKey is the normalization used to
 // compare attribution match keys.
 //
+// Fixtures (saved pages with expected fields and links) run through
+// Set.TestFixtures; UpdateFixtures rewrites a file's expectations with what
+// its mappings produce now.
+//
 // Adding a processor is adding one file: a type with a Process method and
 // an init that registers a Factory building it from its parameters, which
-// rejects bad parameters at load.
+// rejects bad parameters at load, plus its entry in mappings/schema.json
+// (a test keeps the two in step).
 //
 // A Set is immutable after loading and safe for concurrent use: many
 // workers may call Extract at once.

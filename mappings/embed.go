@@ -10,9 +10,11 @@ package mappings
 
 import "embed"
 
-// FS holds every bundled mapping file at its root.
+// FS holds every bundled mapping file at its root, and under testdata/ the
+// saved pages their fixtures use, so that the bundled fixtures run from the
+// binary (etl.Set.TestFixturesFS).
 //
-//go:embed *.json
+//go:embed *.json testdata
 var FS embed.FS
 
 // Schema is the JSON Schema (draft 2020-12) of the mapping format. Loading

@@ -82,3 +82,22 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestBundledFixturesFromFS runs the fixtures from the embedded files, as
+// `backfill mappings test` does without a directory.
+func TestBundledFixturesFromFS(t *testing.T) {
+	set, err := etl.LoadFS(mappings.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, r := range set.TestFixturesFS(mappings.FS) {
+		ran++
+		if !r.OK() {
+			t.Error(r)
+		}
+	}
+	if ran < 5 {
+		t.Errorf("only %d fixtures ran", ran)
+	}
+}

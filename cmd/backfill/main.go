@@ -13,6 +13,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/pprof"
 	"syscall"
 )
 
@@ -46,6 +48,7 @@ func main() {
 }
 
 func mainExit(args []string, stdout, stderr io.Writer) int {
+	defer profile(stderr)()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -76,6 +79,42 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "backfill: unknown command %q\n\n", args[0])
 	usage(stderr)
 	return exitUsage
+}
+
+// profile starts the profiles asked for in the environment and returns
+// what stops them: BACKFILL_CPUPROFILE=path writes a CPU profile,
+// BACKFILL_BLOCKPROFILE=path a blocking profile (every blocking event).
+// A profile that cannot be written is reported and skipped.
+func profile(stderr io.Writer) (stop func()) {
+	var stops []func()
+	if path := os.Getenv("BACKFILL_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "backfill: cpu profile %s: %v\n", path, err)
+		} else {
+			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
+		}
+	}
+	if path := os.Getenv("BACKFILL_BLOCKPROFILE"); path != "" {
+		runtime.SetBlockProfileRate(1)
+		stops = append(stops, func() {
+			f, err := os.Create(path)
+			if err == nil {
+				err = errors.Join(pprof.Lookup("block").WriteTo(f, 0), f.Close())
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "backfill: block profile %s: %v\n", path, err)
+			}
+		})
+	}
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
 }
 
 func usage(w io.Writer) {

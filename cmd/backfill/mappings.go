@@ -252,7 +252,21 @@ func hostOf(rawURL string) string {
 	return rawURL
 }
 
-// updateFixtures rewrites fixture expectations in every mapping file of set.
+// updateFixtures rewrites fixture expectations in every mapping file of set
+// that has fixtures.
 func updateFixtures(set *etl.Set, stdout io.Writer) error {
-	return fmt.Errorf("not wired")
+	files := map[string]bool{}
+	var errs []error
+	for _, m := range set.Mappings() {
+		if len(m.Fixtures()) == 0 || files[m.File] {
+			continue
+		}
+		files[m.File] = true
+		changed, err := etl.UpdateFixtures(m.File)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		fmt.Fprintf(stdout, "%s: %d fixture(s) updated\n", m.File, changed)
+	}
+	return errors.Join(errs...)
 }

@@ -22,7 +22,7 @@ func TestMappingsCommands(t *testing.T) {
 		live = append(live, "--resolve", host+":"+addr)
 	}
 	page := filepath.Join(t.TempDir(), "alice.html")
-	if err := os.WriteFile(page, []byte(`<html><body><h1 class="fn">Alice Moreau</h1><p class="location">Lyon, France</p></body></html>`), 0o644); err != nil {
+	if err := os.WriteFile(page, []byte(`<html><body><div class="profile"><h1 class="fn">Alice Moreau</h1><p class="location">Lyon, France</p></div></body></html>`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -71,6 +71,45 @@ func TestMappingsCommands(t *testing.T) {
 	for _, r := range web.Log() {
 		if strings.HasPrefix(r.Path, "/private/") {
 			t.Errorf("mappings try requested the disallowed %s%s", r.Host, r.Path)
+		}
+	}
+}
+
+// TestMappingsTestUpdate: a stale expectation fails `mappings test`, and
+// `--update` makes it pass again.
+func TestMappingsTestUpdate(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "testdata"), 0o755)
+	mapping, err := os.ReadFile("../../mappings/contact.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile("../../mappings/testdata/contact.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := strings.Replace(string(mapping), "jobs@shop.example", "old@shop.example", 1)
+	if stale == string(mapping) {
+		t.Fatal("fixture expectation to make stale not found")
+	}
+	os.WriteFile(filepath.Join(dir, "contact.json"), []byte(stale), 0o644)
+	os.WriteFile(filepath.Join(dir, "testdata", "contact.html"), page, 0o644)
+
+	steps := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"mappings", "test", dir}, exitFail, "old@shop.example"},
+		{[]string{"mappings", "test", "--update", dir}, exitOK, "1 fixture(s) updated"},
+		{[]string{"mappings", "test", dir}, exitOK, "1 fixtures, 0 failed"},
+	}
+	for _, s := range steps {
+		var stdout, stderr bytes.Buffer
+		code := mainExit(s.args, &stdout, &stderr)
+		out := stdout.String() + stderr.String()
+		if code != s.code || !strings.Contains(out, s.want) {
+			t.Fatalf("%v: exit %d (want %d), output should mention %q:\n%s", s.args, code, s.code, s.want, out)
 		}
 	}
 }
