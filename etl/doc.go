@@ -23,9 +23,13 @@
 //		os.Exit(1)
 //	}
 //
-// Extraction parses the page once — HTML through golang.org/x/net/html, or
-// JSON when the content type says so — and runs every matching mapping on
-// the same tree:
+// Extraction parses the page once — HTML into a golang.org/x/net/html tree,
+// or JSON when the content type says so — and runs every matching mapping
+// on the same tree. HTML goes through a fast tree builder that reproduces
+// html.Parse exactly on the common shape of pages and hands anything else
+// (foster parenting, misnested formatting, foreign content, …) to
+// html.Parse; XPath of the common //tag[@attr='value']… shape is answered
+// from a per-document index of elements by tag:
 //
 //	ex := set.Extract("https://site.example/people/ada", body, "text/html")
 //	// ex.Fields: values per mapping field; ex.Links: from url_parsers;

@@ -26,12 +26,13 @@ type Document struct {
 	// lazily built, per document
 	jsonld   []any
 	jsonldOK bool
-	scanned  bool                // scan has run
-	meta     map[string][]string // <meta> contents by lower-cased name/property/itemprop
-	ldTexts  []string            // bodies of application/ld+json scripts
-	hrefs    []string            // a/area href values, raw, in document order
-	prefix   string              // normalized scheme://host of Base, for resolve
-	prefixOK int8                // 0 not computed, 1 usable, -1 not usable
+	scanned  bool                    // scan has run
+	meta     map[string][]string     // <meta> contents by lower-cased name/property/itemprop
+	ldTexts  []string                // bodies of application/ld+json scripts
+	hrefs    []string                // a/area href values, raw, in document order
+	prefix   string                  // normalized scheme://host of Base, for resolve
+	prefixOK int8                    // 0 not computed, 1 usable, -1 not usable
+	byTag    map[string][]*html.Node // elements by tag name, for xpathPlan
 }
 
 // scan walks the tree once and indexes what several parts of extraction
@@ -126,7 +127,7 @@ func NewDocument(pageURL string, body []byte, contentType string) *Document {
 		d.JSON = v
 		return d
 	}
-	root, err := html.Parse(bytes.NewReader(body))
+	root, err := parseHTML(body, d.Body)
 	if err != nil {
 		d.parseErr = err
 		return d

@@ -28,6 +28,10 @@ type xpathProc struct {
 	// A compiled expression carries iteration state, so concurrent workers
 	// each take their own copy from the pool.
 	pool sync.Pool
+	// plan answers //tag[@attr='value']… from a per-document index;
+	// restPool holds compiled copies of the part after the predicate.
+	plan     *xpathPlan
+	restPool sync.Pool
 }
 
 func init() { register("xpath", newXPath) }
@@ -57,6 +61,12 @@ func newXPath(raw json.RawMessage) (Processor, error) {
 		e, _ := compileXPath(x.expr)
 		return e
 	}
+	if x.plan = newXPathPlan(p.Expression); x.plan != nil && x.plan.rest != "" {
+		x.restPool.New = func() any {
+			e, _ := compileXPath(x.plan.rest)
+			return e
+		}
+	}
 	return x, nil
 }
 
@@ -83,6 +93,15 @@ func (x *xpathProc) Process(in []Value, doc *Document) ([]Value, error) {
 	defer x.pool.Put(e)
 	var out []Value
 	for _, v := range in {
+		if x.plan != nil && v.doc && v.Node != nil && v.Node == doc.Root {
+			if got, ok := x.evalPlan(doc); ok {
+				out = append(out, got...)
+				if x.first && len(out) > 0 {
+					return out[:1], nil
+				}
+				continue
+			}
+		}
 		ctx := v.Node
 		if ctx == nil {
 			if v.doc {
@@ -135,6 +154,25 @@ func (x *xpathProc) eval(e *xpath.Expr, ctx *html.Node) (out []Value, err error)
 		out = append(out, Value{Text: strconv.FormatBool(r)})
 	}
 	return out, nil
+}
+
+// evalPlan answers from the document's index; ok is false when the plan
+// cannot, and the expression is evaluated as usual.
+func (x *xpathProc) evalPlan(doc *Document) (out []Value, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, ok = nil, false
+		}
+	}()
+	var rest *xpath.Expr
+	if x.plan.rest != "" {
+		rest, _ = x.restPool.Get().(*xpath.Expr)
+		if rest == nil {
+			return nil, false
+		}
+		defer x.restPool.Put(rest)
+	}
+	return x.plan.eval(doc, rest, x.nodeValue, x.first)
 }
 
 func (x *xpathProc) nodeValue(nav *htmlquery.NodeNavigator) Value {

@@ -1,0 +1,126 @@
+package etl
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/antchfx/htmlquery"
+	"github.com/antchfx/xpath"
+	"golang.org/x/net/html"
+)
+
+// xpathPlan answers the commonest shape of mapping expressions,
+// //tag[@attr='value'] optionally followed by a downward path such as
+// /text(), /@href or //a/@href, from a per-document index of elements by
+// tag name instead of walking the whole tree through the XPath library
+// once per expression. Only the downward rest, if any, runs through the
+// library, from each matching element.
+//
+// It gives up (ok=false, and the caller evaluates the whole expression as
+// usual) when its answer could differ: when the context is not the whole
+// document, or when one match lies inside another, since then evaluating
+// the rest per match would not give document order without duplicates.
+type xpathPlan struct {
+	tag, attr, value string
+	rest             string // "" or a relative expression: "./text()", ".//a/@href"
+}
+
+// planShape is //tag[@attr='v' or "v"] followed by child and descendant
+// steps over names, *, @attr, text() and node(), without predicates: no
+// axis that leaves a match's subtree, no positions, no unions.
+var planShape = regexp.MustCompile(`^//([A-Za-z][A-Za-z0-9_-]*)\[\s*@([A-Za-z_][A-Za-z0-9_:.-]*)\s*=\s*(?:'([^']*)'|"([^"]*)")\s*\]((?:/{1,2}(?:@[A-Za-z_][A-Za-z0-9_:.-]*|@\*|[A-Za-z_][A-Za-z0-9_.-]*|\*|text\(\)|node\(\)))*)$`)
+
+// newXPathPlan returns the plan for expr, or nil when expr has another
+// shape.
+func newXPathPlan(expr string) *xpathPlan {
+	m := planShape.FindStringSubmatch(strings.TrimSpace(expr))
+	if m == nil {
+		return nil
+	}
+	p := &xpathPlan{tag: m[1], attr: m[2], value: m[3] + m[4]}
+	if m[5] != "" {
+		p.rest = "." + m[5]
+		if _, err := compileXPath(p.rest); err != nil {
+			return nil
+		}
+	}
+	return p
+}
+
+// eval runs the plan on the document. rest is the compiled p.rest (nil
+// when there is none); first stops at the first value.
+func (p *xpathPlan) eval(doc *Document, rest *xpath.Expr, value func(*htmlquery.NodeNavigator) Value, first bool) (out []Value, ok bool) {
+	var matches []*html.Node
+	for _, n := range doc.elementsByTag(p.tag) {
+		for _, at := range n.Attr {
+			// Keys are unique but for foreign attributes (xlink:href
+			// and href); like the library, any one equal matches.
+			if at.Key == p.attr && at.Val == p.value {
+				matches = append(matches, n)
+				break
+			}
+		}
+	}
+	if p.rest == "" {
+		for _, n := range matches {
+			out = append(out, value(htmlquery.CreateXPathNavigator(n)))
+			if first {
+				break
+			}
+		}
+		return out, true
+	}
+	if rest == nil {
+		return nil, false
+	}
+	// Matches come in document order, so if none so far nests in another,
+	// a match inside an earlier one is inside the one just before it.
+	for i := 1; i < len(matches); i++ {
+		for a := matches[i].Parent; a != nil; a = a.Parent {
+			if a == matches[i-1] {
+				return nil, false
+			}
+		}
+	}
+	for _, n := range matches {
+		it, isNodes := rest.Evaluate(htmlquery.CreateXPathNavigator(n)).(*xpath.NodeIterator)
+		if !isNodes {
+			return nil, false
+		}
+		for it.MoveNext() {
+			nav, isNav := it.Current().(*htmlquery.NodeNavigator)
+			if !isNav {
+				continue
+			}
+			out = append(out, value(nav))
+			if first {
+				return out, true
+			}
+		}
+	}
+	return out, true
+}
+
+// elementsByTag returns the document's elements named tag, in document
+// order. Each tag asked for costs one walk of the tree per document (a
+// page's mappings ask for a few tags, and walking for one name is cheaper
+// than indexing every element by name).
+func (d *Document) elementsByTag(tag string) []*html.Node {
+	if list, ok := d.byTag[tag]; ok {
+		return list
+	}
+	if d.byTag == nil {
+		d.byTag = map[string][]*html.Node{}
+	}
+	var list []*html.Node
+	if d.Root != nil {
+		walk(d.Root, func(n *html.Node) bool {
+			if n.Type == html.ElementNode && len(n.Data) == len(tag) && n.Data == tag {
+				list = append(list, n)
+			}
+			return true
+		})
+	}
+	d.byTag[tag] = list
+	return list
+}
