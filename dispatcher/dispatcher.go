@@ -106,12 +106,17 @@ type Dispatcher struct {
 	nextLease int64
 	nextSeq   int64
 	recSeq    int64
+	steps     int64 // batches handled by Run, for the log
+
+	lastJoin     time.Time // when the latest member joined
+	joinedByBeat bool      // a member joined by Heartbeat: see joinedFresh
 
 	// record counters, kept in step with the records table
 	nRecords, nComplete, nPartial int
 	queuedN                       int
 
-	// per-batch caches, flushed by flush
+	// decoded records (written back by flush, kept up to recCacheCap) and
+	// the batch's pending (page, record) pairs
 	recCache map[string]*recState
 	work     []applyItem
 
@@ -184,7 +189,7 @@ func New(cfg Config) (*Dispatcher, error) {
 }
 
 // resume reads the counters back and re-queues tasks a previous process had
-// leased.
+// leased (only earlier builds wrote leases to the state).
 func (d *Dispatcher) resume(ctx context.Context) error {
 	s := d.st
 	if _, err := s.conn.ExecContext(ctx, `UPDATE frontier SET state = 0, lease = 0, deadline = 0, supervisor = '' WHERE state = 1`); err != nil {
@@ -248,8 +253,8 @@ func (d *Dispatcher) resume(ctx context.Context) error {
 func (d *Dispatcher) Endpoint() string { return d.recv.Endpoint() }
 
 // Close stops talking to supervisors, closes the intake and the state.
-// Leased tasks stay leased in the state and are queued again by the next
-// New. Close must not be called while Run is running.
+// Leased tasks are queued in the state, so the next New sends them again.
+// Close must not be called while Run is running.
 func (d *Dispatcher) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -345,6 +350,12 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, e
 	if len(fresh) == 0 {
 		return 0, nil
 	}
+	// A Run going on at the same time may hold the state transaction
+	// open: commit its work first, so that a failure here rolls back only
+	// this batch.
+	if err := d.commitState(ctx); err != nil {
+		return 0, err
+	}
 	for i := range fresh {
 		d.recSeq++
 		fresh[i].Seq = d.recSeq
@@ -371,10 +382,8 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, e
 				d.nComplete++
 				continue
 			}
-			for _, l := range r.Links {
-				if err := d.attach(ctx, l, r.ID, 0); err != nil {
-					return err
-				}
+			if err := d.attachLinks(ctx, r.Links, r.ID, 0); err != nil {
+				return err
 			}
 		}
 		if err := d.drainWork(ctx); err != nil {
@@ -383,7 +392,7 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, e
 		return d.flush(ctx)
 	}()
 	if err != nil {
-		d.st.rollback()
+		d.abandon()
 		return 0, err
 	}
 	return len(fresh), d.st.commit(ctx)

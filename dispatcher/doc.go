@@ -21,16 +21,20 @@
 //	                                            merge, completion, links at depth+1
 //	frontier window ─► host queues ─► routing by registrable domain ─► Task (leased)
 //
-// Every frame ready at once is handled in one SQLite transaction (WAL,
-// synchronous=NORMAL), so throughput is bounded by the supervisors, not by
-// fsyncs.
+// A goroutine reads and decodes intake frames; the Run loop takes every
+// frame ready at once as one batch. Batches write into one SQLite
+// transaction (WAL, synchronous=NORMAL), committed every 250ms while
+// results keep coming, when the intake goes quiet, and at the end, so
+// throughput is bounded by the supervisors, not by commits. Decoded
+// records stay cached across batches (a bounded number of them).
 //
 // # The state
 //
 // state.db in Config.StateDir holds the seen URLs (normalized URL → first
 // seen, last crawled, outcome class and status, cached extraction), the
 // frontier (one task per URL: host, registrable domain, depth, priority,
-// state queued/leased/done/dropped, lease), task_records (which record
+// state queued/done/dropped and the lease that finished it; a lease in
+// progress lives in memory only), task_records (which record
 // reached which URL at which depth) and the record state (targets, filled
 // values with provenance, complete). A new Dispatcher on the same directory
 // resumes: tasks that were leased are queued again, done URLs are never

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,9 @@ const (
 	maxConflicts = 16
 )
 
+// recCacheCap bounds the records kept decoded in memory between batches.
+const recCacheCap = 4096
+
 // cachedResult is what the seen store keeps of a fetched page: enough to
 // apply it to a record that reaches the page later, without a second fetch.
 type cachedResult struct {
@@ -37,7 +41,25 @@ type recState struct {
 	filled   map[string]store.Value
 	complete bool
 	dirty    bool
-	changed  map[string]bool // fields whose value the store has not seen yet
+	changed  map[string]bool   // fields whose value the store has not seen yet
+	keys     map[string]string // etl.MatchKey of known values, see matchKey
+}
+
+// matchKey is etl.MatchKey of one of the record's own values, memoized: a
+// record is checked against every page it reaches, and the normalization
+// (Unicode decomposition) is not cheap.
+func (r *recState) matchKey(v string) string {
+	if k, ok := r.keys[v]; ok {
+		return k
+	}
+	if r.keys == nil {
+		r.keys = make(map[string]string)
+	}
+	k := etl.MatchKey(v)
+	if len(r.keys) < 16 { // a record has a few match keys; bound it anyway
+		r.keys[v] = k
+	}
+	return k
 }
 
 func (r *recState) isTarget(name string) bool {
@@ -97,76 +119,203 @@ func (d *Dispatcher) loadRec(ctx context.Context, id string) (*recState, error) 
 	return r, nil
 }
 
-// attach records that rec reached rawURL (normalized) at depth. A URL new
-// to the crawl is queued; one already crawled has its cached extraction
-// applied to rec (queued as work); one queued or leased just gains rec.
-func (d *Dispatcher) attach(ctx context.Context, norm, rec string, depth int) error {
-	id := urlID(norm)
-	var old int
-	err := d.st.row(ctx, "trGet", id, rec).Scan(&old)
-	if err == nil && old <= depth {
-		return nil // already reached by this record, no farther away
+// attachChunk is how many URLs attachLinks looks up, or inserts, with one
+// statement. Links come by the hundred from index pages, and one
+// statement per link and table was most of a result's cost.
+const attachChunk = 64
+
+// knownURL is what the state knows of a URL already in the frontier, and
+// of one record's link to it.
+type knownURL struct {
+	state, depth int
+	last         int64
+	class        string
+	result       []byte
+	recDepth     sql.NullInt64 // depth at which the record reached the URL before
+}
+
+// attachLinks records that rec reached each of links (normalized URLs) at
+// depth. A URL new to the crawl is queued; one already crawled has its
+// cached extraction applied to rec (queued as work); one queued or leased
+// just gains rec.
+func (d *Dispatcher) attachLinks(ctx context.Context, links []string, rec string, depth int) error {
+	for len(links) > 0 {
+		n := min(len(links), attachChunk)
+		if err := d.attachSome(ctx, links[:n], rec, depth); err != nil {
+			return err
+		}
+		links = links[n:]
 	}
-	if err != nil && !errors.Is(err, errNoRows) {
-		return fmt.Errorf("dispatcher: state task_records: %w", err)
+	return nil
+}
+
+// attachSome attaches at most attachChunk links: one lookup for all of
+// them, then one insert per table for the new ones.
+func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec string, depth int) error {
+	ids := make([]string, 0, len(links))
+	norms := make([]string, 0, len(links))
+	dup := make(map[string]bool, len(links))
+	for _, norm := range links {
+		id := urlID(norm)
+		if dup[id] {
+			continue
+		}
+		dup[id] = true
+		ids = append(ids, id)
+		norms = append(norms, norm)
 	}
-	var (
-		state, fdepth int
-		last          int64
-		class         string
-		result        []byte
-	)
-	err = d.st.row(ctx, "urlGet", id).Scan(&state, &fdepth, &last, &class, &result)
-	if err != nil && !errors.Is(err, errNoRows) {
-		return fmt.Errorf("dispatcher: state url %s: %w", norm, err)
+	known, err := d.lookupURLs(ctx, ids, rec)
+	if err != nil {
+		return err
 	}
-	if errors.Is(err, errNoRows) {
+	var fresh []*task
+	for i, id := range ids {
+		norm := norms[i]
+		if k, ok := known[id]; ok {
+			if err := d.attachKnown(ctx, id, norm, rec, depth, k); err != nil {
+				return err
+			}
+			continue
+		}
 		host, domain := hostDomain(norm)
 		if host == "" {
 			d.log.Debug("link without a host ignored", "url", norm, "record", rec)
-			return nil
-		}
-		if _, err := d.st.exec(ctx, "trPut", id, rec, depth); err != nil {
-			return err
+			continue
 		}
 		matched, prio := d.cfg.Mappings.Matches(norm)
 		t := &task{id: id, url: norm, host: host, domain: domain, depth: depth,
 			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(norm)}
 		d.nextSeq++
 		t.seq = d.nextSeq
-		if _, err := d.st.exec(ctx, "seenIns", id, norm, time.Now().UnixNano()); err != nil {
-			return err
-		}
-		if _, err := d.st.exec(ctx, "frontIns", id, norm, host, domain, depth, b2i(matched), prio, b2i(t.render), t.seq); err != nil {
-			return err
-		}
+		fresh = append(fresh, t)
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if err := d.insertTasks(ctx, fresh, rec, depth); err != nil {
+		return err
+	}
+	for _, t := range fresh {
 		d.queuedN++
 		d.w.add(t, false)
-		return nil
+	}
+	return nil
+}
+
+// lookupURLs returns what the state knows of the URLs among ids that are
+// in the frontier. A URL has task_records rows only once it is in the
+// frontier, so one missing here is new to the crawl.
+func (d *Dispatcher) lookupURLs(ctx context.Context, ids []string, rec string) (map[string]knownURL, error) {
+	st, err := d.st.stmtN(ctx, "urlGet", len(ids), func(n int) string {
+		return `SELECT f.id, f.state, f.depth, s.last_crawled, s.class, s.result,
+			(SELECT depth FROM task_records WHERE url_id = f.id AND record_id = ?)
+			FROM frontier f JOIN seen s ON s.id = f.id WHERE f.id IN (` + placeholders(n, "?") + `)`
+	})
+	if err != nil {
+		return nil, err
+	}
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, rec)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: state urls: %w", err)
+	}
+	defer rows.Close()
+	known := make(map[string]knownURL)
+	for rows.Next() {
+		var id string
+		var k knownURL
+		if err := rows.Scan(&id, &k.state, &k.depth, &k.last, &k.class, &k.result, &k.recDepth); err != nil {
+			return nil, fmt.Errorf("dispatcher: state urls: %w", err)
+		}
+		known[id] = k
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dispatcher: state urls: %w", err)
+	}
+	return known, nil
+}
+
+// insertTasks puts new URLs in the state: rec's link to each, the seen
+// entry and the queued task, one statement per table.
+func (d *Dispatcher) insertTasks(ctx context.Context, ts []*task, rec string, depth int) error {
+	now := time.Now().UnixNano()
+	n := len(ts)
+	inserts := []struct {
+		name, head, row, tail string
+		args                  func(t *task) []any
+	}{
+		{"trIns", `INSERT INTO task_records(url_id, record_id, depth) VALUES `, "(?, ?, ?)",
+			` ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
+			func(t *task) []any { return []any{t.id, rec, depth} }},
+		{"seenInsN", `INSERT INTO seen(id, url, first_seen) VALUES `, "(?, ?, ?)", ` ON CONFLICT(id) DO NOTHING`,
+			func(t *task) []any { return []any{t.id, t.url, now} }},
+		{"frontInsN", `INSERT INTO frontier(id, url, host, domain, depth, matched, priority, render, seq, state) VALUES `,
+			"(?, ?, ?, ?, ?, ?, ?, ?, ?, 0)", ``,
+			func(t *task) []any {
+				return []any{t.id, t.url, t.host, t.domain, t.depth, b2i(t.matched), t.priority, b2i(t.render), t.seq}
+			}},
+	}
+	for _, in := range inserts {
+		st, err := d.st.stmtN(ctx, in.name, n, func(n int) string { return in.head + placeholders(n, in.row) + in.tail })
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, n*10)
+		for _, t := range ts {
+			args = append(args, in.args(t)...)
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("dispatcher: state %s: %w", in.name, err)
+		}
+	}
+	return nil
+}
+
+// placeholders is n copies of one, comma-separated.
+func placeholders(n int, one string) string {
+	var b strings.Builder
+	b.Grow(n * (len(one) + 2))
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(one)
+	}
+	return b.String()
+}
+
+// attachKnown attaches rec to a URL the frontier already holds.
+func (d *Dispatcher) attachKnown(ctx context.Context, id, norm, rec string, depth int, k knownURL) error {
+	if k.recDepth.Valid && int(k.recDepth.Int64) <= depth {
+		return nil // already reached by this record, no farther away
 	}
 	if _, err := d.st.exec(ctx, "trPut", id, rec, depth); err != nil {
 		return err
 	}
 	switch {
-	case last > 0:
-		if class == "" && len(result) > 0 {
+	case k.last > 0:
+		if k.class == "" && len(k.result) > 0 {
 			var res cachedResult
-			if err := json.Unmarshal(result, &res); err != nil {
+			if err := json.Unmarshal(k.result, &res); err != nil {
 				return fmt.Errorf("dispatcher: state cached result of %s: %w", norm, err)
 			}
 			d.reused++
 			d.work = append(d.work, applyItem{rec: rec, res: &res, depth: depth})
 		}
-	case state == stateDropped:
+	case k.state == stateDropped:
 		// Another record wants a task that was dropped: queue it again.
 		d.nextSeq++
-		nd := min(depth, fdepth)
+		nd := min(depth, k.depth)
 		if _, err := d.st.exec(ctx, "frontRequeue", d.nextSeq, nd, id); err != nil {
 			return err
 		}
 		d.queuedN++
 		d.w.spilled = true // re-read from SQLite with the rest
-	case depth < fdepth:
+	case depth < k.depth:
 		if _, err := d.st.exec(ctx, "frontDepth", depth, id, depth); err != nil {
 			return err
 		}
@@ -228,12 +377,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	if it.depth+1 > d.cfg.Depth {
 		return nil
 	}
-	for _, l := range it.res.Links {
-		if err := d.attach(ctx, l, r.id, it.depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
+	return d.attachLinks(ctx, it.res.Links, r.id, it.depth+1)
 }
 
 // attributable decides whether a page's values may go to a record. For
@@ -252,7 +396,7 @@ func attributable(r *recState, res *cachedResult, depth int) bool {
 		if known == "" {
 			continue
 		}
-		want := etl.MatchKey(known)
+		want := r.matchKey(known)
 		agree := false
 		for _, v := range f.Values {
 			if etl.MatchKey(v) == want {
@@ -382,6 +526,9 @@ func (d *Dispatcher) dropTasks(ctx context.Context, rec string) error {
 		return fmt.Errorf("dispatcher: state: %w", err)
 	}
 	for _, id := range ids {
+		if d.w.leased[id] != nil {
+			continue // out on lease: its result is taken when it comes
+		}
 		var wanted int
 		if err := d.st.row(ctx, "urlWanted", id).Scan(&wanted); err != nil {
 			return fmt.Errorf("dispatcher: state: %w", err)
@@ -407,10 +554,13 @@ func (d *Dispatcher) putRec(ctx context.Context, r *recState) error {
 	return err
 }
 
-// flush writes the batch's changed records to the state and their new
-// values to the store, then forgets the batch cache. The store is written
-// before the state commits: a crash in between re-applies the results
-// (their leases are re-queued), and SetFields is idempotent.
+// flush writes the changed records to the state and their new values to
+// the store. The records stay cached (up to recCacheCap of them) for the
+// next batches: a record is usually reached by many pages in a row, and
+// reading and decoding it again for each was much of a result's cost.
+// The store is written before the state commits: a crash in between
+// re-applies the results (their leases are re-queued), and SetFields is
+// idempotent.
 func (d *Dispatcher) flush(ctx context.Context) error {
 	ids := make([]string, 0, len(d.recCache))
 	for id, r := range d.recCache {
@@ -436,7 +586,14 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 			return fmt.Errorf("dispatcher: store values of record %q: %w", id, err)
 		}
 	}
-	clear(d.recCache)
+	for _, id := range ids {
+		r := d.recCache[id]
+		r.dirty = false
+		clear(r.changed)
+	}
+	if len(d.recCache) > recCacheCap {
+		clear(d.recCache) // every entry is clean now: nothing is lost
+	}
 	return nil
 }
 
@@ -546,9 +703,7 @@ func (d *Dispatcher) release(t *task) {
 func (d *Dispatcher) requeue(ctx context.Context, t *task) error {
 	d.release(t)
 	t.lease, t.member, t.deadline = 0, "", time.Time{}
-	if _, err := d.st.exec(ctx, "frontState", stateQueued, 0, 0, "", t.id); err != nil {
-		return err
-	}
+	// The state still shows the task queued (leases live in memory only).
 	d.queuedN++
 	d.w.add(t, true)
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"backfill/wire"
@@ -13,17 +14,38 @@ import (
 
 const (
 	recvWait      = 20 * time.Millisecond // longest idle wait for a frame
-	maxBatch      = 4096                  // frames handled in one transaction
+	maxBatch      = 4096                  // frames handled in one step
 	progressEvery = 250 * time.Millisecond
+	// settleQuiet: see joinedFresh.
+	settleQuiet = 100 * time.Millisecond
+	// commitEvery bounds how long the state transaction stays open while
+	// results keep coming. Committing after every step put a WAL commit on
+	// every handful of results; a crash loses at most this much progress,
+	// and nothing of it for good: uncommitted results are answers to
+	// leases the state still shows open, so their tasks are sent again.
+	commitEvery = 250 * time.Millisecond
+	// intakeQueue is how many decoded frames wait for the Run loop.
+	intakeQueue = 1024
 )
 
 // Run crawls until no work is left (every record complete, or nothing
 // queued or leased) or ctx is done, and returns the summary. Results are
-// committed in one state transaction per batch of frames that were ready
-// together. After an error, Close the Dispatcher; a new one resumes from
-// the state.
+// handled in batches of the frames that were ready together, and the state
+// transaction is committed at least every commitEvery, whenever the intake
+// runs dry, and before Run returns. After an error, Close the Dispatcher;
+// a new one resumes from the state.
 func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
+	// Frames are read and decoded by their own goroutine, so decoding the
+	// next results overlaps with committing the last ones.
+	intake := make(chan frame, intakeQueue)
+	rctx, stopIntake := context.WithCancel(ctx)
+	var rwg sync.WaitGroup
+	rwg.Go(func() { d.readIntake(rctx, intake) })
+	defer func() {
+		stopIntake()
+		rwg.Wait()
+	}()
 	d.mu.Lock()
 	d.pages, d.reused, d.late, d.expired, d.fieldErrs, d.refusedN = 0, 0, 0, 0, 0, 0
 	d.errs = make(map[string]int64)
@@ -36,7 +58,8 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	// restarted) all speak within one heartbeat interval. Dispatching only
 	// after that keeps domains from going to the first one heard and then
 	// moving once the others re-register.
-	settled := start.Add(d.cfg.Heartbeat)
+	settleBy := start.Add(d.cfg.Heartbeat)
+	settled := false // once settled, dispatching never pauses again
 	var lastTick, lastProgress time.Time
 	var runErr error
 	for {
@@ -44,7 +67,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			runErr = err
 			break
 		}
-		frames, err := d.receive()
+		frames, idle, err := d.receive(ctx, intake)
 		if err != nil {
 			runErr = err
 			break
@@ -60,7 +83,11 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		if doTick {
 			lastTick = now
 		}
-		done, err := d.step(ctx, frames, now, doTick, !now.Before(settled))
+		d.steps++
+		// step handles registrations before it dispatches, so a Hello in
+		// this batch counts towards settling only from the next one.
+		settled = settled || !now.Before(settleBy) || d.joinedFresh(now)
+		done, err := d.step(ctx, frames, now, doTick, settled, idle)
 		var p Progress
 		report := d.cfg.Progress != nil && (done || now.Sub(lastProgress) >= progressEvery)
 		if report {
@@ -79,47 +106,97 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			break
 		}
 	}
+	d.mu.Lock()
+	if !d.closed {
+		// Every step that finished left the state consistent: commit them,
+		// whether Run ends done, cancelled or on an intake error. (A step
+		// that failed has rolled the transaction back already.)
+		if err := d.commitState(context.WithoutCancel(ctx)); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+	}
+	d.mu.Unlock()
 	sum, err := d.summary(context.WithoutCancel(ctx), start)
 	if err != nil && runErr == nil {
 		runErr = err
 	}
-	d.log.Info("dispatcher finished", "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
+	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
 		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
 		"errors", sum.Errors, "elapsed", sum.Elapsed.Round(time.Millisecond), "pages_per_sec", int(sum.PagesPerSec))
 	return sum, runErr
 }
 
+// frame is one decoded intake frame, or the error that ended the intake.
 type frame struct {
 	kind wire.Kind
 	v    any
+	err  error
 }
 
-// receive waits briefly for one frame, then takes whatever else is ready.
-func (d *Dispatcher) receive() ([]frame, error) {
-	var out []frame
-	wait := recvWait
-	for len(out) < maxBatch {
-		kind, v, err := d.recv.Recv(wait)
-		wait = 0
+// readIntake reads and decodes frames into out until ctx is done or the
+// intake fails; a failure is passed on as the last frame.
+func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
+	for ctx.Err() == nil {
+		kind, v, err := d.recv.Recv(recvWait)
+		f := frame{kind: kind, v: v}
 		switch {
 		case err == nil:
-			out = append(out, frame{kind, v})
-			continue
 		case errors.Is(err, wire.ErrTimeout):
+			continue
 		case errors.Is(err, wire.ErrBadFrame):
 			d.log.Debug("bad frame dropped", "error", err)
 			continue
 		default:
-			return out, fmt.Errorf("dispatcher: intake: %w", err)
+			f = frame{err: fmt.Errorf("dispatcher: intake: %w", err)}
 		}
-		break
+		select {
+		case out <- f:
+		case <-ctx.Done():
+			return
+		}
+		if f.err != nil {
+			return
+		}
 	}
-	return out, nil
 }
 
-// step handles one batch under mu, in one state transaction: membership,
-// results, failed sends, expired leases, then new dispatches.
-func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, tick, dispatch bool) (bool, error) {
+// receive waits up to recvWait for one frame, then takes whatever else is
+// ready, up to maxBatch. idle reports that nothing came for recvWait: a
+// good time to commit. (A queue that is merely empty for an instant is
+// not idle: under load it is, between every two results.)
+func (d *Dispatcher) receive(ctx context.Context, intake <-chan frame) (out []frame, idle bool, err error) {
+	timer := time.NewTimer(recvWait)
+	defer timer.Stop()
+	select {
+	case f := <-intake:
+		if f.err != nil {
+			return nil, true, f.err
+		}
+		out = append(out, f)
+	case <-timer.C:
+		return nil, true, nil
+	case <-ctx.Done():
+		return nil, true, nil // Run sees ctx.Err next
+	}
+	for len(out) < maxBatch {
+		select {
+		case f := <-intake:
+			if f.err != nil {
+				return out, false, f.err
+			}
+			out = append(out, f)
+		default:
+			return out, false, nil
+		}
+	}
+	return out, false, nil
+}
+
+// step handles one batch under mu: membership, results, failed sends,
+// expired leases, then new dispatches. Its writes go into the open state
+// transaction, committed when it has been open for commitEvery, when the
+// intake is idle, or when the work is done.
+func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, tick, dispatch, idle bool) (bool, error) {
 	if err := d.st.begin(ctx); err != nil {
 		return false, err
 	}
@@ -165,26 +242,62 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 				return err
 			}
 		}
-		if err := d.flush(ctx); err != nil {
-			return err
-		}
-		return d.st.setMeta(ctx, "lease", d.nextLease)
+		return d.flush(ctx)
 	}()
 	if err != nil {
-		d.st.rollback()
-		clear(d.recCache)
-		d.work = nil
-		return false, err
-	}
-	if err := d.st.commit(ctx); err != nil {
+		d.abandon()
 		return false, err
 	}
 	if err := d.refill(ctx); err != nil {
+		d.abandon()
 		return false, err
 	}
 	done := d.nComplete == d.nRecords ||
 		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0)
+	if done || idle || now.Sub(d.st.txStart) >= commitEvery {
+		if err := d.commitState(ctx); err != nil {
+			return false, err
+		}
+	}
 	return done, nil
+}
+
+// commitState commits the open state transaction, with the lease counter.
+// Callers hold mu.
+func (d *Dispatcher) commitState(ctx context.Context) error {
+	if !d.st.inTx {
+		return nil
+	}
+	if err := d.st.setMeta(ctx, "lease", d.nextLease); err != nil {
+		d.abandon()
+		return err
+	}
+	if err := d.st.commit(ctx); err != nil {
+		d.abandon()
+		return err
+	}
+	return nil
+}
+
+// abandon rolls the open state transaction back and forgets what was
+// cached on top of it. Callers hold mu.
+func (d *Dispatcher) abandon() {
+	d.st.rollback()
+	clear(d.recCache)
+	d.work = nil
+}
+
+// joinedFresh reports that the supervisors of this crawl have all
+// announced themselves: every member joined by a Hello (supervisors
+// starting with the crawl say Hello at once), and none has joined for
+// settleQuiet. Supervisors that were running before this Run (the
+// dispatcher restarted) join by Heartbeat, spread over one heartbeat
+// interval; once one of those is heard, Run waits out the whole interval
+// so that domains do not go to the first one heard and then move. Without
+// this, a crawl whose supervisors start with it idled for a heartbeat
+// interval. Callers hold mu.
+func (d *Dispatcher) joinedFresh(now time.Time) bool {
+	return len(d.members) > 0 && !d.joinedByBeat && now.Sub(d.lastJoin) >= settleQuiet
 }
 
 // register handles a Hello or Heartbeat: a supervisor unknown, or known
@@ -229,6 +342,10 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		return nil
 	}
 	d.members[m.name] = m
+	d.lastJoin = now
+	if !hello {
+		d.joinedByBeat = true
+	}
 	d.epoch++
 	d.w.unparkAll(d.members)
 	m.enqueue(wire.KindWelcome, wire.Welcome{Dispatcher: d.name, Run: d.runID})
@@ -326,9 +443,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		m.inFlight++
 		w.hostInFlight[t.host]++
 		d.queuedN--
-		if _, err := d.st.exec(ctx, "frontState", stateLeased, t.lease, t.deadline.UnixNano(), m.name, t.id); err != nil {
-			return err
-		}
+		// The lease is not written to the state: it lives in memory, and a
+		// restarted dispatcher queues every unfinished task again anyway.
+		// In the state the task stays queued until its result is done.
 		if !m.enqueue(wire.KindTask, wire.Task{ID: t.id, Lease: t.lease, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render}) {
 			// Cannot happen (only this goroutine fills m.out, and it was
 			// checked above); re-queue and end the round rather than spin.

@@ -8,14 +8,19 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// Task states in the frontier table.
+// Task states in the frontier table. A lease lives in the Dispatcher's
+// memory only: a task out on lease is queued as far as the state goes,
+// which is what it becomes when a dispatcher restarts. (Writing the lease
+// cost a statement per dispatched task and bought nothing.)
 const (
 	stateQueued  = 0
-	stateLeased  = 1
+	stateLeased  = 1 // written by earlier builds; New queues such tasks again
 	stateDone    = 2
 	stateDropped = 3 // every record that wanted it is complete
 )
@@ -78,10 +83,12 @@ CREATE INDEX IF NOT EXISTS records_seq ON records(seq);
 // is serialized by the Dispatcher's mutex, and writes are grouped into one
 // transaction per batch (see begin/commit).
 type state struct {
-	db   *sql.DB
-	conn *sql.Conn
-	st   map[string]*sql.Stmt
-	inTx bool
+	db      *sql.DB
+	conn    *sql.Conn
+	st      map[string]*sql.Stmt
+	inTx    bool
+	txStart time.Time // when the open transaction began
+	commits int64     // transactions committed, for the log
 }
 
 var statements = map[string]string{
@@ -92,12 +99,8 @@ var statements = map[string]string{
 	"recPut":       `UPDATE records SET filled = ?, nfilled = ?, complete = ? WHERE id = ?`,
 	"recExists":    `SELECT 1 FROM records WHERE id = ?`,
 	"urlRecords":   `SELECT record_id, depth FROM task_records WHERE url_id = ? ORDER BY record_id`,
-	"trGet":        `SELECT depth FROM task_records WHERE url_id = ? AND record_id = ?`,
 	"trPut":        `INSERT INTO task_records(url_id, record_id, depth) VALUES(?, ?, ?) ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
-	"urlGet":       `SELECT f.state, f.depth, s.last_crawled, s.class, s.result FROM frontier f JOIN seen s ON s.id = f.id WHERE f.id = ?`,
-	"seenIns":      `INSERT INTO seen(id, url, first_seen) VALUES(?, ?, ?) ON CONFLICT(id) DO NOTHING`,
 	"seenDone":     `UPDATE seen SET last_crawled = ?, class = ?, status = ?, result = ? WHERE id = ?`,
-	"frontIns":     `INSERT INTO frontier(id, url, host, domain, depth, matched, priority, render, seq, state) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, 0)`,
 	"frontDepth":   `UPDATE frontier SET depth = ? WHERE id = ? AND depth > ?`,
 	"frontState":   `UPDATE frontier SET state = ?, lease = ?, deadline = ?, supervisor = ? WHERE id = ?`,
 	"frontRequeue": `UPDATE frontier SET state = 0, seq = ?, depth = ? WHERE id = ?`,
@@ -115,7 +118,7 @@ func openState(ctx context.Context, dir string) (*state, error) {
 	}
 	path := filepath.Join(dir, "state.db")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)"
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_pragma=cache_size(-16384)&_pragma=wal_autocheckpoint(4000)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
@@ -160,7 +163,7 @@ func (s *state) begin(ctx context.Context) error {
 	if _, err := s.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("dispatcher: state begin: %w", err)
 	}
-	s.inTx = true
+	s.inTx, s.txStart = true, time.Now()
 	return nil
 }
 
@@ -173,7 +176,25 @@ func (s *state) commit(ctx context.Context) error {
 		s.conn.ExecContext(context.Background(), "ROLLBACK")
 		return fmt.Errorf("dispatcher: state commit: %w", err)
 	}
+	s.commits++
 	return nil
+}
+
+// stmtN returns the statement name for n rows (or values), built by
+// sqlFor and prepared on first use. Batched lookups and inserts take a
+// different number of rows each time, up to a small bound, so the set of
+// statements stays small.
+func (s *state) stmtN(ctx context.Context, name string, n int, sqlFor func(n int) string) (*sql.Stmt, error) {
+	key := name + "/" + strconv.Itoa(n)
+	if st := s.st[key]; st != nil {
+		return st, nil
+	}
+	st, err := s.conn.PrepareContext(ctx, sqlFor(n))
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: prepare %s: %w", key, err)
+	}
+	s.st[key] = st
+	return st, nil
 }
 
 func (s *state) exec(ctx context.Context, name string, args ...any) (sql.Result, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -62,10 +63,91 @@ var sqliteSchema = [][]string{
 // write goes through, so writers of one process queue in Go instead of
 // contending for SQLite's file lock; r is a pool of read-only connections,
 // which WAL mode lets read while w writes.
+//
+// The statements of the hot paths are prepared once: database/sql keeps a
+// prepared statement per connection and reuses it (inside a transaction
+// too, through Tx.StmtContext), so no call pays for parsing its SQL again.
 type sqliteStore struct {
 	w, r      *sql.DB
+	ws        writeStmts
+	rs        readStmts
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// writeStmts are prepared on the writer, readStmts on the reader pool.
+type writeStmts struct {
+	putRecord, recordExists, setField, putRobots, putLastCrawl *sql.Stmt
+}
+
+type readStmts struct {
+	robots, lastCrawl *sql.Stmt
+}
+
+var writeSQL = map[string]string{
+	// ON CONFLICT DO UPDATE rather than INSERT OR REPLACE: a replace
+	// deletes the row first, and the cascade would drop its found fields.
+	"putRecord": `INSERT INTO records (id, seq, fields, field_order, links)
+			VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, fields = excluded.fields,
+				field_order = excluded.field_order, links = excluded.links`,
+	"recordExists": `SELECT 1 FROM records WHERE id = ?`,
+	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (record, field) DO UPDATE SET value = excluded.value, source = excluded.source,
+				mapping = excluded.mapping, depth = excluded.depth, at = excluded.at, conflicts = excluded.conflicts`,
+	"putRobots": `INSERT INTO robots (host, status, body, fetched_at, expires) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (host) DO UPDATE SET status = excluded.status, body = excluded.body,
+				fetched_at = excluded.fetched_at, expires = excluded.expires`,
+	// formatTime is fixed width, so max() on the text is max() on the time.
+	"putLastCrawl": `INSERT INTO last_crawl (host, at) VALUES (?, ?)
+			ON CONFLICT (host) DO UPDATE SET at = max(at, excluded.at)`,
+}
+
+var readSQL = map[string]string{
+	"robots":    `SELECT status, body, fetched_at, expires FROM robots WHERE host = ?`,
+	"lastCrawl": `SELECT at FROM last_crawl WHERE host = ?`,
+}
+
+// prepare prepares every statement of the store, closing what it prepared
+// on failure.
+func (s *sqliteStore) prepare(ctx context.Context) error {
+	var done []*sql.Stmt
+	prep := func(db *sql.DB, dst **sql.Stmt, name, q string) error {
+		st, err := db.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare %s: %w", name, err)
+		}
+		*dst = st
+		done = append(done, st)
+		return nil
+	}
+	err := errors.Join(
+		prep(s.w, &s.ws.putRecord, "putRecord", writeSQL["putRecord"]),
+		prep(s.w, &s.ws.recordExists, "recordExists", writeSQL["recordExists"]),
+		prep(s.w, &s.ws.setField, "setField", writeSQL["setField"]),
+		prep(s.w, &s.ws.putRobots, "putRobots", writeSQL["putRobots"]),
+		prep(s.w, &s.ws.putLastCrawl, "putLastCrawl", writeSQL["putLastCrawl"]),
+		prep(s.r, &s.rs.robots, "robots", readSQL["robots"]),
+		prep(s.r, &s.rs.lastCrawl, "lastCrawl", readSQL["lastCrawl"]),
+	)
+	if err != nil {
+		for _, st := range done {
+			st.Close()
+		}
+	}
+	return err
+}
+
+func (s *sqliteStore) closeStmts() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.ws.putRecord, s.ws.recordExists, s.ws.setField, s.ws.putRobots,
+		s.ws.putLastCrawl, s.rs.robots, s.rs.lastCrawl} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 var _ Store = (*sqliteStore)(nil)
@@ -107,7 +189,13 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
-	return &sqliteStore{w: w, r: r}, nil
+	s := &sqliteStore{w: w, r: r}
+	if err := s.prepare(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
+	}
+	return s, nil
 }
 
 // sqliteDSNs returns the file's path for messages and the driver DSNs of
@@ -233,7 +321,7 @@ func (s *sqliteStore) Backend() string { return "sqlite" }
 
 func (s *sqliteStore) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		s.closeErr = errors.Join(s.closeStmts(), s.r.Close(), s.w.Close())
 	})
 	return s.closeErr
 }
@@ -257,16 +345,7 @@ func (s *sqliteStore) PutRecords(ctx context.Context, recs []Record) error {
 		return nil
 	}
 	return s.write(ctx, "put records", func(tx *sql.Tx) error {
-		// ON CONFLICT DO UPDATE rather than INSERT OR REPLACE: a replace
-		// deletes the row first, and the cascade would drop its found fields.
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO records (id, seq, fields, field_order, links)
-			VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, fields = excluded.fields,
-				field_order = excluded.field_order, links = excluded.links`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
+		stmt := tx.StmtContext(ctx, s.ws.putRecord)
 		for i, r := range rows {
 			if _, err := stmt.ExecContext(ctx, r.id, recs[i].Seq, r.fields, r.order, r.links); err != nil {
 				return fmt.Errorf("record %q: %w", r.id, err)
@@ -295,7 +374,7 @@ func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Val
 	}
 	err := s.write(ctx, fmt.Sprintf("set fields on record %q", recordID), func(tx *sql.Tx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM records WHERE id = ?`, recordID).Scan(&one)
+		err := tx.StmtContext(ctx, s.ws.recordExists).QueryRowContext(ctx, recordID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -305,14 +384,7 @@ func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Val
 		if len(vals) == 0 {
 			return nil
 		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (record, field) DO UPDATE SET value = excluded.value, source = excluded.source,
-				mapping = excluded.mapping, depth = excluded.depth, at = excluded.at, conflicts = excluded.conflicts`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
+		stmt := tx.StmtContext(ctx, s.ws.setField)
 		for i, v := range vals {
 			if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts); err != nil {
 				return fmt.Errorf("field %q: %w", v.Field, err)
@@ -423,8 +495,7 @@ func (s *sqliteStore) Robots(ctx context.Context, host string) (Robots, error) {
 		r                  Robots
 		fetchedAt, expires string
 	)
-	err := s.r.QueryRowContext(ctx, `SELECT status, body, fetched_at, expires FROM robots WHERE host = ?`, host).
-		Scan(&r.Status, &r.Body, &fetchedAt, &expires)
+	err := s.rs.robots.QueryRowContext(ctx, host).Scan(&r.Status, &r.Body, &fetchedAt, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Robots{}, fmt.Errorf("%w: robots for %s", ErrNotFound, host)
 	}
@@ -457,17 +528,14 @@ func (s *sqliteStore) PutRobots(ctx context.Context, host string, r Robots) erro
 		return fmt.Errorf("store: put robots for %s: expires: %w", host, err)
 	}
 	return s.write(ctx, "put robots for "+host, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO robots (host, status, body, fetched_at, expires) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (host) DO UPDATE SET status = excluded.status, body = excluded.body,
-				fetched_at = excluded.fetched_at, expires = excluded.expires`,
-			host, r.Status, body, fetchedAt, expires)
+		_, err := tx.StmtContext(ctx, s.ws.putRobots).ExecContext(ctx, host, r.Status, body, fetchedAt, expires)
 		return err
 	})
 }
 
 func (s *sqliteStore) LastCrawl(ctx context.Context, host string) (time.Time, error) {
 	var at string
-	err := s.r.QueryRowContext(ctx, `SELECT at FROM last_crawl WHERE host = ?`, host).Scan(&at)
+	err := s.rs.lastCrawl.QueryRowContext(ctx, host).Scan(&at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("%w: last crawl of %s", ErrNotFound, host)
 	}
@@ -489,10 +557,42 @@ func (s *sqliteStore) PutLastCrawl(ctx context.Context, host string, at time.Tim
 	if err != nil {
 		return fmt.Errorf("store: put last crawl of %s: %w", host, err)
 	}
-	// formatTime is fixed width, so max() on the text is max() on the time.
 	return s.write(ctx, "put last crawl of "+host, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO last_crawl (host, at) VALUES (?, ?)
-			ON CONFLICT (host) DO UPDATE SET at = max(at, excluded.at)`, host, text)
+		_, err := tx.StmtContext(ctx, s.ws.putLastCrawl).ExecContext(ctx, host, text)
 		return err
+	})
+}
+
+// PutLastCrawls records the last-crawl times of many hosts in one
+// transaction, each kept only if it is later than the one stored, as
+// PutLastCrawl does. Supervisors buffer these times and write them in
+// batches, so a busy crawl costs one transaction per batch rather than one
+// per request. Nothing is written if any entry is invalid.
+func (s *sqliteStore) PutLastCrawls(ctx context.Context, times map[string]time.Time) error {
+	type row struct{ host, at string }
+	rows := make([]row, 0, len(times))
+	for host, at := range times {
+		if host == "" {
+			return errors.New("store: put last crawls: empty host")
+		}
+		text, err := formatTime(at)
+		if err != nil {
+			return fmt.Errorf("store: put last crawls: %s: %w", host, err)
+		}
+		rows = append(rows, row{host, text})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	// Sorted so that a batch writes in the same order whatever the map's.
+	sort.Slice(rows, func(i, j int) bool { return rows[i].host < rows[j].host })
+	return s.write(ctx, fmt.Sprintf("put last crawls of %d hosts", len(rows)), func(tx *sql.Tx) error {
+		stmt := tx.StmtContext(ctx, s.ws.putLastCrawl)
+		for _, r := range rows {
+			if _, err := stmt.ExecContext(ctx, r.host, r.at); err != nil {
+				return fmt.Errorf("%s: %w", r.host, err)
+			}
+		}
+		return nil
 	})
 }

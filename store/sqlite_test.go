@@ -415,3 +415,58 @@ func TestSQLiteConcurrentFirstOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLitePutLastCrawls checks the batched write: each host keeps the
+// later of its stored and given times, and an invalid entry writes nothing.
+func TestSQLitePutLastCrawls(t *testing.T) {
+	ctx := context.Background()
+	s := openSQLite(t, filepath.Join(t.TempDir(), "store.db"))
+	defer s.Close()
+	b, ok := s.(interface {
+		PutLastCrawls(context.Context, map[string]time.Time) error
+	})
+	if !ok {
+		t.Fatal("the SQLite store has no PutLastCrawls")
+	}
+	t0 := time.Date(2025, 3, 4, 5, 6, 7, 8, time.UTC)
+	if err := s.PutLastCrawl(ctx, "old.example", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name    string
+		batch   map[string]time.Time
+		wantErr string
+		want    map[string]time.Time // after the step; a zero time means absent
+	}{
+		{"empty batch", map[string]time.Time{}, "", map[string]time.Time{"old.example": t0.Add(time.Hour), "a.example": {}}},
+		{"new and older", map[string]time.Time{"a.example": t0, "old.example": t0},
+			"", map[string]time.Time{"a.example": t0, "old.example": t0.Add(time.Hour)}},
+		{"later wins", map[string]time.Time{"a.example": t0.Add(time.Minute), "old.example": t0.Add(2 * time.Hour)},
+			"", map[string]time.Time{"a.example": t0.Add(time.Minute), "old.example": t0.Add(2 * time.Hour)}},
+		{"empty host refused", map[string]time.Time{"": t0, "b.example": t0}, "empty host",
+			map[string]time.Time{"b.example": {}}},
+		{"bad time refused", map[string]time.Time{"b.example": time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), "c.example": t0},
+			"year outside", map[string]time.Time{"b.example": {}, "c.example": {}}},
+	}
+	for _, st := range steps {
+		err := b.PutLastCrawls(ctx, st.batch)
+		if st.wantErr == "" && err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if st.wantErr != "" && (err == nil || !strings.Contains(err.Error(), st.wantErr)) {
+			t.Fatalf("%s: error %v, want one saying %q", st.name, err, st.wantErr)
+		}
+		for host, want := range st.want {
+			got, err := s.LastCrawl(ctx, host)
+			if want.IsZero() {
+				if !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("%s: LastCrawl(%s) = %v, %v; want not found", st.name, host, got, err)
+				}
+				continue
+			}
+			if err != nil || !got.Equal(want) {
+				t.Errorf("%s: LastCrawl(%s) = %v, %v; want %v", st.name, host, got, err, want)
+			}
+		}
+	}
+}

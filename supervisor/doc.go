@@ -23,7 +23,7 @@
 //
 // Tasks are queued per host (lower-case host[:port]). A host is handed to
 // at most one worker at a time, and becomes ready when its delay since the
-// start of its last request has passed; ready hosts are served in order of
+// end of its last request has passed; ready hosts are served in order of
 // readiness from a min-heap, so a worker never sleeps on one host while
 // another is ready, and Workers bounds the fetches in progress. Per turn a
 // host makes at most one request:
@@ -38,9 +38,14 @@
 //
 // The delay is the robots.txt Crawl-delay, else DefaultDelay, counted from
 // the end of one request to the start of the next, so requests never reach
-// a host closer together than the delay. The end of every request is
-// written to Config.Cache, and read back before the next one, so a host
-// that moves to another supervisor keeps its delay.
+// a host closer together than the delay. The supervisor keeps the end of
+// each host's last request in memory and writes these times to
+// Config.Cache in one batch every 250ms (and on shutdown), so a host that
+// moves to another supervisor keeps its delay. The cache is read on first
+// sight of a host and whenever our own last request to it is older than
+// that interval; a time read from it that another supervisor wrote is
+// padded by the interval, since its writer may have made a later request
+// not yet written.
 //
 // # Pages
 //
@@ -62,6 +67,7 @@
 // # Shutdown
 //
 // Cancelling Run's context stops the workers, the reader and the sender,
-// drops queued tasks and closes both sockets and the fetcher; when Run
-// returns, no goroutine of the supervisor is left.
+// drops queued tasks, writes the buffered last-crawl times and closes both
+// sockets and the fetcher; when Run returns, no goroutine of the
+// supervisor is left.
 package supervisor

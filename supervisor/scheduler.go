@@ -33,7 +33,10 @@ type host struct {
 
 	// Owned by the holder.
 	robots *robotsRules // nil until loaded from the cache or fetched
-	last   time.Time    // start of the latest request to the host known here
+	last   time.Time    // end of the latest request to the host known here
+	// inherited: last came from the shared cache, written by another
+	// supervisor (or an earlier run) and possibly behind; see nextStart.
+	inherited bool
 }
 
 // scheduler queues tasks per host and hands out hosts in order of readiness.
@@ -214,8 +217,10 @@ func (s *scheduler) release(h *host, ready time.Time) {
 }
 
 // sweep forgets idle hosts whose delay has passed. Forgetting is safe:
-// their robots rules and last request time live in the host cache and are
-// read again when tasks for them arrive. Callers hold mu.
+// their robots rules live in the host cache and are read again when tasks
+// for them arrive, and their delay has passed, so the last request time
+// (which may still be on its way to the cache) no longer matters. Callers
+// hold mu.
 func (s *scheduler) sweep() {
 	now := time.Now()
 	for name, h := range s.hosts {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,9 @@ const (
 	resultTimeout = 10 * time.Second       // then the result is given up; the lease re-sends the task
 	recvPoll      = 200 * time.Millisecond // receive poll, bounds how long shutdown waits for the reader
 	cacheTimeout  = 5 * time.Second        // one host cache read or write
+	// lastCrawlFlush is how often buffered last-crawl times are written to
+	// the host cache, and so how far behind the cache may be.
+	lastCrawlFlush = 250 * time.Millisecond
 )
 
 // Config configures a Supervisor. Zero values take the defaults.
@@ -113,6 +117,11 @@ type Supervisor struct {
 	cacheErrs atomic.Int64
 	failedMu  sync.Mutex
 	failed    map[string]int64
+
+	// Last-crawl times not yet written to the cache, host → end of the
+	// latest request; see recordLastCrawl.
+	lastMu      sync.Mutex
+	lastPending map[string]time.Time
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -213,6 +222,8 @@ func New(cfg Config) (*Supervisor, error) {
 		sched:    newScheduler(cfg.Capacity),
 		welcome:  make(chan struct{}, 1),
 		failed:   make(map[string]int64),
+
+		lastPending: make(map[string]time.Time),
 	}
 	if s.advert == "" {
 		s.advert = s.endpoint
@@ -242,12 +253,18 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.receive(ctx) })
 	wg.Go(func() { s.talk(ctx) })
+	wg.Go(func() { s.flushLoop(ctx) })
 	for range s.cfg.Workers {
 		wg.Go(func() { s.work(ctx) })
 	}
 	<-ctx.Done()
 	s.sched.stop()
 	wg.Wait()
+	// The workers are done: write the times of their last requests, so a
+	// supervisor that takes the hosts over knows them.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheTimeout)
+	s.flushLastCrawls(fctx)
+	cancel()
 	err := s.Close()
 	st := s.Stats()
 	s.log.Info("supervisor stopped", "fetched", st.Fetched, "failed", st.Failed, "robots", st.RobotsFetched, "unsent", st.Unsent)
@@ -528,6 +545,90 @@ func (s *Supervisor) sendResult(ctx context.Context, r *wire.Result) {
 	// first time and every hundredth after.
 	if n := s.unsent.Add(1); n == 1 || n%100 == 0 {
 		s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "err", err, "unsent", n)
+	}
+}
+
+// lastCrawlBatcher is a host cache that writes many last-crawl times at
+// once (the SQLite store does, in one transaction).
+type lastCrawlBatcher interface {
+	PutLastCrawls(ctx context.Context, times map[string]time.Time) error
+}
+
+// recordLastCrawl buffers the end of a request to host for the cache. The
+// supervisor keeps the times of the hosts it crawls in memory (the
+// scheduler's host state), which is what its own politeness runs on; the
+// cache is for whoever crawls the host next. Writing it on every request
+// put one write transaction per page on the store's single writer, which
+// every worker then queued for; flushLoop writes the buffer in one batch
+// per lastCrawlFlush instead. The buffer holds at most one entry per host
+// crawled within one interval.
+func (s *Supervisor) recordLastCrawl(host string, end time.Time) {
+	s.lastMu.Lock()
+	if end.After(s.lastPending[host]) {
+		s.lastPending[host] = end
+	}
+	s.lastMu.Unlock()
+}
+
+// flushLoop writes the buffered last-crawl times every lastCrawlFlush
+// until ctx is done (Run writes what is left once the workers stop).
+func (s *Supervisor) flushLoop(ctx context.Context) {
+	tick := time.NewTicker(lastCrawlFlush)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			fctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+			s.flushLastCrawls(fctx)
+			cancel()
+		}
+	}
+}
+
+// flushLastCrawls writes the buffered times to the cache: in one batch
+// when the cache can, else host by host. Times that fail are put back to
+// be tried at the next flush (unless a later time came meanwhile); a
+// panicking cache is contained and its batch given up, since the times
+// only help a future owner of the hosts.
+func (s *Supervisor) flushLastCrawls(ctx context.Context) {
+	s.lastMu.Lock()
+	batch := s.lastPending
+	if len(batch) == 0 {
+		s.lastMu.Unlock()
+		return
+	}
+	s.lastPending = make(map[string]time.Time, len(batch))
+	s.lastMu.Unlock()
+
+	failed := make(map[string]time.Time)
+	defer func() {
+		if v := recover(); v != nil {
+			s.log.Error("panic while writing last-crawl times recovered", "hosts", len(batch), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			return
+		}
+		if len(failed) > 0 && ctx.Err() == nil {
+			for h, at := range failed {
+				s.recordLastCrawl(h, at)
+			}
+		}
+	}()
+	for h, at := range batch {
+		batch[h] = at.UTC()
+	}
+	if b, ok := s.cache.(lastCrawlBatcher); ok {
+		if err := b.PutLastCrawls(ctx, batch); err != nil {
+			s.cacheFailed("put last crawls", fmt.Sprintf("%d hosts", len(batch)), err)
+			failed = batch
+		}
+		return
+	}
+	for h, at := range batch {
+		if err := s.cache.PutLastCrawl(ctx, h, at); err != nil {
+			s.cacheFailed("put last crawl", h, err)
+			failed[h] = at
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -344,9 +345,83 @@ func TestHostCacheCarriesPoliteness(t *testing.T) {
 	if gap := hits[0].at.Sub(last); gap < 500*time.Millisecond {
 		t.Errorf("requested %v after the cached last crawl, want at least the 500ms Crawl-delay", gap)
 	}
-	after, err := cache.LastCrawl(ctx, "a.test")
-	if err != nil || !after.After(last) {
-		t.Errorf("last crawl after the request = %v, %v; want later than %v", after, err, last)
+	// The time is written behind the request, within a flush interval.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after, err := cache.LastCrawl(ctx, "a.test")
+		if err == nil && after.After(last) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("last crawl 5s after the request = %v, %v; want later than %v", after, err, last)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// countingCache counts the last-crawl writes that reach a real SQLite
+// cache, batched and single.
+type countingCache struct {
+	store.Store
+	batches, hosts, singles atomic.Int32
+}
+
+func (c *countingCache) PutLastCrawls(ctx context.Context, times map[string]time.Time) error {
+	c.batches.Add(1)
+	c.hosts.Add(int32(len(times)))
+	return c.Store.(lastCrawlBatcher).PutLastCrawls(ctx, times)
+}
+
+func (c *countingCache) PutLastCrawl(ctx context.Context, host string, at time.Time) error {
+	c.singles.Add(1)
+	return c.Store.PutLastCrawl(ctx, host, at)
+}
+
+func TestLastCrawlWrittenBehind(t *testing.T) {
+	t.Parallel()
+	// Many requests, few writes: the times go to the cache in batches,
+	// and once the supervisor stops the cache holds, for every host, a
+	// time no earlier than its last request's arrival.
+	pages := map[string]string{}
+	for i := range 8 {
+		pages[fmt.Sprintf("/people/%d", i)] = annPage
+	}
+	a := newSite(t, "a.test", "", pages)
+	b := newSite(t, "b.test", "", pages)
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	cfg := testConfig(t, d, a, b)
+	cfg.DefaultDelay = NoDelay
+	cache := &countingCache{Store: openCache(t)}
+	cfg.Cache = cache
+	r := start(t, cfg)
+	register(t, d)
+	for _, s := range []*site{a, b} {
+		for p := range pages {
+			d.task(s.name+p, 1, "http://"+s.name+p)
+		}
+	}
+	for id, res := range d.collect(2*len(pages), 15*time.Second) {
+		if res.Class != "" {
+			t.Errorf("%s: class %q: %s", id, res.Class, res.Error)
+		}
+	}
+	if err := r.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	requests := len(a.log()) + len(b.log())
+	if n := cache.singles.Load(); n != 0 {
+		t.Errorf("%d single last-crawl writes; want every write batched", n)
+	}
+	if n := cache.batches.Load(); n == 0 || int(n) >= requests {
+		t.Errorf("%d batched writes for %d requests; want at least one and fewer than the requests", n, requests)
+	}
+	for _, s := range []*site{a, b} {
+		hits := s.log()
+		lastHit := hits[len(hits)-1].at
+		got, err := cache.LastCrawl(context.Background(), s.name)
+		if err != nil || got.Before(lastHit) {
+			t.Errorf("%s: cached last crawl %v, %v; want no earlier than the last request's arrival %v", s.name, got, err, lastHit)
+		}
 	}
 }
 

@@ -64,6 +64,13 @@ func (s *Supervisor) turnSafe(ctx context.Context, h *host) (next time.Time, p *
 		s.log.Error("panic during host turn recovered", "host", h.name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		next = time.Now().Add(s.cfg.DefaultDelay)
 		p = nil
+		if popped == nil {
+			// The turn failed before taking a task (reading the host's
+			// cached state, say). The task it was for is answered, so a
+			// host whose turns always panic still drains instead of
+			// holding its tasks forever.
+			popped = s.sched.pop(h)
+		}
 		if popped != nil {
 			p = &page{task: popped, res: s.answer(popped, ClassPanic, fmt.Sprintf("panic: %v", v))}
 		}
@@ -78,9 +85,16 @@ func (s *Supervisor) turnSafe(ctx context.Context, h *host) (next time.Time, p *
 func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (time.Time, *page) {
 	now := time.Now()
 	// The cache may know a later request than we do: another supervisor
-	// that owned the host before, or this one before a restart.
-	if lc, ok := s.lastCrawl(ctx, h.name); ok && lc.After(h.last) {
-		h.last = lc
+	// that owned the host before, or this one before a restart. It is read
+	// when that can be so: on first sight of the host, and when our own
+	// latest request to it is older than a flush interval. A host we are
+	// crawling steadily is ours, and what we know of it is ahead of the
+	// cache (which gets our times write-behind, see recordLastCrawl), so
+	// reading it on every turn would cost a query per request for nothing.
+	if h.last.IsZero() || now.Sub(h.last) > lastCrawlFlush {
+		if lc, ok := s.lastCrawl(ctx, h.name); ok && lc.After(h.last) {
+			h.last, h.inherited = lc, true
+		}
 	}
 	if h.robots == nil || !now.Before(h.robots.expires) {
 		if r := s.cachedRobots(ctx, h.name, now); r != nil {
@@ -93,14 +107,14 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	}
 	if h.robots == nil || !now.Before(h.robots.expires) {
 		// Stale rules still give the best guess of the delay.
-		if at := h.last.Add(s.delay(h.robots)); at.After(now) {
+		if at := s.nextStart(h, s.delay(h.robots)); at.After(now) {
 			return at, nil
 		}
 		s.fetchRobots(ctx, h, first.URL)
 		if h.robots != nil && h.robots.delay > s.cfg.MaxCrawlDelay {
 			return now, nil // its tasks are answered without requests
 		}
-		return h.last.Add(s.delay(h.robots)), nil
+		return s.nextStart(h, s.delay(h.robots)), nil
 	}
 
 	delay := s.delay(h.robots)
@@ -120,13 +134,13 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		return now, &page{task: t, res: s.answer(t, ClassRobots,
 			fmt.Sprintf("disallowed by robots.txt of %s", h.name))}
 	}
-	if at := h.last.Add(delay); at.After(now) {
+	if at := s.nextStart(h, delay); at.After(now) {
 		return at, nil
 	}
 	t := s.popInto(h, popped)
 	start := time.Now()
 	resp, err := s.fetcher.Get(ctx, t.URL)
-	end := s.requestDone(ctx, h)
+	end := s.requestDone(h)
 	return end.Add(delay), &page{task: t, start: start, resp: resp, err: err}
 }
 
@@ -147,19 +161,37 @@ func (s *Supervisor) delay(r *robotsRules) time.Duration {
 	return min(r.delay, s.cfg.MaxCrawlDelay)
 }
 
-// requestDone records that a request to h ended now, here and in the
-// shared cache, so the delay holds even if the host changes owner. The
-// delay runs from the end of one request to the start of the next: the
-// host gets its full pause however slowly it answered, and request
-// arrivals at the host are never closer than the delay.
-func (s *Supervisor) requestDone(ctx context.Context, h *host) time.Time {
-	end := time.Now()
-	h.last = end
-	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
-	defer cancel()
-	if err := s.cache.PutLastCrawl(cctx, h.name, end.UTC()); err != nil && ctx.Err() == nil {
-		s.cacheFailed("put last crawl", h.name, err)
+// nextStart is the earliest start of h's next request, delay after the
+// end of the latest one known.
+//
+// A time inherited from the cache may be behind: its writer flushes its
+// times every lastCrawlFlush, so it may have made a later request that is
+// not written yet. With a delay to keep, an inherited time is therefore
+// padded by the flush interval. With no delay there is nothing to pad:
+// last-crawl times only space requests out, they never told two
+// supervisors apart while both fetch. A host the cache has no time for is
+// not padded either: that would hold back the first request to every
+// host of every crawl to cover one narrow case (a host whose very first
+// request was made by another supervisor within the last flush interval
+// and that changed owner in that instant), and a change of owner can
+// overlap with the previous owner's requests anyway, since it still
+// fetches the tasks it holds until they are done.
+func (s *Supervisor) nextStart(h *host, delay time.Duration) time.Time {
+	if delay > 0 && h.inherited {
+		delay += lastCrawlFlush
 	}
+	return h.last.Add(delay)
+}
+
+// requestDone records that a request to h ended now, here and (write-
+// behind) in the shared cache, so the delay holds even if the host
+// changes owner. The delay runs from the end of one request to the start
+// of the next: the host gets its full pause however slowly it answered,
+// and request arrivals at the host are never closer than the delay.
+func (s *Supervisor) requestDone(h *host) time.Time {
+	end := time.Now()
+	h.last, h.inherited = end, false
+	s.recordLastCrawl(h.name, end)
 	return end
 }
 
@@ -209,7 +241,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	start := time.Now()
 	s.robots.Add(1)
 	resp, err := s.fetcher.Get(ctx, robotsURL)
-	s.requestDone(ctx, h)
+	s.requestDone(h)
 	if ctx.Err() != nil {
 		return // shutting down; nothing learned
 	}

@@ -86,19 +86,19 @@ func TestFitFrame(t *testing.T) {
 	}
 }
 
-// boomCache is a real SQLite host cache that panics on the second
-// last-crawl write for boom.test, i.e. during its first page request (the
-// first write is its robots.txt fetch).
+// boomCache is a real SQLite host cache that panics on the first
+// last-crawl read for boom.test, i.e. during the host's first turn, before
+// any task is taken.
 type boomCache struct {
 	store.HostCache
-	puts atomic.Int32
+	reads atomic.Int32
 }
 
-func (c *boomCache) PutLastCrawl(ctx context.Context, host string, at time.Time) error {
-	if host == "boom.test" && c.puts.Add(1) == 2 {
+func (c *boomCache) LastCrawl(ctx context.Context, host string) (time.Time, error) {
+	if host == "boom.test" && c.reads.Add(1) == 1 {
 		panic("cache exploded")
 	}
-	return c.HostCache.PutLastCrawl(ctx, host, at)
+	return c.HostCache.LastCrawl(ctx, host)
 }
 
 func TestPanicIsContained(t *testing.T) {

@@ -96,7 +96,7 @@ func (r *Receiver) Recv(timeout time.Duration) (Kind, any, error) {
 	}
 	frame, err := r.sock.RecvBytes(zmq.DONTWAIT)
 	if err != nil {
-		if zmq.AsErrno(err) == zmq.Errno(11) { // EAGAIN: raced with nothing
+		if isEAGAIN(err) { // raced with nothing
 			return 0, nil, ErrTimeout
 		}
 		return 0, nil, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
@@ -179,6 +179,15 @@ func (s *Sender) Send(kind Kind, v any, timeout time.Duration) error {
 	if s.sock == nil {
 		return ErrClosed
 	}
+	// Try first: a connected peer with room takes the frame at once, and
+	// the lock is held for one call instead of a poll and a send. Only a
+	// full queue (or no peer yet) waits, in the poll below.
+	if _, err := s.sock.SendBytes(frame, zmq.DONTWAIT); !isEAGAIN(err) {
+		if err != nil {
+			return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, err)
+		}
+		return nil
+	}
 	polled, err := s.poller.Poll(timeout)
 	if err != nil {
 		return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, err)
@@ -187,12 +196,18 @@ func (s *Sender) Send(kind Kind, v any, timeout time.Duration) error {
 		return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, ErrTimeout)
 	}
 	if _, err := s.sock.SendBytes(frame, zmq.DONTWAIT); err != nil {
-		if zmq.AsErrno(err) == zmq.Errno(11) {
+		if isEAGAIN(err) {
 			return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, ErrTimeout)
 		}
 		return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, err)
 	}
 	return nil
+}
+
+// isEAGAIN reports whether err is ZeroMQ's "try again": nothing to
+// receive, or no room to send, right now.
+func isEAGAIN(err error) bool {
+	return err != nil && zmq.AsErrno(err) == zmq.Errno(11)
 }
 
 // Close closes the socket; frames not yet sent get a short linger.

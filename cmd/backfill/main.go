@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 )
 
@@ -83,8 +84,10 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 
 // profile starts the profiles asked for in the environment and returns
 // what stops them: BACKFILL_CPUPROFILE=path writes a CPU profile,
-// BACKFILL_BLOCKPROFILE=path a blocking profile (every blocking event).
-// A profile that cannot be written is reported and skipped.
+// BACKFILL_BLOCKPROFILE=path a blocking profile (every blocking event),
+// BACKFILL_MEMPROFILE=path an allocation profile, BACKFILL_TRACE=path an
+// execution trace. A profile that cannot be written is reported and
+// skipped.
 func profile(stderr io.Writer) (stop func()) {
 	var stops []func()
 	if path := os.Getenv("BACKFILL_CPUPROFILE"); path != "" {
@@ -109,6 +112,28 @@ func profile(stderr io.Writer) (stop func()) {
 				fmt.Fprintf(stderr, "backfill: block profile %s: %v\n", path, err)
 			}
 		})
+	}
+	if path := os.Getenv("BACKFILL_MEMPROFILE"); path != "" {
+		stops = append(stops, func() {
+			f, err := os.Create(path)
+			if err == nil {
+				err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "backfill: allocation profile %s: %v\n", path, err)
+			}
+		})
+	}
+	if path := os.Getenv("BACKFILL_TRACE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "backfill: trace %s: %v\n", path, err)
+		} else {
+			stops = append(stops, func() { trace.Stop(); f.Close() })
+		}
 	}
 	return func() {
 		for _, stop := range stops {
