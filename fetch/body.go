@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"bufio"
-	"bytes"
 	"compress/flate"
 	"compress/gzip"
 	"compress/zlib"
@@ -11,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/andybalholm/brotli"
 )
@@ -44,8 +45,21 @@ type wireReader struct {
 	max int64
 }
 
+// wireBufs recycles wireReader buffers: one per request would be half of
+// all the bytes a crawl allocates.
+var wireBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readChunk) }}
+
 func newWireReader(r io.Reader, max int64) *wireReader {
-	return &wireReader{br: bufio.NewReaderSize(r, readChunk), max: max}
+	br := wireBufs.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &wireReader{br: br, max: max}
+}
+
+// release returns the buffer to the pool; w must not be used afterwards.
+func (w *wireReader) release() {
+	w.br.Reset(nil)
+	wireBufs.Put(w.br)
+	w.br = nil
 }
 
 func (w *wireReader) Read(p []byte) (int, error) {
@@ -78,6 +92,7 @@ func (w *wireReader) ReadByte() (byte, error) {
 func (f *Fetcher) readBody(ctx, parent context.Context, hr *http.Response) ([]byte, bool, *bodyError) {
 	max := f.cfg.MaxBody
 	wire := newWireReader(hr.Body, max+1)
+	defer wire.release()
 	codings := contentCodings(hr.Header.Get("Content-Encoding"))
 	var r io.Reader = wire
 	var closers []io.Closer
@@ -202,28 +217,26 @@ func decoder(coding string, r io.Reader) (io.Reader, error) {
 	return nil, &codingError{fmt.Sprintf("unsupported content encoding %q", coding)}
 }
 
-// readCapped reads r in chunks until EOF or until max bytes are held; it
-// reads at most one byte past max, to learn whether there was more.
+// readCapped reads r until EOF or until max bytes are held; it reads at
+// most one byte past max, to learn whether there was more. It reads
+// straight into the slice it returns, which grows as the body does.
 func readCapped(r io.Reader, max int64) ([]byte, bool, error) {
-	var buf bytes.Buffer
-	chunk := make([]byte, readChunk)
+	buf := make([]byte, 0, min(max+1, readChunk))
 	for {
-		room := max - int64(buf.Len())
-		p := chunk
-		if int64(len(p)) > room+1 {
-			p = p[:room+1]
+		if len(buf) == cap(buf) {
+			grow := min(int64(cap(buf)), max+1-int64(len(buf))) // double, up to max+1
+			buf = slices.Grow(buf, int(grow))
 		}
-		n, err := r.Read(p)
-		if int64(n) > room {
-			buf.Write(p[:room])
-			return buf.Bytes(), true, nil
+		n, err := r.Read(buf[len(buf):min(int64(cap(buf)), max+1)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max {
+			return buf[:max], true, nil
 		}
-		buf.Write(p[:n])
 		if errors.Is(err, io.EOF) {
-			return buf.Bytes(), false, nil
+			return buf, false, nil
 		}
 		if err != nil {
-			return buf.Bytes(), false, err
+			return buf, false, err
 		}
 	}
 }

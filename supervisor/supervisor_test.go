@@ -511,3 +511,32 @@ func TestOverCapacityDropped(t *testing.T) {
 		t.Errorf("requests %q, want only robots.txt within the delay", got)
 	}
 }
+
+// TestCapacityFreedBeforeResult: the dispatcher counts a task done when its
+// result arrives and may send the next one at once; with Capacity 1 that
+// next task must find room, every time, and never be dropped.
+func TestCapacityFreedBeforeResult(t *testing.T) {
+	t.Parallel()
+	pages := map[string]string{}
+	for i := range 30 {
+		pages[fmt.Sprintf("/people/%d", i)] = annPage
+	}
+	s := newSite(t, "a.test", "", pages)
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	cfg := testConfig(t, d, s)
+	cfg.Capacity = 1
+	cfg.DefaultDelay = NoDelay
+	r := start(t, cfg)
+	register(t, d)
+	for i := range 30 {
+		id := fmt.Sprintf("p%d", i)
+		d.task(id, 1, fmt.Sprintf("http://a.test/people/%d", i))
+		res := d.collect(1, 10*time.Second)
+		if res[id] == nil || res[id].Class != "" {
+			t.Fatalf("task %d: results %v, stats %+v", i, res, r.sup.Stats())
+		}
+	}
+	if st := r.sup.Stats(); st.Dropped != 0 {
+		t.Fatalf("%d tasks dropped at capacity 1 although each was sent after the previous result", st.Dropped)
+	}
+}

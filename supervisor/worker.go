@@ -293,7 +293,14 @@ func (s *Supervisor) answer(t *wire.Task, class, msg string) *wire.Result {
 // finishSafe runs finish, answering "panic" if extraction panics, and
 // always gives the task's capacity back.
 func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
-	defer s.sched.done()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			s.sched.done()
+		}
+	}
+	defer release()
 	var res *wire.Result
 	func() {
 		defer func() {
@@ -312,6 +319,10 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 	} else {
 		s.countFailed(res.Class)
 	}
+	// The slot is freed before the result can reach the dispatcher: it
+	// counts the task done when the result arrives and may send the next
+	// one at once, which must find room here.
+	release()
 	s.sendResult(ctx, fitFrame(res))
 }
 
