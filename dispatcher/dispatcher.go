@@ -29,8 +29,12 @@ type Config struct {
 	Lease        time.Duration // default 2m
 	HostInFlight int           // default 2
 	Heartbeat    time.Duration // supervisors' heartbeat interval, default 2s
-	Logger       *slog.Logger  // nil discards
-	Progress     func(Progress)
+	// Expect, when set, is how many supervisors the crawl has: dispatching
+	// starts as soon as that many have joined, instead of after a quiet
+	// spell that lets late ones join before domains are handed out.
+	Expect   int
+	Logger   *slog.Logger // nil discards
+	Progress func(Progress)
 }
 
 // DefaultListen is the intake endpoint when Config.Listen is empty.

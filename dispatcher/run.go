@@ -297,6 +297,9 @@ func (d *Dispatcher) abandon() {
 // this, a crawl whose supervisors start with it idled for a heartbeat
 // interval. Callers hold mu.
 func (d *Dispatcher) joinedFresh(now time.Time) bool {
+	if d.cfg.Expect > 0 && len(d.members) >= d.cfg.Expect {
+		return true
+	}
 	return len(d.members) > 0 && !d.joinedByBeat && now.Sub(d.lastJoin) >= settleQuiet
 }
 

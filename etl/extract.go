@@ -10,13 +10,19 @@ import (
 // every mapping whose url_patterns match pageURL on the same tree. Links are
 // resolved against pageURL. It never panics on any input.
 func (s *Set) Extract(pageURL string, body []byte, contentType string) *Extraction {
-	return s.extract(pageURL, body, contentType, nil, "")
+	return s.extract(pageURL, body, contentType, extractOpts{})
+}
+
+// extractOpts are the variations of one extraction.
+type extractOpts struct {
+	tr   tracer // sees every step, for `mappings try`
+	only string // run only the mapping of this name
 }
 
 // tracer receives every step of every chain, for `mappings try`.
 type tracer func(m *Mapping, r *rule, st *step, in, out []Value, err error)
 
-func (s *Set) extract(pageURL string, body []byte, contentType string, tr tracer, only string) (ex *Extraction) {
+func (s *Set) extract(pageURL string, body []byte, contentType string, o extractOpts) (ex *Extraction) {
 	ex = &Extraction{}
 	defer func() {
 		// Last line of defence: the per-mapping recover below should catch
@@ -29,14 +35,14 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, tr tracer
 	follow := true
 	var links []string
 	for _, m := range s.Mappings() {
-		if only != "" && m.Name != only {
+		if o.only != "" && m.Name != o.only {
 			continue
 		}
 		if !m.MatchURL(pageURL) {
 			continue
 		}
 		nFields, nLinks, nErrs := len(ex.Fields), len(links), len(ex.Errors)
-		links = runMapping(m, doc, ex, links, tr)
+		links = runMapping(m, doc, ex, links, o)
 		produced := len(ex.Fields) > nFields || len(links) > nLinks || len(ex.Errors) > nErrs
 		if !m.Generic() || produced {
 			ex.Mappings = append(ex.Mappings, m.Name)
@@ -54,7 +60,7 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, tr tracer
 
 // runMapping runs one mapping's url_parsers and fields, turning any panic
 // into a FieldError so one broken mapping cannot spoil the page for others.
-func runMapping(m *Mapping, doc *Document, ex *Extraction, links []string, tr tracer) (out []string) {
+func runMapping(m *Mapping, doc *Document, ex *Extraction, links []string, o extractOpts) (out []string) {
 	out = links
 	current := "(mapping)"
 	defer func() {
@@ -69,7 +75,7 @@ func runMapping(m *Mapping, doc *Document, ex *Extraction, links []string, tr tr
 	}
 	for _, r := range m.parsers {
 		current = r.label
-		vals, ferr := runChain(m, r, doc, tr)
+		vals, ferr := runChain(m, r, doc, o.tr)
 		if ferr != nil {
 			ex.Errors = append(ex.Errors, *ferr)
 			continue
@@ -82,7 +88,7 @@ func runMapping(m *Mapping, doc *Document, ex *Extraction, links []string, tr tr
 	}
 	for _, r := range m.fields {
 		current = r.name
-		vals, ferr := runChain(m, r, doc, tr)
+		vals, ferr := runChain(m, r, doc, o.tr)
 		if ferr != nil {
 			ex.Errors = append(ex.Errors, *ferr)
 			continue

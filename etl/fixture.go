@@ -29,7 +29,7 @@ func (r FixtureResult) OK() bool { return r.Err == nil && len(r.Diff) == 0 }
 // too, and links are compared when the fixture lists them.
 func (s *Set) RunFixture(m *Mapping, f Fixture, body []byte) FixtureResult {
 	res := FixtureResult{Mapping: m.Name, Fixture: f, Fields: map[string][]string{}}
-	ex := s.extract(f.URL, body, f.ContentType, nil, m.Name)
+	ex := s.extract(f.URL, body, f.ContentType, extractOpts{only: m.Name})
 	if !m.MatchURL(f.URL) {
 		res.Diff = append(res.Diff, fmt.Sprintf("url %s does not match the mapping's url_patterns", f.URL))
 	}

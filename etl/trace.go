@@ -50,6 +50,6 @@ func (s *Set) Trace(pageURL string, body []byte, contentType, mapping string) *T
 		}
 		cur.Steps = append(cur.Steps, stp)
 	}
-	t.Extraction = s.extract(pageURL, body, contentType, tr, mapping)
+	t.Extraction = s.extract(pageURL, body, contentType, extractOpts{tr: tr, only: mapping})
 	return t
 }

@@ -39,7 +39,7 @@ const (
 	helloAnswer   = time.Second            // how long a sent Hello waits for its Welcome
 	sendSlice     = 250 * time.Millisecond // one Send attempt; shutdown is noticed between attempts
 	resultTimeout = 10 * time.Second       // then the result is given up; the lease re-sends the task
-	recvPoll      = 200 * time.Millisecond // receive poll, bounds how long shutdown waits for the reader
+	recvPoll      = 25 * time.Millisecond  // receive poll, bounds how long shutdown waits for the reader
 	cacheTimeout  = 5 * time.Second        // one host cache read or write
 	// lastCrawlFlush is how often buffered last-crawl times are written to
 	// the host cache, and so how far behind the cache may be.

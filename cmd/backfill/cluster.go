@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var c crawlSetup
 	c.register(fs)
 	listen := fs.String("listen", "tcp://127.0.0.1:5550", "ZeroMQ endpoint where supervisors send hellos, heartbeats and results")
+	expect := fs.Int("expect", 0, "supervisors in the cluster: start dispatching once this many have joined (0: after a short quiet spell)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -24,13 +26,14 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	cfg.Expect = *expect
 	defer c.st.Close()
 	summary, err := crawl(ctx, cfg, c.df.records, 0, func(d *dispatcher.Dispatcher) error {
 		c.log.Info("dispatcher listening", "endpoint", d.Endpoint(), "mappings", c.set.Digest())
 		return nil
 	}, nil, stderr)
 	if summary != nil {
-		printSummary(stdout, summary)
+		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary))
 	}
 	return err
 }

@@ -143,6 +143,9 @@ type crawlerFlags struct {
 	contact       string
 	userAgent     string
 	timeout       time.Duration
+	headerTimeout time.Duration
+	idleTimeout   time.Duration
+	insecureTLS   bool
 	maxBody       int64
 	delay         time.Duration
 	maxDelay      time.Duration
@@ -157,8 +160,11 @@ func (c *crawlerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "workers", 8, "concurrent fetches per supervisor")
 	fs.StringVar(&c.contact, "contact", defaultContact, "URL telling site operators who runs this crawl and why; sent in the User-Agent")
 	fs.StringVar(&c.userAgent, "user-agent", "", "full User-Agent (default: backfill/"+version+" (+CONTACT))")
-	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "deadline for one request")
-	fs.Int64Var(&c.maxBody, "max-body", 5<<20, "bytes kept of a page; the rest is cut off and recorded")
+	fs.DurationVar(&c.timeout, "timeout", fetch.DefaultTimeout, "deadline for one request, redirects included")
+	fs.DurationVar(&c.headerTimeout, "header-timeout", fetch.DefaultHeaderTimeout, "deadline from sending a request to its complete response header")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", fetch.DefaultIdleTimeout, "longest silence between two reads of a response")
+	fs.BoolVar(&c.insecureTLS, "insecure-tls", false, "record bad TLS certificates instead of refusing the page")
+	fs.Int64Var(&c.maxBody, "max-body", fetch.DefaultMaxBody, "bytes kept of a page; the rest is cut off and recorded")
 	fs.DurationVar(&c.delay, "delay", 15*time.Second, "pause between requests to one host when robots.txt sets no Crawl-delay")
 	fs.DurationVar(&c.maxDelay, "max-crawl-delay", 60*time.Second, "longest Crawl-delay honoured; hosts asking more are skipped and reported")
 	fs.DurationVar(&c.robotsTTL, "robots-ttl", time.Hour, "how long a robots.txt is trusted (at most 24h)")
@@ -181,8 +187,8 @@ func (c *crawlerFlags) validate() error {
 	if c.maxBody < 1 {
 		return fmt.Errorf("%w: --max-body must be positive", errUsage)
 	}
-	if c.delay < 0 || c.timeout <= 0 {
-		return fmt.Errorf("%w: --delay must not be negative and --timeout must be positive", errUsage)
+	if c.delay < 0 || c.timeout <= 0 || c.headerTimeout <= 0 || c.idleTimeout <= 0 {
+		return fmt.Errorf("%w: --delay must not be negative and the timeouts must be positive", errUsage)
 	}
 	return nil
 }
@@ -191,6 +197,9 @@ func (c *crawlerFlags) fetchConfig() fetch.Config {
 	return fetch.Config{
 		UserAgent:     c.userAgentString(),
 		Timeout:       c.timeout,
+		HeaderTimeout: c.headerTimeout,
+		IdleTimeout:   c.idleTimeout,
+		InsecureTLS:   c.insecureTLS,
 		MaxBody:       c.maxBody,
 		Resolve:       map[string]string(c.resolve),
 		AllowLoopback: c.allowLoopback,

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -10,6 +12,23 @@ import (
 
 	"backfill/dispatcher"
 )
+
+// writeSummary reports a finished run: as text on w, and as JSON in path
+// when path is not empty.
+func writeSummary(w io.Writer, s *dispatcher.Summary, path string) error {
+	printSummary(w, s)
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}
 
 func printSummary(w io.Writer, s *dispatcher.Summary) {
 	fmt.Fprintf(w, "\nrecords: %d  complete: %d (already complete: %d)  partial: %d  untouched: %d  malformed lines: %d\n",

@@ -26,6 +26,7 @@ type dispatcherFlags struct {
 	depth        int
 	lease        time.Duration
 	hostInFlight int
+	summary      string
 }
 
 func (d *dispatcherFlags) register(fs *flag.FlagSet) {
@@ -35,6 +36,7 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.depth, "depth", 1, "how many links away from a record's own links to crawl")
 	fs.DurationVar(&d.lease, "lease", 2*time.Minute, "how long a supervisor has for a task before it is sent again")
 	fs.IntVar(&d.hostInFlight, "host-in-flight", 2, "tasks of one host handed out at once")
+	fs.StringVar(&d.summary, "summary", "", "also write the run summary as JSON to this file")
 }
 
 func (d *dispatcherFlags) validate() error {
@@ -143,7 +145,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return cf.supervisorConfig(fmt.Sprintf("local-%d", i+1), endpoint, c.set, c.st, c.log)
 	}, stderr)
 	if summary != nil {
-		printSummary(stdout, summary)
+		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary))
 	}
 	return err
 }
@@ -153,6 +155,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // nil, runs once the records are in. With n = 0 it is a lone dispatcher
 // waiting for supervisors elsewhere.
 func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func(*dispatcher.Dispatcher) error, supCfg func(i int, endpoint string) supervisor.Config, stderr io.Writer) (*dispatcher.Summary, error) {
+	if n > 0 && cfg.Expect == 0 {
+		cfg.Expect = n // all local: no need to wait for late joiners
+	}
 	d, err := dispatcher.New(cfg)
 	if err != nil {
 		return nil, err

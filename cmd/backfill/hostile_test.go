@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"backfill/testweb"
+)
+
+// TestHostileCrawl crawls every case of the hostile site as a record's own
+// link, with a dispatcher and a supervisor as separate processes, and
+// checks that the crawl ends in bounded time, that every case lands in its
+// expected class in the run summary, and that the supervisor's memory stays
+// bounded however large, deep or compressed the pages are.
+func TestHostileCrawl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crawl")
+	}
+	site, err := testweb.StartHostile(testweb.HostileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+
+	dir := t.TempDir()
+	var csv strings.Builder
+	csv.WriteString("id,name,location,homepage\n")
+	want := map[string]int64{} // class → cases; "" is a fetched page
+	cases := site.Cases()
+	for _, c := range cases {
+		fmt.Fprintf(&csv, "%s,,,%s\n", c.Name, c.URL)
+		want[c.WantClass]++
+	}
+	records := filepath.Join(dir, "hostile.csv")
+	if err := os.WriteFile(records, []byte(csv.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(dir, "state")
+	summaryPath := filepath.Join(dir, "summary.json")
+
+	started := time.Now()
+	disp := start(t, "dispatcher", "dispatcher", "--records", records, "--state-dir", stateDir,
+		"--listen", "tcp://127.0.0.1:*", "--depth", "0", "--summary", summaryPath)
+	line, ok := disp.stderr.wait(regexp.MustCompile(`dispatcher listening`), time.Now().Add(time.Minute))
+	if !ok {
+		t.Fatal("dispatcher never said where it listens")
+	}
+	var listening struct{ Endpoint string }
+	if err := json.Unmarshal([]byte(line), &listening); err != nil {
+		t.Fatal(err)
+	}
+	// Deadlines ordered as the fetcher expects: first byte < idle < total.
+	args := []string{"supervisor", "--dispatcher", listening.Endpoint, "--store", filepath.Join(stateDir, "results.db"),
+		"--allow-loopback", "--delay", "0", "--workers", "8", "--contact", "https://backfill.invalid/hostile-test",
+		"--header-timeout", "2s", "--idle-timeout", "3s", "--timeout", "4s"}
+	for host, addr := range site.Resolve() {
+		if !strings.HasSuffix(strings.Split(host, ":")[0], ".farm.example") { // never reached at depth 0
+			args = append(args, "--resolve", host+":"+addr)
+		}
+	}
+	sup := start(t, "supervisor", args...)
+
+	if code := disp.waitExit(2 * time.Minute); code != 0 {
+		t.Fatalf("dispatcher exit code %d", code)
+	}
+	elapsed := time.Since(started)
+	sup.cmd.Process.Signal(syscall.SIGTERM)
+	if code := sup.waitExit(30 * time.Second); code != 0 {
+		t.Errorf("supervisor exit code %d after SIGTERM", code)
+	}
+
+	var summary struct {
+		Records int
+		Pages   int64
+		Errors  map[string]int64
+	}
+	b, err := os.ReadFile(summaryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &summary); err != nil {
+		t.Fatal(err)
+	}
+	if summary.Records != len(cases) {
+		t.Errorf("summary has %d records, want %d", summary.Records, len(cases))
+	}
+	got := map[string]int64{"": summary.Pages}
+	for c, n := range summary.Errors {
+		got[c] = n
+	}
+	var classes []string
+	for c := range want {
+		classes = append(classes, c)
+	}
+	for c := range got {
+		if _, ok := want[c]; !ok {
+			classes = append(classes, c)
+		}
+	}
+	sort.Strings(classes)
+	for _, c := range classes {
+		if got[c] != want[c] {
+			var names []string
+			for _, hc := range cases {
+				if hc.WantClass == c {
+					names = append(names, hc.Name)
+				}
+			}
+			t.Errorf("class %q: %d outcomes in the summary, want %d (%s)", c, got[c], want[c], strings.Join(names, ", "))
+		}
+	}
+
+	// Slow cases end at their deadlines and run side by side: the crawl is
+	// bounded by a few deadlines, not by the number of hostile hosts.
+	if elapsed > 90*time.Second {
+		t.Errorf("hostile crawl took %s", elapsed)
+	}
+	rss := sup.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	t.Logf("hostile crawl of %d cases: %s; supervisor peak RSS %d MiB", len(cases), elapsed.Round(time.Millisecond), rss>>20)
+	if rss > 200<<20 {
+		t.Errorf("supervisor peak RSS %d MiB, want under 200 MiB", rss>>20)
+	}
+}
