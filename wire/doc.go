@@ -13,7 +13,8 @@
 // intake. Because each supervisor has its own task socket, the dispatcher
 // chooses which supervisor gets a URL (by its domain), never ZeroMQ.
 //
-// A frame is one ZeroMQ message: a version byte, a Kind byte and a JSON
-// body. Decode refuses anything else with an error wrapping ErrBadFrame, so
+// A frame is one ZeroMQ message: a version byte, a Kind byte and a body:
+// compact tagged fields for Tasks and Results, which are most of the
+// traffic, and JSON for the rest. Decode refuses anything else with an error wrapping ErrBadFrame, so
 // a foreign or buggy peer costs a counter, never a crash.
 package wire

@@ -21,16 +21,25 @@ func Encode(kind Kind, v any) ([]byte, error) {
 	if !kindMatches(kind, v) {
 		return nil, fmt.Errorf("wire: encode %s: value of type %T", kind, v)
 	}
-	var buf bytes.Buffer
-	buf.WriteByte(Version)
-	buf.WriteByte(byte(kind))
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		return nil, fmt.Errorf("wire: encode %s: %w", kind, err)
+	var frame []byte
+	switch kind {
+	case KindTask:
+		frame = append([]byte{Version, byte(kind)}, encodeTask(asTask(v))...)
+	case KindResult:
+		frame = append([]byte{Version, byte(kind)}, encodeResult(asResult(v))...)
+	default:
+		var buf bytes.Buffer
+		buf.WriteByte(Version)
+		buf.WriteByte(byte(kind))
+		if err := json.NewEncoder(&buf).Encode(v); err != nil {
+			return nil, fmt.Errorf("wire: encode %s: %w", kind, err)
+		}
+		frame = buf.Bytes()
 	}
-	if buf.Len() > MaxFrame {
-		return nil, fmt.Errorf("wire: encode %s: %d bytes is over the %d-byte frame limit", kind, buf.Len(), MaxFrame)
+	if len(frame) > MaxFrame {
+		return nil, fmt.Errorf("wire: encode %s: %d bytes is over the %d-byte frame limit", kind, len(frame), MaxFrame)
 	}
-	return buf.Bytes(), nil
+	return frame, nil
 }
 
 // Decode parses one frame. It returns a pointer to the message (*Hello,
@@ -46,6 +55,20 @@ func Decode(frame []byte) (Kind, any, error) {
 		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrBadFrame, frame[0], Version)
 	}
 	kind := Kind(frame[1])
+	switch kind {
+	case KindTask:
+		t, err := decodeTask(frame[2:])
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: task body: %v", ErrBadFrame, err)
+		}
+		return kind, t, nil
+	case KindResult:
+		r, err := decodeResult(frame[2:])
+		if err != nil {
+			return 0, nil, fmt.Errorf("%w: result body: %v", ErrBadFrame, err)
+		}
+		return kind, r, nil
+	}
 	var v any
 	switch kind {
 	case KindHello:
@@ -54,10 +77,6 @@ func Decode(frame []byte) (Kind, any, error) {
 		v = new(Heartbeat)
 	case KindWelcome:
 		v = new(Welcome)
-	case KindTask:
-		v = new(Task)
-	case KindResult:
-		v = new(Result)
 	default:
 		return 0, nil, fmt.Errorf("%w: unknown kind %d", ErrBadFrame, frame[1])
 	}
@@ -85,4 +104,20 @@ func kindMatches(kind Kind, v any) bool {
 		return kind == KindResult
 	}
 	return false
+}
+
+func asTask(v any) *Task {
+	if t, ok := v.(*Task); ok {
+		return t
+	}
+	t := v.(Task)
+	return &t
+}
+
+func asResult(v any) *Result {
+	if r, ok := v.(*Result); ok {
+		return r
+	}
+	r := v.(Result)
+	return &r
 }

@@ -2,7 +2,9 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -50,7 +52,11 @@ func TestEncodeRefusesMismatchedKind(t *testing.T) {
 }
 
 func TestDecodeRefusesBadFrames(t *testing.T) {
-	good, err := Encode(KindTask, Task{ID: "x"})
+	task, err := Encode(KindTask, Task{ID: "x", URL: "http://a.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hello, err := Encode(KindHello, Hello{Supervisor: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,13 +67,19 @@ func TestDecodeRefusesBadFrames(t *testing.T) {
 	}{
 		{"empty", nil, "too short"},
 		{"one byte", []byte{Version}, "too short"},
-		{"wrong version", append([]byte{Version + 1}, good[1:]...), "version"},
+		{"wrong version", append([]byte{Version + 1}, task[1:]...), "version"},
+		{"old version", append([]byte{1}, task[1:]...), "version"},
 		{"unknown kind", []byte{Version, 200, '{', '}'}, "unknown kind"},
 		{"zero kind", []byte{Version, 0, '{', '}'}, "unknown kind"},
-		{"garbage body", []byte{Version, byte(KindTask), 0xff, 0xfe}, "task body"},
-		{"truncated", good[:len(good)-4], "task body"},
-		{"trailing data", append(append([]byte{}, good...), []byte(`{"id":"y"}`)...), "trailing"},
-		{"wrong field type", []byte("\x01\x04{\"depth\":\"deep\"}"), "task body"},
+		{"task cut short", task[:len(task)-4], "task body"},
+		{"task garbage", []byte{Version, byte(KindTask), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, "task body"},
+		{"task field of the wrong type", []byte{Version, byte(KindTask), taskURL<<1 | typeVarint, 2}, "want bytes"},
+		{"task length past the end", []byte{Version, byte(KindTask), taskURL<<1 | typeBytes, 100, 'a'}, "truncated"},
+		{"result field of the wrong type", []byte{Version, byte(KindResult), resField<<1 | typeVarint, 2}, "want bytes"},
+		{"result nested garbage", []byte{Version, byte(KindResult), resLink<<1 | typeBytes, 2, linkURL<<1 | typeBytes, 9}, "truncated"},
+		{"json garbage", []byte{Version, byte(KindHello), 0xff, 0xfe}, "hello body"},
+		{"json trailing data", append(append([]byte{}, hello...), []byte(`{"supervisor":"y"}`)...), "trailing"},
+		{"json wrong field type", []byte("\x02\x01{\"capacity\":\"many\"}"), "hello body"},
 		{"huge", append([]byte{Version, byte(KindTask)}, bytes.Repeat([]byte{' '}, MaxFrame)...), "over"},
 	}
 	for _, c := range cases {
@@ -105,6 +117,59 @@ func FuzzDecode(f *testing.F) {
 		kind2, v2, err := Decode(again)
 		if err != nil || kind2 != kind || !reflect.DeepEqual(v, v2) {
 			t.Fatalf("round trip changed the message: %v %#v %#v", err, v, v2)
+		}
+	})
+}
+
+// A newer peer may add fields: an older decoder skips numbers it does not
+// know, of either type, and keeps the rest.
+func TestDecodeSkipsUnknownFields(t *testing.T) {
+	frame, err := Encode(KindResult, Result{TaskID: "t", Lease: 3, Links: []Link{{URL: "http://a.example/"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extra enc
+	extra.varint(99, 12345)
+	extra.string(100, "from the future")
+	var link enc
+	link.string(linkURL, "http://b.example/")
+	link.string(7, "unknown inside a link")
+	extra.bytes(resLink, link)
+	_, v, err := Decode(append(frame, extra...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := v.(*Result)
+	if r.TaskID != "t" || r.Lease != 3 || len(r.Links) != 2 || r.Links[1].URL != "http://b.example/" {
+		t.Fatalf("decoded %+v", r)
+	}
+}
+
+func BenchmarkResultCodec(b *testing.B) {
+	r := Result{TaskID: "0123456789abcdef", Lease: 1234567, Supervisor: "crawler-1", URL: "http://people.example/p/0001",
+		Status: 200, Bytes: 4321, FetchedAt: time.Now().UTC(), Mappings: []string{"testweb-people"},
+		Fields: []Field{{Mapping: "testweb-people", Name: "name", Values: []string{"Ada Lovelace"}, Match: true},
+			{Mapping: "testweb-people", Name: "location", Values: []string{"London, United Kingdom"}}}}
+	for i := range 20 {
+		r.Links = append(r.Links, Link{URL: fmt.Sprintf("http://people.example/p/%04d", i), Parsed: i < 3})
+	}
+	b.Run("binary", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f, _ := Encode(KindResult, &r)
+			if _, _, err := Decode(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			f, _ := json.Marshal(&r)
+			var out Result
+			if err := json.Unmarshal(f, &out); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

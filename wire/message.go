@@ -3,8 +3,9 @@ package wire
 import "time"
 
 // Version is the protocol version carried in every frame. A frame of any
-// other version is refused by Decode.
-const Version = 1
+// other version is refused by Decode. Version 2 encodes Tasks and Results
+// compactly (see binary.go); other messages are JSON.
+const Version = 2
 
 // Kind says what a frame carries. Append only: values cross the wire.
 type Kind uint8
@@ -53,6 +54,11 @@ type Heartbeat struct {
 	Failed   int64     `json:"failed"`
 	RSS      uint64    `json:"rss"`
 	At       time.Time `json:"at"`
+
+	// RenderRSS is the memory of a render node's browser, its whole
+	// process tree: the proportional set size where the kernel reports
+	// it, else the resident set size. 0 on other supervisors.
+	RenderRSS uint64 `json:"render_rss,omitempty"`
 }
 
 // Welcome acknowledges a Hello on the supervisor's task socket.
