@@ -32,7 +32,20 @@ type Config struct {
 	// Expect, when set, is how many supervisors the crawl has: dispatching
 	// starts as soon as that many have joined, instead of after a quiet
 	// spell that lets late ones join before domains are handed out.
-	Expect   int
+	Expect int
+
+	// Link filters (see filter.go). Zero takes the default noted; a
+	// negative value turns the limit off. Only the blacklist applies to a
+	// record's own links: the user gave those on purpose.
+	HostBudget   int    // tasks queued per host by this process, default 1000
+	RecordBudget int    // tasks queued on behalf of one record, default 200
+	MaxPathDepth int    // path segments of a link, default 16
+	MaxRepeats   int    // occurrences of one path segment in a link, default 3
+	MaxFanout    int    // distinct registrable domains a page may link to and be expanded, default 100
+	TopSites     string // ranked CSV of popular sites: "rank,domain" per line
+	ExcludeTop   int    // links found on pages into the top ExcludeTop sites are not followed; 0: off
+	Blacklist    string // file of hosts never crawled, one per line with their subdomains (IP/CIDR lines are the supervisors')
+
 	Logger   *slog.Logger // nil discards
 	Progress func(Progress)
 }
@@ -60,8 +73,22 @@ type Summary struct {
 	FieldErrors  int64
 	Refused      int64 // registrations refused (mapping digest differs)
 	Waiting      int   // render tasks left with no render-capable supervisor
-	Elapsed      time.Duration
-	PagesPerSec  float64
+	// Filtered counts the links not followed, by reason (the Filter*
+	// constants), since New: Load's as well as Run's. LinkFarms counts the
+	// pages whose links were not expanded; BadTopSites the malformed lines
+	// skipped in the top-sites file.
+	Filtered    map[string]int64
+	LinkFarms   int64
+	BadTopSites int
+	Elapsed     time.Duration
+	PagesPerSec float64
+
+	// RenderRetried counts this Run's pages sent again as render tasks: a
+	// mapping matched them but found none of its fields in the static
+	// HTML. RenderWanted counts such pages that were not, for want of a
+	// render-capable supervisor; their static result stands.
+	RenderRetried int64
+	RenderWanted  int64
 }
 
 // Progress is a snapshot passed to Config.Progress while Run works.
@@ -128,6 +155,13 @@ type Dispatcher struct {
 	pages, reused, late, expired, fieldErrs, refusedN int64
 	errs                                              map[string]int64
 	badLines                                          int
+	renderRetried, renderWanted                       int64
+
+	// link filters and what they refused since New
+	filter      *linkFilter
+	filtered    map[string]int64
+	linkFarms   int64
+	badTopSites int
 }
 
 // New opens (or creates) the state in cfg.StateDir, binds the intake and
@@ -159,6 +193,21 @@ func New(cfg Config) (*Dispatcher, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	filter, bad, nbad, err := newLinkFilter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range bad {
+		if i == 20 {
+			log.Warn("more malformed top-sites lines skipped", "count", nbad-i)
+			break
+		}
+		log.Warn("malformed top-sites line skipped", "error", e)
+	}
+	if cfg.Blacklist != "" || cfg.ExcludeTop > 0 {
+		log.Info("link filter lists loaded", "blacklisted_hosts", len(filter.blacklist),
+			"top_sites", len(filter.top), "malformed_top_sites_lines", nbad)
+	}
 	ctx := context.Background()
 	st, err := openState(ctx, cfg.StateDir)
 	if err != nil {
@@ -175,6 +224,10 @@ func New(cfg Config) (*Dispatcher, error) {
 		failed:   make(chan sendFail, 64),
 		recCache: make(map[string]*recState),
 		errs:     make(map[string]int64),
+
+		filter:      filter,
+		filtered:    make(map[string]int64),
+		badTopSites: nbad,
 	}
 	if err := d.resume(ctx); err != nil {
 		st.close()

@@ -385,3 +385,29 @@ func TestMembership(t *testing.T) {
 		t.Errorf("summary %+v", e.sum)
 	}
 }
+
+// TestExpectedMembersWithoutRender: when every supervisor the crawl expects
+// has joined and none renders, render tasks can never be served; the run
+// ends once the rest is done and counts them as waiting, rather than wait
+// for a render node that will not come.
+func TestExpectedMembersWithoutRender(t *testing.T) {
+	e := newEnv(t, t.TempDir(), func(c *Config) {
+		c.Fields = []string{"phone"}
+		c.Expect = 1
+	})
+	plain, app := "https://p.example/x", "https://r.example/app/1"
+	web := map[string]page{plain: {}, app: {}}
+	e.load("r.csv", csvOf("id,links", "r1,"+plain+" "+app))
+	a := newSup(t, "a", e.d.Endpoint(), 4, false, e.set.Digest())
+	e.run(context.Background())
+	if !a.join(5 * time.Second) {
+		t.Fatal("no welcome")
+	}
+	crawl(t, e, []*testSup{a}, web, 10*time.Second)
+	if len(a.got) != 1 || a.got[0].URL != plain {
+		t.Errorf("a got %+v, want only the plain task", a.got)
+	}
+	if e.sum.Waiting != 1 || e.sum.Pages != 1 {
+		t.Errorf("summary waiting %d pages %d, want 1 and 1", e.sum.Waiting, e.sum.Pages)
+	}
+}

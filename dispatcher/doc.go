@@ -77,6 +77,28 @@
 // incomplete record still wants them. A URL reached by a second record is
 // not fetched again: its cached extraction is applied at once.
 //
+// A page whose HTML matched a mapping (by its url_patterns) that found none
+// of its fields is what a page built by JavaScript looks like: while a
+// record still wants it and a render-capable supervisor is a member, it is
+// queued once more as a render task (the frontier's render flag remembers
+// it, so never twice); without one its static result stands, counted in
+// Summary.RenderWanted.
+//
+// # Links not followed
+//
+// Links pass the filters of filter.go before they enter the frontier, so a
+// crawl never wanders into traps or spends itself on useless sites. A host
+// on the user's blacklist (Config.Blacklist; subdomains included) is never
+// queued, a record's own links included. Links found on pages are not
+// followed into the top Config.ExcludeTop popular sites, when their path
+// has more than MaxPathDepth segments or one segment more than MaxRepeats
+// times, or when their host (HostBudget) or record (RecordBudget) has had
+// its pages queued already; calendars and other endless query-string
+// pages run into the host budget. A page whose links reach more than
+// MaxFanout registrable domains is a link farm: none of its links is
+// followed. What was not followed is counted by reason in
+// Summary.Filtered.
+//
 // # Concurrency
 //
 // Load and Run may run at the same time; a mutex serializes their use of

@@ -139,6 +139,7 @@ type knownURL struct {
 // cached extraction applied to rec (queued as work); one queued or leased
 // just gains rec.
 func (d *Dispatcher) attachLinks(ctx context.Context, links []string, rec string, depth int) error {
+	links = d.keepLinks(links, depth)
 	for len(links) > 0 {
 		n := min(len(links), attachChunk)
 		if err := d.attachSome(ctx, links[:n], rec, depth); err != nil {
@@ -180,6 +181,10 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec string,
 		host, domain := hostDomain(norm)
 		if host == "" {
 			d.log.Debug("link without a host ignored", "url", norm, "record", rec)
+			continue
+		}
+		if why := d.filter.budget(host, rec, depth); why != "" {
+			d.filtered[why]++
 			continue
 		}
 		matched, prio := d.cfg.Mappings.Matches(norm)
@@ -369,6 +374,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		if err := d.putRec(ctx, r); err != nil {
 			return err
 		}
+		d.filter.forget(r.id)
 		return d.dropTasks(ctx, r.id)
 	}
 	if !wasPartial && len(r.filled) > 0 {
@@ -620,21 +626,7 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 			}
 			res.Fields = append(res.Fields, f)
 		}
-		seen := make(map[string]bool)
-		for _, l := range r.Links {
-			if len(res.Links) >= maxLinks {
-				break
-			}
-			if !looksLikeURL(l.URL) {
-				continue
-			}
-			n, err := etl.NormalizeURL(l.URL)
-			if err != nil || seen[n] {
-				continue
-			}
-			seen[n] = true
-			res.Links = append(res.Links, n)
-		}
+		res.Links = d.pageLinks(t.url, r.Links)
 	} else {
 		d.errs[r.Class]++
 		d.log.Debug("task failed", "url", t.url, "class", r.Class, "error", r.Error, "supervisor", r.Supervisor)
@@ -680,7 +672,75 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("dispatcher: state: %w", err)
 	}
-	return d.drainWork(ctx)
+	if err := d.drainWork(ctx); err != nil {
+		return err
+	}
+	return d.retryRender(ctx, t, r)
+}
+
+// retryRender queues a page again as a render task, once, when its static
+// HTML left a matching mapping empty-handed (see missedFields): that is
+// what a page whose data JavaScript writes in looks like. It does so only
+// while an incomplete record still wants the page, and only when a
+// render-capable supervisor is a member; without one the static result
+// stands and the page is counted in Summary.RenderWanted. The frontier's
+// render flag remembers the retry, so a page is never retried twice.
+func (d *Dispatcher) retryRender(ctx context.Context, t *task, r *wire.Result) error {
+	if t.render || !d.missedFields(r) {
+		return nil
+	}
+	var wanted int
+	if err := d.st.row(ctx, "urlWanted", t.id).Scan(&wanted); err != nil {
+		return fmt.Errorf("dispatcher: state: %w", err)
+	}
+	if wanted == 0 {
+		return nil // the records it was for are complete
+	}
+	if !d.haveRenderer() {
+		d.renderWanted++
+		d.log.Debug("page may need JavaScript, but no supervisor renders", "url", t.url, "mappings", r.Mappings)
+		return nil
+	}
+	d.nextSeq++
+	if _, err := d.st.exec(ctx, "frontRender", d.nextSeq, t.id); err != nil {
+		return err
+	}
+	t.render, t.seq = true, d.nextSeq
+	t.lease, t.member, t.deadline = 0, "", time.Time{}
+	d.renderRetried++
+	d.queuedN++
+	d.w.add(t, true)
+	d.log.Debug("page queued again to be rendered", "url", t.url, "mappings", r.Mappings)
+	return nil
+}
+
+// missedFields reports whether a mapping that matched the page by its
+// url_patterns and has fields found none of them. Generic mappings run on
+// every page and say nothing about it.
+func (d *Dispatcher) missedFields(r *wire.Result) bool {
+	found := make(map[string]bool, len(r.Fields))
+	for _, f := range r.Fields {
+		if len(f.Values) > 0 {
+			found[f.Mapping] = true
+		}
+	}
+	for _, name := range r.Mappings {
+		m := d.cfg.Mappings.Mapping(name)
+		if m != nil && !m.Generic() && len(m.FieldNames()) > 0 && !found[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// haveRenderer reports whether a render-capable supervisor is a member.
+func (d *Dispatcher) haveRenderer() bool {
+	for _, m := range d.members {
+		if m.render {
+			return true
+		}
+	}
+	return false
 }
 
 // release ends t's lease: it frees its supervisor's and its host's slot.

@@ -48,6 +48,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	}()
 	d.mu.Lock()
 	d.pages, d.reused, d.late, d.expired, d.fieldErrs, d.refusedN = 0, 0, 0, 0, 0, 0
+	d.renderRetried, d.renderWanted = 0, 0
 	d.errs = make(map[string]int64)
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
 		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest)
@@ -253,7 +254,8 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 		return false, err
 	}
 	done := d.nComplete == d.nRecords ||
-		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0)
+		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0) ||
+		d.onlyUnrenderableLeft()
 	if done || idle || now.Sub(d.st.txStart) >= commitEvery {
 		if err := d.commitState(ctx); err != nil {
 			return false, err
@@ -492,7 +494,13 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 		FieldErrors: d.fieldErrs,
 		Refused:     d.refusedN,
 		Waiting:     d.w.waitingRender(),
+		Filtered:    maps.Clone(d.filtered),
+		LinkFarms:   d.linkFarms,
+		BadTopSites: d.badTopSites,
 		Elapsed:     time.Since(start),
+
+		RenderRetried: d.renderRetried,
+		RenderWanted:  d.renderWanted,
 	}
 	if s.Elapsed > 0 {
 		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()
@@ -519,4 +527,21 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 		s.UntouchedIDs = append(s.UntouchedIDs, id)
 	}
 	return s, rows.Err()
+}
+
+// onlyUnrenderableLeft reports that the work left is render tasks no
+// member can take and none ever will: every supervisor the crawl expects
+// has joined and none renders. (Without Expect, a render node may still
+// join, and the tasks wait for it.) They are counted in Summary.Waiting.
+// Callers hold mu.
+func (d *Dispatcher) onlyUnrenderableLeft() bool {
+	if d.cfg.Expect == 0 || len(d.members) < d.cfg.Expect || len(d.w.leased) > 0 || d.w.spilled {
+		return false
+	}
+	for _, m := range d.members {
+		if m.render {
+			return false
+		}
+	}
+	return len(d.w.queued) > 0 && len(d.w.queued) == d.w.waitingRender()
 }

@@ -104,6 +104,7 @@ var statements = map[string]string{
 	"frontDepth":   `UPDATE frontier SET depth = ? WHERE id = ? AND depth > ?`,
 	"frontState":   `UPDATE frontier SET state = ?, lease = ?, deadline = ?, supervisor = ? WHERE id = ?`,
 	"frontRequeue": `UPDATE frontier SET state = 0, seq = ?, depth = ? WHERE id = ?`,
+	"frontRender":  `UPDATE frontier SET state = 0, render = 1, seq = ? WHERE id = ?`,
 	"recordTasks":  `SELECT tr.url_id FROM task_records tr JOIN frontier f ON f.id = tr.url_id WHERE tr.record_id = ? AND f.state = 0`,
 	"urlWanted":    `SELECT EXISTS(SELECT 1 FROM task_records tr JOIN records r ON r.id = tr.record_id WHERE tr.url_id = ? AND r.complete = 0)`,
 	"refill":       `SELECT id, url, host, domain, depth, matched, priority, render, seq FROM frontier WHERE state = 0 ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?`,

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 )
 
@@ -43,6 +44,10 @@ type Error struct {
 	Class Class
 	URL   string
 	Err   error
+	// RemoteAddr is the "ip:port" of the last hop's connection, or of the
+	// address that was dialled or refused, "" when none was reached (a
+	// DNS failure, a bad URL). Callers keep per-address health by it.
+	RemoteAddr string
 }
 
 func (e *Error) Error() string {
@@ -118,6 +123,15 @@ type Config struct {
 	// Resolver looks names up; nil means net.DefaultResolver. Tests point
 	// it at a DNS server on loopback.
 	Resolver *net.Resolver
+
+	// Deny lists ranges never dialed, on top of the built-in guard (a
+	// user's blacklist of IPs and CIDRs). DenyAddr, when set, is asked
+	// about every address the guard and Deny let through; a non-empty
+	// answer refuses it and says why (the supervisor blacklists addresses
+	// that keep failing this way). Both are checked at dial time, so they
+	// cover DNS answers and redirects; a refusal is ClassBlocked.
+	Deny     []netip.Prefix
+	DenyAddr func(netip.AddrPort) string
 }
 
 // Response is a fetched page.
@@ -133,6 +147,8 @@ type Response struct {
 
 	Charset  string // charset the text body was decoded from ("" for binary bodies)
 	TLSError string // certificate problem accepted under InsecureTLS
+
+	RemoteAddr string // "ip:port" the final response came from
 }
 
 // Fetcher fetches pages. Safe for concurrent use; Close releases its idle

@@ -43,7 +43,7 @@ func (f *Fetcher) get(parent context.Context, rawURL string) (*Response, error) 
 	redirects := 0
 	for {
 		visited[u.String()] = true
-		resp, next, err := f.once(ctx, parent, u)
+		resp, next, err := f.onceNoted(ctx, parent, u)
 		if resp != nil {
 			resp.Redirects = redirects
 			resp.Elapsed = time.Since(start)

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/netip"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -107,6 +110,21 @@ func (c *Config) allowed(ip netip.Addr) (bool, addrKind) {
 		return c.AllowPrivate, k
 	}
 	return false, k
+}
+
+// denied reports why an address the guard allows is refused by Deny or
+// DenyAddr, or "" when it is not.
+func (c *Config) denied(ap netip.AddrPort) string {
+	ip := ap.Addr().Unmap()
+	for _, p := range c.Deny {
+		if p.Contains(ip) {
+			return "on the deny list (" + p.String() + ")"
+		}
+	}
+	if c.DenyAddr != nil {
+		return c.DenyAddr(netip.AddrPortFrom(ip, ap.Port()))
+	}
+	return ""
 }
 
 // isLocalhostName reports names that mean "this machine" (RFC 6761 and the
@@ -213,10 +231,18 @@ func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, err
 	var ok []netip.AddrPort
 	var refused []string
 	for _, ap := range cands {
-		if yes, kind := f.cfg.allowed(ap.Addr()); yes {
+		yes, kind := f.cfg.allowed(ap.Addr())
+		why := string(kind)
+		if yes {
+			why = f.cfg.denied(ap)
+		}
+		if why == "" {
 			ok = append(ok, ap)
 		} else {
-			refused = append(refused, fmt.Sprintf("%s (%s)", ap.Addr(), kind))
+			if len(refused) == 0 {
+				noteRemote(ctx, ap.String())
+			}
+			refused = append(refused, fmt.Sprintf("%s (%s)", ap.Addr(), why))
 		}
 	}
 	if len(ok) == 0 {
@@ -225,6 +251,7 @@ func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, err
 	d := net.Dialer{Timeout: f.cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
 	var lastErr error
 	for _, ap := range ok {
+		noteRemote(ctx, ap.String())
 		c, err := d.DialContext(ctx, network, ap.String())
 		if err == nil {
 			return &idleConn{Conn: c, idle: f.cfg.IdleTimeout}, nil
@@ -305,4 +332,57 @@ func (f *Fetcher) newTransport() *http.Transport {
 		IdleConnTimeout:        90 * time.Second,
 		ForceAttemptHTTP2:      false, // HTTP/1.1 only: one connection, one request, the limits above all apply
 	}
+}
+
+// remoteNote records the address a request's connection went to, so a
+// classified failure or a response can say which address it was: the
+// dialer notes every address it tries or refuses (it gets the request's
+// context values), and a reused connection is noted when the request gets
+// it.
+type remoteNote struct {
+	mu   sync.Mutex
+	addr string
+}
+
+type remoteNoteKey struct{}
+
+func (n *remoteNote) set(addr string) {
+	n.mu.Lock()
+	n.addr = addr
+	n.mu.Unlock()
+}
+
+func (n *remoteNote) get() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.addr
+}
+
+// noteRemote records addr on the request whose context ctx is, if any.
+func noteRemote(ctx context.Context, addr string) {
+	if n, ok := ctx.Value(remoteNoteKey{}).(*remoteNote); ok {
+		n.set(addr)
+	}
+}
+
+// onceNoted is once with the remote address recorded on what it returns.
+func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL) (*Response, *url.URL, *Error) {
+	n := &remoteNote{}
+	ctx = context.WithValue(ctx, remoteNoteKey{}, n)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if info.Conn != nil && info.Conn.RemoteAddr() != nil {
+				n.set(info.Conn.RemoteAddr().String())
+			}
+		},
+	})
+	resp, next, err := f.once(ctx, parent, u)
+	addr := n.get()
+	if resp != nil {
+		resp.RemoteAddr = addr
+	}
+	if err != nil {
+		err.RemoteAddr = addr
+	}
+	return resp, next, err
 }

@@ -29,12 +29,22 @@
 // host makes at most one request:
 //
 //   - the robots.txt, when its rules are not known or expired: fetched
-//     with the same fetcher, parsed for the User-Agent's product token,
-//     and cached in Config.Cache for RobotsTTL (4xx allows everything; 5xx
-//     or no answer disallows everything and is retried sooner);
+//     as RFC 9309 says (at most five redirects, 500 KiB parsed), matched
+//     against the User-Agent's product token, and cached in Config.Cache
+//     for RobotsTTL (4xx allows everything; 5xx or 429 disallows
+//     everything, answered "robots", and a host that cannot be reached has
+//     its pages answered with the network class; either way until a retry
+//     succeeds, RobotsRetry later and doubling);
+//   - else, once per host, the soft-404 probe: an invented path whose 200
+//     answer fingerprints the host's "not found" page (soft404.go);
 //   - else the first queued page, unless robots.txt disallows it (answered
 //     with class "robots" and no request) or asks for a Crawl-delay over
-//     MaxCrawlDelay (class "crawl-delay").
+//     MaxCrawlDelay (class "crawl-delay"), or the host is blacklisted
+//     (class "blacklisted"). A page answered 429 or 503 is asked again
+//     after its Retry-After, up to three times.
+//
+// Hosts in trouble back off exponentially, and hosts and addresses that
+// keep failing are blacklisted for the run (health.go).
 //
 // The delay is the robots.txt Crawl-delay, else DefaultDelay, counted from
 // the end of one request to the start of the next, so requests never reach
@@ -56,6 +66,20 @@
 // status, size and final URL. A failed fetch carries its fetch class; a
 // panic while processing a page is recovered, answered with class "panic"
 // and counted. Stats reports the counters.
+//
+// # Render nodes
+//
+// With Config.Render set, New starts a headless browser (see render.go: a
+// bounded pool of tabs, every connection of the browser made through the
+// fetch package's address guard), and Hello and Heartbeat say Render, so
+// the dispatcher sends this supervisor the tasks that need JavaScript. A
+// task marked Render takes the same path as any other — robots.txt
+// first, one request per turn, the host's delay before and after — except
+// that its one request is the browser loading the page, its scripts and
+// the data they fetch; the DOM it ends with is run through the mappings
+// like a fetched body. A browser that dies is started again on the next
+// render; Heartbeat.RenderRSS and Stats.Render report its memory (its
+// whole process tree), and Close leaves none of its processes behind.
 //
 // # Memory
 //

@@ -36,6 +36,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -422,10 +423,25 @@ func (r *renderer) stop(b *browserProc) error {
 	if n := killLeftovers(b.dir, renderLeftoverMax); n > 0 {
 		r.log.Debug("browser children outlived it; killed", "count", n)
 	}
+	removeSingletonDir(b.dir)
 	if err := os.RemoveAll(b.dir); err != nil {
 		return fmt.Errorf("remove browser profile %s: %w", b.dir, err)
 	}
 	return nil
+}
+
+// removeSingletonDir removes the directory the browser made under TMPDIR
+// for its singleton socket, which the profile links to: a browser that is
+// killed leaves it behind, one per start.
+func removeSingletonDir(profile string) {
+	target, err := os.Readlink(filepath.Join(profile, "SingletonSocket"))
+	if err != nil || !filepath.IsAbs(target) {
+		return
+	}
+	dir := filepath.Dir(target)
+	if base := filepath.Base(dir); strings.HasPrefix(base, "org.chromium.Chromium.") || strings.HasPrefix(base, "com.google.Chrome.") {
+		os.RemoveAll(dir)
+	}
 }
 
 // Stats returns a snapshot; RSS is read from /proc.

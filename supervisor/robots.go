@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,10 +21,10 @@ import (
 // crawlers to parse at least 500 KiB and lets them ignore the rest.
 const maxRobotsBody = 500 << 10
 
-// robotsErrorTTL bounds how long a failed robots.txt fetch (5xx or
-// unreachable, which disallows everything) is trusted before it is tried
-// again, so a host that was briefly down is not shut out for a whole TTL.
-const robotsErrorTTL = 10 * time.Minute
+// robotsMaxRedirects is how many redirects a robots.txt fetch follows:
+// RFC 9309 asks for at least five and lets a crawler treat more as an
+// unavailable file (which allows everything).
+const robotsMaxRedirects = 5
 
 // robotsRules is what one host's robots.txt says to our product token.
 type robotsRules struct {
@@ -34,6 +35,14 @@ type robotsRules struct {
 	delay       time.Duration    // Crawl-delay of that group; 0 when absent
 	expires     time.Time
 	parseErr    error // lines the parser refused (the rest was used)
+
+	// Set when the fetch failed and everything is disallowed until a
+	// retry succeeds: why, how many fetches in a row failed, and, when
+	// the host could not be reached at all, the network class its pages
+	// are answered with instead of "robots".
+	reason      string
+	failures    int
+	unreachable fetch.Class
 }
 
 // allowed reports whether u may be fetched. The path and query are matched
@@ -65,7 +74,7 @@ func parseRobots(status int, body []byte, token string) *robotsRules {
 	r := &robotsRules{status: status}
 	switch {
 	case status >= 200 && status < 300:
-	case status >= 400 && status < 500:
+	case status >= 400 && status < 500 && status != http.StatusTooManyRequests:
 		r.allowAll = true
 		return r
 	default:
@@ -94,6 +103,35 @@ func parseRobots(status int, body []byte, token string) *robotsRules {
 		r.delay = time.Duration(math.MaxInt64)
 	}
 	return r
+}
+
+// robotsFromFetch turns the outcome of a robots.txt fetch into rules for
+// token. An answer is judged by its status (a body that failed on its
+// content type is still parsed: lines that are not rules are ignored, so
+// an HTML page usually yields none); too many redirects mean there is no
+// usable file, which allows everything; a host that could not be reached
+// disallows everything and carries the network class; anything else (a
+// 429, a 5xx, a response that could not be read) disallows everything.
+func robotsFromFetch(resp *fetch.Response, err error, token string) *robotsRules {
+	class := fetch.ClassOf(err)
+	switch {
+	case resp != nil && resp.Status != 0:
+		body := resp.Body
+		if len(body) > maxRobotsBody {
+			body = body[:maxRobotsBody]
+		}
+		r := parseRobots(resp.Status, body, token)
+		if r.disallowAll {
+			r.reason = fmt.Sprintf("robots.txt answered status %d", resp.Status)
+		}
+		return r
+	case class == fetch.ClassRedirect:
+		return &robotsRules{allowAll: true}
+	case networkClass(class):
+		return &robotsRules{disallowAll: true, unreachable: class,
+			reason: fmt.Sprintf("robots.txt unreachable (%s): %v", class, err)}
+	}
+	return &robotsRules{disallowAll: true, reason: fmt.Sprintf("robots.txt could not be read: %v", err)}
 }
 
 // dropRefusedLines removes the lines the parser refuses outright: rules and
@@ -157,13 +195,6 @@ func CheckRobots(ctx context.Context, f *fetch.Fetcher, userAgent, rawURL string
 		return false, fmt.Errorf("check robots.txt for %s: %w", rawURL, err)
 	}
 	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
-	resp, _ := f.Get(ctx, robotsURL)
-	status, body := 0, []byte(nil)
-	if resp != nil {
-		status, body = resp.Status, resp.Body
-	}
-	if len(body) > maxRobotsBody {
-		body = body[:maxRobotsBody]
-	}
-	return parseRobots(status, body, productToken(userAgent)).allowed(u), nil
+	resp, err := f.Get(ctx, robotsURL)
+	return robotsFromFetch(resp, err, productToken(userAgent)).allowed(u), nil
 }

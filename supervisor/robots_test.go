@@ -1,12 +1,21 @@
 package supervisor
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"backfill/fetch"
 )
 
 func TestParseRobots(t *testing.T) {
@@ -136,4 +145,278 @@ func FuzzParseRobots(f *testing.F) {
 			r.allowed(mustURL(t, p))
 		}
 	})
+}
+
+// newFuncSite is a site whose answers come from fn; it logs every request
+// like newSite's sites do.
+func newFuncSite(t *testing.T, name string, tlsServer bool, fn http.HandlerFunc) *site {
+	t.Helper()
+	s := &site{name: name, hold: map[string]func(){}}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits = append(s.hits, hit{path: r.URL.RequestURI(), ua: r.UserAgent(), at: time.Now()})
+		s.mu.Unlock()
+		fn(w, r)
+	})
+	s.srv = httptest.NewUnstartedServer(h)
+	s.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are the point
+	if tlsServer {
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// robotsChain answers /robots.txt with hops redirects (/r1, /r2, …) ending
+// in rules.
+func robotsChain(hops int, rules string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for i := range hops {
+			from := "/robots.txt"
+			if i > 0 {
+				from = fmt.Sprintf("/r%d", i)
+			}
+			if r.URL.Path == from {
+				http.Redirect(w, r, fmt.Sprintf("/r%d", i+1), http.StatusMovedPermanently)
+				return
+			}
+		}
+		if r.URL.Path == "/robots.txt" || r.URL.Path == fmt.Sprintf("/r%d", hops) {
+			w.Header().Set("Content-Type", "text/plain")
+			fmt.Fprint(w, rules)
+			return
+		}
+		servePeople(w, r)
+	}
+}
+
+// servePeople answers /people/… with a profile and anything else 404.
+func servePeople(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, "/people/") {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprint(w, annPage)
+}
+
+// TestRobotsFetch crawls one page of a host per robots.txt behaviour and
+// checks the page's class and what the host was asked.
+func TestRobotsFetch(t *testing.T) {
+	t.Parallel()
+	disallowPeople := "User-agent: *\nDisallow: /people/\n"
+	big := "User-agent: *\n#" + strings.Repeat("x", maxRobotsBody) + "\nDisallow: /people/\n"
+	bigEarly := "User-agent: *\nDisallow: /people/\n#" + strings.Repeat("x", maxRobotsBody) + "\n"
+	cases := []struct {
+		name    string
+		tls     bool
+		resolve string // overrides the site's address
+		serve   http.HandlerFunc
+		class   string
+		errHas  string
+		asked   string // requests in order, probe left out ("" to skip the check)
+	}{
+		{name: "2xx rules apply", serve: robotsChain(0, disallowPeople), class: ClassRobots, asked: "/robots.txt"},
+		{name: "2xx allows", serve: robotsChain(0, "User-agent: *\nDisallow: /private/\n"), asked: "/robots.txt /people/ann"},
+		{name: "1 redirect followed", serve: robotsChain(1, disallowPeople), class: ClassRobots, asked: "/robots.txt /r1"},
+		{name: "5 redirects followed", serve: robotsChain(5, disallowPeople), class: ClassRobots,
+			asked: "/robots.txt /r1 /r2 /r3 /r4 /r5"},
+		{name: "6 redirects: unavailable, allows all", serve: robotsChain(6, disallowPeople),
+			asked: "/robots.txt /r1 /r2 /r3 /r4 /r5 /people/ann"},
+		{name: "404 allows all", serve: servePeople, asked: "/robots.txt /people/ann"},
+		{name: "500 disallows all", serve: func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.Error(w, "oops", http.StatusInternalServerError)
+				return
+			}
+			servePeople(w, r)
+		}, class: ClassRobots, errHas: "robots.txt answered status 500", asked: "/robots.txt"},
+		{name: "429 disallows all", serve: func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.Error(w, "slow down", http.StatusTooManyRequests)
+				return
+			}
+			servePeople(w, r)
+		}, class: ClassRobots, errHas: "robots.txt answered status 429", asked: "/robots.txt"},
+		{name: "unreachable: bad certificate", tls: true, serve: robotsChain(0, "User-agent: *\nAllow: /\n"),
+			class: string(fetch.ClassTLS), errHas: "robots.txt unreachable"},
+		{name: "unreachable: blocked address", resolve: "10.0.0.1:80", serve: servePeople,
+			class: string(fetch.ClassBlocked), errHas: "robots.txt unreachable", asked: " "},
+		{name: "html body: no rules", serve: func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, "<!DOCTYPE html><html><head><title>Not here</title></head><body><h1>Disallowed? No: page not found</h1></body></html>")
+				return
+			}
+			servePeople(w, r)
+		}, asked: "/robots.txt /people/ann"},
+		{name: "garbage body: no rules", serve: func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				w.Header().Set("Content-Type", "application/octet-stream")
+				w.Write([]byte("\x00\x01\xff\xfeDisallow\x00: /\n\x89PNG\r\n\x1a\n"))
+				return
+			}
+			servePeople(w, r)
+		}, asked: "/robots.txt /people/ann"},
+		{name: "over 500 KiB: later rules ignored", serve: robotsChain(0, big), asked: "/robots.txt /people/ann"},
+		{name: "over 500 KiB: early rules kept", serve: robotsChain(0, bigEarly), class: ClassRobots, asked: "/robots.txt"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newFuncSite(t, "a.test", tc.tls, tc.serve)
+			d := newDispatcher(t, "tcp://127.0.0.1:*")
+			cfg := testConfig(t, d, s)
+			cfg.DefaultDelay = NoDelay
+			pageURL := "http://a.test/people/ann"
+			if tc.tls {
+				cfg.Fetch.Resolve = map[string]string{"a.test:443": s.srv.Listener.Addr().String()}
+				pageURL = "https://a.test/people/ann"
+			}
+			if tc.resolve != "" {
+				cfg.Fetch.Resolve = map[string]string{"a.test:80": tc.resolve}
+			}
+			r := start(t, cfg)
+			register(t, d)
+			d.task("ann", 1, pageURL)
+			res := d.collect(1, 10*time.Second)["ann"]
+			if res.Class != tc.class || !strings.Contains(res.Error, tc.errHas) {
+				t.Errorf("class %q error %q; want class %q, error containing %q", res.Class, res.Error, tc.class, tc.errHas)
+			}
+			var asked []string
+			for _, h := range s.log() {
+				if !strings.HasPrefix(h.path, soft404Prefix) {
+					asked = append(asked, h.path)
+				}
+			}
+			switch {
+			case tc.asked == " ":
+				if len(asked) != 0 {
+					t.Errorf("requests %q, want none", asked)
+				}
+			case tc.asked != "" && strings.Join(asked, " ") != tc.asked:
+				t.Errorf("requests %q, want %q", strings.Join(asked, " "), tc.asked)
+			}
+			if st := r.sup.Stats(); st.RobotsFetched != 1 {
+				t.Errorf("robots.txt fetched %d times, want 1", st.RobotsFetched)
+			}
+		})
+	}
+}
+
+// TestRobotsRetried: a robots.txt that failed disallows everything only
+// until a retry succeeds; the retry waits RobotsRetry, and a Retry-After
+// on a 429 or 503, whichever is later.
+func TestRobotsRetried(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name    string
+		status  int
+		after   string
+		minWait time.Duration
+	}{
+		{name: "500 then success", status: http.StatusInternalServerError, minWait: 150 * time.Millisecond},
+		{name: "429 with Retry-After", status: http.StatusTooManyRequests, after: "1", minWait: time.Second},
+		{name: "503 with Retry-After", status: http.StatusServiceUnavailable, after: "1", minWait: time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var robotsAsked atomic.Int32
+			s := newFuncSite(t, "a.test", false, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/robots.txt" && robotsAsked.Add(1) == 1 {
+					if tc.after != "" {
+						w.Header().Set("Retry-After", tc.after)
+					}
+					http.Error(w, "not now", tc.status)
+					return
+				}
+				if r.URL.Path == "/robots.txt" {
+					fmt.Fprint(w, "User-agent: *\nDisallow: /private/\n")
+					return
+				}
+				servePeople(w, r)
+			})
+			d := newDispatcher(t, "tcp://127.0.0.1:*")
+			cfg := testConfig(t, d, s)
+			cfg.DefaultDelay = NoDelay
+			cfg.RobotsRetry = 150 * time.Millisecond
+			cfg.NoSoft404 = true
+			start(t, cfg)
+			register(t, d)
+			// Ask for the page until it is fetched: the first answers are
+			// "robots", without requests, until robots.txt is retried.
+			deadline := time.Now().Add(10 * time.Second)
+			var classes []string
+			for i := 0; ; i++ {
+				id := fmt.Sprintf("ann%d", i)
+				d.task(id, 1, "http://a.test/people/ann")
+				res := d.collect(1, 10*time.Second)[id]
+				classes = append(classes, res.Class)
+				if res.Class == "" {
+					break
+				}
+				if res.Class != ClassRobots || !strings.Contains(res.Error, "until a retry succeeds") {
+					t.Fatalf("answer %d: class %q error %q, want robots until a retry", i, res.Class, res.Error)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("page never fetched: %v", classes)
+				}
+				time.Sleep(20 * time.Millisecond) // pacing the asks, not synchronisation
+			}
+			if classes[0] != ClassRobots {
+				t.Errorf("first answer %q, want robots", classes[0])
+			}
+			var robots []hit
+			for _, h := range s.log() {
+				if h.path == "/robots.txt" {
+					robots = append(robots, h)
+				}
+			}
+			if len(robots) != 2 {
+				t.Fatalf("robots.txt asked %d times (%s), want 2", len(robots), paths(s.log()))
+			}
+			if gap := robots[1].at.Sub(robots[0].at); gap < tc.minWait {
+				t.Errorf("robots.txt retried after %v, want at least %v", gap, tc.minWait)
+			}
+		})
+	}
+}
+
+func TestRobotsFromFetch(t *testing.T) {
+	cases := []struct {
+		name        string
+		resp        *fetch.Response
+		err         error
+		allowAll    bool
+		disallowAll bool
+		unreachable fetch.Class
+	}{
+		{name: "200", resp: &fetch.Response{Status: 200, Body: []byte("User-agent: *\nDisallow: /x\n")}},
+		{name: "200 binary", resp: &fetch.Response{Status: 200, Body: []byte("\x00\xff")}, err: &fetch.Error{Class: fetch.ClassNotHTML, Err: errors.New("binary")}},
+		{name: "404", resp: &fetch.Response{Status: 404}, err: &fetch.Error{Class: fetch.ClassStatus, Err: errors.New("status 404")}, allowAll: true},
+		{name: "410", resp: &fetch.Response{Status: 410}, err: &fetch.Error{Class: fetch.ClassStatus, Err: errors.New("status 410")}, allowAll: true},
+		{name: "429", resp: &fetch.Response{Status: 429}, err: &fetch.Error{Class: fetch.ClassStatus, Err: errors.New("status 429")}, disallowAll: true},
+		{name: "503", resp: &fetch.Response{Status: 503}, err: &fetch.Error{Class: fetch.ClassStatus, Err: errors.New("status 503")}, disallowAll: true},
+		{name: "too many redirects", err: &fetch.Error{Class: fetch.ClassRedirect, Err: errors.New("more than 5 redirects")}, allowAll: true},
+		{name: "dns", err: &fetch.Error{Class: fetch.ClassDNS, Err: errors.New("no such host")}, disallowAll: true, unreachable: fetch.ClassDNS},
+		{name: "timeout", err: &fetch.Error{Class: fetch.ClassTimeout, Err: errors.New("slow")}, disallowAll: true, unreachable: fetch.ClassTimeout},
+		{name: "protocol", err: &fetch.Error{Class: fetch.ClassProtocol, Err: errors.New("garbled")}, disallowAll: true, unreachable: fetch.ClassProtocol},
+		{name: "too large", err: &fetch.Error{Class: fetch.ClassTooLarge, Err: errors.New("bomb")}, disallowAll: true},
+	}
+	for _, tc := range cases {
+		r := robotsFromFetch(tc.resp, tc.err, "backfill")
+		if got, want := r.allowed(mustURL(t, "/people/x")), !tc.disallowAll; got != want {
+			t.Errorf("%s: /people/x allowed %v, want %v", tc.name, got, want)
+		}
+		if r.allowAll != tc.allowAll || r.disallowAll != tc.disallowAll || r.unreachable != tc.unreachable {
+			t.Errorf("%s: allowAll %v disallowAll %v unreachable %q; want %v %v %q", tc.name,
+				r.allowAll, r.disallowAll, r.unreachable, tc.allowAll, tc.disallowAll, tc.unreachable)
+		}
+		if r.disallowAll && r.reason == "" {
+			t.Errorf("%s: disallowed without a reason", tc.name)
+		}
+	}
 }

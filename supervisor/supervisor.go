@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,7 +77,30 @@ type Config struct {
 	Heartbeat     time.Duration // default 2s
 	HelloMax      time.Duration // Hello back-off ceiling while the dispatcher is not up; default 10s
 
+	// Trouble (see health.go). A host that keeps failing backs off
+	// exponentially from its delay (at least BackoffMin, default 1s) up to
+	// MaxBackoff (default 10m), which also bounds how long a Retry-After
+	// is waited for before its page is answered instead. A robots.txt
+	// that failed is retried RobotsRetry later (default 1m), doubling up
+	// to RobotsTTL.
+	MaxBackoff  time.Duration
+	BackoffMin  time.Duration
+	RobotsRetry time.Duration
+	// Blacklist is never fetched: its hosts (and their subdomains) are
+	// answered "blacklisted", its IPs and CIDRs refused at dial time.
+	Blacklist fetch.Blacklist
+	// NoSoft404 skips the per-host soft-404 probe (see soft404.go).
+	NoSoft404 bool
+
 	Logger *slog.Logger // nil discards
+
+	// Render, when set, makes this a render node: New starts a bounded
+	// pool of headless browser tabs, Hello and Heartbeat advertise it, and
+	// tasks marked Render are loaded in the browser instead of fetched.
+	// Its zero fields take the Fetch config's UserAgent, Resolve,
+	// AllowLoopback and MaxBody, and the supervisor's Logger. Nil: no
+	// rendering.
+	Render *RenderConfig
 }
 
 // Stats is a snapshot of a supervisor's counters.
@@ -88,6 +113,10 @@ type Stats struct {
 	Dropped       int64            // tasks refused because Capacity was reached
 	Unsent        int64            // results that could not be sent (their lease re-sends the task)
 	Registered    bool             // a Welcome (or a Task) has arrived
+	Blacklisted   int64            // hosts and addresses blacklisted during the run for failing
+	Soft404Probes int64            // invented-path requests made to detect soft 404s
+
+	Render *RenderStats // the browser pool's, nil when not a render node
 }
 
 // Supervisor runs the workers of one node. Create it with New, then call Run
@@ -104,8 +133,16 @@ type Supervisor struct {
 	in      *wire.Receiver
 	out     *wire.Sender
 	fetcher *fetch.Fetcher
+	render  *renderer // nil when not a render node
 	cache   store.HostCache
 	sched   *scheduler
+
+	// robotsFetcher fetches robots.txt: at most five redirects, no meta
+	// refresh, 500 KiB.
+	robotsFetcher *fetch.Fetcher
+	health        *health
+	soft404       *soft404s
+	soft404Probes atomic.Int64
 
 	registered atomic.Bool
 	welcome    chan struct{} // size 1: a Welcome arrived
@@ -145,6 +182,9 @@ func New(cfg Config) (*Supervisor, error) {
 		{"robots TTL", cfg.RobotsTTL},
 		{"heartbeat", cfg.Heartbeat},
 		{"hello back-off ceiling", cfg.HelloMax},
+		{"back-off ceiling", cfg.MaxBackoff},
+		{"back-off base", cfg.BackoffMin},
+		{"robots.txt retry", cfg.RobotsRetry},
 	} {
 		if d.v < 0 {
 			return nil, fmt.Errorf("supervisor: %s %v is negative", d.name, d.v)
@@ -188,6 +228,15 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.HelloMax == 0 {
 		cfg.HelloMax = DefaultHelloMax
 	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.BackoffMin == 0 {
+		cfg.BackoffMin = DefaultBackoffMin
+	}
+	if cfg.RobotsRetry == 0 {
+		cfg.RobotsRetry = DefaultRobotsRetry
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -197,6 +246,22 @@ func New(cfg Config) (*Supervisor, error) {
 	if cache == nil {
 		cache = newMemCache()
 	}
+	hs := newHealth(log, cfg.MaxBackoff, cfg.BackoffMin, cfg.Blacklist)
+	cfg.Fetch.Deny = append(slices.Clip(cfg.Fetch.Deny), cfg.Blacklist.Prefixes...)
+	if user := cfg.Fetch.DenyAddr; user != nil {
+		cfg.Fetch.DenyAddr = func(ap netip.AddrPort) string {
+			if why := user(ap); why != "" {
+				return why
+			}
+			return hs.addrRefused(ap)
+		}
+	} else {
+		cfg.Fetch.DenyAddr = hs.addrRefused
+	}
+	robotsFetch := cfg.Fetch
+	robotsFetch.MaxRedirects = robotsMaxRedirects
+	robotsFetch.IgnoreMetaRefresh = true
+	robotsFetch.MaxBody = maxRobotsBody
 
 	in, err := wire.Listen(cfg.Listen)
 	if err != nil {
@@ -206,6 +271,17 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		in.Close()
 		return nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
+	}
+	var rend *renderer
+	if cfg.Render != nil {
+		// Started here, not in Run: a node that cannot render says so at
+		// once instead of registering as render-capable.
+		rend, err = newRenderer(context.Background(), renderConfig(*cfg.Render, cfg.Fetch, log))
+		if err != nil {
+			in.Close()
+			out.Close()
+			return nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
+		}
 	}
 	s := &Supervisor{
 		cfg:      cfg,
@@ -218,12 +294,17 @@ func New(cfg Config) (*Supervisor, error) {
 		in:       in,
 		out:      out,
 		fetcher:  fetch.New(cfg.Fetch),
+		render:   rend,
 		cache:    cache,
 		sched:    newScheduler(cfg.Capacity),
 		welcome:  make(chan struct{}, 1),
 		failed:   make(map[string]int64),
 
 		lastPending: make(map[string]time.Time),
+
+		robotsFetcher: fetch.New(robotsFetch),
+		health:        hs,
+		soft404:       newSoft404s(),
 	}
 	if s.advert == "" {
 		s.advert = s.endpoint
@@ -248,7 +329,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		return errors.New("supervisor: Run called twice")
 	}
 	s.log.Info("supervisor starting", "endpoint", s.advert, "dispatcher", s.cfg.Dispatcher,
-		"workers", s.cfg.Workers, "capacity", s.cfg.Capacity, "mappings", s.digest)
+		"workers", s.cfg.Workers, "capacity", s.cfg.Capacity, "mappings", s.digest, "render", s.render != nil)
 
 	var wg sync.WaitGroup
 	wg.Go(func() { s.receive(ctx) })
@@ -265,19 +346,30 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheTimeout)
 	s.flushLastCrawls(fctx)
 	cancel()
+	st := s.Stats() // before Close, which ends the browser
 	err := s.Close()
-	st := s.Stats()
-	s.log.Info("supervisor stopped", "fetched", st.Fetched, "failed", st.Failed, "robots", st.RobotsFetched, "unsent", st.Unsent)
+	args := []any{"fetched", st.Fetched, "failed", st.Failed, "robots", st.RobotsFetched, "unsent", st.Unsent}
+	if r := st.Render; r != nil {
+		args = append(args, "rendered", r.Rendered, "render_failed", r.Failed,
+			"render_restarts", r.Restarts, "render_rss", renderMemory(*r))
+	}
+	s.log.Info("supervisor stopped", args...)
 	return err
 }
 
-// Close releases the sockets and the fetcher. Run calls it on the way out;
+// Close releases the sockets, the fetcher and the browser (no process of
+// it is left when Close returns). Run calls it on the way out;
 // call it yourself only when Run is never called.
 func (s *Supervisor) Close() error {
 	s.closeOnce.Do(func() {
 		s.sched.stop()
 		s.fetcher.Close()
-		s.closeErr = errors.Join(s.in.Close(), s.out.Close())
+		s.robotsFetcher.Close()
+		var rerr error
+		if s.render != nil {
+			rerr = s.render.Close()
+		}
+		s.closeErr = errors.Join(s.in.Close(), s.out.Close(), rerr)
 	})
 	return s.closeErr
 }
@@ -293,6 +385,8 @@ func (s *Supervisor) Stats() Stats {
 		Dropped:       s.dropped.Load(),
 		Unsent:        s.unsent.Load(),
 		Registered:    s.registered.Load(),
+		Blacklisted:   s.health.blacklisted.Load(),
+		Soft404Probes: s.soft404Probes.Load(),
 		Failed:        make(map[string]int64),
 	}
 	s.failedMu.Lock()
@@ -300,6 +394,10 @@ func (s *Supervisor) Stats() Stats {
 		st.Failed[k] = v
 	}
 	s.failedMu.Unlock()
+	if s.render != nil {
+		rs := s.render.Stats()
+		st.Render = &rs
+	}
 	return st
 }
 
@@ -325,6 +423,7 @@ func (s *Supervisor) hello() wire.Hello {
 		Supervisor: s.cfg.Name,
 		Endpoint:   s.advert,
 		Capacity:   s.cfg.Capacity,
+		Render:     s.render != nil,
 		Mappings:   s.digest,
 		Started:    s.started,
 	}
@@ -498,7 +597,7 @@ func (s *Supervisor) awaitWelcome(ctx context.Context, d time.Duration) bool {
 
 func (s *Supervisor) heartbeat() wire.Heartbeat {
 	held, _ := s.sched.counts()
-	return wire.Heartbeat{
+	hb := wire.Heartbeat{
 		Hello:    s.hello(),
 		InFlight: held,
 		Fetched:  s.fetched.Load(),
@@ -506,6 +605,40 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		RSS:      rss(),
 		At:       time.Now().UTC(),
 	}
+	if s.render != nil {
+		hb.RenderRSS = renderMemory(s.render.Stats())
+	}
+	return hb
+}
+
+// renderMemory is what a heartbeat reports of the browser's memory: the
+// proportional set size of its process tree (its real cost), else the
+// resident set size where the kernel has no PSS.
+func renderMemory(st RenderStats) uint64 {
+	if st.PSS > 0 {
+		return st.PSS
+	}
+	return st.RSS
+}
+
+// renderConfig fills the zero fields of a render node's RenderConfig from
+// the supervisor's fetch settings, so the browser identifies itself and
+// reaches hosts the way the fetcher does.
+func renderConfig(rc RenderConfig, fc fetch.Config, log *slog.Logger) RenderConfig {
+	if rc.UserAgent == "" {
+		rc.UserAgent = fc.UserAgent
+	}
+	if rc.Resolve == nil {
+		rc.Resolve = fc.Resolve
+	}
+	rc.AllowLoopback = rc.AllowLoopback || fc.AllowLoopback
+	if rc.MaxBody == 0 {
+		rc.MaxBody = fc.MaxBody
+	}
+	if rc.Logger == nil {
+		rc.Logger = log
+	}
+	return rc
 }
 
 // send tries to queue one message for up to total, in short attempts so a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"runtime/debug"
 	"time"
@@ -27,11 +28,12 @@ const maxResultLinks = 10000
 // page is a task whose turn on its host is over: either its answer is
 // already known (res), or it was fetched and waits for extraction.
 type page struct {
-	task  *wire.Task
-	start time.Time
-	resp  *fetch.Response
-	err   error
-	res   *wire.Result
+	task    *wire.Task
+	start   time.Time
+	resp    *fetch.Response
+	err     error
+	res     *wire.Result
+	soft404 *soft404Print // the host's answer to an invented path, if it answered 200
 }
 
 // work is one worker: it takes the next ready host, gives it one turn (at
@@ -105,13 +107,18 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	if first == nil {
 		return now, nil
 	}
+	// A blacklisted host, or one that asked for a wait over the ceiling,
+	// is answered without requests.
+	if at, p := s.troubled(h, popped, now); p != nil {
+		return at, p
+	}
 	if h.robots == nil || !now.Before(h.robots.expires) {
 		// Stale rules still give the best guess of the delay.
 		if at := s.nextStart(h, s.delay(h.robots)); at.After(now) {
 			return at, nil
 		}
 		s.fetchRobots(ctx, h, first.URL)
-		if h.robots != nil && h.robots.delay > s.cfg.MaxCrawlDelay {
+		if h.robots != nil && (h.robots.delay > s.cfg.MaxCrawlDelay || h.robots.disallowAll) {
 			return now, nil // its tasks are answered without requests
 		}
 		return s.nextStart(h, s.delay(h.robots)), nil
@@ -127,21 +134,53 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		t := s.popInto(h, popped)
 		return now, &page{task: t, res: s.answer(t, ClassCrawlDelay,
 			fmt.Sprintf("robots.txt of %s asks for Crawl-delay %v, over the %v ceiling", h.name, h.robots.delay, s.cfg.MaxCrawlDelay))}
+	case h.robots.unreachable != "":
+		// robots.txt could not be fetched because the host cannot be
+		// reached: that, not robots.txt, is what stops the page.
+		t := s.popInto(h, popped)
+		return now, &page{task: t, res: s.answer(t, string(h.robots.unreachable), h.robots.reason)}
 	case !h.robots.allowed(u):
 		t := s.popInto(h, popped)
 		// No request was made: the next task may be looked at at once
 		// (a request still waits for the delay below).
-		return now, &page{task: t, res: s.answer(t, ClassRobots,
-			fmt.Sprintf("disallowed by robots.txt of %s", h.name))}
+		msg := fmt.Sprintf("disallowed by robots.txt of %s", h.name)
+		if h.robots.reason != "" {
+			msg = h.robots.reason
+		}
+		return now, &page{task: t, res: s.answer(t, ClassRobots, msg)}
 	}
 	if at := s.nextStart(h, delay); at.After(now) {
 		return at, nil
 	}
+	// The host's first page waits for its soft-404 probe, a request of
+	// its own.
+	if s.probeSoft404(ctx, h, u) {
+		return s.nextStart(h, delay), nil
+	}
 	t := s.popInto(h, popped)
 	start := time.Now()
-	resp, err := s.fetcher.Get(ctx, t.URL)
+	resp, err := s.fetchPage(ctx, t)
 	end := s.requestDone(h)
-	return end.Add(delay), &page{task: t, start: start, resp: resp, err: err}
+	next, retry, err := s.afterFetch(h, t, resp, err, end, delay)
+	if retry {
+		*popped = nil // back on its host's queue
+		return next, nil
+	}
+	soft, _ := s.soft404.known(h.name)
+	return next, &page{task: t, start: start, resp: resp, err: err, soft404: soft}
+}
+
+// fetchPage makes the one request of a page's turn: in the browser for a
+// Render task on a render node, else with the fetcher. A render counts as
+// one request to the host, like a fetch: the browser's own requests for
+// the page's scripts and data are part of loading it. A Render task on a
+// node without a browser (the dispatcher routes none there) is fetched as
+// it is.
+func (s *Supervisor) fetchPage(ctx context.Context, t *wire.Task) (*fetch.Response, error) {
+	if t.Render && s.render != nil {
+		return s.render.Render(ctx, t.URL)
+	}
+	return s.fetcher.Get(ctx, t.URL)
 }
 
 func (s *Supervisor) popInto(h *host, popped **wire.Task) *wire.Task {
@@ -176,11 +215,18 @@ func (s *Supervisor) delay(r *robotsRules) time.Duration {
 // and that changed owner in that instant), and a change of owner can
 // overlap with the previous owner's requests anyway, since it still
 // fetches the tasks it holds until they are done.
+//
+// A host in trouble (a Retry-After, a back-off) starts no earlier than
+// its health allows.
 func (s *Supervisor) nextStart(h *host, delay time.Duration) time.Time {
 	if delay > 0 && h.inherited {
 		delay += lastCrawlFlush
 	}
-	return h.last.Add(delay)
+	at := h.last.Add(delay)
+	if nb, _, _ := s.health.wait(h.name); nb.After(at) {
+		at = nb
+	}
+	return at
 }
 
 // requestDone records that a request to h ended now, here and (write-
@@ -229,9 +275,14 @@ func (s *Supervisor) cachedRobots(ctx context.Context, name string, now time.Tim
 	return r
 }
 
-// fetchRobots fetches h's robots.txt through the same fetcher and counts
-// it as a request to the host. 4xx allows everything; 5xx or no answer
-// disallows everything until a retry (after robotsErrorTTL) says otherwise.
+// fetchRobots fetches h's robots.txt and counts it as a request to the
+// host. It uses its own fetcher, which follows at most five redirects (RFC
+// 9309; more mean the file is unavailable) and no meta refresh, and keeps
+// at most 500 KiB. 4xx allows everything; 5xx, 429 or no answer disallows
+// everything until a retry succeeds: the retry comes RobotsRetry later,
+// doubling with each failure up to RobotsTTL, and not before a Retry-After.
+// Rules that failed because the host could not be reached are not cached:
+// they carry the network class the host's pages are answered with.
 func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	u, err := url.Parse(pageURL)
 	if err != nil {
@@ -240,11 +291,36 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
 	start := time.Now()
 	s.robots.Add(1)
-	resp, err := s.fetcher.Get(ctx, robotsURL)
-	s.requestDone(h)
+	resp, err := s.robotsFetcher.Get(ctx, robotsURL)
+	end := s.requestDone(h)
 	if ctx.Err() != nil {
 		return // shutting down; nothing learned
 	}
+	// A blacklisted address blacklists the host: its turns answer
+	// "blacklisted" from now on.
+	err = s.blacklistedAddr(h.name, err)
+	prev := h.robots
+	r := robotsFromFetch(resp, err, s.token)
+	ttl := s.cfg.RobotsTTL
+	notBefore, _ := s.health.observe(h.name, resp, err, s.delay(prev), end)
+	if r.disallowAll {
+		r.failures = 1
+		if prev != nil && prev.failures > 0 {
+			r.failures = prev.failures + 1
+		}
+		ttl = backoff(s.cfg.RobotsRetry, r.failures-1, s.cfg.RobotsTTL)
+		if r.failures == 1 {
+			ttl = min(s.cfg.RobotsRetry, s.cfg.RobotsTTL)
+		}
+		// The host's pages are answered without requests until the
+		// retry, which comes no sooner than the host allows.
+		if w := notBefore.Sub(start); w > ttl {
+			ttl = min(w, MaxRobotsTTL)
+		}
+		r.reason = fmt.Sprintf("%s; disallowing all of %s until a retry succeeds (next in %v)", r.reason, h.name, ttl.Round(time.Millisecond))
+	}
+	r.expires = start.Add(ttl)
+	h.robots = r
 	status := 0
 	var body []byte
 	if resp != nil {
@@ -255,16 +331,14 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	if len(body) > maxRobotsBody {
 		body = body[:maxRobotsBody]
 	}
-	r := parseRobots(status, body, s.token)
-	ttl := s.cfg.RobotsTTL
-	if r.disallowAll {
-		ttl = min(ttl, robotsErrorTTL)
-	}
-	r.expires = start.Add(ttl)
-	h.robots = r
 	s.log.Debug("robots.txt fetched", "host", h.name, "status", status, "err", err,
 		"crawl_delay", r.delay, "allow_all", r.allowAll, "disallow_all", r.disallowAll, "parse_err", r.parseErr)
-
+	if r.unreachable != "" {
+		return
+	}
+	if !r.disallowAll && (status < 200 || status > 299) {
+		status, body = http.StatusNotFound, nil // unavailable (4xx, or too many redirects): allows all
+	}
 	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
 	entry := store.Robots{Status: status, Body: body, FetchedAt: start.UTC(), Expires: r.expires.UTC()}
@@ -349,6 +423,11 @@ func (s *Supervisor) finish(p *page) *wire.Result {
 			res.Class = string(fetch.ClassOther)
 		}
 		res.Error = err.Error()
+		return res
+	}
+	if p.soft404.matches(t.URL, p.resp) {
+		res.Class = ClassSoft404
+		res.Error = "resembles the host's answer to an invented path (a soft 404)"
 		return res
 	}
 	pageURL := p.resp.URL

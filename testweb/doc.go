@@ -17,9 +17,12 @@
 // layouts (extracted by the bundled mappings testweb-people and
 // testweb-staff), blog.example.net holds personal homepages that link to
 // them, team.example holds a team page linking to four colleagues'
-// profiles, and quiet.example holds nothing useful. Every host's robots.txt
-// sets the Crawl-delay of Options and disallows /private/, where pages hold
-// values a polite crawler must never see. Sample returns the records to
+// profiles, quiet.example holds nothing useful, and app.example holds
+// profiles whose HTML is empty until a script loads the person's data and
+// writes it into the DOM (extracted by testweb-app once rendered). Every
+// host's robots.txt sets the Crawl-delay of Options and disallows
+// /private/, where pages hold values a polite crawler must never see.
+// Sample returns the records to
 // crawl it with and the exact truth a correct crawl ends with; its comments
 // explain each record. NeverFetched lists the URLs a correct crawl never
 // requests. A directory named without its slash (/~alice) answers 301 to
@@ -27,6 +30,11 @@
 // most 8 URLs (robots.txt included), staff.example.org and
 // blog.example.net for at most 5, quiet.example for 3 and team.example for
 // 2, so at a Crawl-delay of 1 s it takes about ten seconds.
+//
+// SampleJS returns records for app.example and the truth a crawl ends with
+// when a render-capable supervisor takes part; without one its records stay
+// unfilled. It is kept apart from Sample so that crawls without a browser
+// keep one truth.
 //
 // StartLarge serves a generated web for benchmarks: hundreds of hosts with
 // an index and many profiles each, no Crawl-delay, and LargeRecords to crawl

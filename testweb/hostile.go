@@ -116,7 +116,12 @@ type Case struct {
 	// WantClass is the fetch.Class the fetch must end in, as a string;
 	// "" means fetched successfully.
 	WantClass string
-	Note      string // what the case does and why it ends as it does
+	// WantCrawlClass is the class a crawl answers the case's URL with,
+	// when it differs from the fetch's: a crawler's supervisor knows more
+	// than one fetch (a soft 404 needs the host's answer to an invented
+	// path). "" means the same as WantClass; see CrawlClass.
+	WantCrawlClass string
+	Note           string // what the case does and why it ends as it does
 
 	// Slow cases end only when one of the fetcher's deadlines fires;
 	// Deadline names which one (DeadlineFirstByte, DeadlineIdle or
@@ -135,6 +140,14 @@ type Case struct {
 	WantText      string // substring of the body decoded to UTF-8
 	WantBody      string // the exact decoded body
 	WantURL       string // final URL after redirects and meta refreshes
+}
+
+// CrawlClass is the class a crawl must answer the case with.
+func (c Case) CrawlClass() string {
+	if c.WantCrawlClass != "" {
+		return c.WantCrawlClass
+	}
+	return c.WantClass
 }
 
 // Hostile is a running hostile site. Its methods are safe for concurrent
@@ -742,6 +755,7 @@ func (h *Hostile) specs() []*hostileSpec {
 			writeHTML(w, page("Page not found", "<h1>Page not found</h1>\n<p>Sorry, the page "+htmlEscape(r.URL.Path)+" does not exist on this site.</p>\n<p><a href=\"/\">Home</a></p>"))
 		}), func(s *hostileSpec) {
 		s.path, s.robots, s.WantStatus, s.WantText = "/people/no-such-person-4711", true, 200, "Page not found"
+		s.WantCrawlClass = "soft-404"
 	}))
 	softHost := "soft-404-redirect." + HostDomain
 	add(with(html("soft-404-redirect", "", "Answers every unknown path with 302 to the home page instead of 404: a success at fetch level, ending on /.",
@@ -753,6 +767,7 @@ func (h *Hostile) specs() []*hostileSpec {
 			writeHTML(w, page("Home", "<h1>Welcome home</h1>"))
 		}), func(s *hostileSpec) {
 		s.path, s.WantURL, s.WantText = "/no/such/page", hostURL(softHost, "/"), "Welcome home"
+		s.WantCrawlClass = "soft-404"
 	}))
 	add(with(html("robots-html", "", "/robots.txt is served as an HTML page (text/html) wrapping rules in markup: fetched as text; the robots parser must read it as the RFC says.",
 		func(w http.ResponseWriter, r *http.Request) {

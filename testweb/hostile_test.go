@@ -195,6 +195,9 @@ func TestHostileCases(t *testing.T) {
 		if !classes[c.WantClass] {
 			t.Errorf("case %s: unexpected class %q", c.Name, c.WantClass)
 		}
+		if cc := c.WantCrawlClass; cc != "" && (cc == c.WantClass || !classes[cc] && cc != "soft-404") {
+			t.Errorf("case %s: unexpected crawl class %q", c.Name, cc)
+		}
 		if c.Slow != (c.Deadline != "") || (c.Slow && c.WantClass != "timeout") {
 			t.Errorf("case %s: slow %v, deadline %q, class %q", c.Name, c.Slow, c.Deadline, c.WantClass)
 		}

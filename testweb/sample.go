@@ -82,6 +82,33 @@ func Sample() (records []byte, truth map[string]map[string]string) {
 	return records, truth
 }
 
+//go:embed testdata/sample-js.csv
+var sampleJSCSV []byte
+
+// SampleJS returns records for the pages of app.example, whose data only a
+// browser sees (a script writes it into the DOM), in Sample's CSV format,
+// and the truth a crawl at depth limit 1 ends with when a render-capable
+// supervisor takes part: the bundled mapping testweb-app matches the
+// profiles, finds none of its fields in their HTML, and the dispatcher
+// sends them again to be rendered. Without a render-capable supervisor
+// every target stays unfilled. They are kept apart from Sample, whose
+// truth the crawls without a browser check. Each call returns fresh
+// copies.
+func SampleJS() (records []byte, truth map[string]map[string]string) {
+	records = append([]byte(nil), sampleJSCSV...)
+	truth = map[string]map[string]string{
+		// Her profile at depth 0. The rendered page is layout A.
+		"j1": {"location": maya.Location, "email": maya.Email},
+		// The app's index (depth 0, static, no mapping matches it) links
+		// to three profiles (depth 1). Only Omar's name matches: Maya's
+		// and Pia's values are decoys.
+		"j2": {"location": omar.Location, "email": omar.Email},
+		// Her rendered profile gives a location and no email.
+		"j3": {"location": pia.Location, "email": ""},
+	}
+	return records, truth
+}
+
 // NeverFetched lists the URLs of the small web that a correct crawl of
 // Sample at depth limit 1 never requests: every robots.txt-disallowed page
 // linked from a reachable one (each holds tempting values), the staff

@@ -1,6 +1,7 @@
 package testweb
 
 import (
+	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -20,6 +21,10 @@ import (
 //	team.example       one team page linking to four colleagues' profiles
 //	                   (the attribution decoy)
 //	quiet.example      a page with no data; everything else is 404
+//	app.example        profiles under /u/NAME whose data a script loads
+//	                   from /api/u/NAME.json and writes into the DOM (layout
+//	                   A once rendered; the HTML itself holds none of it),
+//	                   an index of them at /
 //
 // Every host's robots.txt disallows /private/, and some reachable pages
 // link there; the private pages hold values a correct crawl never sees.
@@ -31,6 +36,7 @@ const (
 	hostBlog   = "blog.example.net"
 	hostTeam   = "team.example"
 	hostQuiet  = "quiet.example"
+	hostApp    = "app.example"
 )
 
 // person is what a profile page shows. An empty Email leaves the email
@@ -75,7 +81,11 @@ func (s *smallSite) serve(host, path string) (response, bool) {
 		}
 		return notFound(host + path), true
 	}
-	return response{status: http.StatusOK, ctype: htmlType, body: []byte(body)}, true
+	ctype := htmlType
+	if strings.HasSuffix(path, ".json") {
+		ctype = jsonType
+	}
+	return response{status: http.StatusOK, ctype: ctype, body: []byte(body)}, true
 }
 
 // robotsTxt is one host's robots.txt; extra is prepended as groups for
@@ -108,6 +118,12 @@ var (
 	// Dana's old staff page: another city and no email (see record r5).
 	danaStaff = person{"Dana Kowalski", "Warsaw, Poland", ""}
 
+	// On app.example, where only a browser sees them (see SampleJS). Pia
+	// gives no email.
+	maya = person{"Maya Ruiz", "São Paulo, Brazil", "maya.ruiz@mail.example"}
+	omar = person{"Omar Haddad", "Beirut, Lebanon", "omar.haddad@mail.example"}
+	pia  = person{"Pia Berg", "Tromsø, Norway", ""}
+
 	// Behind robots.txt: values a polite crawler never sees.
 	bobPrivate   = person{"Bob Okafor", "7 Mill Road, Leeds", "bob.okafor@home.example"}
 	erinPrivate  = person{"Erin Walsh", "14 Quay Street, Cork", "erin@home.example"}
@@ -125,6 +141,7 @@ func newSmallSite(crawlDelay int) *smallSite {
 			hostBlog:   robotsTxt(hostBlog, crawlDelay, ""),
 			hostTeam:   robotsTxt(hostTeam, crawlDelay, ""),
 			hostQuiet:  robotsTxt(hostQuiet, crawlDelay, ""),
+			hostApp:    robotsTxt(hostApp, crawlDelay, ""),
 		},
 		pages: map[string]map[string]string{
 			hostPeople: {
@@ -189,6 +206,17 @@ func newSmallSite(crawlDelay int) *smallSite {
 					"This site is being rebuilt. Come back later.",
 					link{"/private/staff.html", "Staff area"}),
 				"/private/staff.html": staffProfile(jonasPrivate),
+			},
+			hostApp: {
+				"/": page("App", "<h1>Profiles</h1>\n<ul class=\"index\">\n"+anchors([]link{
+					{"/u/maya", maya.Name}, {"/u/omar", omar.Name}, {"/u/pia", pia.Name},
+				})+"</ul>"),
+				"/u/maya":          appShell("maya"),
+				"/u/omar":          appShell("omar"),
+				"/u/pia":           appShell("pia"),
+				"/api/u/maya.json": appData(maya),
+				"/api/u/omar.json": appData(omar),
+				"/api/u/pia.json":  appData(pia),
 			},
 		},
 	}
@@ -290,4 +318,43 @@ func teamPage() string {
 	}
 	b.WriteString("</ul>\n<p><a href=\"/private/salaries\">Salaries</a></p>")
 	return page("Our team", b.String())
+}
+
+// appShell is an app.example profile as served: a placeholder and a
+// script that loads the person's data and writes the profile, in layout
+// A, into the DOM. Only a crawler that runs the script sees any value.
+func appShell(slug string) string {
+	return page("Profile · "+hostApp, `<div id="app"><p class="loading">Loading…</p></div>
+<script>
+fetch('/api/u/`+slug+`.json').then(function (r) { return r.json(); }).then(function (p) {
+  var app = document.getElementById('app');
+  var div = document.createElement('div');
+  div.className = 'profile';
+  var h = document.createElement('h1');
+  h.className = 'fn';
+  h.textContent = p.name;
+  div.appendChild(h);
+  var loc = document.createElement('p');
+  loc.className = 'location';
+  loc.textContent = p.location;
+  div.appendChild(loc);
+  if (p.email) {
+    var w = document.createElement('p');
+    w.appendChild(document.createTextNode('Write to '));
+    var a = document.createElement('a');
+    a.className = 'email';
+    a.href = 'mailto:' + p.email;
+    a.textContent = p.email;
+    w.appendChild(a);
+    div.appendChild(w);
+  }
+  app.replaceChildren(div);
+});
+</script>`)
+}
+
+// appData is the JSON an app.example profile's script loads.
+func appData(p person) string {
+	b, _ := json.Marshal(map[string]string{"name": p.Name, "location": p.Location, "email": p.Email})
+	return string(b) + "\n"
 }

@@ -81,6 +81,7 @@ type response struct {
 const (
 	htmlType = "text/html; charset=utf-8"
 	textType = "text/plain; charset=utf-8"
+	jsonType = "application/json"
 )
 
 // Start starts the small fixture web (the hosts of Sample) on 127.0.0.1 at

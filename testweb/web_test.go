@@ -208,7 +208,7 @@ func TestStartRefusesBadOptions(t *testing.T) {
 
 func TestHostsAndResolve(t *testing.T) {
 	w := startSmall(t, Options{})
-	want := []string{hostBlog, hostPeople, hostQuiet, hostStaff, hostTeam}
+	want := []string{hostApp, hostBlog, hostPeople, hostQuiet, hostStaff, hostTeam}
 	if got := strings.Join(w.Hosts(), " "); got != strings.Join(want, " ") {
 		t.Errorf("Hosts() = %s, want %s", got, strings.Join(want, " "))
 	}

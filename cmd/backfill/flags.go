@@ -153,6 +153,10 @@ type crawlerFlags struct {
 	allowLoopback bool
 	allowPrivate  bool
 	resolve       resolveFlag
+	blacklistFile string
+	blacklist     fetch.Blacklist // read from blacklistFile by validate
+
+	render renderFlags // registered by run and supervisor only: render.register
 }
 
 func (c *crawlerFlags) register(fs *flag.FlagSet) {
@@ -171,6 +175,7 @@ func (c *crawlerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.allowLoopback, "allow-loopback", false, "allow fetching loopback addresses (testing only)")
 	fs.BoolVar(&c.allowPrivate, "allow-private", false, "allow fetching private network addresses")
 	fs.Var(c.resolve, "resolve", "host:port:address:port — connect there instead of resolving host (repeatable)")
+	fs.StringVar(&c.blacklistFile, "blacklist", "", "file of hosts (subdomains included), IPs and CIDRs never to fetch, one a line, # comments")
 }
 
 func (c *crawlerFlags) userAgentString() string {
@@ -181,6 +186,9 @@ func (c *crawlerFlags) userAgentString() string {
 }
 
 func (c *crawlerFlags) validate() error {
+	if err := c.render.validate(); err != nil {
+		return err
+	}
 	if c.workers < 1 {
 		return fmt.Errorf("%w: --workers must be at least 1", errUsage)
 	}
@@ -189,6 +197,13 @@ func (c *crawlerFlags) validate() error {
 	}
 	if c.delay < 0 || c.timeout <= 0 || c.headerTimeout <= 0 || c.idleTimeout <= 0 {
 		return fmt.Errorf("%w: --delay must not be negative and the timeouts must be positive", errUsage)
+	}
+	if c.blacklistFile != "" {
+		bl, err := fetch.LoadBlacklist(c.blacklistFile)
+		if err != nil {
+			return fmt.Errorf("--blacklist: %w", err)
+		}
+		c.blacklist = bl
 	}
 	return nil
 }
@@ -204,6 +219,7 @@ func (c *crawlerFlags) fetchConfig() fetch.Config {
 		Resolve:       map[string]string(c.resolve),
 		AllowLoopback: c.allowLoopback,
 		AllowPrivate:  c.allowPrivate,
+		Deny:          c.blacklist.Prefixes,
 	}
 }
 
@@ -222,6 +238,42 @@ func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *et
 		DefaultDelay:  delay,
 		MaxCrawlDelay: c.maxDelay,
 		RobotsTTL:     c.robotsTTL,
+		Blacklist:     fetch.Blacklist{Hosts: c.blacklist.Hosts},
 		Logger:        log,
+		Render:        c.render.config(),
 	}
+}
+
+// renderFlags make a supervisor a render node: it loads the pages that
+// need JavaScript in headless Chromium. The browser identifies itself and
+// reaches hosts like the fetcher (--user-agent, --resolve, --allow-loopback).
+type renderFlags struct {
+	on          bool
+	tabs        int
+	timeout     time.Duration
+	chromium    string
+	resolveOnly bool
+}
+
+func (r *renderFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&r.on, "render", false, "render JavaScript pages in headless Chromium here; the dispatcher sends such pages only to supervisors started with --render")
+	fs.IntVar(&r.tabs, "render-tabs", supervisor.DefaultRenderTabs, "with --render: browser tabs rendering at once")
+	fs.DurationVar(&r.timeout, "render-timeout", supervisor.DefaultPageTimeout, "with --render: deadline for rendering one page")
+	fs.StringVar(&r.chromium, "chromium", "", "with --render: the browser binary (default: chromium, chromium-browser, google-chrome or google-chrome-stable on PATH)")
+	fs.BoolVar(&r.resolveOnly, "render-resolve-only", false, "with --render: the browser reaches only the hosts named by --resolve (tests)")
+}
+
+func (r *renderFlags) validate() error {
+	if r.on && (r.tabs < 1 || r.timeout <= 0) {
+		return fmt.Errorf("%w: --render-tabs must be at least 1 and --render-timeout positive", errUsage)
+	}
+	return nil
+}
+
+// config is the supervisor's RenderConfig, nil without --render.
+func (r *renderFlags) config() *supervisor.RenderConfig {
+	if !r.on {
+		return nil
+	}
+	return &supervisor.RenderConfig{Exec: r.chromium, Tabs: r.tabs, PageTimeout: r.timeout, ResolveOnly: r.resolveOnly}
 }

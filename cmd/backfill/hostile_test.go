@@ -37,7 +37,7 @@ func TestHostileCrawl(t *testing.T) {
 	cases := site.Cases()
 	for _, c := range cases {
 		fmt.Fprintf(&csv, "%s,,,%s\n", c.Name, c.URL)
-		want[c.WantClass]++
+		want[c.CrawlClass()]++
 	}
 	records := filepath.Join(dir, "hostile.csv")
 	if err := os.WriteFile(records, []byte(csv.String()), 0o644); err != nil {
@@ -110,7 +110,7 @@ func TestHostileCrawl(t *testing.T) {
 		if got[c] != want[c] {
 			var names []string
 			for _, hc := range cases {
-				if hc.WantClass == c {
+				if hc.CrawlClass() == c {
 					names = append(names, hc.Name)
 				}
 			}

@@ -36,6 +36,15 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 	fmt.Fprintf(w, "pages fetched: %d  extractions reused: %d  late results ignored: %d  field errors: %d\n",
 		s.Pages, s.Reused, s.Late, s.FieldErrors)
 	fmt.Fprintf(w, "wall time: %s  pages/s: %.1f\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec)
+	if s.RenderRetried > 0 {
+		fmt.Fprintf(w, "pages rendered again because their HTML lacked the data: %d\n", s.RenderRetried)
+	}
+	if s.Waiting > 0 {
+		fmt.Fprintf(w, "pages left waiting for a render node: %d (their mappings say render: start supervisors with --render)\n", s.Waiting)
+	}
+	if s.RenderWanted > 0 {
+		fmt.Fprintf(w, "pages that may need JavaScript, left unrendered: %d (start supervisors with --render on a machine with Chromium)\n", s.RenderWanted)
+	}
 	if len(s.Errors) > 0 {
 		classes := make([]string, 0, len(s.Errors))
 		for c := range s.Errors {
@@ -48,6 +57,10 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		}
 		fmt.Fprintf(w, "errors by class: %s\n", strings.Join(parts, " "))
 	}
+	if len(s.Filtered) > 0 || s.BadTopSites > 0 {
+		fmt.Fprintf(w, "links not followed: %s  (link farms: %d, malformed top-sites lines: %d)\n",
+			countsLine(s.Filtered), s.LinkFarms, s.BadTopSites)
+	}
 	if len(s.UntouchedIDs) > 0 {
 		more := ""
 		if s.Untouched > len(s.UntouchedIDs) {
@@ -55,6 +68,23 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		}
 		fmt.Fprintf(w, "nothing found for: %s%s\n", strings.Join(s.UntouchedIDs, ", "), more)
 	}
+}
+
+// countsLine renders counts by key as "a=1 b=2", keys sorted.
+func countsLine(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
 }
 
 // progressBar draws records complete with an ETA on a terminal, redrawing

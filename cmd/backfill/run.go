@@ -27,6 +27,19 @@ type dispatcherFlags struct {
 	lease        time.Duration
 	hostInFlight int
 	summary      string
+
+	// link filters (dispatcher.Config); 0 turns a limit off
+	topSites     string
+	excludeTop   int
+	hostBudget   int
+	recordBudget int
+	maxPathDepth int
+	maxRepeats   int
+	maxFanout    int
+	blacklist    string
+	// blacklistFlag is --blacklist when another flag group registered it
+	// first (the supervisors read the same file): the value is shared.
+	blacklistFlag *flag.Flag
 }
 
 func (d *dispatcherFlags) register(fs *flag.FlagSet) {
@@ -37,6 +50,26 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&d.lease, "lease", 2*time.Minute, "how long a supervisor has for a task before it is sent again")
 	fs.IntVar(&d.hostInFlight, "host-in-flight", 2, "tasks of one host handed out at once")
 	fs.StringVar(&d.summary, "summary", "", "also write the run summary as JSON to this file")
+	fs.StringVar(&d.topSites, "top-sites", "", "ranked CSV of popular sites, rank,domain per line (header optional), for --exclude-top")
+	fs.IntVar(&d.excludeTop, "exclude-top", 0, "do not follow links found on pages into the N most popular sites of --top-sites (a record's own links are always followed); 0: off")
+	fs.IntVar(&d.hostBudget, "host-budget", dispatcher.DefaultHostBudget, "pages queued per host in this run; further links found to it are not followed (0: no limit)")
+	fs.IntVar(&d.recordBudget, "record-budget", dispatcher.DefaultRecordBudget, "pages queued on behalf of one record; further links found for it are not followed (0: no limit)")
+	fs.IntVar(&d.maxPathDepth, "max-path-depth", dispatcher.DefaultMaxPathDepth, "links found on pages with more path segments are not followed (0: no limit)")
+	fs.IntVar(&d.maxRepeats, "max-repeats", dispatcher.DefaultMaxRepeats, "links found on pages with one path segment repeated more often (/a/a/a/a) are not followed (0: no limit)")
+	fs.IntVar(&d.maxFanout, "max-fanout", dispatcher.DefaultMaxFanout, "a page linking to more distinct registrable domains is a link farm: none of its links is followed (0: no limit)")
+	if f := fs.Lookup("blacklist"); f != nil {
+		d.blacklistFlag = f
+	} else {
+		fs.StringVar(&d.blacklist, "blacklist", "", "file of hosts (subdomains included), IP addresses and CIDRs never crawled, one per line, # comments; the dispatcher never queues the hosts, a record's own links included")
+	}
+}
+
+// blacklistPath is the --blacklist file, whoever registered the flag.
+func (d *dispatcherFlags) blacklistPath() string {
+	if d.blacklistFlag != nil {
+		return d.blacklistFlag.Value.String()
+	}
+	return d.blacklist
 }
 
 func (d *dispatcherFlags) validate() error {
@@ -52,7 +85,29 @@ func (d *dispatcherFlags) validate() error {
 	if d.lease <= 0 || d.hostInFlight < 1 {
 		return fmt.Errorf("%w: --lease must be positive and --host-in-flight at least 1", errUsage)
 	}
+	if min(d.excludeTop, d.hostBudget, d.recordBudget, d.maxPathDepth, d.maxRepeats, d.maxFanout) < 0 {
+		return fmt.Errorf("%w: --exclude-top, --host-budget, --record-budget, --max-path-depth, --max-repeats and --max-fanout must not be negative", errUsage)
+	}
+	if d.excludeTop > 0 && d.topSites == "" {
+		return fmt.Errorf("%w: --exclude-top needs --top-sites", errUsage)
+	}
+	for _, f := range []struct{ what, path string }{{"top sites", d.topSites}, {"blacklist", d.blacklistPath()}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return fmt.Errorf("%s file: %w", f.what, err)
+		}
+	}
 	return nil
+}
+
+// noLimit maps a flag's 0 ("no limit") to dispatcher.Config's negative.
+func noLimit(v int) int {
+	if v == 0 {
+		return -1
+	}
+	return v
 }
 
 func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, log *slog.Logger) dispatcher.Config {
@@ -71,6 +126,14 @@ func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, lo
 		Fields:       fields,
 		Lease:        d.lease,
 		HostInFlight: d.hostInFlight,
+		HostBudget:   noLimit(d.hostBudget),
+		RecordBudget: noLimit(d.recordBudget),
+		MaxPathDepth: noLimit(d.maxPathDepth),
+		MaxRepeats:   noLimit(d.maxRepeats),
+		MaxFanout:    noLimit(d.maxFanout),
+		TopSites:     d.topSites,
+		ExcludeTop:   d.excludeTop,
+		Blacklist:    d.blacklistPath(),
 		Logger:       log,
 	}
 }
@@ -124,8 +187,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		c  crawlSetup
 		cf crawlerFlags
 	)
-	c.register(fs)
+	// The supervisors' flags first: --blacklist is theirs, and the
+	// dispatcher's flags share it (see dispatcherFlags.register).
 	cf.register(fs)
+	cf.render.register(fs)
+	c.register(fs)
 	supervisors := fs.Int("supervisors", 1, "supervisors to run in this process (each owns its share of the hosts)")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -1,0 +1,100 @@
+package fetch
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+)
+
+// Blacklist is a user's list of what never to fetch.
+type Blacklist struct {
+	Hosts    []BlacklistHost // refused by the supervisor, subdomains included
+	Prefixes []netip.Prefix  // refused by the fetcher at dial time (an IP is a /32 or /128)
+}
+
+// BlacklistHost is one host entry and where it was read.
+type BlacklistHost struct {
+	Host  string // lower case, no trailing dot
+	Where string // file:line
+}
+
+// LoadBlacklist reads a blacklist file; see ParseBlacklist.
+func LoadBlacklist(path string) (Blacklist, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Blacklist{}, fmt.Errorf("blacklist: %w", err)
+	}
+	defer f.Close()
+	return ParseBlacklist(f, path)
+}
+
+// ParseBlacklist reads a blacklist: one entry per line, a host name
+// (which covers its subdomains too), an IP address or a CIDR; "#" starts a
+// comment; blank lines are skipped. A line that is none of these is an
+// error naming name:line.
+func ParseBlacklist(r io.Reader, name string) (Blacklist, error) {
+	var bl Blacklist
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		where := fmt.Sprintf("%s:%d", name, n)
+		if strings.Contains(line, "/") {
+			p, err := netip.ParsePrefix(line)
+			if err != nil {
+				return Blacklist{}, fmt.Errorf("%s: %q is not a CIDR: %v", where, line, err)
+			}
+			bl.Prefixes = append(bl.Prefixes, p.Masked())
+			continue
+		}
+		if ip, err := netip.ParseAddr(strings.Trim(line, "[]")); err == nil {
+			if ip.Zone() != "" {
+				return Blacklist{}, fmt.Errorf("%s: %q: an address with a zone cannot be blacklisted", where, line)
+			}
+			ip = ip.Unmap()
+			bl.Prefixes = append(bl.Prefixes, netip.PrefixFrom(ip, ip.BitLen()))
+			continue
+		}
+		host, err := blacklistHostName(line)
+		if err != nil {
+			return Blacklist{}, fmt.Errorf("%s: %v", where, err)
+		}
+		bl.Hosts = append(bl.Hosts, BlacklistHost{Host: host, Where: where})
+	}
+	if err := sc.Err(); err != nil {
+		return Blacklist{}, fmt.Errorf("%s:%d: %w", name, n+1, err)
+	}
+	return bl, nil
+}
+
+// blacklistHostName checks a host name entry: dot-separated labels of
+// letters, digits, "-" and "_", none empty or over 63 bytes.
+func blacklistHostName(s string) (string, error) {
+	h := strings.TrimSuffix(strings.ToLower(s), ".")
+	if h == "" || len(h) > 253 {
+		return "", fmt.Errorf("%q is not a host name, IP address or CIDR", s)
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 {
+			return "", fmt.Errorf("%q is not a host name, IP address or CIDR", s)
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return "", fmt.Errorf("%q is not a host name, IP address or CIDR (character %q)", s, c)
+			}
+		}
+	}
+	return h, nil
+}

@@ -1,0 +1,281 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"hash/fnv"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+
+	"golang.org/x/net/html"
+
+	"backfill/fetch"
+)
+
+// Soft 404s: sites that answer a missing page with 200 and a "not found"
+// page (or a redirect to the home page) instead of 404. Once per host,
+// after its robots.txt and before its first page, the supervisor asks for
+// an invented path (/backfill-probe-<random>); the probe is a request like
+// any other, spaced by the host's delay. A host that answers 404 (or any
+// failure) is fine. A host that answers 200 leaves a fingerprint of that
+// answer, and its pages that resemble it are answered "soft-404" with no
+// fields:
+//
+//   - a probe redirected elsewhere: pages redirected to the same final URL;
+//   - a probe answered in place: pages whose visible text, with the words
+//     of their own URL path left out (not-found pages tend to quote the
+//     path), is the same as the probe's, or nearly the same: word-pair
+//     shingles with an estimated resemblance of at least soft404Resemble
+//     and a length within soft404Band of the probe's.
+//
+// A host's root page is never a soft 404: a host that answers every path
+// with its home page (or redirects every path there) has a home page all
+// the same, and it is the page the others imitate.
+
+// ClassSoft404 is the class of a page that resembles its host's answer to
+// an invented path. Append only: it crosses the wire.
+const ClassSoft404 = "soft-404"
+
+const (
+	soft404Prefix   = "/backfill-probe-"
+	soft404Sketch   = 128  // shingle hashes kept per fingerprint (a bottom-k sketch)
+	soft404Resemble = 0.9  // least estimated resemblance of a soft 404
+	soft404Band     = 0.2  // largest relative difference in length
+	soft404Tokens   = 5000 // words of a page looked at
+	soft404Hosts    = 100_000
+)
+
+// soft404Print is the fingerprint of a host's answer to an invented path.
+type soft404Print struct {
+	finalURL string // where a redirected probe ended; "" when answered in place
+	exact    uint64 // hash of the normalized word sequence
+	words    int
+	sketch   []uint64 // the soft404Sketch smallest shingle hashes, sorted
+}
+
+// soft404s remembers, per host, whether it was probed and the fingerprint
+// (nil for a fine host). It holds at most soft404Hosts hosts; beyond that,
+// arbitrary ones are forgotten and probed again if they come back.
+type soft404s struct {
+	mu    sync.Mutex
+	hosts map[string]*soft404Print
+}
+
+func newSoft404s() *soft404s { return &soft404s{hosts: map[string]*soft404Print{}} }
+
+// known reports whether host was probed, and its fingerprint.
+func (s *soft404s) known(host string) (*soft404Print, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.hosts[host]
+	return p, ok
+}
+
+func (s *soft404s) set(host string, p *soft404Print) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.hosts[host]; !ok && len(s.hosts) >= soft404Hosts {
+		for h := range s.hosts {
+			delete(s.hosts, h)
+			break
+		}
+	}
+	s.hosts[host] = p
+}
+
+// soft404ProbeURL is an invented URL on the host of page.
+func soft404ProbeURL(page *url.URL) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return (&url.URL{Scheme: page.Scheme, Host: page.Host, Path: soft404Prefix + hex.EncodeToString(b[:])}).String()
+}
+
+// soft404Fingerprint fingerprints a probe's answer; nil means the host
+// answers invented paths as it should (or the answer says nothing).
+func soft404Fingerprint(probeURL string, resp *fetch.Response, err error) *soft404Print {
+	if err != nil || resp == nil || resp.Status < 200 || resp.Status > 299 {
+		return nil
+	}
+	p := textPrint(resp.Body, probeURL, resp.URL)
+	if resp.URL != "" && resp.URL != probeURL {
+		p.finalURL = resp.URL
+	}
+	return p
+}
+
+// matches reports whether a page fetched for taskURL resembles the probe.
+func (p *soft404Print) matches(taskURL string, resp *fetch.Response) bool {
+	if p == nil || resp == nil || resp.Status < 200 || resp.Status > 299 {
+		return false
+	}
+	if u, err := url.Parse(taskURL); err != nil || (u.Path == "" || u.Path == "/") && u.RawQuery == "" {
+		return false
+	}
+	if p.finalURL != "" {
+		return resp.URL == p.finalURL && resp.URL != taskURL
+	}
+	q := textPrint(resp.Body, taskURL, resp.URL)
+	if q.exact == p.exact && q.words == p.words {
+		return true
+	}
+	lo, hi := min(p.words, q.words), max(p.words, q.words)
+	if lo == 0 || float64(hi-lo) > soft404Band*float64(hi) {
+		return false
+	}
+	return resemblance(p.sketch, q.sketch) >= soft404Resemble
+}
+
+// textPrint fingerprints the visible text of an HTML body, leaving out the
+// words of the given URLs' paths.
+func textPrint(body []byte, urls ...string) *soft404Print {
+	skip := map[string]bool{}
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil {
+			for _, w := range words(u.Path + " " + u.RawQuery) {
+				skip[w] = true
+			}
+		}
+	}
+	var ws []string
+	for _, w := range visibleWords(body, soft404Tokens) {
+		if !skip[w] {
+			ws = append(ws, w)
+		}
+	}
+	p := &soft404Print{words: len(ws)}
+	h := fnv.New64a()
+	for _, w := range ws {
+		h.Write([]byte(w))
+		h.Write([]byte{0})
+	}
+	p.exact = h.Sum64()
+	seen := map[uint64]bool{}
+	for i := range ws {
+		sh := fnv.New64a()
+		sh.Write([]byte(ws[i]))
+		if i+1 < len(ws) {
+			sh.Write([]byte{0})
+			sh.Write([]byte(ws[i+1]))
+		} else if i > 0 {
+			continue // the last word is in the previous pair
+		}
+		seen[sh.Sum64()] = true
+	}
+	for v := range seen {
+		p.sketch = append(p.sketch, v)
+	}
+	slices.Sort(p.sketch)
+	if len(p.sketch) > soft404Sketch {
+		p.sketch = p.sketch[:soft404Sketch]
+	}
+	return p
+}
+
+// resemblance estimates the Jaccard resemblance of two shingle sets from
+// their bottom-k sketches (exact when both sets are smaller than k).
+func resemblance(a, b []uint64) float64 {
+	if len(a) == 0 && len(b) == 0 {
+		return 1
+	}
+	k := max(len(a), len(b))
+	inA := map[uint64]bool{}
+	for _, v := range a {
+		inA[v] = true
+	}
+	inB := map[uint64]bool{}
+	for _, v := range b {
+		inB[v] = true
+	}
+	union := slices.Concat(a, b)
+	slices.Sort(union)
+	union = slices.Compact(union)
+	if len(union) > k {
+		union = union[:k]
+	}
+	both := 0
+	for _, v := range union {
+		if inA[v] && inB[v] {
+			both++
+		}
+	}
+	return float64(both) / float64(len(union))
+}
+
+// visibleWords lists the lower-case words of an HTML body's text (title
+// included, scripts and styles not), at most limit of them.
+func visibleWords(body []byte, limit int) []string {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	var out []string
+	hidden := 0
+	for len(out) < limit {
+		switch z.Next() {
+		case html.ErrorToken:
+			return out
+		case html.StartTagToken:
+			if name, _ := z.TagName(); isHiddenTag(name) {
+				hidden++
+			}
+		case html.EndTagToken:
+			if name, _ := z.TagName(); isHiddenTag(name) && hidden > 0 {
+				hidden--
+			}
+		case html.TextToken:
+			if hidden == 0 {
+				out = append(out, words(string(z.Text()))...)
+			}
+		}
+	}
+	return out[:limit]
+}
+
+func isHiddenTag(name []byte) bool {
+	switch string(name) {
+	case "script", "style", "noscript", "template":
+		return true
+	}
+	return false
+}
+
+// words splits s into lower-case runs of letters and digits.
+func words(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+}
+
+// probeSoft404 makes h's soft-404 probe unless it has been made: the
+// turn's one request. It reports whether a request was made. A probe path
+// robots.txt disallows is not asked for; the host then goes unprobed.
+func (s *Supervisor) probeSoft404(ctx context.Context, h *host, page *url.URL) bool {
+	if s.cfg.NoSoft404 {
+		return false
+	}
+	if _, ok := s.soft404.known(h.name); ok {
+		return false
+	}
+	probe := soft404ProbeURL(page)
+	pu, err := url.Parse(probe)
+	if err != nil || h.robots == nil || !h.robots.allowed(pu) {
+		s.soft404.set(h.name, nil)
+		return false
+	}
+	s.soft404Probes.Add(1)
+	resp, err := s.fetcher.Get(ctx, probe)
+	end := s.requestDone(h)
+	if ctx.Err() != nil {
+		return true // shutting down; nothing learned
+	}
+	s.health.observe(h.name, resp, err, s.delay(h.robots), end)
+	fp := soft404Fingerprint(probe, resp, err)
+	s.soft404.set(h.name, fp)
+	if fp != nil {
+		s.log.Debug("host answers invented paths with 200; pages like that answer are soft 404s",
+			"host", h.name, "probe", probe, "final_url", resp.URL)
+	}
+	return true
+}
