@@ -488,4 +488,3 @@ func (s *scheduler) requeue(h *host, t *wire.Task) {
 	}
 	h.tasks = append([]*wire.Task{t}, h.tasks...)
 }
-

@@ -300,7 +300,6 @@ func TestAutoBlacklist(t *testing.T) {
 	})
 }
 
-
 // listenOn starts a site on a given loopback address.
 func listenOn(t *testing.T, name, ip string) *site {
 	t.Helper()
