@@ -62,6 +62,7 @@ type outcome struct {
 	requests int // requests other than robots.txt, duplicates included
 	robots   int // robots.txt requests
 	failed   int // responses other than 200
+	probes   int // soft-404 probes (backfill asks each host for an invented path once)
 	wall     time.Duration
 	rssMiB   float64
 	stdout   []byte
@@ -176,8 +177,8 @@ func BenchmarkCrawl(b *testing.B) {
 	sort.Strings(names)
 	for _, n := range names {
 		o := results[n]
-		fmt.Printf("crawl: %-9s %6d pages (%d requests, %d robots.txt, %d failed) in %8s: %8.1f pages/s, peak RSS %6.1f MiB\n",
-			n, o.pages, o.requests, o.robots, o.failed, o.wall.Round(time.Millisecond), o.pagesPerSec(), o.rssMiB)
+		fmt.Printf("crawl: %-9s %6d pages (%d requests, %d robots.txt, %d soft-404 probes, %d failed) in %8s: %8.1f pages/s, peak RSS %6.1f MiB\n",
+			n, o.pages, o.requests, o.robots, o.probes, o.failed, o.wall.Round(time.Millisecond), o.pagesPerSec(), o.rssMiB)
 	}
 	bf, ok := results["backfill"]
 	for _, other := range []string{"colly", "httploop"} {
@@ -306,6 +307,10 @@ func (cb *crawlBench) runOnce(b *testing.B, cmd *exec.Cmd) outcome {
 			continue
 		}
 		o.requests++
+		if strings.HasPrefix(r.Path, "/backfill-probe-") {
+			o.probes++ // backfill's soft-404 probe: a request, not a page
+			continue
+		}
 		if r.Status != 200 {
 			o.failed++
 		}
