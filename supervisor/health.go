@@ -194,6 +194,21 @@ func newHealth(log *slog.Logger, maxBackoff, backoffMin time.Duration, bl fetch.
 
 // refused says why a host gets no requests at all: a user blacklist entry
 // for it or a parent domain, or an automatic blacklisting; "" if none.
+// record counts one outcome: a success clears the streaks, a failure
+// lengthens its own streak and ends the other kind's.
+func (hh *hostHealth) record(tr trouble) {
+	switch tr {
+	case troubleNone:
+		hh.netFails, hh.serverFails = 0, 0
+	case troubleNetwork:
+		hh.netFails++
+		hh.serverFails = 0
+	case troubleServer:
+		hh.serverFails++
+		hh.netFails = 0
+	}
+}
+
 func (hs *health) refused(hostPort string) string {
 	name := hostPort
 	if i := strings.LastIndexByte(name, ':'); i >= 0 && !strings.HasSuffix(name, "]") {
@@ -287,16 +302,7 @@ func (hs *health) observe(host string, resp *fetch.Response, err error, base tim
 		hs.hosts[host] = hh
 	}
 	throttled := false
-	switch tr {
-	case troubleNone:
-		hh.netFails, hh.serverFails = 0, 0
-	case troubleNetwork:
-		hh.netFails++
-		hh.serverFails = 0
-	case troubleServer:
-		hh.serverFails++
-		hh.netFails = 0
-	}
+	hh.record(tr)
 	wait := backoff(base, hh.failures(), hs.maxBackoff)
 	why := ""
 	if wait > 0 {
@@ -345,16 +351,7 @@ func (hs *health) observeAddr(addr string, tr trouble, class string, err error) 
 		hh = &hostHealth{}
 		hs.addrs[addr] = hh
 	}
-	switch tr {
-	case troubleNone:
-		hh.netFails, hh.serverFails = 0, 0
-	case troubleNetwork:
-		hh.netFails++
-		hh.serverFails = 0
-	case troubleServer:
-		hh.serverFails++
-		hh.netFails = 0
-	}
+	hh.record(tr)
 	if hh.blacklisted == "" {
 		switch {
 		case hh.netFails >= autoNetFails:

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,24 +223,7 @@ func TestEndToEnd(t *testing.T) {
 	if code := exp.waitExit(time.Minute); code != 0 {
 		t.Fatalf("export exit code %d", code)
 	}
-	got := map[string]map[string]string{}
-	sc := bufio.NewScanner(&exp.stdout)
-	for sc.Scan() {
-		var rec struct {
-			ID         string                     `json:"id"`
-			Fields     map[string]any             `json:"fields"`
-			Provenance map[string]json.RawMessage `json:"provenance"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("export line %q: %v", sc.Text(), err)
-		}
-		got[rec.ID] = map[string]string{}
-		for f := range rec.Provenance {
-			if v, ok := rec.Fields[f].(string); ok {
-				got[rec.ID][f] = v
-			}
-		}
-	}
+	got := foundValues(t, &exp.stdout)
 	if len(got) != len(truth) {
 		t.Errorf("export has %d records, truth has %d", len(got), len(truth))
 	}
@@ -365,4 +349,33 @@ func TestSupervisorWaitsForDispatcher(t *testing.T) {
 	if code := sup.waitExit(20 * time.Second); code != 0 {
 		t.Errorf("exit code %d after SIGTERM", code)
 	}
+}
+
+// foundValues reads an export with provenance (JSON Lines) and returns,
+// per record, the fields backfill filled in.
+func foundValues(t *testing.T, export io.Reader) map[string]map[string]string {
+	t.Helper()
+	got := map[string]map[string]string{}
+	sc := bufio.NewScanner(export)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var rec struct {
+			ID         string                     `json:"id"`
+			Fields     map[string]any             `json:"fields"`
+			Provenance map[string]json.RawMessage `json:"provenance"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("export line %q: %v", sc.Text(), err)
+		}
+		got[rec.ID] = map[string]string{}
+		for f := range rec.Provenance {
+			if v, ok := rec.Fields[f].(string); ok {
+				got[rec.ID][f] = v
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("read export: %v", err)
+	}
+	return got
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -195,24 +194,7 @@ func exportJS(t *testing.T, stateDir string) map[string]map[string]string {
 	if code := mainExit([]string{"export", "--state-dir", stateDir, "--format", "jsonl", "--provenance"}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("export exit %d: %s", code, stderr.String())
 	}
-	got := map[string]map[string]string{}
-	sc := bufio.NewScanner(&stdout)
-	for sc.Scan() {
-		var rec struct {
-			ID         string                     `json:"id"`
-			Fields     map[string]any             `json:"fields"`
-			Provenance map[string]json.RawMessage `json:"provenance"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatalf("export line %q: %v", sc.Text(), err)
-		}
-		got[rec.ID] = map[string]string{}
-		for f := range rec.Provenance {
-			if v, ok := rec.Fields[f].(string); ok {
-				got[rec.ID][f] = v
-			}
-		}
-	}
+	got := foundValues(t, &stdout)
 	return got
 }
 
