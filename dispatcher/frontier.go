@@ -13,8 +13,21 @@ import (
 )
 
 // windowCap bounds the ready tasks held in memory; the rest of the frontier
-// stays in SQLite and is read back in order as the window drains.
-const windowCap = 10000
+// stays in SQLite and is read back in order as the window drains, up to
+// refillChunks chunks of refillChunk tasks per step.
+const (
+	windowCap    = 10000
+	refillChunk  = 1024
+	refillChunks = 4
+)
+
+// cursorKey is a place in the frontier order (see task.before).
+type cursorKey struct {
+	matched  bool
+	priority int
+	depth    int
+	seq      int64
+}
 
 // task is one URL to crawl, in the window (queued) or leased.
 type task struct {
@@ -47,6 +60,20 @@ func (t *task) before(u *task) bool {
 		return t.depth < u.depth
 	}
 	return t.seq < u.seq
+}
+
+// before reports that the place c comes before task t in frontier order.
+func (c *cursorKey) before(t *task) bool {
+	if c.matched != t.matched {
+		return c.matched
+	}
+	if c.priority != t.priority {
+		return c.priority > t.priority
+	}
+	if c.depth != t.depth {
+		return c.depth < t.depth
+	}
+	return c.seq < t.seq
 }
 
 // urlID is the stable task id of a normalized URL.
@@ -155,6 +182,10 @@ type window struct {
 	hosts   map[string]*hostQueue
 	ready   readyHeap
 	spilled bool // SQLite holds queued tasks that are not in the window
+	// cursor is where the next refill reads on: every task queued in
+	// SQLite up to it (in frontier order) is in the window or leased.
+	// nil: from the start. A task that spills before it moves it back.
+	cursor *cursorKey
 
 	hostInFlight map[string]int
 	hostWait     map[string][]*hostQueue // host → queues parked on its in-flight limit
@@ -182,6 +213,11 @@ func (w *window) add(t *task, force bool) bool {
 	}
 	if !force && len(w.queued) >= windowCap {
 		w.spilled = true
+		if c := w.cursor; c != nil && !c.before(t) {
+			// Read it with the next refill: the cursor goes to just
+			// before it (seq is unique, so nothing between is skipped).
+			w.cursor = &cursorKey{matched: t.matched, priority: t.priority, depth: t.depth, seq: t.seq - 1}
+		}
 		return false
 	}
 	key := t.host

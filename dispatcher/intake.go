@@ -319,7 +319,9 @@ func (d *Dispatcher) attachKnown(ctx context.Context, id, norm, rec string, dept
 			return err
 		}
 		d.queuedN++
-		d.w.spilled = true // re-read from SQLite with the rest
+		// Re-read from SQLite with the rest; its place in the order is
+		// not known here, so from the start.
+		d.w.spilled, d.w.cursor = true, nil
 	case depth < k.depth:
 		if _, err := d.st.exec(ctx, "frontDepth", depth, id, depth); err != nil {
 			return err
@@ -329,6 +331,10 @@ func (d *Dispatcher) attachKnown(ctx context.Context, id, norm, rec string, dept
 			d.w.reprioritize(t)
 		} else if t := d.w.leased[id]; t != nil {
 			t.depth = depth
+		} else if k.state == stateQueued {
+			// Queued in SQLite only: it moved up in the order, maybe
+			// before the cursor.
+			d.w.cursor = nil
 		}
 	}
 	return nil
@@ -769,40 +775,68 @@ func (d *Dispatcher) requeue(ctx context.Context, t *task) error {
 	return nil
 }
 
-// refill tops the window up from SQLite when it has drained below half and
-// SQLite holds queued tasks the window does not.
+// refill tops the window up from SQLite when it has room for a chunk
+// and SQLite holds queued tasks the window does not. It reads on from the
+// window's cursor (see window.cursor), a chunk at a time and at most
+// refillChunks chunks per call, so a refill costs about what it adds: it
+// used to read the whole window again each time, and the Run loop
+// dispatched nothing for the 200ms that took.
 func (d *Dispatcher) refill(ctx context.Context) error {
-	if !d.w.spilled || len(d.w.queued) >= windowCap/2 {
+	if !d.w.spilled || len(d.w.queued) > windowCap-refillChunk {
 		return nil
 	}
-	limit := windowCap + len(d.w.queued)
-	rows, err := d.st.query(ctx, "refill", limit)
+	for range refillChunks {
+		n, full, err := d.refillChunk(ctx)
+		if err != nil {
+			return err
+		}
+		if full {
+			d.w.spilled = true
+			return nil
+		}
+		if n < refillChunk {
+			d.w.spilled = false // read to the end
+			return nil
+		}
+		if len(d.w.queued) > windowCap-refillChunk {
+			return nil
+		}
+	}
+	return nil
+}
+
+// refillChunk reads up to refillChunk queued tasks after the cursor into
+// the window. n is the rows read; full reports that the window filled up
+// before they were all taken.
+func (d *Dispatcher) refillChunk(ctx context.Context) (n int, full bool, err error) {
+	var rows *sql.Rows
+	if c := d.w.cursor; c != nil {
+		rows, err = d.st.query(ctx, "refillAfter", b2i(c.matched), c.priority, c.depth, c.seq, refillChunk)
+	} else {
+		rows, err = d.st.query(ctx, "refill", refillChunk)
+	}
 	if err != nil {
-		return err
+		return 0, false, err
 	}
 	defer rows.Close()
-	n := 0
-	full := false
 	for rows.Next() {
 		n++
 		t := &task{}
 		var matched, render int
 		if err := rows.Scan(&t.id, &t.url, &t.host, &t.domain, &t.depth, &matched, &t.priority, &render, &t.seq); err != nil {
-			return fmt.Errorf("dispatcher: state refill: %w", err)
+			return n, false, fmt.Errorf("dispatcher: state refill: %w", err)
 		}
 		t.matched, t.render = matched == 1, render == 1
-		if d.w.queued[t.id] != nil || d.w.leased[t.id] != nil {
-			continue
+		if d.w.queued[t.id] == nil && d.w.leased[t.id] == nil {
+			if len(d.w.queued) >= windowCap {
+				return n, true, nil
+			}
+			d.w.add(t, true)
 		}
-		if len(d.w.queued) >= windowCap {
-			full = true
-			break
-		}
-		d.w.add(t, true)
+		d.w.cursor = &cursorKey{matched: t.matched, priority: t.priority, depth: t.depth, seq: t.seq}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("dispatcher: state refill: %w", err)
+		return n, false, fmt.Errorf("dispatcher: state refill: %w", err)
 	}
-	d.w.spilled = full || n == limit
-	return nil
+	return n, false, nil
 }

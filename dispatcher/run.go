@@ -26,6 +26,9 @@ const (
 	commitEvery = 250 * time.Millisecond
 	// intakeQueue is how many decoded frames wait for the Run loop.
 	intakeQueue = 1024
+	// dispatchEvery is the longest a step works through its batch
+	// before it dispatches what the results so far have freed.
+	dispatchEvery = 5 * time.Millisecond
 )
 
 // Run crawls until no work is left (every record complete, or nothing
@@ -62,6 +65,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	settleBy := start.Add(d.cfg.Heartbeat)
 	settled := false // once settled, dispatching never pauses again
 	var lastTick, lastProgress time.Time
+	stepCtx := context.WithoutCancel(ctx)
 	var runErr error
 	for {
 		if err := ctx.Err(); err != nil {
@@ -88,7 +92,12 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		// step handles registrations before it dispatches, so a Hello in
 		// this batch counts towards settling only from the next one.
 		settled = settled || !now.Before(settleBy) || d.joinedFresh(now)
-		done, err := d.step(ctx, frames, now, doTick, settled, idle)
+		// The step's statements run under a context that is never
+		// cancelled: with a cancellable one the driver and database/sql
+		// start a goroutine per statement to watch it, a good part of
+		// the step's cost. Cancellation is seen between steps, and
+		// every statement of a step is short.
+		done, err := d.step(stepCtx, frames, now, doTick, settled, idle)
 		var p Progress
 		report := d.cfg.Progress != nil && (done || now.Sub(lastProgress) >= progressEvery)
 		if report {
@@ -202,7 +211,18 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 		return false, err
 	}
 	err := func() error {
-		for _, f := range frames {
+		lastDispatch := time.Now()
+		for i, f := range frames {
+			// A batch can take long (a page with many new links, or
+			// hundreds of results after a pause): hand out the tasks its
+			// results freed as it goes, so supervisors never wait for the
+			// whole batch.
+			if dispatch && i > 0 && time.Since(lastDispatch) >= dispatchEvery {
+				if err := d.dispatch(ctx, now); err != nil {
+					return err
+				}
+				lastDispatch = time.Now()
+			}
 			switch v := f.v.(type) {
 			case *wire.Hello:
 				if err := d.register(ctx, *v, true, now); err != nil {
@@ -287,6 +307,7 @@ func (d *Dispatcher) abandon() {
 	d.st.rollback()
 	clear(d.recCache)
 	d.work = nil
+	d.w.cursor = nil
 }
 
 // joinedFresh reports that the supervisors of this crawl have all

@@ -82,6 +82,13 @@ CREATE INDEX IF NOT EXISTS records_seq ON records(seq);
 // state is the SQLite state database. It holds one connection; every use
 // is serialized by the Dispatcher's mutex, and writes are grouped into one
 // transaction per batch (see begin/commit).
+//
+// Checkpoints (copying the write-ahead log back into the database file,
+// with an fsync of each) run on a connection of their own, in the
+// checkpointer goroutine: run by the committing connection, as SQLite
+// does by default, one took up to 150ms every few thousand pages, and the
+// Run loop dispatched nothing meanwhile. A passive checkpoint never
+// blocks the writer.
 type state struct {
 	db      *sql.DB
 	conn    *sql.Conn
@@ -89,7 +96,21 @@ type state struct {
 	inTx    bool
 	txStart time.Time // when the open transaction began
 	commits int64     // transactions committed, for the log
+
+	ckpt     *sql.DB       // the checkpointer's connection
+	ckptKick chan struct{} // size 1: a commit happened
+	ckptStop context.CancelFunc
+	ckptDone chan struct{}
 }
+
+const (
+	// ckptEvery is the least time between two background checkpoints.
+	ckptEvery = 500 * time.Millisecond
+	// walBackstop is the WAL size (pages) at which the committing
+	// connection checkpoints by itself, should the checkpointer fall far
+	// behind; it bounds the log.
+	walBackstop = 50000
+)
 
 var statements = map[string]string{
 	"metaGet":      `SELECT value FROM meta WHERE key = ?`,
@@ -108,6 +129,12 @@ var statements = map[string]string{
 	"recordTasks":  `SELECT tr.url_id FROM task_records tr JOIN frontier f ON f.id = tr.url_id WHERE tr.record_id = ? AND f.state = 0`,
 	"urlWanted":    `SELECT EXISTS(SELECT 1 FROM task_records tr JOIN records r ON r.id = tr.record_id WHERE tr.url_id = ? AND r.complete = 0)`,
 	"refill":       `SELECT id, url, host, domain, depth, matched, priority, render, seq FROM frontier WHERE state = 0 ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?`,
+	// refillAfter reads on after a place in the order (matched, priority,
+	// depth, seq); its terms use only the columns of frontier_ready, so
+	// the rows before the place are passed over in the index.
+	"refillAfter": `SELECT id, url, host, domain, depth, matched, priority, render, seq FROM frontier WHERE state = 0
+		AND (matched < ?1 OR (matched = ?1 AND (priority < ?2 OR (priority = ?2 AND (depth > ?3 OR (depth = ?3 AND seq > ?4))))))
+		ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?5`,
 }
 
 func openState(ctx context.Context, dir string) (*state, error) {
@@ -118,9 +145,9 @@ func openState(ctx context.Context, dir string) (*state, error) {
 		return nil, fmt.Errorf("dispatcher: state directory: %w", err)
 	}
 	path := filepath.Join(dir, "state.db")
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)&_pragma=cache_size(-16384)&_pragma=wal_autocheckpoint(4000)"
-	db, err := sql.Open("sqlite", dsn)
+	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)"
+	db, err := sql.Open("sqlite", base+"&_pragma=cache_size(-16384)&_pragma=wal_autocheckpoint("+strconv.Itoa(walBackstop)+")")
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
 	}
@@ -135,6 +162,19 @@ func openState(ctx context.Context, dir string) (*state, error) {
 		s.close()
 		return nil, fmt.Errorf("dispatcher: state schema in %s: %w", path, err)
 	}
+	// Opened after the schema: the file is in WAL mode by now.
+	ckpt, err := sql.Open("sqlite", base)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
+	}
+	ckpt.SetMaxOpenConns(1)
+	if err := ckpt.PingContext(ctx); err != nil {
+		ckpt.Close()
+		s.close()
+		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
+	}
+	s.startCheckpointer(ckpt)
 	for name, q := range statements {
 		st, err := conn.PrepareContext(ctx, q)
 		if err != nil {
@@ -147,6 +187,12 @@ func openState(ctx context.Context, dir string) (*state, error) {
 }
 
 func (s *state) close() error {
+	var cerr error
+	if s.ckpt != nil {
+		s.ckptStop()
+		<-s.ckptDone
+		cerr = s.ckpt.Close()
+	}
 	for _, st := range s.st {
 		st.Close()
 	}
@@ -154,7 +200,40 @@ func (s *state) close() error {
 	if s.conn != nil {
 		err = s.conn.Close()
 	}
-	return errors.Join(err, s.db.Close())
+	return errors.Join(cerr, err, s.db.Close())
+}
+
+// startCheckpointer runs the checkpointer goroutine on its own connection
+// until close: after a commit, at most every ckptEvery, it checkpoints
+// what the log holds that no reader needs (PASSIVE). A failed checkpoint
+// loses nothing (the log still holds the pages) and is tried again after
+// the next commit; the committing connection's backstop bounds the log.
+func (s *state) startCheckpointer(db *sql.DB) {
+	ctx, stop := context.WithCancel(context.Background())
+	s.ckpt, s.ckptStop = db, stop
+	s.ckptKick = make(chan struct{}, 1)
+	s.ckptDone = make(chan struct{})
+	go func() {
+		defer close(s.ckptDone)
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.ckptKick:
+			}
+			var busy, logPages, done int
+			// Errors are ignored on purpose; see above.
+			_ = db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &done)
+			t.Reset(ckptEvery)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 }
 
 func (s *state) begin(ctx context.Context) error {
@@ -178,6 +257,10 @@ func (s *state) commit(ctx context.Context) error {
 		return fmt.Errorf("dispatcher: state commit: %w", err)
 	}
 	s.commits++
+	select {
+	case s.ckptKick <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
