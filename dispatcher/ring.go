@@ -210,10 +210,5 @@ func ringHash[S string | []byte](s S) uint64 {
 		h ^= uint64(s[i])
 		h *= prime64
 	}
-	h ^= h >> 30
-	h *= 0xbf58476d1ce4e5b9
-	h ^= h >> 27
-	h *= 0x94d049bb133111eb
-	h ^= h >> 31
-	return h
+	return mix64(h)
 }
