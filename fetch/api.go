@@ -91,7 +91,7 @@ type Config struct {
 	Timeout       time.Duration     // whole request including redirects, default 30s
 	MaxBody       int64             // bytes kept, default 5 MiB; more is truncated (Response.Truncated)
 	MaxRedirects  int               // default 10; meta refresh hops count too
-	Resolve       map[string]string // "host:port" → "ip:port", like curl's --resolve
+	Resolve       map[string]string // "host:port" → "ip:port": connect there instead of resolving
 	AllowLoopback bool              // permit 127.0.0.0/8 and ::1 (tests, demo)
 	AllowPrivate  bool              // permit 10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10 and dotless names
 

@@ -20,7 +20,7 @@
 // for each hop:
 //
 //  1. The transport dials through the Fetcher's own dialer. The host is
-//     resolved (Config.Resolve first, like curl's --resolve, then IP
+//     resolved (Config.Resolve first, then IP
 //     literals, then localhost names, then DNS within DNSTimeout), and
 //     every address is put to the address guard: loopback, private,
 //     CGNAT, link-local, multicast, unspecified and reserved ranges are

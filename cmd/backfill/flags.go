@@ -122,7 +122,8 @@ func (s *storeFlags) open(ctx context.Context, stateDir string) (store.Store, er
 	return st, nil
 }
 
-// resolveFlag collects --resolve host:port:addr:port, like curl's.
+// resolveFlag collects --resolve host:port:addr:port: connect to addr:port
+// whenever a URL names host:port.
 type resolveFlag map[string]string
 
 func (r resolveFlag) String() string { return fmt.Sprint(map[string]string(r)) }
