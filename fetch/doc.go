@@ -20,8 +20,8 @@
 // for each hop:
 //
 //  1. The transport dials through the Fetcher's own dialer. The host is
-//     resolved (Config.Resolve first, then IP
-//     literals, then localhost names, then DNS within DNSTimeout), and
+//     resolved (Config.Resolve first, then IP literals, then localhost
+//     names, then DNS within DNSTimeout), and
 //     every address is put to the address guard: loopback, private,
 //     CGNAT, link-local, multicast, unspecified and reserved ranges are
 //     refused (ClassBlocked) unless AllowLoopback or AllowPrivate admit
