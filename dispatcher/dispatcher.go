@@ -80,6 +80,10 @@ type Summary struct {
 	Filtered    map[string]int64
 	LinkFarms   int64
 	BadTopSites int
+	// Duplicates counts the fetched pages, since New, whose text was
+	// already seen at another URL (the same, or within a few simhash bits):
+	// their values were applied but their links not expanded.
+	Duplicates  int64
 	Elapsed     time.Duration
 	PagesPerSec float64
 
@@ -129,6 +133,13 @@ type Dispatcher struct {
 	refused map[string]bool
 	failed  chan sendFail
 
+	// ring holds every live member and renderRing the render-capable
+	// ones; route finds a domain's owner on one of them. Both change only
+	// with members, in register and drop, which also bump epoch so host
+	// queues look their owner up again.
+	ring       *ring
+	renderRing *ring
+
 	ctx    context.Context // members' sender goroutines
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -162,6 +173,11 @@ type Dispatcher struct {
 	filtered    map[string]int64
 	linkFarms   int64
 	badTopSites int
+
+	// the content-seen test (set up by resume) and the duplicates it
+	// found since New
+	seen       *contentSeen
+	duplicates int64
 }
 
 // New opens (or creates) the state in cfg.StateDir, binds the intake and
@@ -214,16 +230,18 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	d := &Dispatcher{
-		cfg:      cfg,
-		log:      log,
-		st:       st,
-		digest:   cfg.Mappings.Digest(),
-		w:        newWindow(),
-		members:  make(map[string]*member),
-		refused:  make(map[string]bool),
-		failed:   make(chan sendFail, 64),
-		recCache: make(map[string]*recState),
-		errs:     make(map[string]int64),
+		cfg:        cfg,
+		log:        log,
+		st:         st,
+		digest:     cfg.Mappings.Digest(),
+		w:          newWindow(),
+		members:    make(map[string]*member),
+		ring:       newRing(0, nil),
+		renderRing: newRing(0, nil),
+		refused:    make(map[string]bool),
+		failed:     make(chan sendFail, 64),
+		recCache:   make(map[string]*recState),
+		errs:       make(map[string]int64),
 
 		filter:      filter,
 		filtered:    make(map[string]int64),
@@ -301,6 +319,9 @@ func (d *Dispatcher) resume(ctx context.Context) error {
 			return err
 		}
 		*c.dst = int(v)
+	}
+	if err := d.loadFingerprints(ctx); err != nil {
+		return err
 	}
 	d.w.spilled = d.queuedN > 0
 	return d.refill(ctx)

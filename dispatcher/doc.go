@@ -52,8 +52,14 @@
 // unknown supervisor, or one whose Started changed) registers a supervisor
 // whose mapping digest equals ours; the dispatcher dials its endpoint and
 // answers Welcome. Every task of one registrable domain goes to one
-// supervisor, chosen by rendezvous hashing over the live members (render
-// tasks over the render-capable ones only; without any they wait). A
+// supervisor, its owner on a consistent-hash ring with virtual nodes
+// (ring.go): one ring of all live members for plain tasks, one of the
+// render-capable members for render tasks (without any, those wait). One
+// owner per domain is what keeps politeness across machines: two
+// supervisors never crawl one site at once. The ring is what keeps
+// membership changes cheap: a joining supervisor takes about 1/n of the
+// domains, a leaving one hands over only the domains it owned, and every
+// other domain keeps its owner, its queue and its hosts' crawl delays. A
 // supervisor never has more tasks in flight than its advertised capacity,
 // and one host never more than Config.HostInFlight. A task is leased until
 // its Result commits; an expired lease, a silent supervisor (three missed
@@ -98,6 +104,14 @@
 // MaxFanout registrable domains is a link farm: none of its links is
 // followed. What was not followed is counted by reason in
 // Summary.Filtered.
+//
+// A page whose text was seen before is not expanded either: supervisors
+// send each page's fingerprint (a hash of its normalized text and a 64-bit
+// simhash), and contentseen.go finds exact copies and near-duplicates
+// (Hamming distance at most 3) through permuted tables, without scanning
+// every fingerprint. A duplicate's fields still go to its records; its
+// links are not followed, and it is recorded as a duplicate of the first
+// page in the state, whose fingerprints are reloaded on resume.
 //
 // # Concurrency
 //

@@ -633,6 +633,18 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 			res.Fields = append(res.Fields, f)
 		}
 		res.Links = d.pageLinks(t.url, r.Links)
+		dup, err := d.contentSeen(ctx, t, r)
+		if err != nil {
+			return err
+		}
+		if dup {
+			// Its values still go to the records (pages on one template
+			// can look alike and still name different people), but the
+			// links were expanded from the first page already. The cached
+			// result keeps none, so a record reaching this URL later does
+			// not expand them either.
+			res.Links = nil
+		}
 	} else {
 		d.errs[r.Class]++
 		d.log.Debug("task failed", "url", t.url, "class", r.Class, "error", r.Error, "supervisor", r.Supervisor)
@@ -682,6 +694,63 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 		return err
 	}
 	return d.retryRender(ctx, t, r)
+}
+
+// contentSeen runs the content-seen test on a fetched page and records
+// its fingerprint in the state, so a dispatcher that resumes knows it (see
+// loadFingerprints). It reports whether the page is an exact or near
+// duplicate of an earlier page at another URL. A page without a usable
+// fingerprint (too few words, or a supervisor that sent none) is not
+// tested and not recorded.
+func (d *Dispatcher) contentSeen(ctx context.Context, t *task, r *wire.Result) (bool, error) {
+	if len(r.TextHash) != 16 || r.Words < contentSeenMinWords {
+		return false, nil
+	}
+	exact := [16]byte(r.TextHash)
+	first, kind, dist := d.seen.check(t.url, r.Words, exact, r.Simhash)
+	if _, err := d.st.exec(ctx, "fpIns", t.id, exact[:], int64(r.Simhash), r.Words, first); err != nil {
+		return false, err
+	}
+	if kind == seenNew {
+		return false, nil
+	}
+	d.duplicates++
+	d.log.Debug("duplicate of "+first, "url", t.url, "first", first, "match", kind.String(), "distance", dist)
+	return true, nil
+}
+
+// loadFingerprints sets up the content-seen test and replays the
+// fingerprints the state holds, in the order they were first checked,
+// which rebuilds the index a previous process had (see contentSeen).
+func (d *Dispatcher) loadFingerprints(ctx context.Context) error {
+	d.seen = newContentSeen()
+	rows, err := d.st.conn.QueryContext(ctx, `SELECT s.url, f.exact, f.sim, f.words FROM fingerprints f JOIN seen s ON s.id = f.url_id ORDER BY f.seq`)
+	if err != nil {
+		return fmt.Errorf("dispatcher: state fingerprints: %w", err)
+	}
+	defer rows.Close()
+	bad := 0
+	for rows.Next() {
+		var u string
+		var exact []byte
+		var sim int64
+		var words int
+		if err := rows.Scan(&u, &exact, &sim, &words); err != nil {
+			return fmt.Errorf("dispatcher: state fingerprints: %w", err)
+		}
+		if len(exact) != 16 {
+			bad++
+			continue
+		}
+		d.seen.check(u, words, [16]byte(exact), uint64(sim))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dispatcher: state fingerprints: %w", err)
+	}
+	if bad > 0 {
+		d.log.Warn("malformed fingerprints in the state skipped", "count", bad)
+	}
+	return nil
 }
 
 // retryRender queues a page again as a render task, once, when its static

@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"hash/fnv"
 	"sync"
 	"time"
 
@@ -99,28 +98,16 @@ func (m *member) stop() {
 	}
 }
 
-// route picks the member that owns domain among the live members (only
-// render-capable ones when render is set) by rendezvous hashing: every
-// member scores the domain, the highest score wins, so the choice depends
-// only on the set of members, and a join or leave moves only the domains
-// the changed member wins or owned.
-func route(members map[string]*member, domain string, render bool) *member {
-	var best *member
-	var bestScore uint64
-	for _, m := range members {
-		if render && !m.render {
-			continue
-		}
-		h := fnv.New64a()
-		h.Write([]byte(m.name))
-		h.Write([]byte{0})
-		h.Write([]byte(domain))
-		score := mix64(h.Sum64())
-		if best == nil || score > bestScore || (score == bestScore && m.name < best.name) {
-			best, bestScore = m, score
-		}
+// route returns the live member that owns domain: its owner on the ring of
+// render-capable members for a render task, on the ring of all members
+// otherwise; nil while that ring is empty (the task waits). The rings are
+// the Dispatcher's, rebuilt on every register and drop. Callers hold mu.
+func (d *Dispatcher) route(domain string, render bool) *member {
+	r := d.ring
+	if render {
+		r = d.renderRing
 	}
-	return best
+	return d.members[r.owner(domain)]
 }
 
 // mix64 spreads FNV's output over all bits (a finalizer from splitmix64).

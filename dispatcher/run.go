@@ -368,6 +368,10 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		return nil
 	}
 	d.members[m.name] = m
+	d.ring = d.ring.with(m.name)
+	if m.render {
+		d.renderRing = d.renderRing.with(m.name)
+	}
 	d.lastJoin = now
 	if !hello {
 		d.joinedByBeat = true
@@ -384,6 +388,8 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 	m.stop()
 	delete(d.members, m.name)
+	d.ring = d.ring.without(m.name)
+	d.renderRing = d.renderRing.without(m.name)
 	d.epoch++
 	n := 0
 	for _, t := range maps.Clone(d.w.leased) {
@@ -445,7 +451,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		}
 		if q.routeEpoch != d.epoch {
 			q.route, q.routeEpoch = "", d.epoch
-			if m := route(d.members, q.domain, q.render); m != nil {
+			if m := d.route(q.domain, q.render); m != nil {
 				q.route = m.name
 			}
 		}
@@ -517,6 +523,7 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 		Waiting:     d.w.waitingRender(),
 		Filtered:    maps.Clone(d.filtered),
 		LinkFarms:   d.linkFarms,
+		Duplicates:  d.duplicates,
 		BadTopSites: d.badTopSites,
 		Elapsed:     time.Since(start),
 

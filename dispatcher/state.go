@@ -28,7 +28,10 @@ const (
 // schema is the state database. seen and frontier share the URL id: seen is
 // what is known about a URL (first seen, last crawl, outcome, the cached
 // extraction), frontier is the task that crawls it. task_records says which
-// records reached a URL and at what depth for each.
+// records reached a URL and at what depth for each. fingerprints holds the
+// content fingerprint of every fetched page the content-seen test checked,
+// in the order checked (seq), with the URL it was a duplicate of, if any:
+// New replays them in that order to rebuild the test's index.
 const schema = `
 CREATE TABLE IF NOT EXISTS meta (
 	key   TEXT PRIMARY KEY,
@@ -77,6 +80,14 @@ CREATE TABLE IF NOT EXISTS records (
 	skipped  INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_seq ON records(seq);
+CREATE TABLE IF NOT EXISTS fingerprints (
+	seq          INTEGER PRIMARY KEY,
+	url_id       TEXT NOT NULL,
+	exact        BLOB NOT NULL,
+	sim          INTEGER NOT NULL,
+	words        INTEGER NOT NULL,
+	duplicate_of TEXT NOT NULL DEFAULT ''
+);
 `
 
 // state is the SQLite state database. It holds one connection; every use
@@ -121,6 +132,7 @@ var statements = map[string]string{
 	"recExists":    `SELECT 1 FROM records WHERE id = ?`,
 	"urlRecords":   `SELECT record_id, depth FROM task_records WHERE url_id = ? ORDER BY record_id`,
 	"trPut":        `INSERT INTO task_records(url_id, record_id, depth) VALUES(?, ?, ?) ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
+	"fpIns":        `INSERT INTO fingerprints(url_id, exact, sim, words, duplicate_of) VALUES(?, ?, ?, ?, ?)`,
 	"seenDone":     `UPDATE seen SET last_crawled = ?, class = ?, status = ?, result = ? WHERE id = ?`,
 	"frontDepth":   `UPDATE frontier SET depth = ? WHERE id = ? AND depth > ?`,
 	"frontState":   `UPDATE frontier SET state = ?, lease = ?, deadline = ?, supervisor = ? WHERE id = ?`,

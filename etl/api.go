@@ -74,6 +74,14 @@ type Extraction struct {
 	Links    []string      // from url_parsers: absolute, normalized, deduplicated
 	OutLinks []string      // every http(s) link on the page (a/area href): absolute, normalized, deduplicated, binary file types removed
 	Errors   []FieldError  // processors that failed; other fields went on
+
+	// Fingerprint is the page's content fingerprint for the content-seen
+	// test (see PageFingerprint), taken by Extract from the tree it
+	// parsed anyway, so a crawled page is parsed once. Traces and fixture
+	// runs leave it zero, and it is not part of an extraction shown as
+	// JSON (goldens, `mappings try`): it identifies the page, it is not
+	// something the mappings found.
+	Fingerprint Fingerprint `json:"-"`
 }
 
 // FieldValues is one field of one mapping on one page.

@@ -32,6 +32,14 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 		}
 	}()
 	doc := NewDocument(pageURL, body, contentType)
+	if o.tr == nil && o.only == "" {
+		// As PageFingerprint does, on the tree already parsed.
+		if doc.Root != nil {
+			ex.Fingerprint = HTMLFingerprint(doc.Root)
+		} else {
+			ex.Fingerprint = bodyFingerprint(doc.Body)
+		}
+	}
 	follow := true
 	var links []string
 	for _, m := range s.Mappings() {

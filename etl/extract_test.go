@@ -206,3 +206,34 @@ func TestIsBinaryURL(t *testing.T) {
 		}
 	}
 }
+
+// Extract fingerprints the tree it parsed exactly as PageFingerprint
+// parses the page itself, HTML or not.
+func TestExtractFingerprint(t *testing.T) {
+	set := loadTestSet(t, "extensions.json")
+	html, err := os.ReadFile(filepath.Join("testdata", "pages", "people-ada.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, url, ctype string
+		body             []byte
+	}{
+		{"html", "https://people.example/p/ada", "text/html", html},
+		{"json", "https://api.people.example/v1/people", "application/json", []byte(`{"name": "Ann Example", "city": "Lyon"}`)},
+		{"broken json", "https://api.people.example/v1/people", "application/json", []byte(`{"name": `)},
+		{"empty", "https://people.example/empty", "text/html", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := set.Extract(tc.url, tc.body, tc.ctype).Fingerprint
+			want := PageFingerprint(tc.url, tc.body, tc.ctype)
+			if got != want {
+				t.Fatalf("Extract fingerprint %+v, PageFingerprint %+v", got, want)
+			}
+			if len(tc.body) > 0 && got.Words == 0 {
+				t.Fatalf("no words counted in %q", tc.body)
+			}
+		})
+	}
+}

@@ -257,7 +257,7 @@ func SimDistance(a, b uint64) int { return bits.OnesCount64(a ^ b) }
 // code, markup or not shown). Comments are not text. Block-level elements
 // and line breaks separate words ("<p>a</p><p>b</p>" is "a b"); inline
 // elements do not ("<b>W</b>ord" is "Word"). The title is part of the text.
-// A nil root has no text.
+// A nil root has no text. At most maxFingerprintText bytes are kept.
 func VisibleText(root *html.Node) string {
 	if root == nil {
 		return ""
@@ -279,6 +279,12 @@ func VisibleText(root *html.Node) string {
 				b.WriteByte(' ')
 			}
 			pending = false
+			if b.Len()+len(n.Data) >= maxFingerprintText {
+				// Enough to tell pages apart; the rest would only cost
+				// memory on the largest pages.
+				b.WriteString(n.Data[:maxFingerprintText-b.Len()])
+				return b.String()
+			}
 			b.WriteString(n.Data)
 		case html.ElementNode:
 			if !inlineElement(n.DataAtom) {
@@ -340,6 +346,10 @@ func inlineElement(a atom.Atom) bool {
 	return false
 }
 
+// maxFingerprintText bounds the text a fingerprint reads: far more than a
+// page needs to be told apart, far less than the largest pages hold.
+const maxFingerprintText = 256 << 10
+
 // HTMLFingerprint fingerprints the visible text of a parsed HTML page.
 func HTMLFingerprint(root *html.Node) Fingerprint {
 	return TextFingerprint(VisibleText(root))
@@ -353,5 +363,13 @@ func PageFingerprint(pageURL string, body []byte, contentType string) Fingerprin
 	if d.Root != nil {
 		return HTMLFingerprint(d.Root)
 	}
-	return TextFingerprint(d.Body)
+	return bodyFingerprint(d.Body)
+}
+
+// bodyFingerprint fingerprints a document that is not HTML by its body.
+func bodyFingerprint(body string) Fingerprint {
+	if len(body) > maxFingerprintText {
+		body = body[:maxFingerprintText]
+	}
+	return TextFingerprint(body)
 }

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/etl"
 	"backfill/store"
 	"backfill/wire"
 )
@@ -166,6 +168,17 @@ func TestCrawl(t *testing.T) {
 	}
 	if len(ann.Mappings) != 1 || ann.Mappings[0] != "people" {
 		t.Errorf("ann: mappings %v, want [people]", ann.Mappings)
+	}
+	// The content fingerprint is the page's, for the dispatcher's
+	// content-seen test; failures carry none.
+	fp := etl.PageFingerprint(ann.FinalURL, []byte(annPage), "text/html")
+	if !bytes.Equal(ann.TextHash, fp.Exact[:]) || ann.Simhash != fp.Sim || ann.Words != fp.Words || fp.Words == 0 {
+		t.Errorf("ann: fingerprint %x/%x/%d, want %x/%x/%d", ann.TextHash, ann.Simhash, ann.Words, fp.Exact, fp.Sim, fp.Words)
+	}
+	for id, res := range got {
+		if res.Class != "" && (res.TextHash != nil || res.Simhash != 0 || res.Words != 0) {
+			t.Errorf("%s: failed task carries a fingerprint", id)
+		}
 	}
 	fields := map[string]wire.Field{}
 	for _, f := range ann.Fields {

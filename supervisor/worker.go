@@ -446,6 +446,8 @@ func (s *Supervisor) finish(p *page) *wire.Result {
 		res.FieldErrs = append(res.FieldErrs, e.String())
 	}
 	res.Links = mergeLinks(ex.Links, ex.OutLinks, maxResultLinks)
+	fp := ex.Fingerprint
+	res.TextHash, res.Simhash, res.Words = fp.Exact[:], fp.Sim, fp.Words
 	return res
 }
 

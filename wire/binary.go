@@ -43,6 +43,9 @@ const (
 	resField      = 12
 	resLink       = 13
 	resFieldErr   = 14
+	resTextHash   = 15
+	resSimhash    = 16
+	resWords      = 17
 
 	fieldMapping = 1
 	fieldName    = 2
@@ -228,6 +231,11 @@ func encodeResult(r *Result) []byte {
 	for _, fe := range r.FieldErrs {
 		e.elem(resFieldErr, fe)
 	}
+	if len(r.TextHash) > 0 {
+		e.bytes(resTextHash, r.TextHash)
+	}
+	e.varint(resSimhash, int64(r.Simhash)) // the bits as they are; zigzag keeps the top one
+	e.varint(resWords, int64(r.Words))
 	return e
 }
 
@@ -280,6 +288,20 @@ func decodeResult(b []byte) (*Result, error) {
 		case resFieldErr:
 			s, err = d.str()
 			r.FieldErrs = append(r.FieldErrs, s)
+		case resTextHash:
+			if d.typ != typeBytes {
+				err = fmt.Errorf("field %d: want bytes, got a varint", d.num)
+			} else if len(d.raw) > 0 { // empty is how an absent hash is written
+				r.TextHash = append([]byte(nil), d.raw...)
+			} else {
+				r.TextHash = nil
+			}
+		case resSimhash:
+			v, err = d.int()
+			r.Simhash = uint64(v)
+		case resWords:
+			v, err = d.int()
+			r.Words = int(v)
 		}
 		if err != nil {
 			return nil, err

@@ -24,6 +24,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{KindResult, &Result{TaskID: "t1", Lease: 7, Supervisor: "s1", URL: "http://a.example/", Status: 200, FetchedAt: at,
 			Fields: []Field{{Mapping: "m", Name: "name", Values: []string{"Ána"}, Match: true}},
 			Links:  []Link{{URL: "http://b.example/", Parsed: true}}}},
+		{KindResult, &Result{TaskID: "t2", Lease: 8, URL: "http://c.example/", Status: 200, FetchedAt: at,
+			TextHash: []byte{0: 0xde, 7: 0xad, 15: 0xff}, Simhash: 1<<63 | 0xfeed, Words: 512}},
 	}
 	for _, c := range cases {
 		t.Run(c.kind.String(), func(t *testing.T) {
@@ -76,6 +78,8 @@ func TestDecodeRefusesBadFrames(t *testing.T) {
 		{"task field of the wrong type", []byte{Version, byte(KindTask), taskURL<<1 | typeVarint, 2}, "want bytes"},
 		{"task length past the end", []byte{Version, byte(KindTask), taskURL<<1 | typeBytes, 100, 'a'}, "truncated"},
 		{"result field of the wrong type", []byte{Version, byte(KindResult), resField<<1 | typeVarint, 2}, "want bytes"},
+		{"result text hash of the wrong type", []byte{Version, byte(KindResult), resTextHash<<1 | typeVarint, 2}, "want bytes"},
+		{"result simhash of the wrong type", []byte{Version, byte(KindResult), resSimhash<<1 | typeBytes, 0}, "want a varint"},
 		{"result nested garbage", []byte{Version, byte(KindResult), resLink<<1 | typeBytes, 2, linkURL<<1 | typeBytes, 9}, "truncated"},
 		{"json garbage", []byte{Version, byte(KindHello), 0xff, 0xfe}, "hello body"},
 		{"json trailing data", append(append([]byte{}, hello...), []byte(`{"supervisor":"y"}`)...), "trailing"},
@@ -101,6 +105,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte{Version, byte(KindResult), '{', '"', 'f', 'i', 'e', 'l', 'd', 's', '"', ':', '['})
 	f.Add([]byte{0, 0})
+	if b, err := Encode(KindResult, &Result{TaskID: "t", TextHash: make([]byte, 16), Simhash: 1 << 63, Words: 40}); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		kind, v, err := Decode(frame)
 		if err != nil {

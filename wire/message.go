@@ -93,6 +93,14 @@ type Result struct {
 	Fields     []Field   `json:"fields,omitempty"`
 	Links      []Link    `json:"links,omitempty"`
 	FieldErrs  []string  `json:"field_errors,omitempty"` // "mapping/field/processor: reason"
+
+	// The page's content fingerprint (etl.Fingerprint) for the
+	// dispatcher's content-seen test; empty on a failed task. TextHash is
+	// the hash of the normalized text (16 bytes), Simhash its 64-bit
+	// simhash, Words its word count.
+	TextHash []byte `json:"text_hash,omitempty"`
+	Simhash  uint64 `json:"simhash,omitempty"`
+	Words    int    `json:"words,omitempty"`
 }
 
 // Field is one mapping field's values on a page.

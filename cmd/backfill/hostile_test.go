@@ -58,9 +58,12 @@ func TestHostileCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Deadlines ordered as the fetcher expects: first byte < idle < total.
+	// The total has headroom: the heavy cases (a streamed 8 GiB body, a
+	// gzip bomb) are served by this race-instrumented process, slowly when
+	// the machine is busy, and only the trickled body ends at the total.
 	args := []string{"supervisor", "--dispatcher", listening.Endpoint, "--store", filepath.Join(stateDir, "results.db"),
 		"--allow-loopback", "--delay", "0", "--workers", "8", "--contact", "https://backfill.invalid/hostile-test",
-		"--header-timeout", "2s", "--idle-timeout", "3s", "--timeout", "4s"}
+		"--header-timeout", "2s", "--idle-timeout", "3s", "--timeout", "10s"}
 	for host, addr := range site.Resolve() {
 		if !strings.HasSuffix(strings.Split(host, ":")[0], ".farm.example") { // never reached at depth 0
 			args = append(args, "--resolve", host+":"+addr)

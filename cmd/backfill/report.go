@@ -57,6 +57,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		}
 		fmt.Fprintf(w, "errors by class: %s\n", strings.Join(parts, " "))
 	}
+	if s.Duplicates > 0 {
+		fmt.Fprintf(w, "duplicate pages (text already seen at another URL; values applied, links not followed): %d\n", s.Duplicates)
+	}
 	if len(s.Filtered) > 0 || s.BadTopSites > 0 {
 		fmt.Fprintf(w, "links not followed: %s  (link farms: %d, malformed top-sites lines: %d)\n",
 			countsLine(s.Filtered), s.LinkFarms, s.BadTopSites)
