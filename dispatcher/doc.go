@@ -109,9 +109,12 @@
 // send each page's fingerprint (a hash of its normalized text and a 64-bit
 // simhash), and contentseen.go finds exact copies and near-duplicates
 // (Hamming distance at most 3) through permuted tables, without scanning
-// every fingerprint. A duplicate's fields still go to its records; its
-// links are not followed, and it is recorded as a duplicate of the first
-// page in the state, whose fingerprints are reloaded on resume.
+// every fingerprint. Only a copy on the same host as the first page counts
+// (URL variants, session ids, mirrors within a site): pages of one template
+// on different sites read alike but link to different places. A
+// duplicate's fields still go to its records; its links are not followed,
+// and it is recorded as a duplicate of the first page in the state, whose
+// fingerprints are reloaded on resume.
 //
 // # Concurrency
 //

@@ -94,9 +94,12 @@ func TestDuplicatePages(t *testing.T) {
 	if a.Exact == b.Exact || etl.SimDistance(a.Sim, b.Sim) > simMaxDistance {
 		t.Fatalf("fixture: the edited text is not a near duplicate (distance %d)", etl.SimDistance(a.Sim, b.Sim))
 	}
+	// Copies on one host are duplicates; the same text on other hosts
+	// (one template, many sites) is not, and their links are followed.
 	const (
-		pa, pb, pe, pf = "https://a.example/p", "https://b.example/p", "https://e.example/p", "https://f.example/p"
+		pa, pb, pe, pf = "https://a.example/p", "https://a.example/q", "https://a.example/r", "https://a.example/s"
 		sc, sd         = "https://c.example/p", "https://d.example/p"
+		px, py         = "https://x.example/p", "https://y.example/p"
 	)
 	sub := func(p string) string { return p + "/sub" }
 	web := map[string]textPage{
@@ -106,15 +109,17 @@ func TestDuplicatePages(t *testing.T) {
 		sd: {text: "Loading, please wait", title: "D", links: []string{sub(sd)}},
 		pe: {text: body, title: "E", links: []string{sub(pe)}},
 		pf: {text: edited, title: "F", links: []string{sub(pf)}},
+		px: {text: body, title: "X", links: []string{sub(px)}},
+		py: {text: body, title: "Y", links: []string{sub(py)}},
 	}
-	for _, p := range []string{pa, pb, sc, sd, pe, pf} {
+	for _, p := range []string{pa, pb, sc, sd, pe, pf, px, py} {
 		web[sub(p)] = textPage{text: "contact page of " + p}
 	}
 	dir := t.TempDir()
 	tweak := func(c *Config) { c.Fields = []string{"email", "title"} }
 
 	e := newEnv(t, dir, tweak)
-	e.load("r.csv", csvOf("id,links", "ra,"+pa, "rb,"+pb, "rc,"+sc, "rd,"+sd))
+	e.load("r.csv", csvOf("id,links", "ra,"+pa, "rb,"+pb, "rc,"+sc, "rd,"+sd, "rx,"+px, "ry,"+py))
 	got := crawlText(t, e, startText(t, e), web)
 	if e.sum.Duplicates != 1 {
 		t.Errorf("Summary.Duplicates = %d, want 1", e.sum.Duplicates)
@@ -126,6 +131,9 @@ func TestDuplicatePages(t *testing.T) {
 	}
 	if !got[pa] || !got[pb] || !got[sub(sc)] || !got[sub(sd)] {
 		t.Errorf("requested %v: want both copies and both short pages' links", got)
+	}
+	if !got[sub(px)] || !got[sub(py)] {
+		t.Errorf("requested %v: the same text on two other hosts is not a duplicate; want both their links", got)
 	}
 	recs := e.records()
 	for id, want := range map[string]string{"ra": "A", "rb": "B", "rc": "C", "rd": "D"} {

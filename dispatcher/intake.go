@@ -708,6 +708,15 @@ func (d *Dispatcher) contentSeen(ctx context.Context, t *task, r *wire.Result) (
 	}
 	exact := [16]byte(r.TextHash)
 	first, kind, dist := d.seen.check(t.url, r.Words, exact, r.Simhash)
+	if kind != seenNew {
+		// Only a copy on the same host is a duplicate whose links need not
+		// be followed (URL variants, session ids, mirrors within a site).
+		// Pages of one template on different sites read alike but link to
+		// different places: their links must be followed.
+		if host, _ := hostDomain(first); host != t.host {
+			kind, first = seenNew, ""
+		}
+	}
 	if _, err := d.st.exec(ctx, "fpIns", t.id, exact[:], int64(r.Simhash), r.Words, first); err != nil {
 		return false, err
 	}

@@ -13,10 +13,20 @@ func (s *Set) Extract(pageURL string, body []byte, contentType string) *Extracti
 	return s.extract(pageURL, body, contentType, extractOpts{})
 }
 
+// ExtractWithFingerprint is Extract that also fingerprints the page's
+// text (Extraction.Fingerprint) on the tree it parsed, for the crawl's
+// content-seen test. Fingerprinting costs CPU on every page, so it is
+// asked for only when the test is on.
+func (s *Set) ExtractWithFingerprint(pageURL string, body []byte, contentType string) *Extraction {
+	return s.extract(pageURL, body, contentType, extractOpts{fingerprint: true})
+}
+
 // extractOpts are the variations of one extraction.
 type extractOpts struct {
 	tr   tracer // sees every step, for `mappings try`
 	only string // run only the mapping of this name
+	// fingerprint fills Extraction.Fingerprint (content-seen).
+	fingerprint bool
 }
 
 // tracer receives every step of every chain, for `mappings try`.
@@ -32,7 +42,7 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 		}
 	}()
 	doc := NewDocument(pageURL, body, contentType)
-	if o.tr == nil && o.only == "" {
+	if o.fingerprint {
 		// As PageFingerprint does, on the tree already parsed.
 		if doc.Root != nil {
 			ex.Fingerprint = HTMLFingerprint(doc.Root)

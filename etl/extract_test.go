@@ -207,7 +207,7 @@ func TestIsBinaryURL(t *testing.T) {
 	}
 }
 
-// Extract fingerprints the tree it parsed exactly as PageFingerprint
+// ExtractWithFingerprint fingerprints the tree it parsed exactly as PageFingerprint
 // parses the page itself, HTML or not.
 func TestExtractFingerprint(t *testing.T) {
 	set := loadTestSet(t, "extensions.json")
@@ -226,7 +226,7 @@ func TestExtractFingerprint(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := set.Extract(tc.url, tc.body, tc.ctype).Fingerprint
+			got := set.ExtractWithFingerprint(tc.url, tc.body, tc.ctype).Fingerprint
 			want := PageFingerprint(tc.url, tc.body, tc.ctype)
 			if got != want {
 				t.Fatalf("Extract fingerprint %+v, PageFingerprint %+v", got, want)

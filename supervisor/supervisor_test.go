@@ -131,6 +131,7 @@ func TestCrawl(t *testing.T) {
 	d := newDispatcher(t, "tcp://127.0.0.1:*")
 	cfg := testConfig(t, d, a, c)
 	cfg.DefaultDelay = 50 * time.Millisecond
+	cfg.ContentSeen = true
 	r := start(t, cfg)
 	register(t, d)
 

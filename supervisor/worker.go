@@ -434,7 +434,11 @@ func (s *Supervisor) finish(p *page) *wire.Result {
 	if pageURL == "" {
 		pageURL = t.URL
 	}
-	ex := s.cfg.Mappings.Extract(pageURL, p.resp.Body, p.resp.ContentType)
+	extract := s.cfg.Mappings.Extract
+	if s.cfg.ContentSeen {
+		extract = s.cfg.Mappings.ExtractWithFingerprint
+	}
+	ex := extract(pageURL, p.resp.Body, p.resp.ContentType)
 	if ex == nil {
 		return res
 	}
@@ -446,8 +450,10 @@ func (s *Supervisor) finish(p *page) *wire.Result {
 		res.FieldErrs = append(res.FieldErrs, e.String())
 	}
 	res.Links = mergeLinks(ex.Links, ex.OutLinks, maxResultLinks)
-	fp := ex.Fingerprint
-	res.TextHash, res.Simhash, res.Words = fp.Exact[:], fp.Sim, fp.Words
+	if s.cfg.ContentSeen {
+		fp := ex.Fingerprint
+		res.TextHash, res.Simhash, res.Words = fp.Exact[:], fp.Sim, fp.Words
+	}
 	return res
 }
 

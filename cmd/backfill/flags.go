@@ -154,6 +154,7 @@ type crawlerFlags struct {
 	allowLoopback bool
 	allowPrivate  bool
 	resolve       resolveFlag
+	contentSeen   bool
 	blacklistFile string
 	blacklist     fetch.Blacklist // read from blacklistFile by validate
 
@@ -175,6 +176,7 @@ func (c *crawlerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.robotsTTL, "robots-ttl", time.Hour, "how long a robots.txt is trusted (at most 24h)")
 	fs.BoolVar(&c.allowLoopback, "allow-loopback", false, "allow fetching loopback addresses (testing only)")
 	fs.BoolVar(&c.allowPrivate, "allow-private", false, "allow fetching private network addresses")
+	fs.BoolVar(&c.contentSeen, "content-seen", false, "fingerprint pages so duplicates (same host, same or nearly the same text) are not expanded")
 	fs.Var(c.resolve, "resolve", "host:port:address:port — connect there instead of resolving host (repeatable)")
 	fs.StringVar(&c.blacklistFile, "blacklist", "", "file of hosts (subdomains included), IPs and CIDRs never to fetch, one a line, # comments")
 }
@@ -238,6 +240,7 @@ func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *et
 		Cache:         cache,
 		DefaultDelay:  delay,
 		MaxCrawlDelay: c.maxDelay,
+		ContentSeen:   c.contentSeen,
 		RobotsTTL:     c.robotsTTL,
 		Blacklist:     fetch.Blacklist{Hosts: c.blacklist.Hosts},
 		Logger:        log,
