@@ -47,23 +47,17 @@ type task struct {
 	idx int        // index in hq.tasks
 }
 
-// before is the frontier order: pages some mapping matches first (higher
-// mapping priority first), then shallower, then first come first served.
-func (t *task) before(u *task) bool {
-	if t.matched != u.matched {
-		return t.matched
-	}
-	if t.priority != u.priority {
-		return t.priority > u.priority
-	}
-	if t.depth != u.depth {
-		return t.depth < u.depth
-	}
-	return t.seq < u.seq
+// key is t's place in frontier order.
+func (t *task) key() cursorKey {
+	return cursorKey{matched: t.matched, priority: t.priority, depth: t.depth, seq: t.seq}
 }
 
+// before is the frontier order: pages some mapping matches first (higher
+// mapping priority first), then shallower, then first come first served.
+func (t *task) before(u *task) bool { return t.key().before(u) }
+
 // before reports that the place c comes before task t in frontier order.
-func (c *cursorKey) before(t *task) bool {
+func (c cursorKey) before(t *task) bool {
 	if c.matched != t.matched {
 		return c.matched
 	}
@@ -216,7 +210,9 @@ func (w *window) add(t *task, force bool) bool {
 		if c := w.cursor; c != nil && !c.before(t) {
 			// Read it with the next refill: the cursor goes to just
 			// before it (seq is unique, so nothing between is skipped).
-			w.cursor = &cursorKey{matched: t.matched, priority: t.priority, depth: t.depth, seq: t.seq - 1}
+			k := t.key()
+			k.seq--
+			w.cursor = &k
 		}
 		return false
 	}

@@ -911,7 +911,8 @@ func (d *Dispatcher) refillChunk(ctx context.Context) (n int, full bool, err err
 			}
 			d.w.add(t, true)
 		}
-		d.w.cursor = &cursorKey{matched: t.matched, priority: t.priority, depth: t.depth, seq: t.seq}
+		k := t.key()
+		d.w.cursor = &k
 	}
 	if err := rows.Err(); err != nil {
 		return n, false, fmt.Errorf("dispatcher: state refill: %w", err)

@@ -375,12 +375,7 @@ func TestRenderPages(t *testing.T) {
 	if st.Restarts != 0 {
 		t.Errorf("restarts %d, want 0", st.Restarts)
 	}
-	closeAndCheck(t, r)
-	close(s.stop)
-	s.stop = make(chan struct{}) // cleanup closes it again
-	s.srv.Close()
-	s.tls.Close()
-	waitGoroutines(t, baseline, 5*time.Second)
+	shutDown(t, r, s, baseline)
 }
 
 func TestRenderPageDeadline(t *testing.T) {
@@ -414,12 +409,7 @@ func TestRenderPageDeadline(t *testing.T) {
 	if st := r.Stats(); st.Restarts != 0 || st.Busy != 0 {
 		t.Errorf("restarts %d busy %d, want 0 and 0", st.Restarts, st.Busy)
 	}
-	closeAndCheck(t, r)
-	close(s.stop)
-	s.stop = make(chan struct{})
-	s.srv.Close()
-	s.tls.Close()
-	waitGoroutines(t, baseline, 5*time.Second)
+	shutDown(t, r, s, baseline)
 }
 
 func TestRenderRestartsDeadBrowser(t *testing.T) {
@@ -465,12 +455,7 @@ func TestRenderRestartsDeadBrowser(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling /proc
 	}
-	closeAndCheck(t, r)
-	close(s.stop)
-	s.stop = make(chan struct{})
-	s.srv.Close()
-	s.tls.Close()
-	waitGoroutines(t, baseline, 5*time.Second)
+	shutDown(t, r, s, baseline)
 }
 
 func TestRenderConfig(t *testing.T) {
@@ -513,4 +498,16 @@ func TestNetErrorClass(t *testing.T) {
 			t.Errorf("netErrorClass(%q) = %q, want %q", text, got, want)
 		}
 	}
+}
+
+// shutDown closes the renderer (checking it left nothing behind), then the
+// site, and waits for the goroutines to return to baseline.
+func shutDown(t *testing.T, r *renderer, s *jsSite, baseline int) {
+	t.Helper()
+	closeAndCheck(t, r)
+	close(s.stop)
+	s.stop = make(chan struct{}) // the site's cleanup closes it again
+	s.srv.Close()
+	s.tls.Close()
+	waitGoroutines(t, baseline, 5*time.Second)
 }
