@@ -57,6 +57,10 @@ var sqliteSchema = [][]string{
 			at   TEXT NOT NULL
 		)`,
 	},
+	{
+		// history: JSON array of the values a refresh replaced
+		`ALTER TABLE fields ADD COLUMN history TEXT NOT NULL DEFAULT '[]'`,
+	},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every
@@ -92,10 +96,11 @@ var writeSQL = map[string]string{
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, fields = excluded.fields,
 				field_order = excluded.field_order, links = excluded.links`,
 	"recordExists": `SELECT 1 FROM records WHERE id = ?`,
-	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (record, field) DO UPDATE SET value = excluded.value, source = excluded.source,
-				mapping = excluded.mapping, depth = excluded.depth, at = excluded.at, conflicts = excluded.conflicts`,
+				mapping = excluded.mapping, depth = excluded.depth, at = excluded.at, conflicts = excluded.conflicts,
+				history = excluded.history`,
 	"putRobots": `INSERT INTO robots (host, status, body, fetched_at, expires) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (host) DO UPDATE SET status = excluded.status, body = excluded.body,
 				fetched_at = excluded.fetched_at, expires = excluded.expires`,
@@ -356,7 +361,7 @@ func (s *sqliteStore) PutRecords(ctx context.Context, recs []Record) error {
 }
 
 func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Value) error {
-	type row struct{ at, conflicts string }
+	type row struct{ at, conflicts, history string }
 	rows := make([]row, len(vals))
 	for i, v := range vals {
 		if v.Field == "" {
@@ -370,7 +375,11 @@ func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Val
 		if err != nil {
 			return fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
 		}
-		rows[i] = row{at, c}
+		h, err := encodeHistory(v.History)
+		if err != nil {
+			return fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
+		}
+		rows[i] = row{at, c, h}
 	}
 	err := s.write(ctx, fmt.Sprintf("set fields on record %q", recordID), func(tx *sql.Tx) error {
 		var one int
@@ -386,7 +395,7 @@ func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Val
 		}
 		stmt := tx.StmtContext(ctx, s.ws.setField)
 		for i, v := range vals {
-			if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts); err != nil {
+			if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history); err != nil {
 				return fmt.Errorf("field %q: %w", v.Field, err)
 			}
 		}
@@ -429,7 +438,7 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 		return fmt.Errorf("store: records: %w", err)
 	}
 	defer recs.Close()
-	vals, err := tx.QueryContext(ctx, `SELECT f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts
+	vals, err := tx.QueryContext(ctx, `SELECT f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history
 		FROM records r JOIN fields f ON f.record = r.id ORDER BY r.seq, r.id`)
 	if err != nil {
 		return fmt.Errorf("store: records: %w", err)
@@ -445,8 +454,8 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 		if !vals.Next() {
 			return vals.Err()
 		}
-		var at, conflicts string
-		if err := vals.Scan(&pendingID, &pending.Field, &pending.Value, &pending.Source, &pending.Mapping, &pending.Depth, &at, &conflicts); err != nil {
+		var at, conflicts, history string
+		if err := vals.Scan(&pendingID, &pending.Field, &pending.Value, &pending.Source, &pending.Mapping, &pending.Depth, &at, &conflicts, &history); err != nil {
 			return err
 		}
 		var err error
@@ -455,6 +464,9 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 		}
 		if pending.Conflicts, err = decodeConflicts(conflicts); err != nil {
 			return fmt.Errorf("record %q field %q: column conflicts: %w", pendingID, pending.Field, err)
+		}
+		if pending.History, err = decodeHistory(history); err != nil {
+			return fmt.Errorf("record %q field %q: column history: %w", pendingID, pending.Field, err)
 		}
 		return nil
 	}

@@ -67,6 +67,59 @@ func decodeConflicts(s string) ([]Conflict, error) {
 	return out, nil
 }
 
+// priorJSON fixes the stored shape of a Prior.
+type priorJSON struct {
+	Value    string `json:"value"`
+	Source   string `json:"source"`
+	Mapping  string `json:"mapping"`
+	Depth    int    `json:"depth"`
+	At       string `json:"at"`
+	Replaced string `json:"replaced"`
+}
+
+func encodeHistory(ps []Prior) (string, error) {
+	out := make([]priorJSON, len(ps))
+	for i, p := range ps {
+		at, err := formatTime(p.At)
+		if err != nil {
+			return "", fmt.Errorf("encode history: %w", err)
+		}
+		rep, err := formatTime(p.Replaced)
+		if err != nil {
+			return "", fmt.Errorf("encode history: %w", err)
+		}
+		out[i] = priorJSON{p.Value, p.Source, p.Mapping, p.Depth, at, rep}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encode history: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeHistory(s string) ([]Prior, error) {
+	var in []priorJSON
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, err
+	}
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]Prior, len(in))
+	for i, p := range in {
+		at, err := parseTime(p.At)
+		if err != nil {
+			return nil, fmt.Errorf("prior %d: at: %w", i, err)
+		}
+		rep, err := parseTime(p.Replaced)
+		if err != nil {
+			return nil, fmt.Errorf("prior %d: replaced: %w", i, err)
+		}
+		out[i] = Prior{p.Value, p.Source, p.Mapping, p.Depth, at, rep}
+	}
+	return out, nil
+}
+
 func encodeRecordColumns(rec Record) (fields, order, links string, err error) {
 	f := rec.Fields
 	if f == nil {

@@ -28,6 +28,17 @@ type Value struct {
 	Depth     int // link distance from the record's own links (0 = one of them)
 	At        time.Time
 	Conflicts []Conflict // other values pages offered for this field
+	History   []Prior    // values this field held before a refresh replaced them, oldest first
+}
+
+// Prior is a value a field held until a refresh replaced it.
+type Prior struct {
+	Value    string
+	Source   string
+	Mapping  string
+	Depth    int
+	At       time.Time // when it was found
+	Replaced time.Time // when the refresh replaced it
 }
 
 // Conflict is a value another page offered for a field and that lost.

@@ -108,6 +108,19 @@ var cases = []testCase{
 		want[0].Found = map[string]store.Value{"email": v}
 		assertRecords(t, all(ctx, t, s), want)
 	}},
+	{"fields/refresh keeps history", func(ctx context.Context, t *testing.T, s store.Store) {
+		recs := sampleRecords()
+		mustPut(ctx, t, s, recs)
+		old := value("email", "ada@old.example", 1, base)
+		mustSet(ctx, t, s, recs[0].ID, old)
+		cur := value("email", "ada@new.example", 0, base.Add(90*24*time.Hour))
+		cur.History = []store.Prior{{Value: old.Value, Source: old.Source, Mapping: old.Mapping, Depth: old.Depth, At: old.At, Replaced: cur.At}}
+		mustSet(ctx, t, s, recs[0].ID, cur)
+		mustSet(ctx, t, s, recs[0].ID, cur) // a redelivery changes nothing
+		want := withFound(recs)
+		want[0].Found = map[string]store.Value{"email": cur}
+		assertRecords(t, all(ctx, t, s), want)
+	}},
 	{"records/bad batch writes nothing", func(ctx context.Context, t *testing.T, s store.Store) {
 		batch := []store.Record{rec("ok-1", 1), rec("", 2), rec("ok-3", 3)}
 		if err := s.PutRecords(ctx, batch); err == nil {
@@ -537,6 +550,16 @@ func normal(r store.Record) store.Record {
 			v.At = v.At.UTC()
 			if len(v.Conflicts) == 0 {
 				v.Conflicts = nil
+			}
+			if len(v.History) == 0 {
+				v.History = nil
+			} else {
+				h := make([]store.Prior, len(v.History))
+				for i, p := range v.History {
+					p.At, p.Replaced = p.At.UTC(), p.Replaced.UTC()
+					h[i] = p
+				}
+				v.History = h
 			}
 			found[k] = v
 		}
