@@ -133,6 +133,9 @@ type Dispatcher struct {
 	refused map[string]bool
 	failed  chan sendFail
 
+	left       []MemberStatus // dropped members, for the status file
+	statusWarn bool           // a failed status write was logged
+
 	// ring holds every live member and renderRing the render-capable
 	// ones; route finds a domain's owner on one of them. Both change only
 	// with members, in register and drop, which also bump epoch so host

@@ -365,6 +365,20 @@ func TestMembership(t *testing.T) {
 	if e.wait.Load() != 1 {
 		t.Fatalf("render tasks waiting = %d, want 1", e.wait.Load())
 	}
+	// The status file shows a holding the plain task and the render task
+	// waiting for a member that renders.
+	var st Status
+	for time.Now().Before(deadline) {
+		a.poll(20 * time.Millisecond)
+		var err error
+		if st, err = ReadStatus(e.cfg.StateDir); err == nil && st.WaitingRender == 1 && len(st.Members) == 1 && st.Members[0].InFlight == 1 {
+			break
+		}
+	}
+	if st.State != StateRunning || st.Records != 1 || st.WaitingRender != 1 || st.InFlight != 1 ||
+		len(st.Members) != 1 || st.Members[0].Name != "a" || st.Members[0].InFlight != 1 || st.Members[0].Capacity != 4 {
+		t.Fatalf("status while a holds the plain task: %+v", st)
+	}
 	a.silent = true
 	// b (render-capable) joins: it gets the render task, and the plain task
 	// once a is dropped for silence.
@@ -383,6 +397,15 @@ func TestMembership(t *testing.T) {
 	}
 	if e.sum.Refused < 1 || e.sum.Untouched != 1 || e.sum.Pages != 2 {
 		t.Errorf("summary %+v", e.sum)
+	}
+	st, err := ReadStatus(e.cfg.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != StateFinished || st.Pages != 2 || st.Records != 1 || st.Queued != 0 || st.InFlight != 0 ||
+		len(st.Members) != 1 || st.Members[0].Name != "b" || !st.Members[0].Render ||
+		len(st.Left) != 1 || st.Left[0].Name != "a" || st.Left[0].Reason != "silent" || st.Left[0].Left.IsZero() {
+		t.Errorf("final status: %+v", st)
 	}
 }
 

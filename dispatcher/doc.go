@@ -116,6 +116,15 @@
 // and it is recorded as a duplicate of the first page in the state, whose
 // fingerprints are reloaded on resume.
 //
+// # Status
+//
+// While Run works it rewrites StatusFile in the state directory every
+// StatusEvery, in one rename: the members with their capacity, tasks in
+// flight, parked host queues and the counters and rate from their
+// heartbeats; the members that left and why; the queue depths and the
+// records complete. It writes a last one, finished or stopped, when Run
+// returns. `backfill status` reads it (ReadStatus).
+//
 // # Concurrency
 //
 // Load and Run may run at the same time; a mutex serializes their use of

@@ -23,6 +23,14 @@ type member struct {
 	inFlight int
 	waiting  []*hostQueue // host queues parked because the member is full
 
+	// For the status (see status.go): when it joined, and its own
+	// counters from its last heartbeat.
+	joined           time.Time
+	fetched, failedN int64
+	rss              uint64
+	beatAt           time.Time
+	rate             float64
+
 	sender *wire.Sender
 	out    chan outFrame
 	cancel context.CancelFunc

@@ -64,7 +64,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	// moving once the others re-register.
 	settleBy := start.Add(d.cfg.Heartbeat)
 	settled := false // once settled, dispatching never pauses again
-	var lastTick, lastProgress time.Time
+	var lastTick, lastProgress, lastStatus time.Time
 	stepCtx := context.WithoutCancel(ctx)
 	var runErr error
 	for {
@@ -104,6 +104,12 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			lastProgress = now
 			p = d.progress(start)
 		}
+		var st Status
+		snap := err == nil && !done && now.Sub(lastStatus) >= StatusEvery
+		if snap {
+			lastStatus = now
+			st = d.status(StateRunning, start, now)
+		}
 		d.mu.Unlock()
 		if err != nil {
 			runErr = err
@@ -111,6 +117,9 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		}
 		if report {
 			d.cfg.Progress(p)
+		}
+		if snap {
+			d.putStatus(st)
 		}
 		if done {
 			break
@@ -130,6 +139,15 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	if err != nil && runErr == nil {
 		runErr = err
 	}
+	final := StateFinished
+	if runErr != nil {
+		final = StateStopped
+	}
+	d.mu.Lock()
+	st := d.status(final, start, time.Now())
+	d.mu.Unlock()
+	st.Records, st.Complete, st.Partial = sum.Records, sum.Complete, sum.Partial
+	d.putStatus(st)
 	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
 		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
 		"errors", sum.Errors, "elapsed", sum.Elapsed.Round(time.Millisecond), "pages_per_sec", int(sum.PagesPerSec))
@@ -231,6 +249,9 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			case *wire.Heartbeat:
 				if err := d.register(ctx, v.Hello, false, now); err != nil {
 					return err
+				}
+				if m := d.members[v.Supervisor]; m != nil {
+					m.beat(v)
 				}
 			case *wire.Result:
 				if err := d.commitResult(ctx, v, now); err != nil {
@@ -362,7 +383,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		}
 		return nil
 	}
-	m = &member{name: h.Supervisor, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started, lastSeen: now}
+	m = &member{name: h.Supervisor, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started, lastSeen: now, joined: now}
 	if err := m.start(d.ctx, &d.wg, d.failed); err != nil {
 		d.log.Error("supervisor unreachable", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "error", err)
 		return nil
@@ -387,6 +408,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 // drop removes a member and re-queues what it held.
 func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 	m.stop()
+	d.noteLeft(m, reason, time.Now())
 	delete(d.members, m.name)
 	d.ring = d.ring.without(m.name)
 	d.renderRing = d.renderRing.without(m.name)

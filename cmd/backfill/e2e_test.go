@@ -206,8 +206,37 @@ func TestEndToEnd(t *testing.T) {
 		start(t, "supervisor-2", append(supArgs, "--name", "sup-2")...),
 	}
 
+	// While it crawls, `backfill status` shows both supervisors.
+	var members []string
+	for time.Now().Before(deadline) && len(members) != 2 {
+		st := start(t, "status", "status", "--state-dir", stateDir, "--json")
+		if st.waitExit(30*time.Second) != 0 {
+			continue // the dispatcher has not written its first status yet
+		}
+		var s struct{ Members []struct{ Name string } }
+		if err := json.Unmarshal(st.stdout.Bytes(), &s); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, st.stdout.String())
+		}
+		members = members[:0]
+		for _, m := range s.Members {
+			members = append(members, m.Name)
+		}
+	}
+	if strings.Join(members, ",") != "sup-1,sup-2" {
+		t.Errorf("status members = %v, want sup-1 and sup-2", members)
+	}
+
 	if code := disp.waitExit(3 * time.Minute); code != 0 {
 		t.Fatalf("dispatcher exit code %d\n%s", code, disp.stderr)
+	}
+	st := start(t, "status", "status", "--state-dir", stateDir)
+	if code := st.waitExit(30 * time.Second); code != 0 {
+		t.Fatalf("status exit code %d", code)
+	}
+	for _, want := range []string{" finished", "records    15: ", "sup-1", "sup-2", "0 queued, 0 in flight"} {
+		if !strings.Contains(st.stdout.String(), want) {
+			t.Errorf("status after the crawl lacks %q:\n%s", want, st.stdout.String())
+		}
 	}
 	for _, s := range sups {
 		s.cmd.Process.Signal(syscall.SIGTERM)

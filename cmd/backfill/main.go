@@ -40,6 +40,7 @@ var commands = []command{
 	{"run", "crawl for a records file on this machine (dispatcher and supervisors in one process)", cmdRun},
 	{"dispatcher", "run the dispatcher of a cluster", cmdDispatcher},
 	{"supervisor", "run a supervisor of a cluster", cmdSupervisor},
+	{"status", "show a dispatcher's members, rates, queues and records complete", cmdStatus},
 	{"export", "write the records with the values found", cmdExport},
 	{"mappings", "author site mappings: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR]", cmdMappings},
 	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo},

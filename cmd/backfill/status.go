@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"backfill/dispatcher"
+)
+
+// cmdStatus prints what the dispatcher whose state directory is given last
+// wrote to its status file: its members with their rates, the queue
+// depths and the records complete. With --watch it prints again every
+// interval until interrupted.
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	stateDir := fs.String("state-dir", "backfill-state", "the dispatcher's state directory (run this on the dispatcher's machine)")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	watch := fs.Duration("watch", 0, "print again every interval until interrupted (e.g. 2s); 0 prints once")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: status takes no arguments (got %q)", errUsage, fs.Arg(0))
+	}
+	if *watch < 0 {
+		return fmt.Errorf("%w: --watch must not be negative", errUsage)
+	}
+	for {
+		if err := printStatus(stdout, *stateDir, *asJSON, time.Now()); err != nil {
+			return err
+		}
+		if *watch == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(*watch):
+		}
+		fmt.Fprintln(stdout)
+	}
+}
+
+func printStatus(w io.Writer, dir string, asJSON bool, now time.Time) error {
+	s, err := dispatcher.ReadStatus(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no dispatcher status in %s: has a dispatcher run with --state-dir %s?", dir, dir)
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	age := now.Sub(s.Updated)
+	state := s.State
+	// A running dispatcher rewrites the file every second; one that has not
+	// for a while was killed or is wedged.
+	if state == dispatcher.StateRunning && age > 10*dispatcher.StatusEvery {
+		state = fmt.Sprintf("not responding (last update %s ago)", age.Round(time.Second))
+	}
+	fmt.Fprintf(w, "dispatcher %s  run %s  %s\n", s.Dispatcher, s.Run, state)
+	fmt.Fprintf(w, "intake     %s  started %s  updated %s ago\n", s.Endpoint,
+		s.Started.Local().Format(time.DateTime), age.Round(100*time.Millisecond))
+	untouched := s.Records - s.Complete - s.Partial
+	pct := 0.0
+	if s.Records > 0 {
+		pct = 100 * float64(s.Complete) / float64(s.Records)
+	}
+	fmt.Fprintf(w, "records    %d: %d complete (%.1f%%), %d partial, %d untouched\n", s.Records, s.Complete, pct, s.Partial, untouched)
+	fmt.Fprintf(w, "queues     %d queued, %d in flight, %d waiting for a render node\n", s.Queued, s.InFlight, s.WaitingRender)
+	fmt.Fprintf(w, "pages      %d (%.1f/s)  expired leases %d  late results %d\n", s.Pages, s.PagesPerSec, s.Expired, s.Late)
+	if len(s.Errors) > 0 {
+		fmt.Fprint(w, "errors    ")
+		for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
+			fmt.Fprintf(w, " %s=%d", k, s.Errors[k])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "\nmembers (%d)\n", len(s.Members))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tENDPOINT\tRENDER\tIN FLIGHT\tPARKED\tFETCHED\tFAILED\tRATE/s\tRSS\tLAST SEEN")
+	for _, m := range s.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d/%d\t%d\t%d\t%d\t%.1f\t%s\t%s ago\n", m.Name, m.Endpoint, m.Render,
+			m.InFlight, m.Capacity, m.Parked, m.Fetched, m.Failed, m.Rate, mib(m.RSS), s.Updated.Sub(m.LastSeen).Round(100*time.Millisecond))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(s.Left) > 0 {
+		fmt.Fprintf(w, "\nleft (%d)\n", len(s.Left))
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tENDPOINT\tLEFT\tREASON\tFETCHED")
+		for _, m := range s.Left {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", m.Name, m.Endpoint, m.Left.Local().Format(time.TimeOnly), m.Reason, m.Fetched)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func mib(b uint64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0fMiB", float64(b)/(1<<20))
+}

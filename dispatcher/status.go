@@ -1,0 +1,190 @@
+package dispatcher
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"backfill/wire"
+)
+
+// StatusFile is the name, inside Config.StateDir, of the snapshot a running
+// dispatcher rewrites every StatusEvery for `backfill status` to read. A
+// file rather than a socket: it needs no port, no keys and no answer from
+// a dispatcher that is busy or gone, and what it says last stays readable
+// after a crash.
+const StatusFile = "status.json"
+
+// StatusEvery is how often Run rewrites the status file.
+const StatusEvery = time.Second
+
+// Run states in Status.State.
+const (
+	StateRunning  = "running"
+	StateFinished = "finished" // Run returned with no work left
+	StateStopped  = "stopped"  // Run returned early: cancelled or failed
+)
+
+// Status is a snapshot of a dispatcher for operators.
+type Status struct {
+	Dispatcher string    `json:"dispatcher"`
+	Run        string    `json:"run"`
+	Endpoint   string    `json:"endpoint"`
+	State      string    `json:"state"`
+	Started    time.Time `json:"started"`
+	Updated    time.Time `json:"updated"`
+
+	Records  int `json:"records"`
+	Complete int `json:"complete"`
+	Partial  int `json:"partial"`
+
+	Queued        int `json:"queued"`         // tasks in the frontier, not yet sent
+	InFlight      int `json:"in_flight"`      // tasks leased to supervisors
+	WaitingRender int `json:"waiting_render"` // render tasks no member can take
+
+	Pages       int64            `json:"pages"` // this Run's pages fetched and extracted
+	PagesPerSec float64          `json:"pages_per_sec"`
+	Errors      map[string]int64 `json:"errors,omitempty"`
+	Expired     int64            `json:"expired"` // leases that ran out and were re-sent
+	Late        int64            `json:"late"`    // late or duplicate results ignored
+
+	Members []MemberStatus `json:"members"`
+	Left    []MemberStatus `json:"left,omitempty"` // members dropped during this Run, latest last
+}
+
+// MemberStatus is one supervisor as the dispatcher sees it. Fetched,
+// Failed and RSS are the supervisor's own counters from its last
+// heartbeat; Rate is its pages (fetched or failed) per second between its
+// last heartbeats.
+type MemberStatus struct {
+	Name     string    `json:"name"`
+	Endpoint string    `json:"endpoint"`
+	Render   bool      `json:"render,omitempty"`
+	Capacity int       `json:"capacity"`
+	InFlight int       `json:"in_flight"`
+	Parked   int       `json:"parked"` // host queues waiting for it to free capacity
+	Fetched  int64     `json:"fetched"`
+	Failed   int64     `json:"failed"`
+	Rate     float64   `json:"rate"`
+	RSS      uint64    `json:"rss,omitempty"`
+	Joined   time.Time `json:"joined"`
+	LastSeen time.Time `json:"last_seen"`
+	Left     time.Time `json:"left,omitzero"`
+	Reason   string    `json:"reason,omitempty"` // why it left
+}
+
+// maxLeft bounds Status.Left: a flapping member must not grow the file.
+const maxLeft = 32
+
+// beat records a heartbeat's counters on its member and updates its rate.
+// The rate is smoothed over heartbeats, so one slow interval does not
+// make a member look stalled. Callers hold mu.
+func (m *member) beat(h *wire.Heartbeat) {
+	if m.beatAt.IsZero() || !h.At.After(m.beatAt) {
+		m.fetched, m.failedN, m.rss, m.beatAt = h.Fetched, h.Failed, h.RSS, h.At
+		return
+	}
+	dt := h.At.Sub(m.beatAt).Seconds()
+	done := float64(h.Fetched + h.Failed - m.fetched - m.failedN)
+	if done < 0 { // counters restarted with the process
+		done = float64(h.Fetched + h.Failed)
+	}
+	r := done / dt
+	if m.rate == 0 {
+		m.rate = r
+	} else {
+		m.rate = 0.5*m.rate + 0.5*r
+	}
+	m.fetched, m.failedN, m.rss, m.beatAt = h.Fetched, h.Failed, h.RSS, h.At
+}
+
+func (m *member) status() MemberStatus {
+	return MemberStatus{
+		Name: m.name, Endpoint: m.endpoint, Render: m.render, Capacity: m.capacity,
+		InFlight: m.inFlight, Parked: len(m.waiting), Fetched: m.fetched, Failed: m.failedN,
+		Rate: m.rate, RSS: m.rss, Joined: m.joined, LastSeen: m.lastSeen,
+	}
+}
+
+// noteLeft keeps a dropped member for the status. Callers hold mu.
+func (d *Dispatcher) noteLeft(m *member, reason string, now time.Time) {
+	s := m.status()
+	s.InFlight, s.Parked, s.Left, s.Reason = 0, 0, now, reason
+	d.left = append(d.left, s)
+	if len(d.left) > maxLeft {
+		d.left = append(d.left[:0], d.left[len(d.left)-maxLeft:]...)
+	}
+}
+
+// status takes a snapshot. Callers hold mu.
+func (d *Dispatcher) status(state string, start, now time.Time) Status {
+	s := Status{
+		Dispatcher: d.name, Run: d.runID, Endpoint: d.recv.Endpoint(), State: state,
+		Started: start, Updated: now,
+		Records: d.nRecords, Complete: d.nComplete, Partial: d.nPartial,
+		Queued: d.queuedN, InFlight: len(d.w.leased), WaitingRender: d.w.waitingRender(),
+		Pages: d.pages, Errors: maps.Clone(d.errs), Expired: d.expired, Late: d.late,
+		Members: make([]MemberStatus, 0, len(d.members)),
+		Left:    append([]MemberStatus(nil), d.left...),
+	}
+	if el := now.Sub(start).Seconds(); el > 0 {
+		s.PagesPerSec = float64(d.pages) / el
+	}
+	for _, m := range d.members {
+		s.Members = append(s.Members, m.status())
+	}
+	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Name < s.Members[j].Name })
+	return s
+}
+
+// writeStatus replaces the status file in one rename, so a reader never
+// sees half of it. It runs outside mu: the snapshot is a copy.
+func writeStatus(dir string, s Status) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("dispatcher: status: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".status-*.json")
+	if err != nil {
+		return fmt.Errorf("dispatcher: status: %w", err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(append(b, '\n'))
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("dispatcher: status: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, StatusFile)); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("dispatcher: status: %w", err)
+	}
+	return nil
+}
+
+// putStatus writes the status file; a failure is logged once and
+// otherwise ignored, as the crawl does not depend on it. Only Run calls it.
+func (d *Dispatcher) putStatus(s Status) {
+	if err := writeStatus(d.cfg.StateDir, s); err != nil && !d.statusWarn {
+		d.statusWarn = true
+		d.log.Warn("status file not written", "error", err)
+	}
+}
+
+// ReadStatus reads the status file of the dispatcher whose state is in dir.
+func ReadStatus(dir string) (Status, error) {
+	var s Status
+	path := filepath.Join(dir, StatusFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("read status: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("read status %s: %w", path, err)
+	}
+	return s, nil
+}
