@@ -46,6 +46,33 @@ type Config struct {
 	ExcludeTop   int    // links found on pages into the top ExcludeTop sites are not followed; 0: off
 	Blacklist    string // file of hosts never crawled, one per line with their subdomains (IP/CIDR lines are the supervisors')
 
+	// Security (see security.go). With Keys, the intake is a CURVE server
+	// that accepts only supervisors whose public key is in Authorized, and
+	// tasks go only to task sockets holding one of those keys. Without,
+	// the intake and every supervisor endpoint must be loopback unless
+	// Insecure.
+	Keys       wire.Keys
+	Authorized []string
+	Insecure   bool
+
+	// Freshness (see refresh.go). RecrawlAfter is the recrawl age: a page
+	// crawled longer ago than that, before this Dispatcher was made, is
+	// fetched again when a record needs it (conditionally, with the
+	// validators of its last fetch) instead of reusing its cached
+	// extraction; 0 reuses cached extractions however old. Refresh
+	// re-checks, once per Dispatcher, when Run starts, the filled values
+	// older than RecrawlAfter: their records are worked on again and a
+	// value that changed replaces the old one, which goes to the field's
+	// History. Refresh needs RecrawlAfter.
+	RecrawlAfter time.Duration
+	Refresh      bool
+
+	// StoreDrainTimeout is how long Run waits at its end for the values
+	// found to reach the store (see outbox.go); what has not by then
+	// stays in the state and is pushed on the next start. Default
+	// DefaultStoreDrainTimeout.
+	StoreDrainTimeout time.Duration
+
 	Logger   *slog.Logger // nil discards
 	Progress func(Progress)
 }
@@ -71,7 +98,7 @@ type Summary struct {
 	Expired      int64    // leases that expired and were re-sent
 	Errors       map[string]int64
 	FieldErrors  int64
-	Refused      int64 // registrations refused (mapping digest differs)
+	Refused      int64 // registrations refused (mapping digest differs, or key not authorized)
 	Waiting      int   // render tasks left with no render-capable supervisor
 	// Filtered counts the links not followed, by reason (the Filter*
 	// constants), since New: Load's as well as Run's. LinkFarms counts the
@@ -93,6 +120,32 @@ type Summary struct {
 	// render-capable supervisor; their static result stands.
 	RenderRetried int64
 	RenderWanted  int64
+
+	// Store writes of this Run (see outbox.go): StoreWritten values the
+	// store acknowledged, StoreRetried failed pushes tried again.
+	// StorePending values still waiting when Run returned, kept in the
+	// state and pushed on the next start; StoreRefused values of records
+	// the store does not have (the state and the store are of different
+	// crawls), also kept.
+	StoreWritten int64
+	StoreRetried int64
+	StorePending int
+	StoreRefused int
+
+	// Freshness. Recrawled counts the pages queued again since New (by
+	// Load as well as Run) because their last crawl was older than
+	// Config.RecrawlAfter. This Run's: NotModified counts the
+	// answers to conditional requests that said the page had not changed
+	// (their cached extraction was applied). With Config.Refresh,
+	// Refreshed counts the fields re-checked whose value was found again
+	// unchanged, Changed those whose value changed (the old one went to
+	// the field's History), and Unconfirmed those the refresh found no
+	// value for (the old value stays).
+	Recrawled   int64
+	NotModified int64
+	Refreshed   int64
+	Changed     int64
+	Unconfirmed int64
 }
 
 // Progress is a snapshot passed to Config.Progress while Run works.
@@ -181,6 +234,19 @@ type Dispatcher struct {
 	// found since New
 	seen       *contentSeen
 	duplicates int64
+
+	// ob keeps found values until the store has them (outbox.go)
+	ob *outbox
+
+	// freshness: started bounds the pages that may be fetched again (only
+	// those crawled before this Dispatcher was made); refreshOpen counts
+	// the fields a refresh is re-checking (open prior rows), refreshBegun
+	// says the refresh of Config.Refresh has been started.
+	started                            time.Time
+	refreshOpen                        int
+	refreshBegun                       bool
+	recrawled, notModified             int64
+	refreshedN, changedN, unconfirmedN int64
 }
 
 // New opens (or creates) the state in cfg.StateDir, binds the intake and
@@ -207,6 +273,12 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 2 * time.Second
+	}
+	if cfg.RecrawlAfter < 0 {
+		return nil, errors.New("dispatcher: negative recrawl age")
+	}
+	if cfg.Refresh && cfg.RecrawlAfter == 0 {
+		return nil, errors.New("dispatcher: refresh needs a recrawl age (the age of the values to re-check)")
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -249,12 +321,17 @@ func New(cfg Config) (*Dispatcher, error) {
 		filter:      filter,
 		filtered:    make(map[string]int64),
 		badTopSites: nbad,
+		started:     time.Now(),
+	}
+	if err := d.setupOutbox(ctx); err != nil {
+		st.close()
+		return nil, err
 	}
 	if err := d.resume(ctx); err != nil {
 		st.close()
 		return nil, err
 	}
-	recv, err := wire.Listen(cfg.Listen)
+	recv, err := wire.ListenSecure(cfg.Listen, wire.Security{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure})
 	if err != nil {
 		st.close()
 		return nil, fmt.Errorf("dispatcher: intake: %w", err)
@@ -315,6 +392,7 @@ func (d *Dispatcher) resume(ctx context.Context) error {
 		{&d.nComplete, `SELECT COUNT(*) FROM records WHERE complete = 1`},
 		{&d.nPartial, `SELECT COUNT(*) FROM records WHERE complete = 0 AND nfilled > 0`},
 		{&d.queuedN, `SELECT COUNT(*) FROM frontier WHERE state = 0`},
+		{&d.refreshOpen, `SELECT COUNT(*) FROM prior WHERE open = 1`},
 	}
 	for _, c := range ints {
 		v, err := s.scalar(ctx, c.q)

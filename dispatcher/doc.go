@@ -51,7 +51,10 @@
 // The protocol is in wire's messages: a Hello (or a Heartbeat from an
 // unknown supervisor, or one whose Started changed) registers a supervisor
 // whose mapping digest equals ours; the dispatcher dials its endpoint and
-// answers Welcome. Every task of one registrable domain goes to one
+// answers Welcome. With Config.Keys the intake hears only supervisors whose
+// CURVE key is in Config.Authorized, and their task sockets are dialled with
+// the key each Hello advertises, if authorized too; without keys every
+// endpoint must be loopback unless Config.Insecure (security.go). Every task of one registrable domain goes to one
 // supervisor, its owner on a consistent-hash ring with virtual nodes
 // (ring.go): one ring of all live members for plain tasks, one of the
 // render-capable members for render tasks (without any, those wait). One
@@ -124,6 +127,24 @@
 // heartbeats; the members that left and why; the queue depths and the
 // records complete. It writes a last one, finished or stopped, when Run
 // returns. `backfill status` reads it (ReadStatus).
+//
+// # Freshness
+//
+// With Config.RecrawlAfter, a page crawled longer ago than that (before
+// this Dispatcher was made: one process fetches a page at most once) is
+// queued again when a record reaches it, instead of having its cached
+// extraction applied. The seen store keeps the ETag and Last-Modified of
+// each page's last good fetch and the Task carries them; a supervisor's
+// conditional request answered 304 comes back as a Result marked
+// NotModified, which commits like a fetched page whose extraction is the
+// cached one. With Config.Refresh, Run first re-checks every target value
+// older than RecrawlAfter: the value is set aside (the prior table), its
+// record becomes incomplete, and the record's own links and the value's
+// source are revisited. A value found again unchanged gets a new At; one
+// that changed replaces the old, which goes to store.Value.History; when
+// the crawl ends with nothing found, the old value is put back. The
+// user's input values are never targets, so never touched. See
+// refresh.go.
 //
 // # Concurrency
 //

@@ -184,6 +184,12 @@ type window struct {
 	hostInFlight map[string]int
 	hostWait     map[string][]*hostQueue // host → queues parked on its in-flight limit
 	nobody       []*hostQueue
+
+	// hostHolder is the member a host's in-flight tasks are leased to. A
+	// host whose domain moved to another member waits until they are all
+	// back, so two supervisors never crawl it at once, and the new owner
+	// finds the old one's last request in the host cache.
+	hostHolder map[string]string
 }
 
 func newWindow() *window {
@@ -192,6 +198,7 @@ func newWindow() *window {
 		leased:       make(map[string]*task),
 		hosts:        make(map[string]*hostQueue),
 		hostInFlight: make(map[string]int),
+		hostHolder:   make(map[string]string),
 		hostWait:     make(map[string][]*hostQueue),
 	}
 }

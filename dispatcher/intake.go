@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -43,6 +44,10 @@ type recState struct {
 	dirty    bool
 	changed  map[string]bool   // fields whose value the store has not seen yet
 	keys     map[string]string // etl.MatchKey of known values, see matchKey
+	// prior holds, for each field a refresh is re-checking, the value it
+	// had before (see refresh.go): the value found now is measured
+	// against it for the field's History.
+	prior map[string]store.Value
 }
 
 // matchKey is etl.MatchKey of one of the record's own values, memoized: a
@@ -114,6 +119,11 @@ func (d *Dispatcher) loadRec(ctx context.Context, id string) (*recState, error) 
 	}
 	if r.filled == nil {
 		r.filled = make(map[string]store.Value)
+	}
+	if d.refreshOpen > 0 {
+		if err := d.loadPrior(ctx, r); err != nil {
+			return nil, err
+		}
 	}
 	d.recCache[id] = r
 	return r, nil
@@ -301,8 +311,16 @@ func (d *Dispatcher) attachKnown(ctx context.Context, id, norm, rec string, dept
 	if _, err := d.st.exec(ctx, "trPut", id, rec, depth); err != nil {
 		return err
 	}
+	return d.revisit(ctx, id, norm, rec, depth, k)
+}
+
+// revisit gives rec, which reached a URL the frontier holds, what the URL
+// has: its cached extraction while that is fresh (see stale), else the
+// URL is queued again if it is done or dropped (a queued or leased task
+// will answer every record that reached it).
+func (d *Dispatcher) revisit(ctx context.Context, id, norm, rec string, depth int, k knownURL) error {
 	switch {
-	case k.last > 0:
+	case k.last > 0 && !d.stale(k.last):
 		if k.class == "" && len(k.result) > 0 {
 			var res cachedResult
 			if err := json.Unmarshal(k.result, &res); err != nil {
@@ -311,8 +329,12 @@ func (d *Dispatcher) attachKnown(ctx context.Context, id, norm, rec string, dept
 			d.reused++
 			d.work = append(d.work, applyItem{rec: rec, res: &res, depth: depth})
 		}
-	case k.state == stateDropped:
-		// Another record wants a task that was dropped: queue it again.
+	case k.state == stateDropped || k.state == stateDone:
+		// Another record wants a task that was dropped, or one whose page
+		// is older than the recrawl age: queue it again.
+		if k.last > 0 {
+			d.recrawled++
+		}
 		d.nextSeq++
 		nd := min(depth, k.depth)
 		if _, err := d.st.exec(ctx, "frontRequeue", d.nextSeq, nd, id); err != nil {
@@ -441,6 +463,7 @@ func merge(r *recState, res *cachedResult, depth int, now time.Time) {
 		done[f.Name] = true
 		cand := store.Value{Field: f.Name, Value: val, Source: res.Source, Mapping: f.Mapping, Depth: depth, At: now}
 		old, ok := r.filled[f.Name]
+		kept := false // the old value stays, with one more conflict
 		switch {
 		case !ok:
 		case old.Source == cand.Source && old.Value == cand.Value:
@@ -453,7 +476,12 @@ func merge(r *recState, res *cachedResult, depth int, now time.Time) {
 				continue
 			}
 			old.Conflicts = cs
-			cand = old
+			cand, kept = old, true
+		}
+		if p, refreshing := r.prior[f.Name]; refreshing && !kept {
+			cand.History = historyOf(p, cand, now)
+		} else if ok && !kept {
+			cand.History = old.History // the field keeps its history whichever page holds it
 		}
 		r.filled[f.Name] = cand
 		r.changed[f.Name] = true
@@ -567,12 +595,12 @@ func (d *Dispatcher) putRec(ctx context.Context, r *recState) error {
 }
 
 // flush writes the changed records to the state and their new values to
-// the store. The records stay cached (up to recCacheCap of them) for the
-// next batches: a record is usually reached by many pages in a row, and
+// the outbox, in the same state transaction, and kicks the outbox
+// goroutine, which pushes them to the store (see outbox.go): a store that
+// is slow or down never holds up or stops the crawl, and nothing is lost.
+// The records stay cached (up to recCacheCap of them) for the next
+// batches: a record is usually reached by many pages in a row, and
 // reading and decoding it again for each was much of a result's cost.
-// The store is written before the state commits: a crash in between
-// re-applies the results (their leases are re-queued), and SetFields is
-// idempotent.
 func (d *Dispatcher) flush(ctx context.Context) error {
 	ids := make([]string, 0, len(d.recCache))
 	for id, r := range d.recCache {
@@ -581,6 +609,7 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 		}
 	}
 	sort.Strings(ids)
+	queued := false
 	for _, id := range ids {
 		r := d.recCache[id]
 		if err := d.putRec(ctx, r); err != nil {
@@ -594,9 +623,13 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 			vals = append(vals, r.filled[f])
 		}
 		sort.Slice(vals, func(i, j int) bool { return vals[i].Field < vals[j].Field })
-		if err := d.cfg.Store.SetFields(ctx, id, vals); err != nil {
-			return fmt.Errorf("dispatcher: store values of record %q: %w", id, err)
+		if err := d.enqueueValues(ctx, id, vals); err != nil {
+			return err
 		}
+		queued = true
+	}
+	if queued {
+		d.kickOutbox()
 	}
 	for _, id := range ids {
 		r := d.recCache[id]
@@ -624,7 +657,19 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 			res.Source = n
 		}
 	}
-	if r.Class == "" {
+	notModified := false
+	var etag, lastMod string
+	if r.Class == "" && r.NotModified {
+		cached, err := d.notModified304(ctx, t, r)
+		if err != nil {
+			return err
+		}
+		if cached != nil {
+			res, notModified = cached.res, true
+			etag, lastMod = cached.etag, cached.lastModified
+		}
+	}
+	if r.Class == "" && !notModified {
 		d.pages++
 		for _, f := range r.Fields {
 			if f.Name == "" || len(f.Values) == 0 {
@@ -645,7 +690,7 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 			// not expand them either.
 			res.Links = nil
 		}
-	} else {
+	} else if r.Class != "" {
 		d.errs[r.Class]++
 		d.log.Debug("task failed", "url", t.url, "class", r.Class, "error", r.Error, "supervisor", r.Supervisor)
 	}
@@ -664,7 +709,13 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 	if at.IsZero() {
 		at = now
 	}
-	if _, err := d.st.exec(ctx, "seenDone", at.UnixNano(), r.Class, r.Status, blob, t.id); err != nil {
+	if r.Class == "" {
+		// The validators of this answer (a 304 need not repeat them).
+		etag, lastMod = cmp.Or(validator(r.ETag), etag), cmp.Or(validator(r.LastModified), lastMod)
+	} else {
+		etag, lastMod = "", "" // no cached extraction for a 304 to stand for
+	}
+	if _, err := d.st.exec(ctx, "seenDone", at.UnixNano(), r.Class, r.Status, blob, etag, lastMod, t.id); err != nil {
 		return err
 	}
 	if _, err := d.st.exec(ctx, "frontState", stateDone, t.lease, 0, t.member, t.id); err != nil {
@@ -838,6 +889,7 @@ func (d *Dispatcher) release(t *task) {
 		d.w.hostInFlight[t.host] = n
 	} else {
 		delete(d.w.hostInFlight, t.host)
+		delete(d.w.hostHolder, t.host)
 	}
 	d.w.unparkHost(t.host)
 }

@@ -21,7 +21,8 @@ type member struct {
 	started  time.Time
 	lastSeen time.Time
 	inFlight int
-	waiting  []*hostQueue // host queues parked because the member is full
+	waiting  []*hostQueue  // host queues parked because the member is full
+	sec      wire.Security // how its task socket is dialled (see memberSecurity)
 
 	// For the status (see status.go): when it joined, and its own
 	// counters from its last heartbeat.
@@ -53,7 +54,7 @@ type sendFail struct {
 // blocks on a slow or unreachable peer. The goroutine ends when ctx is
 // cancelled (the member was dropped or the dispatcher closes).
 func (m *member) start(ctx context.Context, wg *sync.WaitGroup, failed chan<- sendFail) error {
-	s, err := wire.Dial(m.endpoint)
+	s, err := wire.DialSecure(m.endpoint, m.sec)
 	if err != nil {
 		return err
 	}

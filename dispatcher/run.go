@@ -52,10 +52,18 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.mu.Lock()
 	d.pages, d.reused, d.late, d.expired, d.fieldErrs, d.refusedN = 0, 0, 0, 0, 0, 0
 	d.renderRetried, d.renderWanted = 0, 0
+	d.notModified, d.refreshedN, d.changedN, d.unconfirmedN = 0, 0, 0, 0
 	d.errs = make(map[string]int64)
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
 		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest)
+	if d.cfg.Refresh && !d.refreshBegun && !d.closed {
+		if err := d.inTx(context.WithoutCancel(ctx), func(ctx context.Context) error { return d.startRefresh(ctx, start) }); err != nil {
+			d.mu.Unlock()
+			return nil, err
+		}
+	}
 	d.mu.Unlock()
+	outbox := d.startOutbox(ctx)
 
 	tick := min(d.cfg.Lease/4, d.cfg.Heartbeat/2, time.Second)
 	// Supervisors that were running before this Run (say the dispatcher
@@ -67,6 +75,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	var lastTick, lastProgress, lastStatus time.Time
 	stepCtx := context.WithoutCancel(ctx)
 	var runErr error
+	finished := false // no work left, as opposed to stopped
 	for {
 		if err := ctx.Err(); err != nil {
 			runErr = err
@@ -122,10 +131,15 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			d.putStatus(st)
 		}
 		if done {
+			finished = true
 			break
 		}
 	}
 	d.mu.Lock()
+	if !d.closed && finished && d.refreshOpen > 0 && runErr == nil {
+		// The refresh is over: what it re-checked is settled now.
+		runErr = d.inTx(context.WithoutCancel(ctx), d.finishRefresh)
+	}
 	if !d.closed {
 		// Every step that finished left the state consistent: commit them,
 		// whether Run ends done, cancelled or on an intake error. (A step
@@ -135,10 +149,12 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	d.mu.Unlock()
+	stored := d.drainOutbox(ctx, outbox)
 	sum, err := d.summary(context.WithoutCancel(ctx), start)
 	if err != nil && runErr == nil {
 		runErr = err
 	}
+	stored.fill(sum)
 	final := StateFinished
 	if runErr != nil {
 		final = StateStopped
@@ -305,6 +321,24 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 	return done, nil
 }
 
+// inTx runs fn in the state transaction (begun if none is open), with the
+// records it changed flushed, and commits. On failure the transaction is
+// rolled back. Callers hold mu.
+func (d *Dispatcher) inTx(ctx context.Context, fn func(context.Context) error) error {
+	if err := d.st.begin(ctx); err != nil {
+		return err
+	}
+	if err := fn(ctx); err != nil {
+		d.abandon()
+		return err
+	}
+	if err := d.flush(ctx); err != nil {
+		d.abandon()
+		return err
+	}
+	return d.commitState(ctx)
+}
+
 // commitState commits the open state transaction, with the lease counter.
 // Callers hold mu.
 func (d *Dispatcher) commitState(ctx context.Context) error {
@@ -365,8 +399,12 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		return nil
 	}
 	capacity := max(h.Capacity, 1)
+	sec, trusted := d.memberSecurity(h)
+	if !trusted {
+		return nil
+	}
 	m := d.members[h.Supervisor]
-	if m != nil && (!m.started.Equal(h.Started) || m.endpoint != h.Endpoint || m.render != h.Render) {
+	if m != nil && (!m.started.Equal(h.Started) || m.endpoint != h.Endpoint || m.render != h.Render || m.sec.ServerKey != sec.ServerKey) {
 		if err := d.drop(ctx, m, "restarted"); err != nil {
 			return err
 		}
@@ -383,7 +421,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		}
 		return nil
 	}
-	m = &member{name: h.Supervisor, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started, lastSeen: now, joined: now}
+	m = &member{name: h.Supervisor, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started, lastSeen: now, joined: now, sec: sec}
 	if err := m.start(d.ctx, &d.wg, d.failed); err != nil {
 		d.log.Error("supervisor unreachable", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "error", err)
 		return nil
@@ -483,6 +521,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 			w.nobody = append(w.nobody, q)
 			continue
 		}
+		if holder, ok := w.hostHolder[q.host]; ok && holder != m.name {
+			// The host changed owner (a member joined or left) while
+			// tasks of it are out with the old one: wait for them.
+			q.where = parkHost
+			w.hostWait[q.host] = append(w.hostWait[q.host], q)
+			continue
+		}
 		if m.inFlight >= m.capacity || len(m.out) >= cap(m.out) {
 			q.where = parkMember
 			m.waiting = append(m.waiting, q)
@@ -496,11 +541,17 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		w.leased[t.id] = t
 		m.inFlight++
 		w.hostInFlight[t.host]++
+		w.hostHolder[t.host] = m.name
 		d.queuedN--
 		// The lease is not written to the state: it lives in memory, and a
 		// restarted dispatcher queues every unfinished task again anyway.
 		// In the state the task stays queued until its result is done.
-		if !m.enqueue(wire.KindTask, wire.Task{ID: t.id, Lease: t.lease, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render}) {
+		etag, lastMod, err := d.taskValidators(ctx, t)
+		if err != nil {
+			return err
+		}
+		if !m.enqueue(wire.KindTask, wire.Task{ID: t.id, Lease: t.lease, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
+			ETag: etag, LastModified: lastMod}) {
 			// Cannot happen (only this goroutine fills m.out, and it was
 			// checked above); re-queue and end the round rather than spin.
 			return d.requeue(ctx, t)
@@ -551,6 +602,12 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 
 		RenderRetried: d.renderRetried,
 		RenderWanted:  d.renderWanted,
+
+		Recrawled:   d.recrawled,
+		NotModified: d.notModified,
+		Refreshed:   d.refreshedN,
+		Changed:     d.changedN,
+		Unconfirmed: d.unconfirmedN,
 	}
 	if s.Elapsed > 0 {
 		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()

@@ -31,7 +31,11 @@ const (
 // records reached a URL and at what depth for each. fingerprints holds the
 // content fingerprint of every fetched page the content-seen test checked,
 // in the order checked (seq), with the URL it was a duplicate of, if any:
-// New replays them in that order to rebuild the test's index.
+// New replays them in that order to rebuild the test's index. seen's
+// etag and last_modified are the validators of the page's last good fetch,
+// sent with the task when the page is fetched again (see refresh.go);
+// prior holds, for a field a refresh is re-checking (open = 1), the value
+// it had before, from which the value found now gets its history.
 const schema = `
 CREATE TABLE IF NOT EXISTS meta (
 	key   TEXT PRIMARY KEY,
@@ -44,7 +48,9 @@ CREATE TABLE IF NOT EXISTS seen (
 	last_crawled INTEGER NOT NULL DEFAULT 0,
 	class        TEXT NOT NULL DEFAULT '',
 	status       INTEGER NOT NULL DEFAULT 0,
-	result       BLOB
+	result       BLOB,
+	etag          TEXT NOT NULL DEFAULT '',
+	last_modified TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS frontier (
 	id         TEXT PRIMARY KEY,
@@ -80,6 +86,14 @@ CREATE TABLE IF NOT EXISTS records (
 	skipped  INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_seq ON records(seq);
+CREATE TABLE IF NOT EXISTS prior (
+	record_id TEXT NOT NULL,
+	field     TEXT NOT NULL,
+	value     BLOB NOT NULL,
+	open      INTEGER NOT NULL,
+	PRIMARY KEY (record_id, field)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS prior_open ON prior(open) WHERE open = 1;
 CREATE TABLE IF NOT EXISTS fingerprints (
 	seq          INTEGER PRIMARY KEY,
 	url_id       TEXT NOT NULL,
@@ -133,7 +147,12 @@ var statements = map[string]string{
 	"urlRecords":   `SELECT record_id, depth FROM task_records WHERE url_id = ? ORDER BY record_id`,
 	"trPut":        `INSERT INTO task_records(url_id, record_id, depth) VALUES(?, ?, ?) ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
 	"fpIns":        `INSERT INTO fingerprints(url_id, exact, sim, words, duplicate_of) VALUES(?, ?, ?, ?, ?)`,
-	"seenDone":     `UPDATE seen SET last_crawled = ?, class = ?, status = ?, result = ? WHERE id = ?`,
+	"seenDone":     `UPDATE seen SET last_crawled = ?, class = ?, status = ?, result = ?, etag = ?, last_modified = ? WHERE id = ?`,
+	"seenCached":   `SELECT class, result, etag, last_modified FROM seen WHERE id = ?`,
+	"seenValid":    `SELECT etag, last_modified FROM seen WHERE id = ? AND class = '' AND result IS NOT NULL`,
+	"priorPut":     `INSERT INTO prior(record_id, field, value, open) VALUES(?, ?, ?, 1) ON CONFLICT(record_id, field) DO UPDATE SET value = excluded.value, open = 1`,
+	"priorGet":     `SELECT field, value FROM prior WHERE record_id = ? AND open = 1`,
+	"ownLinks":     `SELECT tr.url_id, s.url FROM task_records tr JOIN seen s ON s.id = tr.url_id WHERE tr.record_id = ? AND tr.depth = 0`,
 	"frontDepth":   `UPDATE frontier SET depth = ? WHERE id = ? AND depth > ?`,
 	"frontState":   `UPDATE frontier SET state = ?, lease = ?, deadline = ?, supervisor = ? WHERE id = ?`,
 	"frontRequeue": `UPDATE frontier SET state = 0, seq = ?, depth = ? WHERE id = ?`,
@@ -171,6 +190,10 @@ func openState(ctx context.Context, dir string) (*state, error) {
 	}
 	s := &state{db: db, conn: conn, st: make(map[string]*sql.Stmt)}
 	if _, err := conn.ExecContext(ctx, schema); err != nil {
+		s.close()
+		return nil, fmt.Errorf("dispatcher: state schema in %s: %w", path, err)
+	}
+	if err := migrate(ctx, conn); err != nil {
 		s.close()
 		return nil, fmt.Errorf("dispatcher: state schema in %s: %w", path, err)
 	}
@@ -349,4 +372,35 @@ func (s *state) rollback() {
 	}
 	s.inTx = false
 	s.conn.ExecContext(context.Background(), "ROLLBACK")
+}
+
+// migrate adds the columns a state written by an earlier build lacks
+// (CREATE TABLE IF NOT EXISTS leaves an existing table as it is).
+func migrate(ctx context.Context, conn *sql.Conn) error {
+	have := make(map[string]bool)
+	rows, err := conn.QueryContext(ctx, `SELECT name FROM pragma_table_info('seen')`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		have[name] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, col := range []string{"etag", "last_modified"} {
+		if have[col] {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, `ALTER TABLE seen ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`); err != nil {
+			return fmt.Errorf("add seen.%s: %w", col, err)
+		}
+	}
+	return nil
 }

@@ -149,6 +149,11 @@ type Response struct {
 	TLSError string // certificate problem accepted under InsecureTLS
 
 	RemoteAddr string // "ip:port" the final response came from
+
+	// NotModified is set on the 304 answer to a conditional request
+	// (GetConditional): Status is 304, Body is empty, and the page is
+	// what it was when the validators were taken.
+	NotModified bool
 }
 
 // Fetcher fetches pages. Safe for concurrent use; Close releases its idle
@@ -179,7 +184,7 @@ func New(cfg Config) *Fetcher {
 // A body that is not text (an image or PDF, whatever its declared type) is
 // returned undecoded with an *Error of ClassNotHTML.
 func (f *Fetcher) Get(ctx context.Context, rawURL string) (*Response, error) {
-	return f.get(ctx, rawURL)
+	return f.get(ctx, rawURL, nil)
 }
 
 // Close releases idle connections.

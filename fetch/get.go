@@ -21,7 +21,7 @@ var errTotalTimeout = errors.New("total time limit reached")
 // get follows one URL through its redirects and meta refreshes. Every hop
 // goes through once, which dials through the guard, reads a bounded body
 // and decodes it.
-func (f *Fetcher) get(parent context.Context, rawURL string) (*Response, error) {
+func (f *Fetcher) get(parent context.Context, rawURL string, cond *Validators) (*Response, error) {
 	start := time.Now()
 	fail := func(c Class, err error) (*Response, error) {
 		return nil, &Error{Class: c, URL: rawURL, Err: err}
@@ -43,7 +43,7 @@ func (f *Fetcher) get(parent context.Context, rawURL string) (*Response, error) 
 	redirects := 0
 	for {
 		visited[u.String()] = true
-		resp, next, err := f.onceNoted(ctx, parent, u)
+		resp, next, err := f.onceNoted(ctx, parent, u, cond)
 		if resp != nil {
 			resp.Redirects = redirects
 			resp.Elapsed = time.Since(start)
@@ -101,8 +101,10 @@ func redirectStatus(code int) bool {
 
 // once performs one request. It returns the page, or the next URL to visit
 // (an HTTP redirect or a meta refresh), or a classified error; with a bad
-// status it returns both the page and the error.
-func (f *Fetcher) once(ctx, parent context.Context, u *url.URL) (*Response, *url.URL, *Error) {
+// status it returns both the page and the error. A conditional request
+// (cond not nil) sends cond's validators, and takes a 304 as the page's
+// answer (see GetConditional).
+func (f *Fetcher) once(ctx, parent context.Context, u *url.URL, cond *Validators) (*Response, *url.URL, *Error) {
 	fail := func(c Class, err error) (*Response, *url.URL, *Error) {
 		return nil, nil, &Error{Class: c, URL: u.String(), Err: err}
 	}
@@ -113,6 +115,7 @@ func (f *Fetcher) once(ctx, parent context.Context, u *url.URL) (*Response, *url
 	req.Header.Set("User-Agent", f.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,text/*;q=0.8,*/*;q=0.5")
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
+	cond.set(req.Header)
 
 	hr, err := f.client.Do(req)
 	if err != nil {
@@ -148,6 +151,13 @@ func (f *Fetcher) once(ctx, parent context.Context, u *url.URL) (*Response, *url
 		URL:    u.String(),
 		Status: hr.StatusCode,
 		Header: header,
+	}
+	if hr.StatusCode == http.StatusNotModified && cond.conditional() {
+		// No body belongs to a 304; a short drain keeps the connection
+		// for the host's next request, and anything longer is cut off.
+		_, _ = io.CopyN(io.Discard, hr.Body, 4<<10)
+		resp.NotModified = true
+		return resp, nil, nil
 	}
 	if f.cfg.InsecureTLS && hr.TLS != nil {
 		resp.TLSError = verifyState(hr.TLS, u.Hostname(), f.cfg.RootCAs)

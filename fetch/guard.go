@@ -366,7 +366,7 @@ func noteRemote(ctx context.Context, addr string) {
 }
 
 // onceNoted is once with the remote address recorded on what it returns.
-func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL) (*Response, *url.URL, *Error) {
+func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL, cond *Validators) (*Response, *url.URL, *Error) {
 	n := &remoteNote{}
 	ctx = context.WithValue(ctx, remoteNoteKey{}, n)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -376,7 +376,7 @@ func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL) (*Response,
 			}
 		},
 	})
-	resp, next, err := f.once(ctx, parent, u)
+	resp, next, err := f.once(ctx, parent, u, cond)
 	addr := n.get()
 	if resp != nil {
 		resp.RemoteAddr = addr

@@ -31,6 +31,20 @@
 // Times are kept to at least the millisecond (the MongoDB limit) and come
 // back in UTC.
 //
+// # MongoDB
+//
+// "mongodb://…" and "mongodb+srv://…" URIs open the MongoDB backend through
+// the official driver; OpenWith adds what a URI carries badly (a CA file, a
+// client certificate, timeouts). It creates its collections and indexes at
+// open, keys records and hosts by _id (unique), and writes only whole
+// documents by _id (see mongo.go for why: some servers of the protocol do
+// not update a document atomically), without transactions. An operation
+// that fails for want of the server (a dropped connection, no server
+// selectable) is retried with back-off for Options.RetryFor and then fails
+// with ErrUnavailable, which callers that keep their data (the dispatcher's
+// outbox) retry later. Package mongotest runs an embedded server of the
+// protocol for the tests.
+//
 // # SQLite
 //
 // The SQLite file runs in WAL mode with a busy timeout, so a dispatcher and

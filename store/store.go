@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"time"
 )
 
@@ -85,9 +87,49 @@ type Store interface {
 	Close() error
 }
 
-// Open opens the backend named by uri: a file path (or "file:" URI) for
-// SQLite, created if missing. MongoDB ("mongodb://…") comes with its own
-// backend.
+// ErrUnavailable wraps a failure that retrying did not cure in time: the
+// backend could not be reached (a dropped connection, a server that does
+// not answer, no primary). The write may succeed later; a caller that
+// keeps what it wanted to write can try again.
+var ErrUnavailable = errors.New("store: unavailable")
+
+// Options are the settings of a store that a URI does not carry well.
+// They apply to MongoDB; SQLite refuses the TLS files.
+type Options struct {
+	// CAFile is a PEM bundle of the certificate authorities that sign the
+	// server's certificate. Setting it (or CertFile) turns TLS on.
+	CAFile string
+	// CertFile is a PEM client certificate for TLS client authentication,
+	// with its private key in the same file unless KeyFile names another.
+	CertFile string
+	KeyFile  string
+	// Timeout bounds one attempt of an operation, server selection and
+	// connecting included. Default 10s.
+	Timeout time.Duration
+	// RetryFor is how long an operation that failed for want of the
+	// server (dropped connection, no server selectable) is retried, with
+	// back-off, before it fails with ErrUnavailable. Default 30s; a
+	// negative value turns retrying off.
+	RetryFor time.Duration
+	// Logger gets a warning when the server cannot be reached; nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Open opens the backend named by uri with default Options: a file path
+// (or "file:" URI) for SQLite, created if missing; "mongodb://…" or
+// "mongodb+srv://…" for MongoDB.
 func Open(ctx context.Context, uri string) (Store, error) {
+	return OpenWith(ctx, uri, Options{})
+}
+
+// OpenWith is Open with Options.
+func OpenWith(ctx context.Context, uri string, opts Options) (Store, error) {
+	if strings.HasPrefix(uri, "mongodb://") || strings.HasPrefix(uri, "mongodb+srv://") {
+		return openMongo(ctx, uri, opts)
+	}
+	if opts.CAFile != "" || opts.CertFile != "" || opts.KeyFile != "" {
+		return nil, errors.New("store: open sqlite: TLS files apply to a mongodb:// store only")
+	}
 	return openSQLite(ctx, uri)
 }

@@ -13,6 +13,11 @@
 // Heartbeat every Heartbeat interval; heartbeats carry the Hello fields, so
 // a dispatcher that restarted learns about the supervisor again.
 //
+// With Config.Keys both sockets use CURVE: the intake is dialled expecting
+// Config.DispatcherKey, the task socket accepts that key alone, and Hello
+// advertises Keys.Public so the dispatcher can dial it. Without keys both
+// endpoints must be loopback unless Config.Insecure.
+//
 // One goroutine owns the task socket and reads Welcomes and Tasks; one
 // owns the Hello/Heartbeat schedule; workers send each Result on the shared
 // Sender themselves. Every Task taken is answered with exactly one Result

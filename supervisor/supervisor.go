@@ -96,6 +96,16 @@ type Config struct {
 	// NoSoft404 skips the per-host soft-404 probe (see soft404.go).
 	NoSoft404 bool
 
+	// Security. With Keys (this supervisor's CURVE pair), the dispatcher
+	// is dialled as a CURVE server holding DispatcherKey's secret, and the
+	// task socket is a CURVE server with Keys that accepts only
+	// DispatcherKey; Hello advertises Keys.Public so the dispatcher can
+	// dial it. Without keys both endpoints must be loopback unless
+	// Insecure.
+	Keys          wire.Keys
+	DispatcherKey string
+	Insecure      bool
+
 	Logger *slog.Logger // nil discards
 
 	// Render, when set, makes this a render node: New starts a bounded
@@ -163,6 +173,9 @@ type Supervisor struct {
 	// latest request; see recordLastCrawl.
 	lastMu      sync.Mutex
 	lastPending map[string]time.Time
+	// flushMu orders flushes: one that returns has written every time
+	// recorded before it was called (see reserve).
+	flushMu sync.Mutex
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -267,11 +280,15 @@ func New(cfg Config) (*Supervisor, error) {
 	robotsFetch.IgnoreMetaRefresh = true
 	robotsFetch.MaxBody = maxRobotsBody
 
-	in, err := wire.Listen(cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
+	var fromDispatcher []string
+	if cfg.DispatcherKey != "" {
+		fromDispatcher = []string{cfg.DispatcherKey}
 	}
-	out, err := wire.Dial(cfg.Dispatcher)
+	in, err := wire.ListenSecure(cfg.Listen, wire.Security{Keys: cfg.Keys, Authorized: fromDispatcher, Insecure: cfg.Insecure})
+	if err != nil {
+		return nil, fmt.Errorf("supervisor %s: task socket: %w", cfg.Name, err)
+	}
+	out, err := wire.DialSecure(cfg.Dispatcher, wire.Security{Keys: cfg.Keys, ServerKey: cfg.DispatcherKey, Insecure: cfg.Insecure})
 	if err != nil {
 		in.Close()
 		return nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
@@ -430,6 +447,7 @@ func (s *Supervisor) hello() wire.Hello {
 		Render:     s.render != nil,
 		Mappings:   s.digest,
 		Started:    s.started,
+		Key:        s.cfg.Keys.Public,
 	}
 }
 
@@ -707,6 +725,25 @@ func (s *Supervisor) recordLastCrawl(host string, end time.Time) {
 	s.lastMu.Unlock()
 }
 
+// reserve writes to the cache that a request to h starts now, before it
+// goes out, when the host has a delay to keep. The write-behind of
+// recordLastCrawl is not enough when the host changes owner: a supervisor
+// killed before its next flush takes its latest requests with it, and the
+// host's next owner (or its own restarted self, which gets its hosts back
+// at once) would read an older time and request the host again too soon.
+// A reservation is in the cache before the request can reach the host, so
+// whoever crawls the host next keeps the delay from at least its start.
+// Reservations of concurrent workers share one write (flushMu).
+func (s *Supervisor) reserve(ctx context.Context, h *host, delay time.Duration) {
+	if delay <= 0 {
+		return // nothing to space out
+	}
+	s.recordLastCrawl(h.name, time.Now())
+	fctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	s.flushLastCrawls(fctx)
+	cancel()
+}
+
 // flushLoop writes the buffered last-crawl times every lastCrawlFlush
 // until ctx is done (Run writes what is left once the workers stop).
 func (s *Supervisor) flushLoop(ctx context.Context) {
@@ -730,6 +767,8 @@ func (s *Supervisor) flushLoop(ctx context.Context) {
 // panicking cache is contained and its batch given up, since the times
 // only help a future owner of the hosts.
 func (s *Supervisor) flushLastCrawls(ctx context.Context) {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
 	s.lastMu.Lock()
 	batch := s.lastPending
 	if len(batch) == 0 {

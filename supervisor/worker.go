@@ -117,6 +117,7 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		if at := s.nextStart(h, s.delay(h.robots)); at.After(now) {
 			return at, nil
 		}
+		s.reserve(ctx, h, s.delay(h.robots))
 		s.fetchRobots(ctx, h, first.URL)
 		if h.robots != nil && (h.robots.delay > s.cfg.MaxCrawlDelay || h.robots.disallowAll) {
 			return now, nil // its tasks are answered without requests
@@ -154,6 +155,7 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	}
 	// The host's first page waits for its soft-404 probe, a request of
 	// its own.
+	s.reserve(ctx, h, delay)
 	if s.probeSoft404(ctx, h, u) {
 		return s.nextStart(h, delay), nil
 	}
@@ -179,6 +181,11 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 func (s *Supervisor) fetchPage(ctx context.Context, t *wire.Task) (*fetch.Response, error) {
 	if t.Render && s.render != nil {
 		return s.render.Render(ctx, t.URL)
+	}
+	if t.ETag != "" || t.LastModified != "" {
+		// A page fetched before: a 304 saves the body and the extraction
+		// (the dispatcher keeps the last one).
+		return s.fetcher.GetConditional(ctx, t.URL, fetch.Validators{ETag: t.ETag, LastModified: t.LastModified})
 	}
 	return s.fetcher.Get(ctx, t.URL)
 }
@@ -425,6 +432,13 @@ func (s *Supervisor) finish(p *page) *wire.Result {
 		res.Error = err.Error()
 		return res
 	}
+	res.ETag, res.LastModified = validators(p.resp)
+	if p.resp.NotModified {
+		// The page is what the dispatcher last saw: it answers from its
+		// cached extraction.
+		res.NotModified = true
+		return res
+	}
 	if p.soft404.matches(t.URL, p.resp) {
 		res.Class = ClassSoft404
 		res.Error = "resembles the host's answer to an invented path (a soft 404)"
@@ -455,6 +469,26 @@ func (s *Supervisor) finish(p *page) *wire.Result {
 		res.TextHash, res.Simhash, res.Words = fp.Exact[:], fp.Sim, fp.Words
 	}
 	return res
+}
+
+// maxValidator bounds an ETag or Last-Modified kept for the next
+// conditional request; a longer one is not worth a place in the
+// dispatcher's state.
+const maxValidator = 256
+
+// validators are the ETag and Last-Modified of a fetched page, for the
+// dispatcher to send back when it fetches the page again.
+func validators(resp *fetch.Response) (etag, lastModified string) {
+	if resp == nil || resp.Header == nil {
+		return "", ""
+	}
+	keep := func(v string) string {
+		if len(v) > maxValidator {
+			return ""
+		}
+		return v
+	}
+	return keep(resp.Header.Get("Etag")), keep(resp.Header.Get("Last-Modified"))
 }
 
 // mergeLinks lists parsed links (Parsed) then other outbound links, each

@@ -17,6 +17,10 @@ type LargeOptions struct {
 	Pages   int           // profile pages per host, default 100
 	Latency time.Duration // added before every response
 	Logger  *slog.Logger  // the HTTP server's own errors; nil discards
+	// CrawlDelay, when positive, is written into every host's robots.txt
+	// as "Crawl-delay: SECONDS" (fractions of a second kept, e.g. 0.5);
+	// 0 writes none, as before. Politeness benchmarks use it.
+	CrawlDelay time.Duration
 }
 
 // Defaults of LargeOptions: 200 hosts × 100 profiles = 20,000 profile pages,
@@ -29,7 +33,8 @@ const (
 // StartLarge starts a generated web for benchmarks: Hosts hosts named
 // people-0001.example, people-0002.example, … (each its own registrable
 // domain, so they spread over supervisors), each with a robots.txt that
-// allows everything and sets no Crawl-delay, an index page at / linking to
+// allows everything and sets no Crawl-delay (unless opts.CrawlDelay asks
+// for one), an index page at / linking to
 // its Pages profiles /p/0001 … and the profiles themselves in the layout of
 // people.example, so the bundled testweb-people mapping extracts name,
 // location and email from them. Pages are generated on request; the web
@@ -50,7 +55,14 @@ func StartLarge(opts LargeOptions) (*Web, error) {
 	if opts.Latency < 0 {
 		return nil, fmt.Errorf("testweb: negative latency %s", opts.Latency)
 	}
-	w, err := start(&largeSite{hostCount: opts.Hosts, pageCount: opts.Pages}, opts.Latency, opts.Logger)
+	if opts.CrawlDelay < 0 {
+		return nil, fmt.Errorf("testweb: negative Crawl-delay %s", opts.CrawlDelay)
+	}
+	robots := largeRobots
+	if opts.CrawlDelay > 0 {
+		robots += "Crawl-delay: " + strconv.FormatFloat(opts.CrawlDelay.Seconds(), 'f', -1, 64) + "\n"
+	}
+	w, err := start(&largeSite{hostCount: opts.Hosts, pageCount: opts.Pages, robots: []byte(robots)}, opts.Latency, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +103,7 @@ func largeHost(i int) string { return fmt.Sprintf("people-%04d.example", i) }
 
 type largeSite struct {
 	hostCount, pageCount int
+	robots               []byte // every host's robots.txt
 }
 
 func (s *largeSite) hosts() []string {
@@ -127,7 +140,7 @@ func (s *largeSite) serve(host, path string) (response, bool) {
 	}
 	switch {
 	case path == "/robots.txt":
-		return response{status: http.StatusOK, ctype: textType, body: []byte(largeRobots)}, true
+		return response{status: http.StatusOK, ctype: textType, body: s.robots}, true
 	case path == "/":
 		return response{status: http.StatusOK, ctype: htmlType, body: s.index(host)}, true
 	}

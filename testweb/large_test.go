@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/antchfx/htmlquery"
 )
@@ -63,6 +64,29 @@ func TestLargeDefaults(t *testing.T) {
 		if g := get(t, c, "GET", "http://people-0001.example/", host, ""); g.status != 404 {
 			t.Errorf("Host %s: status %d, want 404", host, g.status)
 		}
+	}
+}
+
+func TestLargeCrawlDelay(t *testing.T) {
+	cases := []struct {
+		delay time.Duration
+		want  string // whole robots.txt
+	}{
+		{0, "User-agent: *\nAllow: /\n"},
+		{2 * time.Second, "User-agent: *\nAllow: /\nCrawl-delay: 2\n"},
+		{1500 * time.Millisecond, "User-agent: *\nAllow: /\nCrawl-delay: 1.5\n"},
+	}
+	for _, tc := range cases {
+		w := startLarge(t, LargeOptions{Hosts: 2, Pages: 1, CrawlDelay: tc.delay})
+		c := newClient(t, w)
+		for _, h := range w.Hosts() {
+			if g := get(t, c, "GET", "http://"+h+"/robots.txt", "", ""); g.status != 200 || g.body != tc.want {
+				t.Errorf("CrawlDelay %s, %s/robots.txt: status %d, body %q; want 200, %q", tc.delay, h, g.status, g.body, tc.want)
+			}
+		}
+	}
+	if _, err := StartLarge(LargeOptions{CrawlDelay: -time.Second}); err == nil {
+		t.Error("StartLarge accepted a negative CrawlDelay")
 	}
 }
 

@@ -28,6 +28,8 @@ const (
 	taskHost   = 4
 	taskDepth  = 5
 	taskRender = 6
+	taskETag   = 7
+	taskLastMo = 8
 
 	resTaskID     = 1
 	resLease      = 2
@@ -46,6 +48,9 @@ const (
 	resTextHash   = 15
 	resSimhash    = 16
 	resWords      = 17
+	resNotMod     = 18
+	resETag       = 19
+	resLastMo     = 20
 
 	fieldMapping = 1
 	fieldName    = 2
@@ -161,6 +166,8 @@ func encodeTask(t *Task) []byte {
 	e.string(taskHost, t.Host)
 	e.varint(taskDepth, int64(t.Depth))
 	e.bool(taskRender, t.Render)
+	e.string(taskETag, t.ETag)
+	e.string(taskLastMo, t.LastModified)
 	return e
 }
 
@@ -189,6 +196,10 @@ func decodeTask(b []byte) (*Task, error) {
 			var v int64
 			v, err = d.int()
 			t.Render = v != 0
+		case taskETag:
+			t.ETag, err = d.str()
+		case taskLastMo:
+			t.LastModified, err = d.str()
 		}
 		if err != nil {
 			return nil, err
@@ -236,6 +247,9 @@ func encodeResult(r *Result) []byte {
 	}
 	e.varint(resSimhash, int64(r.Simhash)) // the bits as they are; zigzag keeps the top one
 	e.varint(resWords, int64(r.Words))
+	e.bool(resNotMod, r.NotModified)
+	e.string(resETag, r.ETag)
+	e.string(resLastMo, r.LastModified)
 	return e
 }
 
@@ -302,6 +316,13 @@ func decodeResult(b []byte) (*Result, error) {
 		case resWords:
 			v, err = d.int()
 			r.Words = int(v)
+		case resNotMod:
+			v, err = d.int()
+			r.NotModified = v != 0
+		case resETag:
+			r.ETag, err = d.str()
+		case resLastMo:
+			r.LastModified, err = d.str()
 		}
 		if err != nil {
 			return nil, err

@@ -13,6 +13,25 @@
 // intake. Because each supervisor has its own task socket, the dispatcher
 // chooses which supervisor gets a URL (by its domain), never ZeroMQ.
 //
+// Security is CURVE (ZeroMQ RFC 26), one key pair per process, made by
+// NewKeys and kept in files by WriteKeys/LoadKeys. Trust runs both ways:
+//
+//	supervisor (client, own pair) ──► dispatcher intake (CURVE server):
+//	    the supervisor must know the dispatcher's public key, and the
+//	    dispatcher accepts only the supervisor keys it lists (ZAP);
+//	dispatcher (client, own pair) ──► supervisor task socket (CURVE server,
+//	    the supervisor's pair): the dispatcher learns the supervisor's public
+//	    key from its Hello (Hello.Key), and the supervisor accepts only the
+//	    dispatcher's key.
+//
+// ListenSecure and DialSecure take a Security; its zero value is plaintext,
+// which they refuse (ErrPlaintext) on any endpoint that is not loopback
+// unless Security.Insecure says otherwise. Listen and Dial are plaintext
+// without that check. A refused handshake delivers nothing: a client whose
+// key is not listed, one dialling with the wrong server key and a
+// plaintext peer of a CURVE socket never get a frame through (see zap.go
+// for how keys are checked per socket).
+//
 // A frame is one ZeroMQ message: a version byte, a Kind byte and a body:
 // compact tagged fields for Tasks and Results, which are most of the
 // traffic, and JSON for the rest. Decode refuses anything else with an error wrapping ErrBadFrame, so

@@ -44,6 +44,11 @@ type Hello struct {
 	Render     bool      `json:"render,omitempty"`
 	Mappings   string    `json:"mappings"` // digest of the mapping set it loaded; must equal the dispatcher's
 	Started    time.Time `json:"started"`  // incarnation: a new value means the process restarted
+
+	// Key is the supervisor's CURVE public key (Z85) when the cluster is
+	// secured: its task socket is a CURVE server with that key, so the
+	// dispatcher needs it to dial. Empty in plaintext.
+	Key string `json:"key,omitempty"`
 }
 
 // Heartbeat repeats Hello and adds live counters.
@@ -75,6 +80,13 @@ type Task struct {
 	Host   string `json:"host"` // lower-case host[:port] the politeness rules apply to
 	Depth  int    `json:"depth"`
 	Render bool   `json:"render,omitempty"`
+
+	// The validators of the page's last successful fetch, when the
+	// dispatcher fetches it again (see its recrawl age): the supervisor
+	// sends them as If-None-Match and If-Modified-Since, and a 304 comes
+	// back as a Result marked NotModified. Empty on a first fetch.
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
 }
 
 // Result is what a supervisor found for one Task.
@@ -101,6 +113,16 @@ type Result struct {
 	TextHash []byte `json:"text_hash,omitempty"`
 	Simhash  uint64 `json:"simhash,omitempty"`
 	Words    int    `json:"words,omitempty"`
+
+	// NotModified says the server answered a conditional request with 304:
+	// the page is what it was when the dispatcher last fetched it, and the
+	// Result carries no fields or links; the dispatcher answers from its
+	// cached extraction. ETag and LastModified are the page's validators
+	// as the server sent them (on a 200, or a 304 that repeats them), for
+	// the next conditional request.
+	NotModified  bool   `json:"not_modified,omitempty"`
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
 }
 
 // Field is one mapping field's values on a page.

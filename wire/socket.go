@@ -31,6 +31,8 @@ type Receiver struct {
 	poller   *zmq.Poller
 	endpoint string
 	bad      atomic.Int64
+	domain   string       // ZAP domain of a CURVE server; "" for plaintext
+	refused  atomic.Int64 // handshakes refused by ZAP
 }
 
 // Sender is a PUSH socket connected to one peer with ZMQ_IMMEDIATE set, so
@@ -47,6 +49,36 @@ type Sender struct {
 // "tcp://127.0.0.1:5550" or "tcp://127.0.0.1:*" (any free port; see
 // Endpoint for the one chosen).
 func Listen(endpoint string) (*Receiver, error) {
+	return listen(endpoint, &Receiver{}, nil)
+}
+
+// ListenSecure binds a Receiver with sec: a CURVE server accepting only
+// sec.Authorized clients, or plaintext when sec has no keys, refused with
+// ErrPlaintext on an endpoint that is not loopback unless sec.Insecure.
+func ListenSecure(endpoint string, sec Security) (*Receiver, error) {
+	if err := sec.check(endpoint, true); err != nil {
+		return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
+	}
+	if sec.Keys.IsZero() {
+		return Listen(endpoint)
+	}
+	r := &Receiver{}
+	domain, err := zap.add(sec.Authorized, &r.refused)
+	if err != nil {
+		return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
+	}
+	r.domain = domain
+	r, err = listen(endpoint, r, func(sock *zmq.Socket) error {
+		return sock.ServerAuthCurve(domain, sec.Keys.Secret)
+	})
+	if err != nil {
+		zap.remove(domain)
+	}
+	return r, err
+}
+
+// listen binds r's socket, after secure (when not nil) set its security.
+func listen(endpoint string, r *Receiver, secure func(*zmq.Socket) error) (*Receiver, error) {
 	sock, err := zmq.NewSocket(zmq.PULL)
 	if err != nil {
 		return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
@@ -55,6 +87,12 @@ func Listen(endpoint string) (*Receiver, error) {
 		func() error { return sock.SetLinger(0) },
 		func() error { return sock.SetRcvhwm(hwm) },
 		func() error { return sock.SetMaxmsgsize(MaxFrame) },
+		func() error {
+			if secure == nil {
+				return nil
+			}
+			return secure(sock)
+		},
 	} {
 		if err := set(); err != nil {
 			sock.Close()
@@ -72,7 +110,8 @@ func Listen(endpoint string) (*Receiver, error) {
 	}
 	p := zmq.NewPoller()
 	p.Add(sock, zmq.POLLIN)
-	return &Receiver{sock: sock, poller: p, endpoint: bound}, nil
+	r.sock, r.poller, r.endpoint = sock, p, bound
+	return r, nil
 }
 
 // Endpoint is the endpoint actually bound, with the port resolved.
@@ -123,6 +162,11 @@ func (r *Receiver) Recv(timeout time.Duration) (Kind, any, error) {
 // Dropped counts frames that were refused as bad.
 func (r *Receiver) Dropped() int64 { return r.bad.Load() }
 
+// Refused counts the handshakes of a CURVE Receiver refused because the
+// client's key is not authorized (a plaintext peer or one dialling with a
+// wrong server key fails before that and is not counted).
+func (r *Receiver) Refused() int64 { return r.refused.Load() }
+
 // Close closes the socket, discarding anything unread.
 func (r *Receiver) Close() error {
 	r.mu.Lock()
@@ -132,12 +176,43 @@ func (r *Receiver) Close() error {
 	}
 	err := r.sock.Close()
 	r.sock = nil
+	if r.domain != "" {
+		zap.remove(r.domain)
+	}
 	return err
 }
 
 // Dial connects a Sender to endpoint. ZeroMQ connects in the background and
 // reconnects by itself; Dial fails only on a malformed endpoint.
 func Dial(endpoint string) (*Sender, error) {
+	return dial(endpoint, nil)
+}
+
+// DialSecure connects a Sender with sec: a CURVE client that talks only to
+// the server holding sec.ServerKey, or plaintext when sec has no keys,
+// refused with ErrPlaintext on an endpoint that is not loopback unless
+// sec.Insecure.
+func DialSecure(endpoint string, sec Security) (*Sender, error) {
+	if err := sec.check(endpoint, false); err != nil {
+		return nil, fmt.Errorf("wire: dial %s: %w", endpoint, err)
+	}
+	if sec.Keys.IsZero() {
+		return Dial(endpoint)
+	}
+	return dial(endpoint, func(sock *zmq.Socket) error {
+		// Not ClientAuthCurve: it ignores a failure to set the secret.
+		if err := sock.SetCurveServerkey(sec.ServerKey); err != nil {
+			return err
+		}
+		if err := sock.SetCurvePublickey(sec.Keys.Public); err != nil {
+			return err
+		}
+		return sock.SetCurveSecretkey(sec.Keys.Secret)
+	})
+}
+
+// dial connects a Sender, after secure (when not nil) set its security.
+func dial(endpoint string, secure func(*zmq.Socket) error) (*Sender, error) {
 	sock, err := zmq.NewSocket(zmq.PUSH)
 	if err != nil {
 		return nil, fmt.Errorf("wire: dial %s: %w", endpoint, err)
@@ -148,6 +223,12 @@ func Dial(endpoint string) (*Sender, error) {
 		func() error { return sock.SetImmediate(true) },
 		func() error { return sock.SetReconnectIvl(100 * time.Millisecond) },
 		func() error { return sock.SetReconnectIvlMax(5 * time.Second) },
+		func() error {
+			if secure == nil {
+				return nil
+			}
+			return secure(sock)
+		},
 	} {
 		if err := set(); err != nil {
 			sock.Close()

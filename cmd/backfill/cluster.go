@@ -19,7 +19,13 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	c.register(fs)
 	listen := fs.String("listen", "tcp://127.0.0.1:5550", "ZeroMQ endpoint where supervisors send hellos, heartbeats and results")
 	expect := fs.Int("expect", 0, "supervisors in the cluster: start dispatching once this many have joined (0: after a short quiet spell)")
+	var sec securityFlags
+	sec.registerDispatcher(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	keys, authorized, err := sec.dispatcherSecurity()
+	if err != nil {
 		return err
 	}
 	cfg, err := c.open(ctx, *listen, stderr)
@@ -27,6 +33,7 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	cfg.Expect = *expect
+	cfg.Keys, cfg.Authorized, cfg.Insecure = keys, authorized, sec.insecure
 	defer c.st.Close()
 	summary, err := crawl(ctx, cfg, c.df.records, 0, func(d *dispatcher.Dispatcher) error {
 		c.log.Info("dispatcher listening", "endpoint", d.Endpoint(), "mappings", c.set.Digest())
@@ -58,10 +65,16 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	listen := fs.String("listen", "tcp://127.0.0.1:*", "ZeroMQ endpoint where this supervisor receives tasks")
 	advertise := fs.String("advertise", "", "endpoint the dispatcher should dial for tasks (default: the bound --listen endpoint)")
 	stateDir := fs.String("state-dir", "backfill-state", "directory for the default cache store")
+	var sec securityFlags
+	sec.registerSupervisor(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := cf.validate(); err != nil {
+		return err
+	}
+	keys, dispatcherKey, err := sec.supervisorSecurity()
+	if err != nil {
 		return err
 	}
 	log, err := lf.logger(stderr)
@@ -72,7 +85,7 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	st, err := sf.open(ctx, *stateDir)
+	st, err := sf.openLogged(ctx, *stateDir, log)
 	if err != nil {
 		return err
 	}
@@ -80,6 +93,7 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	cfg := cf.supervisorConfig(*name, *dispatcherEP, set, st, log)
 	cfg.Listen = *listen
 	cfg.Advertise = *advertise
+	cfg.Keys, cfg.DispatcherKey, cfg.Insecure = keys, dispatcherKey, sec.insecure
 	s, err := supervisor.New(cfg)
 	if err != nil {
 		return err

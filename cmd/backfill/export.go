@@ -18,7 +18,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	stateDir := fs.String("state-dir", "backfill-state", "the crawl's state directory")
 	format := fs.String("format", "jsonl", "output format: jsonl or csv")
 	provenance := fs.Bool("provenance", false, "add where each filled value came from")
-	out := fs.String("o", "-", "output file, - for standard output")
+	out := fs.String("o", "-", "output file, - for standard output (JSON Lines stream there as they are read, for piping)")
+	fs.StringVar(out, "out", "-", "same as -o")
 	fields := fs.String("fields", "", "comma-separated extra columns to include even when no record has them")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/term"
 
+	"backfill/dispatcher"
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/mappings"
@@ -100,14 +101,55 @@ func (m *mappingFlags) load() (*etl.Set, error) {
 	return set, nil
 }
 
-// storeFlags opens the results store.
-type storeFlags struct{ uri string }
+// storeFlags opens the results store: a SQLite file, or MongoDB with
+// its TLS files and timeouts.
+type storeFlags struct {
+	uri      string
+	caFile   string
+	certFile string
+	keyFile  string
+	timeout  time.Duration
+	retryFor time.Duration
+	drain    time.Duration // registered by registerDrain only
+}
 
 func (s *storeFlags) register(fs *flag.FlagSet, what string) {
-	fs.StringVar(&s.uri, "store", "", what)
+	fs.StringVar(&s.uri, "store", "", what+"; or a MongoDB URI, mongodb://[user:password@]host[:port]/database[?options] (also mongodb+srv://), whose options may set TLS and authentication")
+	fs.StringVar(&s.caFile, "store-ca-file", "", "MongoDB: PEM file of the CAs that sign the server's certificate (turns TLS on)")
+	fs.StringVar(&s.certFile, "store-cert", "", "MongoDB: PEM client certificate for TLS client authentication, with its key unless --store-key is given (turns TLS on)")
+	fs.StringVar(&s.keyFile, "store-key", "", "MongoDB: PEM private key of --store-cert, when not in the same file")
+	fs.DurationVar(&s.timeout, "store-timeout", 10*time.Second, "MongoDB: deadline of one attempt of a store operation, connecting included")
+	fs.DurationVar(&s.retryFor, "store-retry", 30*time.Second, "MongoDB: how long an operation is retried with back-off while the server cannot be reached (0: not retried)")
+}
+
+// registerDrain adds the dispatcher's --store-drain-timeout.
+func (s *storeFlags) registerDrain(fs *flag.FlagSet) {
+	fs.DurationVar(&s.drain, "store-drain-timeout", dispatcher.DefaultStoreDrainTimeout,
+		"at the end of a run, how long to wait for found values to reach the store; what has not stays in the state and is written on the next start")
+}
+
+func (s *storeFlags) options(log *slog.Logger) (store.Options, error) {
+	if s.timeout <= 0 {
+		return store.Options{}, fmt.Errorf("%w: --store-timeout must be positive", errUsage)
+	}
+	if s.retryFor < 0 {
+		return store.Options{}, fmt.Errorf("%w: --store-retry must not be negative", errUsage)
+	}
+	retry := s.retryFor
+	if retry == 0 {
+		retry = -1 // store.Options: negative turns retrying off
+	}
+	return store.Options{CAFile: s.caFile, CertFile: s.certFile, KeyFile: s.keyFile,
+		Timeout: s.timeout, RetryFor: retry, Logger: log}, nil
 }
 
 func (s *storeFlags) open(ctx context.Context, stateDir string) (store.Store, error) {
+	return s.openLogged(ctx, stateDir, nil)
+}
+
+// openLogged is open with a logger for the store's warnings (a MongoDB
+// that does not answer).
+func (s *storeFlags) openLogged(ctx context.Context, stateDir string, log *slog.Logger) (store.Store, error) {
 	uri := s.uri
 	if uri == "" {
 		if err := os.MkdirAll(stateDir, 0o755); err != nil {
@@ -115,9 +157,14 @@ func (s *storeFlags) open(ctx context.Context, stateDir string) (store.Store, er
 		}
 		uri = filepath.Join(stateDir, "results.db")
 	}
-	st, err := store.Open(ctx, uri)
+	opts, err := s.options(log)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", uri, err)
+		return nil, err
+	}
+	st, err := store.OpenWith(ctx, uri, opts)
+	if err != nil {
+		// The store's error names the URI without its password.
+		return nil, fmt.Errorf("open store: %w", err)
 	}
 	return st, nil
 }

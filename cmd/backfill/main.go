@@ -41,6 +41,7 @@ var commands = []command{
 	{"dispatcher", "run the dispatcher of a cluster", cmdDispatcher},
 	{"supervisor", "run a supervisor of a cluster", cmdSupervisor},
 	{"status", "show a dispatcher's members, rates, queues and records complete", cmdStatus},
+	{"keygen", "write CURVE key pairs (NAME.key, NAME.pub) that secure a cluster", cmdKeygen},
 	{"export", "write the records with the values found", cmdExport},
 	{"mappings", "author site mappings: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR]", cmdMappings},
 	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo},

@@ -37,6 +37,9 @@ type dispatcherFlags struct {
 	maxRepeats   int
 	maxFanout    int
 	blacklist    string
+	// freshness: the recrawl age, and whether to re-check old values
+	recrawlAfter time.Duration
+	refresh      bool
 	// blacklistFlag is --blacklist when another flag group registered it
 	// first (the supervisors read the same file): the value is shared.
 	blacklistFlag *flag.Flag
@@ -57,6 +60,8 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.maxPathDepth, "max-path-depth", dispatcher.DefaultMaxPathDepth, "links found on pages with more path segments are not followed (0: no limit)")
 	fs.IntVar(&d.maxRepeats, "max-repeats", dispatcher.DefaultMaxRepeats, "links found on pages with one path segment repeated more often (/a/a/a/a) are not followed (0: no limit)")
 	fs.IntVar(&d.maxFanout, "max-fanout", dispatcher.DefaultMaxFanout, "a page linking to more distinct registrable domains is a link farm: none of its links is followed (0: no limit)")
+	fs.DurationVar(&d.recrawlAfter, "recrawl-after", 0, "fetch a page crawled by an earlier run again, conditionally (ETag, Last-Modified), once it is older than this, instead of reusing its cached extraction (0: reuse however old)")
+	fs.BoolVar(&d.refresh, "refresh", false, "re-check the filled values older than --recrawl-after: refetch their sources and records' links; a changed value replaces the old one, which is kept in the field's provenance history")
 	if f := fs.Lookup("blacklist"); f != nil {
 		d.blacklistFlag = f
 	} else {
@@ -87,6 +92,12 @@ func (d *dispatcherFlags) validate() error {
 	}
 	if min(d.excludeTop, d.hostBudget, d.recordBudget, d.maxPathDepth, d.maxRepeats, d.maxFanout) < 0 {
 		return fmt.Errorf("%w: --exclude-top, --host-budget, --record-budget, --max-path-depth, --max-repeats and --max-fanout must not be negative", errUsage)
+	}
+	if d.recrawlAfter < 0 {
+		return fmt.Errorf("%w: --recrawl-after must not be negative", errUsage)
+	}
+	if d.refresh && d.recrawlAfter == 0 {
+		return fmt.Errorf("%w: --refresh needs --recrawl-after, the age of the values to re-check", errUsage)
 	}
 	if d.excludeTop > 0 && d.topSites == "" {
 		return fmt.Errorf("%w: --exclude-top needs --top-sites", errUsage)
@@ -134,6 +145,8 @@ func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, lo
 		TopSites:     d.topSites,
 		ExcludeTop:   d.excludeTop,
 		Blacklist:    d.blacklistPath(),
+		RecrawlAfter: d.recrawlAfter,
+		Refresh:      d.refresh,
 		Logger:       log,
 	}
 }
@@ -155,6 +168,7 @@ func (c *crawlSetup) register(fs *flag.FlagSet) {
 	c.lf.register(fs)
 	c.mf.register(fs)
 	c.sf.register(fs, "results store: a SQLite file path (default: STATE-DIR/results.db)")
+	c.sf.registerDrain(fs)
 	c.df.register(fs)
 }
 
@@ -171,10 +185,11 @@ func (c *crawlSetup) open(ctx context.Context, listen string, stderr io.Writer) 
 	if c.set, err = c.mf.load(); err != nil {
 		return dispatcher.Config{}, err
 	}
-	if c.st, err = c.sf.open(ctx, c.df.stateDir); err != nil {
+	if c.st, err = c.sf.openLogged(ctx, c.df.stateDir, c.log); err != nil {
 		return dispatcher.Config{}, err
 	}
 	cfg := c.df.config(listen, c.set, c.st, c.log)
+	cfg.StoreDrainTimeout = c.sf.drain
 	if isTerminal(stderr) {
 		cfg.Progress = newProgressBar(stderr).update
 	}

@@ -10,7 +10,9 @@
 // pin down the behaviour callers rely on and that differs most easily between
 // backends: upserts that are idempotent, SetFields replacing a field with its
 // conflicts, Records in Seq order, ErrNotFound from empty caches, concurrent
-// writers, large and non-ASCII values. Times in the cases are whole
+// writers, redelivered results, large and non-ASCII values, and the batched
+// last-crawl write for backends that have it. Backends lists the backends
+// the suite ran against, for a TestMain to report. Times in the cases are whole
 // milliseconds, the finest precision every backend keeps.
 package storetest
 
@@ -41,9 +43,21 @@ type testCase struct {
 // Run runs every case against a fresh store from open.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
+	RunBackend(t, "", open)
+}
+
+// RunBackend is Run for a backend that Backends reports as label (for
+// example "mongodb(embedded)"); an empty label is the store's Backend().
+func RunBackend(t *testing.T, label string, open func(t *testing.T) store.Store) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t)
+			name := label
+			if name == "" {
+				name = s.Backend()
+			}
+			noteRan(name)
 			t.Cleanup(func() {
 				if err := s.Close(); err != nil {
 					t.Errorf("close %s store: %v", s.Backend(), err)
@@ -54,6 +68,37 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			tc.run(ctx, t, s)
 		})
 	}
+}
+
+var (
+	ranMu sync.Mutex
+	ran   []string
+)
+
+func noteRan(name string) {
+	ranMu.Lock()
+	defer ranMu.Unlock()
+	for _, n := range ran {
+		if n == name {
+			return
+		}
+	}
+	ran = append(ran, name)
+}
+
+// Backends lists the backends the suite ran against in this process, in
+// the order they first ran, so a TestMain can say plainly which ran:
+//
+//	fmt.Printf("storetest: backends run: %s\n", strings.Join(storetest.Backends(), ", "))
+func Backends() []string {
+	ranMu.Lock()
+	defer ranMu.Unlock()
+	return append([]string(nil), ran...)
+}
+
+// lastCrawlBatcher is the optional batched write of last-crawl times.
+type lastCrawlBatcher interface {
+	PutLastCrawls(ctx context.Context, times map[string]time.Time) error
 }
 
 // base is a fixed, millisecond-aligned instant the cases build times from.
@@ -406,6 +451,88 @@ var cases = []testCase{
 		if _, err := s.LastCrawl(ctx, "H.example.other"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("LastCrawl of another host: %v, want ErrNotFound", err)
 		}
+	}},
+	{"last crawl/batch keeps the later times", func(ctx context.Context, t *testing.T, s store.Store) {
+		b, ok := s.(lastCrawlBatcher)
+		if !ok {
+			t.Skipf("the %s store has no PutLastCrawls", s.Backend())
+		}
+		if err := s.PutLastCrawl(ctx, "old.example", base.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		steps := []struct {
+			name    string
+			batch   map[string]time.Time
+			wantErr bool
+			want    map[string]time.Time // after the step; a zero time means absent
+		}{
+			{"empty batch", map[string]time.Time{}, false, map[string]time.Time{"old.example": base.Add(time.Hour), "a.example": {}}},
+			{"new and older", map[string]time.Time{"a.example": base, "old.example": base},
+				false, map[string]time.Time{"a.example": base, "old.example": base.Add(time.Hour)}},
+			{"later wins, redelivery harmless", map[string]time.Time{"a.example": base.Add(time.Minute), "old.example": base.Add(2 * time.Hour)},
+				false, map[string]time.Time{"a.example": base.Add(time.Minute), "old.example": base.Add(2 * time.Hour)}},
+			{"redelivered", map[string]time.Time{"a.example": base.Add(time.Minute)},
+				false, map[string]time.Time{"a.example": base.Add(time.Minute)}},
+			{"empty host refused", map[string]time.Time{"": base, "b.example": base}, true, map[string]time.Time{"b.example": {}}},
+		}
+		for _, st := range steps {
+			err := b.PutLastCrawls(ctx, st.batch)
+			if (err != nil) != st.wantErr {
+				t.Fatalf("%s: PutLastCrawls error %v, want error: %v", st.name, err, st.wantErr)
+			}
+			for host, want := range st.want {
+				got, err := s.LastCrawl(ctx, host)
+				if want.IsZero() {
+					if !errors.Is(err, store.ErrNotFound) {
+						t.Errorf("%s: LastCrawl(%s) = %v, %v; want not found", st.name, host, got, err)
+					}
+					continue
+				}
+				if err != nil || !got.Equal(want) {
+					t.Errorf("%s: LastCrawl(%s) = %v, %v; want %v", st.name, host, got, err, want)
+				}
+			}
+		}
+	}},
+	{"fields/redelivered results from concurrent writers", func(ctx context.Context, t *testing.T, s store.Store) {
+		// Several writers deliver the same results at once, as a
+		// dispatcher's outbox does after a reconnect while a second
+		// attempt of the same write is in flight: the outcome is the
+		// results, once each.
+		recs := sampleRecords()
+		mustPut(ctx, t, s, recs)
+		vals := []store.Value{
+			value("email", "ada@one.example", 0, base),
+			value("phone", "+1 555 0100", 1, base.Add(time.Second)),
+		}
+		vals[0].Conflicts = []store.Conflict{{Value: "x@y.example", Source: "https://y.example/", Depth: 2}}
+		var wg sync.WaitGroup
+		errs := make(chan error, 6)
+		for range 6 {
+			wg.Go(func() {
+				for _, r := range recs {
+					if err := s.SetFields(ctx, r.ID, vals); err != nil {
+						errs <- err
+						return
+					}
+				}
+				// PutRecords again too: the record's input is the same,
+				// and its found values must survive.
+				if err := s.PutRecords(ctx, recs); err != nil {
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		want := withFound(recs)
+		for i := range want {
+			want[i].Found = map[string]store.Value{"email": vals[0], "phone": vals[1]}
+		}
+		assertRecords(t, all(ctx, t, s), want)
 	}},
 	{"unicode", func(ctx context.Context, t *testing.T, s store.Store) {
 		r := store.Record{

@@ -1,0 +1,152 @@
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+)
+
+// Back-off between attempts of an operation the server could not take:
+// it doubles from the first to the longest pause.
+const (
+	mongoBackoffFirst = 50 * time.Millisecond
+	mongoBackoffMax   = 2 * time.Second
+)
+
+// do runs fn until it succeeds, fails for good, or fails for want of the
+// server for longer than retryFor. Each attempt gets at most s.timeout.
+// Every write of the store is an idempotent upsert or update, so an attempt
+// that reached the server before the connection dropped does no harm when
+// repeated.
+func (s *mongoStore) do(ctx context.Context, op string, fn func(context.Context) error) error {
+	start := time.Now()
+	pause := mongoBackoffFirst
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, s.timeout)
+		err := fn(actx)
+		cancel()
+		if err == nil {
+			if attempt > 1 {
+				s.log.Info("mongodb reachable again", "op", op, "attempts", attempt, "after", time.Since(start).Round(time.Millisecond))
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("store: %s: %w", op, ctx.Err())
+		}
+		if !mongoTransient(err) {
+			return fmt.Errorf("store: %s: %w", op, mongoErr(err))
+		}
+		if time.Since(start)+pause > s.retryFor {
+			return fmt.Errorf("%w: %s: mongodb %s: gave up after %d attempts in %s: %v",
+				ErrUnavailable, op, s.where, attempt, time.Since(start).Round(time.Millisecond), mongoErr(err))
+		}
+		if attempt == 1 {
+			s.log.Warn("mongodb not answering; retrying with back-off", "op", op, "error", mongoErr(err))
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("store: %s: %w", op, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, mongoBackoffMax)
+	}
+}
+
+// mongoTransientCodes are server error codes that say "not now" rather than
+// "never": the server is shutting down, stepping down or unreachable.
+var mongoTransientCodes = []int{
+	6,     // HostUnreachable
+	7,     // HostNotFound
+	89,    // NetworkTimeout
+	91,    // ShutdownInProgress
+	189,   // PrimarySteppedDown
+	262,   // ExceededTimeLimit
+	9001,  // SocketException
+	10107, // NotWritablePrimary
+	11600, // InterruptedAtShutdown
+	11602, // InterruptedDueToReplStateChange
+	13435, // NotPrimaryNoSecondaryOk
+	13436, // NotPrimaryOrSecondary
+}
+
+// mongoTransient reports whether err may go away by itself: the connection
+// dropped, no server could be selected, an attempt timed out, or the server
+// said it cannot serve now. A duplicate key is transient too: two upserts of
+// one new _id raced, and the loser finds the document on its next attempt.
+func mongoTransient(err error) bool {
+	if mongo.IsNetworkError(err) || mongo.IsTimeout(err) || mongo.IsDuplicateKeyError(err) {
+		return true
+	}
+	if errors.As(err, new(topology.ServerSelectionError)) {
+		return true
+	}
+	var le mongo.LabeledError
+	if errors.As(err, &le) && (le.HasErrorLabel("RetryableWriteError") || le.HasErrorLabel("TransientTransactionError")) {
+		return true
+	}
+	var se mongo.ServerError
+	if errors.As(err, &se) {
+		for _, c := range mongoTransientCodes {
+			if se.HasErrorCode(c) {
+				return true
+			}
+		}
+	}
+	return errors.Is(err, mongo.ErrClientDisconnected)
+}
+
+// mongoErr shortens the driver's errors for messages: a server selection
+// error lists every server's state, which says little more than that none
+// answered.
+func mongoErr(err error) error {
+	var sse topology.ServerSelectionError
+	if errors.As(err, &sse) {
+		if sse.Wrapped != nil {
+			return fmt.Errorf("no server answered: %w", sse.Wrapped)
+		}
+		return errors.New("no server answered")
+	}
+	return err
+}
+
+// mongoTLS builds the client's TLS settings from the CA and client
+// certificate files.
+func mongoTLS(opts Options) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if opts.CAFile != "" {
+		pem, err := os.ReadFile(opts.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA file %s: no PEM certificate in it", opts.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if opts.KeyFile != "" && opts.CertFile == "" {
+		return nil, errors.New("a key file needs a client certificate file")
+	}
+	if opts.CertFile != "" {
+		keyFile := opts.KeyFile
+		if keyFile == "" {
+			keyFile = opts.CertFile // MongoDB's convention: certificate and key in one PEM file
+		}
+		cert, err := tls.LoadX509KeyPair(opts.CertFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate %s: %w", opts.CertFile, err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}

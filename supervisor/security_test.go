@@ -1,0 +1,86 @@
+package supervisor
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"backfill/wire"
+)
+
+// A secured supervisor advertises its key in Hello, and its task socket
+// takes frames from the dispatcher's key only.
+func TestSecuredTaskSocket(t *testing.T) {
+	if !wire.HasCurve() {
+		t.Skip("libzmq was built without CURVE")
+	}
+	var k [3]wire.Keys
+	for i := range k {
+		var err error
+		if k[i], err = wire.NewKeys(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disp, sup, stranger := k[0], k[1], k[2]
+	in, err := wire.ListenSecure("tcp://127.0.0.1:*", wire.Security{Keys: disp, Authorized: []string{sup.Public}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r := start(t, Config{
+		Name: "sup-secured", Dispatcher: in.Endpoint(), Workers: 1, Mappings: mappings(t), Cache: openCache(t),
+		Heartbeat: 100 * time.Millisecond, HelloMax: 300 * time.Millisecond,
+		Keys: sup, DispatcherKey: disp.Public,
+	})
+
+	var h *wire.Hello
+	for deadline := time.Now().Add(10 * time.Second); h == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("no Hello over CURVE within 10s")
+		}
+		kind, v, err := in.Recv(100 * time.Millisecond)
+		if err == nil && kind == wire.KindHello {
+			h = v.(*wire.Hello)
+		}
+	}
+	if h.Key != sup.Public {
+		t.Fatalf("Hello advertises key %q, want the supervisor's %q", h.Key, sup.Public)
+	}
+
+	welcome := wire.Welcome{Dispatcher: "test", Run: "run-1"}
+	for _, c := range []struct {
+		name string
+		sec  wire.Security
+	}{
+		{"stranger's key", wire.Security{Keys: stranger, ServerKey: h.Key}},
+		{"plaintext", wire.Security{}},
+	} {
+		out, err := wire.DialSecure(h.Endpoint, c.sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = out.Send(wire.KindWelcome, welcome, 300*time.Millisecond)
+		out.Close()
+		if !errors.Is(err, wire.ErrTimeout) {
+			t.Errorf("%s: Welcome send = %v, want a timeout (refused handshake)", c.name, err)
+		}
+	}
+	if r.sup.Stats().Registered {
+		t.Fatal("registered by a Welcome from a refused peer")
+	}
+
+	out, err := wire.DialSecure(h.Endpoint, wire.Security{Keys: disp, ServerKey: h.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := out.Send(wire.KindWelcome, welcome, 5*time.Second); err != nil {
+		t.Fatalf("the dispatcher's key: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !r.sup.Stats().Registered; {
+		if time.Now().After(deadline) {
+			t.Fatal("the dispatcher's Welcome was not taken")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
