@@ -44,6 +44,10 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		fmt.Fprintf(w, "fields refreshed: %d unchanged  %d changed (old value kept in history)  %d not found again (old value kept)\n",
 			s.Refreshed, s.Changed, s.Unconfirmed)
 	}
+	if s.StoreRetried > 0 || s.StorePending > 0 || s.StoreRefused > 0 {
+		fmt.Fprintf(w, "store writes: %d written  %d retried  %d pending (kept in the state, pushed on the next start)  %d refused (record unknown to the store)\n",
+			s.StoreWritten, s.StoreRetried, s.StorePending, s.StoreRefused)
+	}
 	if s.RenderRetried > 0 {
 		fmt.Fprintf(w, "pages rendered again because their HTML lacked the data: %d\n", s.RenderRetried)
 	}
