@@ -380,6 +380,7 @@ func TestMembership(t *testing.T) {
 		t.Fatalf("status while a holds the plain task: %+v", st)
 	}
 	a.silent = true
+	silentAt := time.Now() // a is dropped three heartbeats after its last
 	// b (render-capable) joins: it gets the render task, and the plain task
 	// once a is dropped for silence.
 	b := newSup(t, "b", e.d.Endpoint(), 4, true, digest)
@@ -390,6 +391,15 @@ func TestMembership(t *testing.T) {
 	var got []string
 	for _, task := range b.got {
 		got = append(got, task.URL)
+		// The plain task moved from a, which may have been requesting it
+		// until it was dropped: it carries that time to b. The render
+		// task never moved.
+		switch {
+		case task.URL == plain && (task.HostLast.Before(silentAt) || task.HostLast.After(time.Now())):
+			t.Errorf("the moved task's HostLast = %v, want the time a was dropped (after %v)", task.HostLast, silentAt)
+		case task.URL == app && !task.HostLast.IsZero():
+			t.Errorf("a task that never moved carries HostLast %v", task.HostLast)
+		}
 	}
 	sort.Strings(got)
 	if want := []string{plain, app}; !reflect.DeepEqual(got, []string{want[0], want[1]}) {

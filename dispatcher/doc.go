@@ -54,15 +54,21 @@
 // answers Welcome. With Config.Keys the intake hears only supervisors whose
 // CURVE key is in Config.Authorized, and their task sockets are dialled with
 // the key each Hello advertises, if authorized too; without keys every
-// endpoint must be loopback unless Config.Insecure (security.go). Every task of one registrable domain goes to one
-// supervisor, its owner on a consistent-hash ring with virtual nodes
-// (ring.go): one ring of all live members for plain tasks, one of the
-// render-capable members for render tasks (without any, those wait). One
+// endpoint must be loopback unless Config.Insecure (security.go).
+//
+// Every task of one registrable domain goes to one supervisor, its owner
+// on a consistent-hash ring with virtual nodes (ring.go): one ring of all
+// live members for plain tasks, one of the render-capable members for
+// render tasks (without any, those wait). One
 // owner per domain is what keeps politeness across machines: two
 // supervisors never crawl one site at once. The ring is what keeps
 // membership changes cheap: a joining supervisor takes about 1/n of the
 // domains, a leaving one hands over only the domains it owned, and every
 // other domain keeps its owner, its queue and its hosts' crawl delays. A
+// host that moves waits until its old owner has answered every task of it
+// it held, and its first tasks to the new owner carry the time the old one
+// last answered (or was dropped): politeness moves with the host even
+// between supervisors that share no cache. A
 // supervisor never has more tasks in flight than its advertised capacity,
 // and one host never more than Config.HostInFlight. A task is leased until
 // its Result commits; an expired lease, a silent supervisor (three missed

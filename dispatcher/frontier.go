@@ -190,6 +190,33 @@ type window struct {
 	// back, so two supervisors never crawl it at once, and the new owner
 	// finds the old one's last request in the host cache.
 	hostHolder map[string]string
+
+	// hostLast is, per host, when the dispatcher last got a task of it
+	// back (answered, expired or its member gone) and from whom: a request
+	// to the host may have ended as late as that. A task sent to another
+	// member carries it (wire.Task.HostLast), so politeness moves with the
+	// host even between supervisors that share no cache. Entries older
+	// than handoverKeep are pruned: every delay has passed by then.
+	hostLast map[string]handover
+}
+
+// handover is a host's last known request time and the member that made it.
+type handover struct {
+	at     time.Time
+	member string
+}
+
+// handoverKeep bounds how long hostLast remembers a host: beyond the
+// longest Crawl-delay supervisors honour (60 s by default).
+const handoverKeep = 5 * time.Minute
+
+// pruneHostLast drops the hand-over times no delay can still need.
+func (w *window) pruneHostLast(now time.Time) {
+	for h, ho := range w.hostLast {
+		if now.Sub(ho.at) > handoverKeep {
+			delete(w.hostLast, h)
+		}
+	}
 }
 
 func newWindow() *window {
@@ -199,6 +226,7 @@ func newWindow() *window {
 		hosts:        make(map[string]*hostQueue),
 		hostInFlight: make(map[string]int),
 		hostHolder:   make(map[string]string),
+		hostLast:     make(map[string]handover),
 		hostWait:     make(map[string][]*hostQueue),
 	}
 }

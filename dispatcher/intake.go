@@ -881,6 +881,7 @@ func (d *Dispatcher) haveRenderer() bool {
 // release ends t's lease: it frees its supervisor's and its host's slot.
 func (d *Dispatcher) release(t *task) {
 	delete(d.w.leased, t.id)
+	d.w.hostLast[t.host] = handover{at: time.Now(), member: t.member}
 	if m := d.members[t.member]; m != nil {
 		m.inFlight--
 		d.w.unparkMember(m)

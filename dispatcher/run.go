@@ -468,6 +468,7 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 
 // expire re-queues tasks whose lease ran out and drops silent members.
 func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
+	d.w.pruneHostLast(now)
 	for _, t := range d.w.leased {
 		if now.After(t.deadline) {
 			d.expired++
@@ -550,8 +551,12 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		if !m.enqueue(wire.KindTask, wire.Task{ID: t.id, Lease: t.lease, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
-			ETag: etag, LastModified: lastMod}) {
+		wt := wire.Task{ID: t.id, Lease: t.lease, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
+			ETag: etag, LastModified: lastMod}
+		if ho, ok := w.hostLast[t.host]; ok && ho.member != m.name {
+			wt.HostLast = ho.at // the host moved: hand its last request over
+		}
+		if !m.enqueue(wire.KindTask, wt) {
 			// Cannot happen (only this goroutine fills m.out, and it was
 			// checked above); re-queue and end the round rather than spin.
 			return d.requeue(ctx, t)

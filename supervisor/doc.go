@@ -56,11 +56,17 @@
 // a host closer together than the delay. The supervisor keeps the end of
 // each host's last request in memory and writes these times to
 // Config.Cache in one batch every 250ms (and on shutdown), so a host that
-// moves to another supervisor keeps its delay. The cache is read on first
-// sight of a host and whenever our own last request to it is older than
-// that interval; a time read from it that another supervisor wrote is
-// padded by the interval, since its writer may have made a later request
-// not yet written.
+// moves to another supervisor keeps its delay. Before a request to a host
+// with a delay it also writes the request's start to the cache and waits
+// for the write (reserve; concurrent workers share one write), so even a
+// supervisor killed mid-request leaves its latest request in the cache.
+// The cache is read on first sight of a host and whenever our own last
+// request to it is older than that interval; a time read from it that
+// another supervisor wrote is padded by the interval, since its writer may
+// have made a later request not yet written. Supervisors that share no
+// cache still keep the delay across a move: the dispatcher sends a moved
+// host's first tasks with the time it last heard of the host from its old
+// owner (wire.Task.HostLast), and the delay runs from the later of the two.
 //
 // # Pages
 //

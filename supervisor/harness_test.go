@@ -214,8 +214,15 @@ func (d *dispatcher) welcome(h *wire.Hello) {
 
 func (d *dispatcher) task(id string, lease int64, rawURL string) {
 	d.t.Helper()
+	d.handover(id, lease, rawURL, time.Time{})
+}
+
+// handover sends a task of a host that moved here, with the time its last
+// request may have ended elsewhere.
+func (d *dispatcher) handover(id string, lease int64, rawURL string, hostLast time.Time) {
+	d.t.Helper()
 	host, _ := taskHost(rawURL)
-	task := wire.Task{ID: id, Lease: lease, URL: rawURL, Host: host}
+	task := wire.Task{ID: id, Lease: lease, URL: rawURL, Host: host, HostLast: hostLast}
 	if err := d.out.Send(wire.KindTask, task, 5*time.Second); err != nil {
 		d.t.Fatalf("send task %s: %v", id, err)
 	}

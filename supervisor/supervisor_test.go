@@ -374,6 +374,38 @@ func TestHostCacheCarriesPoliteness(t *testing.T) {
 	}
 }
 
+// TestHandoverCarriesPoliteness: a host that moved here from a supervisor
+// that shares no cache with this one comes with the time of its last
+// request there (Task.HostLast), and the Crawl-delay runs from it.
+func TestHandoverCarriesPoliteness(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "a.test", "User-agent: *\nCrawl-delay: 0.5\n", map[string]string{"/people/ann": annPage})
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	cfg := testConfig(t, d, s)
+	cfg.NoSoft404 = true
+	start(t, cfg)
+	register(t, d)
+	last := time.Now()
+	d.handover("ann", 1, "http://a.test/people/ann", last)
+	res := d.collect(1, 10*time.Second)["ann"]
+	if res.Class != "" {
+		t.Fatalf("class %q: %s", res.Class, res.Error)
+	}
+	hits := s.log()
+	if len(hits) != 2 || hits[0].path != "/robots.txt" || hits[1].path != "/people/ann" {
+		t.Fatalf("requests %q, want robots.txt then /people/ann", paths(hits))
+	}
+	// robots.txt is a request too: it waits the default delay (the
+	// host's own is unknown until then) from the handed-over time, and the
+	// page waits the Crawl-delay after it.
+	if gap := hits[0].at.Sub(last); gap < cfg.DefaultDelay {
+		t.Errorf("robots.txt requested %v after the handed-over last request, want at least the %v default delay", gap, cfg.DefaultDelay)
+	}
+	if gap := hits[1].at.Sub(hits[0].at); gap < 500*time.Millisecond {
+		t.Errorf("page requested %v after robots.txt, want at least the 500ms Crawl-delay", gap)
+	}
+}
+
 // countingCache counts the last-crawl writes that reach a real SQLite
 // cache, batched and single.
 type countingCache struct {

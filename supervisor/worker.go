@@ -107,6 +107,12 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	if first == nil {
 		return now, nil
 	}
+	// A host that moved here from another supervisor comes with the time
+	// its last request there may have ended, as the dispatcher saw it: the
+	// delay holds across the move even without a shared cache.
+	if first.HostLast.After(h.last) {
+		h.last, h.inherited = first.HostLast, true
+	}
 	// A blacklisted host, or one that asked for a wait over the ceiling,
 	// is answered without requests.
 	if at, p := s.troubled(h, popped, now); p != nil {

@@ -30,6 +30,7 @@ const (
 	taskRender = 6
 	taskETag   = 7
 	taskLastMo = 8
+	taskHostAt = 9
 
 	resTaskID     = 1
 	resLease      = 2
@@ -168,6 +169,7 @@ func encodeTask(t *Task) []byte {
 	e.bool(taskRender, t.Render)
 	e.string(taskETag, t.ETag)
 	e.string(taskLastMo, t.LastModified)
+	e.time(taskHostAt, t.HostLast)
 	return e
 }
 
@@ -200,6 +202,12 @@ func decodeTask(b []byte) (*Task, error) {
 			t.ETag, err = d.str()
 		case taskLastMo:
 			t.LastModified, err = d.str()
+		case taskHostAt:
+			var v int64
+			v, err = d.int()
+			if v != 0 {
+				t.HostLast = time.Unix(0, v).UTC()
+			}
 		}
 		if err != nil {
 			return nil, err

@@ -20,6 +20,7 @@ func TestConditionalFieldsRoundTrip(t *testing.T) {
 	}{
 		{"task with both validators", KindTask, &Task{ID: "t1", Lease: 7, URL: "http://a.example/", Host: "a.example",
 			ETag: `"abc"`, LastModified: "Mon, 02 Jan 2006 15:04:05 GMT"}},
+		{"task handing a host over", KindTask, &Task{ID: "t1", Lease: 7, URL: "http://a.example/", Host: "a.example", HostLast: at.Add(1500 * time.Millisecond)}},
 		{"task with an etag only", KindTask, &Task{ID: "t1", Lease: 7, URL: "http://a.example/", ETag: `W/"weak"`}},
 		{"not modified", KindResult, &Result{TaskID: "t1", Lease: 7, URL: "http://a.example/", Status: 304, FetchedAt: at,
 			NotModified: true, ETag: `"abc"`}},

@@ -87,6 +87,14 @@ type Task struct {
 	// back as a Result marked NotModified. Empty on a first fetch.
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
+
+	// HostLast hands a host's politeness over when it changes owner (a
+	// supervisor joined, left or died): the latest time a request to the
+	// host may have ended under its previous owner, as the dispatcher
+	// knows it. The new owner waits the host's delay from it even when it
+	// shares no last-crawl cache with the old one. Zero when the host has
+	// not moved.
+	HostLast time.Time `json:"host_last,omitzero"`
 }
 
 // Result is what a supervisor found for one Task.
