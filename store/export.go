@@ -140,16 +140,7 @@ type provenanceJSON struct {
 	Conflicts []conflictJSON `json:"conflicts"`
 	// History is what the field held before refreshes replaced it,
 	// oldest first; left out when a refresh never changed the field.
-	History []historyJSON `json:"history,omitempty"`
-}
-
-type historyJSON struct {
-	Value    string `json:"value"`
-	Source   string `json:"source"`
-	Mapping  string `json:"mapping"`
-	Depth    int    `json:"depth"`
-	At       string `json:"at"`
-	Replaced string `json:"replaced"`
+	History []priorJSON `json:"history,omitempty"`
 }
 
 func provenanceOf(v Value) provenanceJSON {
@@ -165,7 +156,7 @@ func provenanceOf(v Value) provenanceJSON {
 		p.Conflicts[i] = conflictJSON(c)
 	}
 	for _, h := range v.History {
-		p.History = append(p.History, historyJSON{Value: h.Value, Source: h.Source, Mapping: h.Mapping, Depth: h.Depth,
+		p.History = append(p.History, priorJSON{Value: h.Value, Source: h.Source, Mapping: h.Mapping, Depth: h.Depth,
 			At: h.At.UTC().Format(time.RFC3339Nano), Replaced: h.Replaced.UTC().Format(time.RFC3339Nano)})
 	}
 	return p

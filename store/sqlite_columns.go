@@ -67,7 +67,7 @@ func decodeConflicts(s string) ([]Conflict, error) {
 	return out, nil
 }
 
-// priorJSON fixes the stored shape of a Prior.
+// priorJSON fixes the shape of a Prior, stored and exported.
 type priorJSON struct {
 	Value    string `json:"value"`
 	Source   string `json:"source"`
