@@ -108,6 +108,22 @@ func (l *lineLog) wait(re *regexp.Regexp, deadline time.Time) (string, bool) {
 	}
 }
 
+// startDispatcher starts `backfill dispatcher` with args and returns it
+// with the intake endpoint it logs once it listens.
+func startDispatcher(t *testing.T, args ...string) (*process, string) {
+	t.Helper()
+	disp := start(t, "dispatcher", append([]string{"dispatcher"}, args...)...)
+	line, ok := disp.stderr.wait(regexp.MustCompile(`dispatcher listening`), time.Now().Add(time.Minute))
+	if !ok {
+		t.Fatalf("dispatcher never said where it listens\n%s", disp.stderr)
+	}
+	var listening struct{ Endpoint string }
+	if err := json.Unmarshal([]byte(line), &listening); err != nil || listening.Endpoint == "" {
+		t.Fatalf("dispatcher log line %q: %v", line, err)
+	}
+	return disp, listening.Endpoint
+}
+
 func start(t *testing.T, name string, args ...string) *process {
 	t.Helper()
 	p := &process{t: t, name: name, stderr: &lineLog{more: make(chan struct{})}, done: make(chan struct{})}
@@ -183,20 +199,12 @@ func TestEndToEnd(t *testing.T) {
 	stateDir := filepath.Join(dir, "state")
 	storePath := filepath.Join(stateDir, "results.db")
 
-	disp := start(t, "dispatcher", "dispatcher",
+	disp, endpoint := startDispatcher(t,
 		"--records", recordsPath, "--state-dir", stateDir, "--listen", "tcp://127.0.0.1:*",
 		"--lease", "30s")
 	deadline := time.Now().Add(time.Minute)
-	line, ok := disp.stderr.wait(regexp.MustCompile(`dispatcher listening`), deadline)
-	if !ok {
-		t.Fatalf("dispatcher never said where it listens")
-	}
-	var listening struct{ Endpoint string }
-	if err := json.Unmarshal([]byte(line), &listening); err != nil || listening.Endpoint == "" {
-		t.Fatalf("dispatcher log line %q: %v", line, err)
-	}
 
-	supArgs := []string{"supervisor", "--dispatcher", listening.Endpoint, "--store", storePath,
+	supArgs := []string{"supervisor", "--dispatcher", endpoint, "--store", storePath,
 		"--allow-loopback", "--delay", "2s", "--workers", "4", "--contact", "https://backfill.invalid/e2e"}
 	for host, addr := range web.Resolve() {
 		supArgs = append(supArgs, "--resolve", host+":"+addr)

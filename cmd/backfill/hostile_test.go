@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -47,21 +46,13 @@ func TestHostileCrawl(t *testing.T) {
 	summaryPath := filepath.Join(dir, "summary.json")
 
 	started := time.Now()
-	disp := start(t, "dispatcher", "dispatcher", "--records", records, "--state-dir", stateDir,
+	disp, endpoint := startDispatcher(t, "--records", records, "--state-dir", stateDir,
 		"--listen", "tcp://127.0.0.1:*", "--depth", "0", "--summary", summaryPath)
-	line, ok := disp.stderr.wait(regexp.MustCompile(`dispatcher listening`), time.Now().Add(time.Minute))
-	if !ok {
-		t.Fatal("dispatcher never said where it listens")
-	}
-	var listening struct{ Endpoint string }
-	if err := json.Unmarshal([]byte(line), &listening); err != nil {
-		t.Fatal(err)
-	}
 	// Deadlines ordered as the fetcher expects: first byte < idle < total.
 	// The total has headroom: the heavy cases (a streamed 8 GiB body, a
 	// gzip bomb) are served by this race-instrumented process, slowly when
 	// the machine is busy, and only the trickled body ends at the total.
-	args := []string{"supervisor", "--dispatcher", listening.Endpoint, "--store", filepath.Join(stateDir, "results.db"),
+	args := []string{"supervisor", "--dispatcher", endpoint, "--store", filepath.Join(stateDir, "results.db"),
 		"--allow-loopback", "--delay", "0", "--workers", "8", "--contact", "https://backfill.invalid/hostile-test",
 		"--header-timeout", "2s", "--idle-timeout", "3s", "--timeout", "10s"}
 	for host, addr := range site.Resolve() {

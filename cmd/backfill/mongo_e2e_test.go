@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,19 +52,10 @@ func TestEndToEndMongo(t *testing.T) {
 	}
 	stateDir := filepath.Join(dir, "state")
 
-	disp := start(t, "dispatcher", "dispatcher",
+	disp, endpoint := startDispatcher(t,
 		"--records", recordsPath, "--state-dir", stateDir, "--listen", "tcp://127.0.0.1:*",
 		"--lease", "30s", "--store", uri, "--expect", "2")
-	deadline := time.Now().Add(time.Minute)
-	line, ok := disp.stderr.wait(regexp.MustCompile(`dispatcher listening`), deadline)
-	if !ok {
-		t.Fatalf("dispatcher never said where it listens")
-	}
-	var listening struct{ Endpoint string }
-	if err := json.Unmarshal([]byte(line), &listening); err != nil || listening.Endpoint == "" {
-		t.Fatalf("dispatcher log line %q: %v", line, err)
-	}
-	supArgs := []string{"supervisor", "--dispatcher", listening.Endpoint, "--store", uri,
+	supArgs := []string{"supervisor", "--dispatcher", endpoint, "--store", uri,
 		"--state-dir", filepath.Join(dir, "sup-state"),
 		"--allow-loopback", "--delay", "2s", "--workers", "4", "--contact", "https://backfill.invalid/e2e"}
 	for host, addr := range web.Resolve() {

@@ -68,18 +68,15 @@ func TestSecuredCluster(t *testing.T) {
 
 	records, truth := testweb.Sample()
 	recordsPath := filepath.Join(dir, "records.csv")
-	os.WriteFile(recordsPath, records, 0o644)
+	if err := os.WriteFile(recordsPath, records, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stateDir := filepath.Join(dir, "state")
 	storePath := filepath.Join(stateDir, "results.db")
-	disp := start(t, "dispatcher", "dispatcher", "--records", recordsPath, "--state-dir", stateDir,
+	disp, endpoint := startDispatcher(t, "--records", recordsPath, "--state-dir", stateDir,
 		"--listen", "tcp://127.0.0.1:*", "--expect", "1",
 		"--key", key("dispatcher", ".key"), "--authorized-keys", authorized)
 	deadline := time.Now().Add(time.Minute)
-	line, ok := disp.stderr.wait(regexp.MustCompile(`dispatcher listening`), deadline)
-	if !ok {
-		t.Fatalf("dispatcher never said where it listens")
-	}
-	endpoint := regexp.MustCompile(`tcp://127\.0\.0\.1:\d+`).FindString(line)
 
 	supervisor := func(name string, extra ...string) *process {
 		a := []string{"supervisor", "--name", name, "--dispatcher", endpoint, "--store", storePath,
