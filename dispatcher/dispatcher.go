@@ -95,11 +95,15 @@ type Summary struct {
 	Pages        int64    // pages fetched and extracted (Class "")
 	Reused       int64    // cached extractions applied to another record
 	Late         int64    // late or duplicate results ignored
-	Expired      int64    // leases that expired and were re-sent
-	Errors       map[string]int64
-	FieldErrors  int64
-	Refused      int64 // registrations refused (mapping digest differs, or key not authorized)
-	Waiting      int   // render tasks left with no render-capable supervisor
+	// Adopted counts results for leases of an earlier dispatcher process
+	// (this one restarted) whose task was still queued: applied, so the
+	// page is not fetched again.
+	Adopted     int64
+	Expired     int64 // leases that expired and were re-sent
+	Errors      map[string]int64
+	FieldErrors int64
+	Refused     int64 // registrations refused (mapping digest differs, or key not authorized)
+	Waiting     int   // render tasks left with no render-capable supervisor
 	// Filtered counts the links not followed, by reason (the Filter*
 	// constants), since New: Load's as well as Run's. LinkFarms counts the
 	// pages whose links were not expanded; BadTopSites the malformed lines
@@ -201,10 +205,11 @@ type Dispatcher struct {
 	wg     sync.WaitGroup
 	closed bool
 
-	nextLease int64
-	nextSeq   int64
-	recSeq    int64
-	steps     int64 // batches handled by Run, for the log
+	nextLease  int64
+	firstLease int64 // the first lease of this process; below it, an earlier one's
+	nextSeq    int64
+	recSeq     int64
+	steps      int64 // batches handled by Run, for the log
 
 	lastJoin     time.Time // when the latest member joined
 	joinedByBeat bool      // a member joined by Heartbeat: see joinedFresh
@@ -220,6 +225,7 @@ type Dispatcher struct {
 
 	// counters of the current Run
 	pages, reused, late, expired, fieldErrs, refusedN int64
+	adopted                                           int64
 	errs                                              map[string]int64
 	badLines                                          int
 	renderRetried, renderWanted                       int64
@@ -370,6 +376,7 @@ func (d *Dispatcher) resume(ctx context.Context) error {
 	// Lease numbers only grow, across restarts too, so a result for a lease
 	// of an earlier process can never match a new one.
 	d.nextLease = max(lease, time.Now().UnixNano())
+	d.firstLease = d.nextLease + 1
 	counts := []struct {
 		dst *int64
 		q   string

@@ -301,17 +301,39 @@ func TestResume(t *testing.T) {
 	if e.pages.Load() < 3 {
 		t.Fatalf("first run committed %d pages, want 3", e.pages.Load())
 	}
+	// s1 holds a task it has not answered when the dispatcher goes.
+	var unanswered *wire.Task
+	for unanswered == nil && time.Now().Before(deadline) {
+		s1.poll(20 * time.Millisecond)
+		for i, task := range s1.held {
+			if !answered[task.URL] {
+				unanswered = &s1.held[i]
+				break
+			}
+		}
+	}
+	if unanswered == nil {
+		t.Fatal("s1 never held a task beyond the three it answered")
+	}
 	cancel()
 	<-e.done
 	e.close()
 
-	// Second run on the same state: done URLs are not fetched again.
+	// Second run on the same state: done URLs are not fetched again. s1's
+	// answer to its old lease reaches the new dispatcher before anything
+	// is dispatched: the task, queued again, is taken from it.
 	e2 := newEnv(t, dir, tweak)
 	if rep := e2.load("r.csv", records); rep.Records != 6 || rep.New != 0 {
 		t.Errorf("reload report %+v, want 6 records, 0 new", rep)
 	}
-	s2 := newSup(t, "s2", e2.d.Endpoint(), 4, false, e2.set.Digest())
+	late := newSup(t, "s1", e2.d.Endpoint(), 4, false, e2.set.Digest())
 	e2.run(context.Background())
+	late.answer(*unanswered, web)
+	answered[unanswered.URL] = true
+	for e2.pages.Load() < 1 && time.Now().Before(deadline) {
+		late.poll(20 * time.Millisecond)
+	}
+	s2 := newSup(t, "s2", e2.d.Endpoint(), 4, false, e2.set.Digest())
 	if !s2.join(5 * time.Second) {
 		t.Fatal("no welcome")
 	}
@@ -320,6 +342,9 @@ func TestResume(t *testing.T) {
 		if answered[u] {
 			t.Errorf("%s fetched again after resume", u)
 		}
+	}
+	if e2.sum.Adopted != 1 || e2.sum.Late != 0 {
+		t.Errorf("adopted %d, late %d results; want the earlier lease's one adopted", e2.sum.Adopted, e2.sum.Late)
 	}
 	if len(st.requests)+len(answered) != len(web) {
 		t.Errorf("fetched %d + %d URLs, want %d", len(answered), len(st.requests), len(web))

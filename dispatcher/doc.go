@@ -73,8 +73,10 @@
 // and one host never more than Config.HostInFlight. A task is leased until
 // its Result commits; an expired lease, a silent supervisor (three missed
 // heartbeats) or a restarted one puts its tasks back in the queue. A result
-// for anything but the current lease is counted as late and ignored, so
-// redelivery never changes anything twice.
+// for anything but the current lease is counted as late and ignored
+// (except an answer to a lease of an earlier dispatcher process for a task
+// still queued: after a restart that is adopted, so the page is not
+// fetched twice), so redelivery never changes anything twice.
 //
 // # Results and records
 //

@@ -646,6 +646,9 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 // task; anything else is late (or a duplicate) and only counted.
 func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.Time) error {
 	t := d.w.leased[r.TaskID]
+	if t == nil && r.Lease < d.firstLease {
+		t = d.adopt(r)
+	}
 	if t == nil || t.lease != r.Lease {
 		d.late++
 		return nil
@@ -893,6 +896,29 @@ func (d *Dispatcher) release(t *task) {
 		delete(d.w.hostHolder, t.host)
 	}
 	d.w.unparkHost(t.host)
+}
+
+// adopt takes a result for a lease of an earlier dispatcher process: after
+// a restart every unfinished task is queued again, while the supervisors
+// go on answering what they held. If the task is still queued (not sent
+// again yet) the answer is as good as any, and taking it spares the site a
+// second request for the page. The task is leased to the result's sender
+// for the moment commitResult takes to release it. nil if not queued.
+func (d *Dispatcher) adopt(r *wire.Result) *task {
+	t := d.w.queued[r.TaskID]
+	if t == nil {
+		return nil
+	}
+	d.w.remove(t.id)
+	d.queuedN--
+	t.lease, t.member = r.Lease, r.Supervisor
+	d.w.leased[t.id] = t
+	d.w.hostInFlight[t.host]++
+	if m := d.members[t.member]; m != nil {
+		m.inFlight++
+	}
+	d.adopted++
+	return t
 }
 
 // requeue puts a task whose lease ended without a result back in the

@@ -36,6 +36,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 	fmt.Fprintf(w, "pages fetched: %d  extractions reused: %d  late results ignored: %d  field errors: %d\n",
 		s.Pages, s.Reused, s.Late, s.FieldErrors)
 	fmt.Fprintf(w, "wall time: %s  pages/s: %.1f\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec)
+	if s.Adopted > 0 {
+		fmt.Fprintf(w, "answers to the previous dispatcher process applied (not fetched again): %d\n", s.Adopted)
+	}
 	if s.Recrawled > 0 || s.NotModified > 0 || s.Refreshed+s.Changed+s.Unconfirmed > 0 {
 		fmt.Fprintf(w, "pages fetched again (older than --recrawl-after): %d  not modified (304, cached extraction applied): %d\n",
 			s.Recrawled, s.NotModified)
