@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -381,7 +382,7 @@ func (d *Dispatcher) resume(ctx context.Context) error {
 		dst *int64
 		q   string
 	}{
-		{&d.nextSeq, `SELECT MAX(seq) FROM frontier`},
+		{&d.nextSeq, `SELECT MAX(seq & ` + strconv.FormatInt(seqCounterMask, 10) + `) FROM frontier`},
 		{&d.recSeq, `SELECT MAX(seq) FROM records`},
 	}
 	for _, c := range counts {

@@ -42,9 +42,14 @@
 //
 // Only a bounded window of queued tasks (windowCap) lives in memory, grouped
 // by host and ordered: pages some mapping's url_patterns match first (higher
-// mapping priority first), then shallower, then first come first served.
-// The rest stays in SQLite and is read back in that order as the window
-// drains.
+// mapping priority first), then shallower, then round-robin over hosts
+// (every host's first queued page, then every host's second, …), then
+// first come first served. The rest stays in SQLite and is read back in
+// that order as the window drains; a better task arriving at a full window
+// takes the place of its last one. An index page brings all its host's
+// links at once, so first come first served alone would fill the window
+// with a few hosts' pages, and with a Crawl-delay the crawl would run at
+// those few hosts' pace.
 //
 // # Supervisors
 //

@@ -43,8 +43,9 @@ type task struct {
 	deadline time.Time
 	member   string
 
-	hq  *hostQueue // while queued in the window
-	idx int        // index in hq.tasks
+	hq   *hostQueue // while queued in the window
+	idx  int        // index in hq.tasks
+	widx int        // index in window.worst
 }
 
 // key is t's place in frontier order.
@@ -68,6 +69,25 @@ func (c cursorKey) before(t *task) bool {
 		return c.depth < t.depth
 	}
 	return c.seq < t.seq
+}
+
+// A fresh task's seq is its host's count of queued tasks (its rank: 1 for
+// the host's first) above a counter that only grows, so that among tasks
+// of equal match, priority and depth the frontier goes round-robin over
+// hosts — every host's first page, then every host's second — rather
+// than host by host in the order their links were found. The window
+// (windowCap tasks) then holds pages of many hosts, not the whole queue
+// of the few whose index came first, and hosts waiting out a Crawl-delay
+// do not starve the others. Tasks queued again (requeue, render) take a
+// bare counter, rank 0: they go first.
+const (
+	seqRankShift   = 40
+	seqCounterMask = 1<<seqRankShift - 1
+	seqRankMax     = 1<<(62-seqRankShift) - 1
+)
+
+func rankedSeq(rank int, counter int64) int64 {
+	return int64(min(max(rank, 0), seqRankMax))<<seqRankShift | counter&seqCounterMask
 }
 
 // urlID is the stable task id of a normalized URL.
@@ -144,6 +164,31 @@ func (h *taskHeap) Pop() any {
 	return t
 }
 
+// worstHeap holds every task queued in the window, the last in frontier
+// order on top: a full window gives that one up for a better newcomer.
+type worstHeap []*task
+
+func (h worstHeap) Len() int           { return len(h) }
+func (h worstHeap) Less(i, j int) bool { return h[j].before(h[i]) }
+func (h worstHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].widx = i
+	h[j].widx = j
+}
+func (h *worstHeap) Push(x any) {
+	t := x.(*task)
+	t.widx = len(*h)
+	*h = append(*h, t)
+}
+func (h *worstHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	t.widx = -1
+	return t
+}
+
 type readyHeap []*hostQueue
 
 func (h readyHeap) Len() int           { return len(h) }
@@ -180,6 +225,12 @@ type window struct {
 	// SQLite up to it (in frontier order) is in the window or leased.
 	// nil: from the start. A task that spills before it moves it back.
 	cursor *cursorKey
+
+	// worst orders the queued tasks from the last in frontier order: the
+	// window keeps the first windowCap tasks of the frontier even when
+	// better ones arrive after it filled up (a page's links come host by
+	// host; see rankedSeq).
+	worst worstHeap
 
 	hostInFlight map[string]int
 	hostWait     map[string][]*hostQueue // host → queues parked on its in-flight limit
@@ -242,14 +293,23 @@ func (w *window) add(t *task, force bool) bool {
 	}
 	if !force && len(w.queued) >= windowCap {
 		w.spilled = true
-		if c := w.cursor; c != nil && !c.before(t) {
+		out := t
+		if worst := w.worst[0]; t.before(worst) {
+			// t belongs in the window more than its last task does: that
+			// one goes back to SQLite only (it is there already).
+			out = worst
+			w.remove(worst.id)
+		}
+		if c := w.cursor; c != nil && !c.before(out) {
 			// Read it with the next refill: the cursor goes to just
 			// before it (seq is unique, so nothing between is skipped).
-			k := t.key()
+			k := out.key()
 			k.seq--
 			w.cursor = &k
 		}
-		return false
+		if out == t {
+			return false
+		}
 	}
 	key := t.host
 	if t.render {
@@ -262,6 +322,7 @@ func (w *window) add(t *task, force bool) bool {
 	}
 	t.hq = q
 	heap.Push(&q.tasks, t)
+	heap.Push(&w.worst, t)
 	w.queued[t.id] = t
 	switch q.where {
 	case parkNone:
@@ -279,6 +340,7 @@ func (w *window) remove(id string) {
 		return
 	}
 	delete(w.queued, id)
+	heap.Remove(&w.worst, t.widx)
 	q := t.hq
 	heap.Remove(&q.tasks, t.idx)
 	t.hq = nil
@@ -299,6 +361,7 @@ func (w *window) reprioritize(t *task) {
 		return
 	}
 	heap.Fix(&t.hq.tasks, t.idx)
+	heap.Fix(&w.worst, t.widx)
 	if t.hq.where == parkReady {
 		heap.Fix(&w.ready, t.hq.readyIx)
 	}

@@ -201,7 +201,7 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec string,
 		t := &task{id: id, url: norm, host: host, domain: domain, depth: depth,
 			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(norm)}
 		d.nextSeq++
-		t.seq = d.nextSeq
+		t.seq = rankedSeq(d.filter.hostN[host], d.nextSeq)
 		fresh = append(fresh, t)
 	}
 	if len(fresh) == 0 {

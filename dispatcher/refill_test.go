@@ -46,36 +46,64 @@ func TestRefillCursor(t *testing.T) {
 		t.Fatalf("cursor %+v, want the last task in order (unmatched, depth 2, seq %d)", c, n)
 	}
 
-	// Those are done; the window fills up with others (stand-ins: only
-	// its count matters to add). Two new tasks spill: one sorting before
-	// the cursor, one after.
+	// Those are done; the window fills up with windowCap others (depth
+	// 1). A new task sorting after all of them spills to SQLite; one
+	// sorting before them takes the place of the window's last task,
+	// which goes back to SQLite, and the cursor moves to just before that.
 	if _, err := st.conn.ExecContext(ctx, `UPDATE frontier SET state = 2`); err != nil {
 		t.Fatal(err)
 	}
-	clear(d.w.queued)
-	for i := range windowCap {
-		d.w.queued[fmt.Sprint("x", i)] = &task{}
+	d.w = newWindow()
+	if _, err := st.conn.ExecContext(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
 	}
-	early, late := mk(int64(n+1), 0, false), mk(int64(n+2), 3, false)
-	for _, tk := range []*task{early, late} {
+	for i := range windowCap {
+		tk := mk(int64(n+10+i), 1, false)
 		put(tk)
-		if d.w.add(tk, false) {
-			t.Fatalf("task %s added to a full window", tk.id)
+		if !d.w.add(tk, false) {
+			t.Fatalf("task %d of %d not added", i, windowCap)
 		}
 	}
-	if c := d.w.cursor; c == nil || !c.before(early) {
-		t.Fatalf("cursor %+v not moved before the spilled task", c)
+	if _, err := st.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
 	}
-	clear(d.w.queued)
+	// As if a refill had read them: the cursor is at the last.
+	last := mk(int64(n+10+windowCap-1), 1, false)
+	k := last.key()
+	d.w.cursor = &k
+	early, late := mk(int64(n+1), 0, false), mk(int64(n+2), 3, false)
+	put(late)
+	if d.w.add(late, false) {
+		t.Fatalf("task %s, last in frontier order, added to a full window", late.id)
+	}
+	put(early)
+	if !d.w.add(early, false) {
+		t.Fatalf("task %s, first in frontier order, not added to a full window", early.id)
+	}
+	if d.w.queued[last.id] != nil || len(d.w.queued) != windowCap || !d.w.spilled {
+		t.Fatalf("the window's last task %s stayed (%d queued, spilled %v)", last.id, len(d.w.queued), d.w.spilled)
+	}
+	if c := d.w.cursor; c == nil || !c.before(last) || c.before(mk(last.seq-1, 1, false)) {
+		t.Fatalf("cursor %+v, want just before the task given up (%+v)", c, last.key())
+	}
+
+	// Everything in the window is dispatched and done: refill reads back
+	// the task given up and the one that spilled.
+	if _, err := st.conn.ExecContext(ctx, `UPDATE frontier SET state = 2 WHERE id NOT IN (?, ?)`, last.id, late.id); err != nil {
+		t.Fatal(err)
+	}
+	c := d.w.cursor
+	d.w = newWindow()
+	d.w.cursor, d.w.spilled = c, true
 	if err := d.refill(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, tk := range []*task{early, late} {
+	for _, tk := range []*task{last, late} {
 		if d.w.queued[tk.id] == nil {
-			t.Errorf("spilled task %s (depth %d) not read back", tk.id, tk.depth)
+			t.Errorf("task %s (depth %d) not read back", tk.id, tk.depth)
 		}
 	}
 	if len(d.w.queued) != 2 || d.w.spilled {
-		t.Errorf("after second refill: %d queued, spilled %v; want 2, false", len(d.w.queued), d.w.spilled)
+		t.Errorf("after the last refill: %d queued, spilled %v; want 2, false", len(d.w.queued), d.w.spilled)
 	}
 }

@@ -536,6 +536,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		}
 		t := heap.Pop(&q.tasks).(*task)
 		delete(w.queued, t.id)
+		heap.Remove(&w.worst, t.widx)
 		t.hq = nil
 		d.nextLease++
 		t.lease, t.member, t.deadline = d.nextLease, m.name, now.Add(d.cfg.Lease)

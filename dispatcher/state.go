@@ -178,7 +178,7 @@ func openState(ctx context.Context, dir string) (*state, error) {
 	path := filepath.Join(dir, "state.db")
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)"
-	db, err := sql.Open("sqlite", base+"&_pragma=cache_size(-16384)&_pragma=wal_autocheckpoint("+strconv.Itoa(walBackstop)+")")
+	db, err := sql.Open("sqlite", base+"&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint("+strconv.Itoa(walBackstop)+")")
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
 	}

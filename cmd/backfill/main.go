@@ -17,6 +17,8 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -103,7 +105,12 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 // skipped.
 func profile(stderr io.Writer) (stop func()) {
 	var stops []func()
-	if path := os.Getenv("BACKFILL_CPUPROFILE"); path != "" {
+	// "%p" in a path is the process id: a cluster's processes started
+	// with one environment write one profile each.
+	getenv := func(name string) string {
+		return strings.ReplaceAll(os.Getenv(name), "%p", strconv.Itoa(os.Getpid()))
+	}
+	if path := getenv("BACKFILL_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err == nil {
 			err = pprof.StartCPUProfile(f)
@@ -114,7 +121,7 @@ func profile(stderr io.Writer) (stop func()) {
 			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
 		}
 	}
-	if path := os.Getenv("BACKFILL_BLOCKPROFILE"); path != "" {
+	if path := getenv("BACKFILL_BLOCKPROFILE"); path != "" {
 		runtime.SetBlockProfileRate(1)
 		stops = append(stops, func() {
 			f, err := os.Create(path)
@@ -126,7 +133,7 @@ func profile(stderr io.Writer) (stop func()) {
 			}
 		})
 	}
-	if path := os.Getenv("BACKFILL_MEMPROFILE"); path != "" {
+	if path := getenv("BACKFILL_MEMPROFILE"); path != "" {
 		stops = append(stops, func() {
 			f, err := os.Create(path)
 			if err == nil {
@@ -137,7 +144,7 @@ func profile(stderr io.Writer) (stop func()) {
 			}
 		})
 	}
-	if path := os.Getenv("BACKFILL_TRACE"); path != "" {
+	if path := getenv("BACKFILL_TRACE"); path != "" {
 		f, err := os.Create(path)
 		if err == nil {
 			err = trace.Start(f)
