@@ -23,6 +23,8 @@ type Document struct {
 
 	parseErr error // why the body could not be parsed, if it could not
 
+	slab *[]html.Node // the tree's pooled nodes, given back by release
+
 	// lazily built, per document
 	jsonld   []any
 	jsonldOK bool
@@ -127,12 +129,12 @@ func NewDocument(pageURL string, body []byte, contentType string) *Document {
 		d.JSON = v
 		return d
 	}
-	root, err := parseHTML(body, d.Body)
+	root, slab, err := parseHTML(body, d.Body)
 	if err != nil {
 		d.parseErr = err
 		return d
 	}
-	d.Root = root
+	d.Root, d.slab = root, slab
 	if d.URL != nil {
 		if href, ok := findBaseHref(root); ok {
 			if b, err := d.URL.Parse(cleanHref(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
@@ -243,4 +245,12 @@ func (d *Document) docValue() []Value {
 		v.Node = d.Root
 	}
 	return []Value{v}
+}
+
+// release gives the tree's nodes back for the next page. The document and
+// every node of its tree must not be used afterwards; strings taken from
+// it stay valid.
+func (d *Document) release() {
+	releaseSlab(d.slab)
+	d.slab, d.Root = nil, nil
 }

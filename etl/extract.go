@@ -42,6 +42,9 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 		}
 	}()
 	doc := NewDocument(pageURL, body, contentType)
+	// Nothing of the tree outlives extract: the values and links it
+	// returns are strings.
+	defer doc.release()
 	if o.fingerprint {
 		// As PageFingerprint does, on the tree already parsed.
 		if doc.Root != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/html"
 	a "golang.org/x/net/html/atom"
@@ -12,11 +13,46 @@ import (
 // parseHTML builds the tree of an HTML page: through the fast builder when
 // the page stays within what it reproduces exactly, else through
 // html.Parse. Either way the result is the tree html.Parse would build.
-func parseHTML(body []byte, s string) (*html.Node, error) {
-	if root, ok := fastParse(body, s); ok {
-		return root, nil
+// The slab, when not nil, holds the tree's nodes and may be given back
+// with releaseSlab once nothing refers to the tree any more.
+func parseHTML(body []byte, s string) (*html.Node, *[]html.Node, error) {
+	if root, slab, ok := fastParseSlab(body, s); ok {
+		return root, slab, nil
 	}
-	return html.Parse(bytes.NewReader(body))
+	root, err := html.Parse(bytes.NewReader(body))
+	return root, nil, err
+}
+
+// nodeSlabs keeps the node slabs of released trees. A page's tree is
+// thousands of nodes in one slab, most of a page's allocation; reusing
+// slabs spares the collector from allocating and scanning one per page.
+var nodeSlabs sync.Pool
+
+// maxPooledSlab bounds the slabs kept (in nodes): one huge page must not
+// pin its slab for the rest of the crawl.
+const maxPooledSlab = 1 << 16
+
+// takeSlab returns an empty slab of at least n nodes.
+func takeSlab(n int) *[]html.Node {
+	if v, _ := nodeSlabs.Get().(*[]html.Node); v != nil {
+		if cap(*v) >= n {
+			return v
+		}
+		nodeSlabs.Put(v)
+	}
+	s := make([]html.Node, 0, n)
+	return &s
+}
+
+// releaseSlab clears a slab (so it keeps no page's strings alive) and
+// keeps it for the next page. Nothing may use the tree afterwards.
+func releaseSlab(s *[]html.Node) {
+	if s == nil || cap(*s) > maxPooledSlab {
+		return
+	}
+	clear(*s) // the nodes used; the rest is still zero
+	*s = (*s)[:0]
+	nodeSlabs.Put(s)
 }
 
 // fastParse is a tree builder for the common shape of real pages, several
@@ -34,8 +70,15 @@ func parseHTML(body []byte, s string) (*html.Node, error) {
 // the caller parses with html.Parse instead. FuzzFastParse holds it to
 // producing the same rendering as html.Parse whenever ok is true.
 func fastParse(body []byte, s string) (root *html.Node, ok bool) {
+	root, _, ok = fastParseSlab(body, s)
+	return root, ok
+}
+
+// fastParseSlab is fastParse, also returning the slab of the tree's first
+// nodes for releaseSlab.
+func fastParseSlab(body []byte, s string) (root *html.Node, slab *[]html.Node, ok bool) {
 	if len(body) != len(s) || bytes.IndexByte(body, 0) >= 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	if bytes.IndexByte(body, '\r') >= 0 {
 		// The tokenizer turns \r\n and \r into \n wherever it takes text
@@ -46,15 +89,24 @@ func fastParse(body []byte, s string) (root *html.Node, ok bool) {
 	}
 	p := &fastParser{b: body, s: s, doc: &html.Node{Type: html.DocumentNode}}
 	// About one node per '<'; a second slab is taken if that falls short.
-	p.nodes = make([]html.Node, 0, bytes.Count(body, []byte{'<'})+8)
+	slab = takeSlab(bytes.Count(body, []byte{'<'}) + 8)
+	p.nodes = *slab
 	p.run()
+	// The part of the slab the tree used: all of it when more nodes
+	// were needed (newNode took another then).
+	used := len(p.nodes)
+	if p.overflowed {
+		used = cap(*slab)
+	}
+	*slab = (*slab)[:used]
 	if p.bail {
-		return nil, false
+		releaseSlab(slab)
+		return nil, nil, false
 	}
 	for n, b := range p.textBuf {
 		n.Data = string(b)
 	}
-	return p.doc, true
+	return p.doc, slab, true
 }
 
 func normalizeNewlines(b []byte) []byte {
@@ -133,11 +185,12 @@ type fastParser struct {
 	fosterParenting bool
 	bail            bool
 
-	nodes   []html.Node
-	attrs   []html.Attribute
-	scratch []html.Attribute
-	low     []byte
-	textBuf map[*html.Node][]byte
+	nodes      []html.Node
+	overflowed bool // nodes is no longer the first slab
+	attrs      []html.Attribute
+	scratch    []html.Attribute
+	low        []byte
+	textBuf    map[*html.Node][]byte
 }
 
 func (p *fastParser) run() {
@@ -638,6 +691,7 @@ func (p *fastParser) readUntilCloseAngle() {
 
 func (p *fastParser) newNode(t html.NodeType, at a.Atom, data string, attr []html.Attribute) *html.Node {
 	if len(p.nodes) == cap(p.nodes) {
+		p.overflowed = true
 		p.nodes = make([]html.Node, 0, 256)
 	}
 	p.nodes = p.nodes[:len(p.nodes)+1]
