@@ -1208,16 +1208,23 @@ func (p *fastParser) beforeHeadIM() bool {
 	return false
 }
 
+// keepLeadingSpace inserts the text token's leading whitespace as text
+// and leaves the rest as the token; true when nothing is left.
+func (p *fastParser) keepLeadingSpace() bool {
+	s := strings.TrimLeft(p.tok.data, fastWhitespace)
+	if len(s) == len(p.tok.data) {
+		return false
+	}
+	p.addText(p.tok.data[:len(p.tok.data)-len(s)])
+	p.tok.data = s
+	return s == ""
+}
+
 func (p *fastParser) inHeadIM() bool {
 	switch p.tok.typ {
 	case tText:
-		s := strings.TrimLeft(p.tok.data, fastWhitespace)
-		if len(s) < len(p.tok.data) {
-			p.addText(p.tok.data[:len(p.tok.data)-len(s)])
-			if s == "" {
-				return true
-			}
-			p.tok.data = s
+		if p.keepLeadingSpace() {
+			return true
 		}
 	case tStart:
 		switch p.tok.atom {
@@ -1268,13 +1275,8 @@ func (p *fastParser) inHeadIM() bool {
 func (p *fastParser) afterHeadIM() bool {
 	switch p.tok.typ {
 	case tText:
-		s := strings.TrimLeft(p.tok.data, fastWhitespace)
-		if len(s) < len(p.tok.data) {
-			p.addText(p.tok.data[:len(p.tok.data)-len(s)])
-			if s == "" {
-				return true
-			}
-			p.tok.data = s
+		if p.keepLeadingSpace() {
+			return true
 		}
 	case tStart:
 		switch p.tok.atom {
@@ -1758,13 +1760,8 @@ func (p *fastParser) inCaptionIM() bool {
 func (p *fastParser) inColumnGroupIM() bool {
 	switch p.tok.typ {
 	case tText:
-		s := strings.TrimLeft(p.tok.data, fastWhitespace)
-		if len(s) < len(p.tok.data) {
-			p.addText(p.tok.data[:len(p.tok.data)-len(s)])
-			if s == "" {
-				return true
-			}
-			p.tok.data = s
+		if p.keepLeadingSpace() {
+			return true
 		}
 	case tComment:
 		p.addComment()
