@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -237,6 +238,32 @@ func (c *cluster) waitFor(what string, timeout time.Duration, cond func([]testwe
 func (c *cluster) waitRequests(n int) {
 	c.t.Helper()
 	c.waitFor(fmt.Sprintf("%d requests", n), 30*time.Second, func(log []testweb.Request) bool { return len(log) >= n })
+}
+
+// waitRequestBy waits until the incarnation with contact has made a
+// request.
+func (c *cluster) waitRequestBy(what, contact string) {
+	c.t.Helper()
+	c.waitFor(what, 30*time.Second, func(log []testweb.Request) bool {
+		return slices.ContainsFunc(log, func(r testweb.Request) bool { return by(r, contact) })
+	})
+}
+
+// startTwoSupervisors starts the crash web and a cluster of a dispatcher
+// and supervisors sup-1 and sup-2 (after the shared baseline crawl);
+// skipped in -short mode.
+func startTwoSupervisors(t *testing.T, what string) (*crashWeb, *cluster) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what)
+	}
+	baseline(t)
+	w := startCrashWeb(t)
+	c := newCluster(t, w)
+	c.startDispatcher()
+	c.startSupervisor("sup-1")
+	c.startSupervisor("sup-2")
+	return w, c
 }
 
 // by reports whether r was made by the incarnation with contact.
@@ -518,15 +545,7 @@ func checkCrawlPoliteness(t *testing.T, log []testweb.Request, events []crashEve
 // comes back under the same name it gets work again, and the crawl ends
 // as an uninterrupted one does.
 func TestCrashSupervisor(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crash test")
-	}
-	baseline(t)
-	w := startCrashWeb(t)
-	c := newCluster(t, w)
-	c.startDispatcher()
-	c.startSupervisor("sup-1")
-	c.startSupervisor("sup-2")
+	w, c := startTwoSupervisors(t, "end-to-end crash test")
 	victim, survivor := c.contact["sup-1"], c.contact["sup-2"]
 	c.waitFor("requests from both supervisors", 30*time.Second, func(log []testweb.Request) bool {
 		n1, n2 := 0, 0
@@ -574,29 +593,14 @@ func TestCrashSupervisor(t *testing.T) {
 	// It comes back under the same name and gets work again.
 	c.startSupervisor("sup-1")
 	comeback := c.contact["sup-1"]
-	c.waitFor("request by the restarted supervisor", 30*time.Second, func(log []testweb.Request) bool {
-		for _, r := range log {
-			if by(r, comeback) {
-				return true
-			}
-		}
-		return false
-	})
+	c.waitRequestBy("request by the restarted supervisor", comeback)
 	c.verify(c.finish())
 }
 
 // TestCrashDispatcher kills the dispatcher mid-crawl and starts it again
 // on the same state directory: it resumes and finishes the crawl.
 func TestCrashDispatcher(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crash test")
-	}
-	baseline(t)
-	w := startCrashWeb(t)
-	c := newCluster(t, w)
-	c.startDispatcher()
-	c.startSupervisor("sup-1")
-	c.startSupervisor("sup-2")
+	w, c := startTwoSupervisors(t, "end-to-end crash test")
 	c.waitRequests(crashRequests / 4)
 	c.killDispatcher()
 	if n := len(w.requests()); n > crashRequests*3/4 {
@@ -621,10 +625,6 @@ func TestCrashDispatcher(t *testing.T) {
 // random moments of one crawl. The seed is logged; BACKFILL_CRASH_SEED
 // replays a run.
 func TestCrashRandom(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crash test")
-	}
-	baseline(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("BACKFILL_CRASH_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -635,12 +635,7 @@ func TestCrashRandom(t *testing.T) {
 	}
 	t.Logf("seed %d (BACKFILL_CRASH_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-
-	w := startCrashWeb(t)
-	c := newCluster(t, w)
-	c.startDispatcher()
-	c.startSupervisor("sup-1")
-	c.startSupervisor("sup-2")
+	w, c := startTwoSupervisors(t, "end-to-end crash test")
 	// Each kind of crash once, in a random order, at random moments, to
 	// random supervisors: the dispatcher killed and restarted at once; a
 	// supervisor killed and restarted at once (the dispatcher sees a new
@@ -677,27 +672,12 @@ func TestCrashRandom(t *testing.T) {
 // old owner's last request) and no page fetched twice (the lease is far
 // longer than the test, so none expired).
 func TestRebalanceMidCrawl(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl")
-	}
-	baseline(t)
-	w := startCrashWeb(t)
-	c := newCluster(t, w)
-	c.startDispatcher()
-	c.startSupervisor("sup-1")
-	c.startSupervisor("sup-2")
+	w, c := startTwoSupervisors(t, "end-to-end crawl")
 	c.waitRequests(crashRequests / 4)
 	joinedAt := time.Now()
 	c.startSupervisor("sup-3")
 	newcomer := c.contact["sup-3"]
-	c.waitFor("request by the new supervisor", 30*time.Second, func(log []testweb.Request) bool {
-		for _, r := range log {
-			if by(r, newcomer) {
-				return true
-			}
-		}
-		return false
-	})
+	c.waitRequestBy("request by the new supervisor", newcomer)
 	c.verify(c.finish())
 	if exp, _ := c.summary()["Expired"].(float64); exp != 0 {
 		t.Errorf("%v leases expired; the test wants none", exp)

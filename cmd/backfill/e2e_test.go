@@ -108,6 +108,18 @@ func (l *lineLog) wait(re *regexp.Regexp, deadline time.Time) (string, bool) {
 	}
 }
 
+// writeSample writes the fixture web's sample records into dir and
+// returns their path and the known truth.
+func writeSample(t *testing.T, dir string) (string, map[string]map[string]string) {
+	t.Helper()
+	records, truth := testweb.Sample()
+	path := filepath.Join(dir, "records.csv")
+	if err := os.WriteFile(path, records, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, truth
+}
+
 // startDispatcher starts `backfill dispatcher` with args and returns it
 // with the intake endpoint it logs once it listens.
 func startDispatcher(t *testing.T, args ...string) (*process, string) {
@@ -191,11 +203,7 @@ func TestEndToEnd(t *testing.T) {
 	defer web.Close()
 
 	dir := t.TempDir()
-	records, truth := testweb.Sample()
-	recordsPath := filepath.Join(dir, "records.csv")
-	if err := os.WriteFile(recordsPath, records, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	recordsPath, truth := writeSample(t, dir)
 	stateDir := filepath.Join(dir, "state")
 	storePath := filepath.Join(stateDir, "results.db")
 

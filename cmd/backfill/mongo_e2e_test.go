@@ -45,11 +45,7 @@ func TestEndToEndMongo(t *testing.T) {
 	}
 	defer web.Close()
 	dir := t.TempDir()
-	records, truth := testweb.Sample()
-	recordsPath := filepath.Join(dir, "records.csv")
-	if err := os.WriteFile(recordsPath, records, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	recordsPath, truth := writeSample(t, dir)
 	stateDir := filepath.Join(dir, "state")
 
 	disp, endpoint := startDispatcher(t,

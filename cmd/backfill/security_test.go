@@ -66,11 +66,7 @@ func TestSecuredCluster(t *testing.T) {
 		os.WriteFile(filepath.Join(authorized, n+".pub"), b, 0o644)
 	}
 
-	records, truth := testweb.Sample()
-	recordsPath := filepath.Join(dir, "records.csv")
-	if err := os.WriteFile(recordsPath, records, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	recordsPath, truth := writeSample(t, dir)
 	stateDir := filepath.Join(dir, "state")
 	storePath := filepath.Join(stateDir, "results.db")
 	disp, endpoint := startDispatcher(t, "--records", recordsPath, "--state-dir", stateDir,
