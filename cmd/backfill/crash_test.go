@@ -201,6 +201,29 @@ func (c *cluster) kill(p *process, who string) {
 
 func (c *cluster) killDispatcher() { c.kill(c.disp, "dispatcher") }
 
+// waitMember waits until the running dispatcher has taken the running
+// incarnation of supervisor name as a member: only a member can be
+// dropped. Incarnations differ by endpoint (each binds a new port), and a
+// restarted dispatcher knows a supervisor only from its next Hello or
+// Heartbeat.
+func (c *cluster) waitMember(name string) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	line, ok := c.sups[name].stderr.wait(regexp.MustCompile(`"msg":"supervisor starting"`), deadline)
+	if !ok {
+		c.t.Fatalf("%s never said it started", c.sups[name].name)
+	}
+	var started struct{ Endpoint string }
+	if err := json.Unmarshal([]byte(line), &started); err != nil || started.Endpoint == "" {
+		c.t.Fatalf("%s: no endpoint in %q (%v)", c.sups[name].name, line, err)
+	}
+	re := regexp.MustCompile(`"msg":"supervisor joined".*"supervisor":"` + regexp.QuoteMeta(name) +
+		`","endpoint":"` + regexp.QuoteMeta(started.Endpoint) + `"`)
+	if _, ok := c.disp.stderr.wait(re, deadline); !ok {
+		c.t.Fatalf("%s never took %s (%s) as a member", c.disp.name, c.sups[name].name, started.Endpoint)
+	}
+}
+
 func (c *cluster) killSupervisor(name string) { c.kill(c.sups[name], c.contact[name]) }
 
 // dispatcherDone reports that the dispatcher exited by itself.
@@ -653,6 +676,12 @@ func TestCrashRandom(t *testing.T) {
 			continue
 		}
 		name := fmt.Sprintf("sup-%d", 1+rng.IntN(2))
+		if kind == "drop" {
+			// After a dispatcher restart a supervisor may not have
+			// spoken to the new dispatcher yet; killed then, it was
+			// never a member and nothing would drop it.
+			c.waitMember(name)
+		}
 		c.killSupervisor(name)
 		if kind == "drop" {
 			re := regexp.MustCompile(`"msg":"supervisor left".*"supervisor":"` + name + `".*"reason":"silent"`)
