@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -19,6 +20,9 @@ type Set struct {
 	mappings []*Mapping
 	digest   string
 	fields   []string
+	// planTags are the tags the mappings' XPath plans look up; a
+	// document collects their elements in the one walk it makes anyway.
+	planTags []string
 }
 
 // Mapping is one compiled site mapping.
@@ -211,7 +215,15 @@ func build(names []string, read func(string) ([]byte, error), label func(string)
 		for _, f := range m.fields {
 			s.fields = append(s.fields, f.name)
 		}
+		for _, r := range slices.Concat(m.parsers, m.fields) {
+			for _, st := range r.steps {
+				if x, ok := st.proc.(*xpathProc); ok && x.plan != nil {
+					s.planTags = append(s.planTags, x.plan.tag)
+				}
+			}
+		}
 	}
+	s.planTags = sortedUnique(s.planTags)
 	s.fields = sortedUnique(s.fields)
 	return s, nil
 }

@@ -23,7 +23,7 @@ type Document struct {
 
 	parseErr error // why the body could not be parsed, if it could not
 
-	slab *[]html.Node // the tree's pooled nodes, given back by release
+	ar *arena // the tree's pooled memory, given back by release
 
 	// lazily built, per document
 	jsonld   []any
@@ -35,6 +35,8 @@ type Document struct {
 	prefix   string                  // normalized scheme://host of Base, for resolve
 	prefixOK int8                    // 0 not computed, 1 usable, -1 not usable
 	byTag    map[string][]*html.Node // elements by tag name, for xpathPlan
+	planTags []string                // tags scan collects into byTag
+	strs     strings.Builder         // resolved links, see concat
 }
 
 // scan walks the tree once and indexes what several parts of extraction
@@ -45,13 +47,29 @@ func (d *Document) scan() {
 		return
 	}
 	d.scanned = true
+	if d.ar != nil {
+		d.hrefs = d.ar.hrefs[:0]
+	}
 	d.meta = map[string][]string{}
 	if d.Root == nil {
 		return
 	}
+	// The elements of planTags, collected here rather than in one more
+	// walk per tag.
+	var lists [][]*html.Node
+	if d.ar != nil {
+		lists = d.ar.lists(len(d.planTags))
+	} else {
+		lists = make([][]*html.Node, len(d.planTags))
+	}
 	walk(d.Root, func(n *html.Node) bool {
 		if n.Type != html.ElementNode {
 			return true
+		}
+		for i, t := range d.planTags {
+			if len(n.Data) == len(t) && n.Data == t {
+				lists[i] = append(lists[i], n)
+			}
 		}
 		switch n.DataAtom {
 		case atom.A, atom.Area:
@@ -73,6 +91,12 @@ func (d *Document) scan() {
 		}
 		return true
 	})
+	if len(lists) > 0 && d.byTag == nil {
+		d.byTag = make(map[string][]*html.Node, len(lists))
+	}
+	for i, t := range d.planTags {
+		d.byTag[t] = lists[i]
+	}
 }
 
 func (d *Document) indexMeta(n *html.Node) {
@@ -129,12 +153,12 @@ func NewDocument(pageURL string, body []byte, contentType string) *Document {
 		d.JSON = v
 		return d
 	}
-	root, slab, err := parseHTML(body, d.Body)
+	root, ar, err := parseHTML(body, d.Body)
 	if err != nil {
 		d.parseErr = err
 		return d
 	}
-	d.Root, d.slab = root, slab
+	d.Root, d.ar = root, ar
 	if d.URL != nil {
 		if href, ok := findBaseHref(root); ok {
 			if b, err := d.URL.Parse(cleanHref(href)); err == nil && (b.Scheme == "http" || b.Scheme == "https") {
@@ -247,10 +271,27 @@ func (d *Document) docValue() []Value {
 	return []Value{v}
 }
 
+// linkSets returns two empty sets for outLinks, the arena's when the
+// document has one.
+func (d *Document) linkSets() (raw, resolved map[string]struct{}) {
+	if d.ar == nil {
+		return make(map[string]struct{}, len(d.hrefs)), make(map[string]struct{}, len(d.hrefs))
+	}
+	if d.ar.seen == nil {
+		d.ar.seenRaw, d.ar.seen = make(map[string]struct{}, len(d.hrefs)), make(map[string]struct{}, len(d.hrefs))
+	}
+	clear(d.ar.seenRaw)
+	clear(d.ar.seen)
+	return d.ar.seenRaw, d.ar.seen
+}
+
 // release gives the tree's nodes back for the next page. The document and
 // every node of its tree must not be used afterwards; strings taken from
 // it stay valid.
 func (d *Document) release() {
-	releaseSlab(d.slab)
-	d.slab, d.Root = nil, nil
+	if d.ar != nil && d.scanned {
+		d.ar.hrefs = d.hrefs[:0]
+	}
+	releaseArena(d.ar)
+	d.ar, d.Root, d.hrefs = nil, nil, nil
 }

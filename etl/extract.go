@@ -42,6 +42,7 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 		}
 	}()
 	doc := NewDocument(pageURL, body, contentType)
+	doc.planTags = s.planTags
 	// Nothing of the tree outlives extract: the values and links it
 	// returns are strings.
 	defer doc.release()

@@ -13,52 +13,83 @@ import (
 // parseHTML builds the tree of an HTML page: through the fast builder when
 // the page stays within what it reproduces exactly, else through
 // html.Parse. Either way the result is the tree html.Parse would build.
-// The slab, when not nil, holds the tree's nodes and may be given back
-// with releaseSlab once nothing refers to the tree any more.
-func parseHTML(body []byte, s string) (*html.Node, *[]html.Node, error) {
-	if root, slab, ok := fastParseSlab(body, s); ok {
-		return root, slab, nil
+// The arena, when not nil, holds the tree's nodes and attributes and is
+// given back with releaseArena once nothing refers to the tree any more.
+func parseHTML(body []byte, s string) (*html.Node, *arena, error) {
+	if root, ar, ok := fastParseArena(body, s); ok {
+		return root, ar, nil
 	}
 	root, err := html.Parse(bytes.NewReader(body))
 	return root, nil, err
 }
 
-// nodeSlabs keeps the node slabs of released trees. A page's tree is
-// thousands of nodes in one slab, most of a page's allocation; reusing
-// slabs spares the collector from allocating and scanning one per page.
-var nodeSlabs sync.Pool
-
-// maxPooledSlab bounds the slabs kept (in nodes): one huge page must not
-// pin its slab for the rest of the crawl.
-const maxPooledSlab = 1 << 16
-
-// takeSlab returns an empty slab of at least n nodes.
-func takeSlab(n int) *[]html.Node {
-	if v, _ := nodeSlabs.Get().(*[]html.Node); v != nil {
-		if cap(*v) >= n {
-			return v
-		}
-		nodeSlabs.Put(v)
-	}
-	s := make([]html.Node, 0, n)
-	return &s
+// arena is the reusable memory of one page's extraction: the tree's nodes
+// and attributes, the names the tokenizer has looked up, and the scratch
+// of link collection. A page's tree is thousands of nodes, most of a
+// page's allocation; taking an arena from the pool and giving it back once
+// the extraction is done spares the collector from allocating and
+// scanning that memory for every page. Slots are overwritten, not cleared,
+// when reused, so an idle arena still points into the last page's body;
+// the pool drops idle arenas at the next collections, which bounds that.
+type arena struct {
+	nodes []html.Node
+	attrs []html.Attribute
+	// names caches atoms by nameSlot: a page names a few dozen tags and
+	// attributes thousands of times, and the cache costs one compare
+	// where atom.Lookup hashes the name.
+	names [256]a.Atom
+	// Link collection (outLinks) of the page's document.
+	hrefs         []string
+	seenRaw, seen map[string]struct{}
+	// The elements of the mappings' plan tags (Document.scan).
+	tagLists [][]*html.Node
 }
 
-// releaseSlab clears a slab (so it keeps no page's strings alive) and
-// keeps it for the next page. Nothing may use the tree afterwards.
-func releaseSlab(s *[]html.Node) {
-	if s == nil || cap(*s) > maxPooledSlab {
+// lists returns n empty element lists that keep their memory from the
+// arena's last page.
+func (ar *arena) lists(n int) [][]*html.Node {
+	for len(ar.tagLists) < n {
+		ar.tagLists = append(ar.tagLists, nil)
+	}
+	l := ar.tagLists[:n]
+	for i := range l {
+		l[i] = l[i][:0]
+	}
+	return l
+}
+
+var arenas sync.Pool
+
+// maxPooledSlab bounds the arenas kept (in nodes): one huge page must not
+// pin its memory for the rest of the crawl.
+const maxPooledSlab = 1 << 16
+
+// takeArena returns an empty arena with room for at least n nodes.
+func takeArena(n int) *arena {
+	ar, _ := arenas.Get().(*arena)
+	if ar == nil {
+		ar = &arena{}
+	}
+	if cap(ar.nodes) < n {
+		ar.nodes = make([]html.Node, 0, n)
+	}
+	ar.nodes, ar.attrs, ar.hrefs = ar.nodes[:0], ar.attrs[:0], ar.hrefs[:0]
+	return ar
+}
+
+// releaseArena keeps ar for the next page. Nothing may use the tree built
+// in it afterwards.
+func releaseArena(ar *arena) {
+	if ar == nil || cap(ar.nodes) > maxPooledSlab || cap(ar.attrs) > maxPooledSlab {
 		return
 	}
-	clear(*s) // the nodes used; the rest is still zero
-	*s = (*s)[:0]
-	nodeSlabs.Put(s)
+	arenas.Put(ar)
 }
 
 // fastParse is a tree builder for the common shape of real pages, several
 // times faster than html.Parse because it scans the bytes once, takes text
 // and attribute values as substrings of s (the same bytes as body, already a
-// string) and allocates nodes and attributes in slabs.
+// string) and allocates nodes and attributes in an arena.
 //
 // It follows html.Parse's tokenizer and insertion modes rule for rule for
 // what it supports (implied html/head/body, implied end tags, tables with
@@ -70,13 +101,13 @@ func releaseSlab(s *[]html.Node) {
 // the caller parses with html.Parse instead. FuzzFastParse holds it to
 // producing the same rendering as html.Parse whenever ok is true.
 func fastParse(body []byte, s string) (root *html.Node, ok bool) {
-	root, _, ok = fastParseSlab(body, s)
+	root, _, ok = fastParseArena(body, s)
 	return root, ok
 }
 
-// fastParseSlab is fastParse, also returning the slab of the tree's first
-// nodes for releaseSlab.
-func fastParseSlab(body []byte, s string) (root *html.Node, slab *[]html.Node, ok bool) {
+// fastParseArena is fastParse, also returning the arena that holds the
+// tree, for releaseArena.
+func fastParseArena(body []byte, s string) (root *html.Node, ar *arena, ok bool) {
 	if len(body) != len(s) || bytes.IndexByte(body, 0) >= 0 {
 		return nil, nil, false
 	}
@@ -87,26 +118,24 @@ func fastParseSlab(body []byte, s string) (root *html.Node, slab *[]html.Node, o
 		body = normalizeNewlines(body)
 		s = string(body)
 	}
-	p := &fastParser{b: body, s: s, doc: &html.Node{Type: html.DocumentNode}}
-	// About one node per '<'; a second slab is taken if that falls short.
-	slab = takeSlab(bytes.Count(body, []byte{'<'}) + 8)
-	p.nodes = *slab
+	// About one node per '<'; a new slab is started if that falls short.
+	ar = takeArena(bytes.Count(body, []byte{'<'}) + 8)
+	p := &fastParser{b: body, s: s, doc: &html.Node{Type: html.DocumentNode},
+		nodes: ar.nodes, attrs: ar.attrs, names: &ar.names}
 	p.run()
-	// The part of the slab the tree used: all of it when more nodes
-	// were needed (newNode took another then).
-	used := len(p.nodes)
-	if p.overflowed {
-		used = cap(*slab)
+	if !p.overflowed {
+		ar.nodes = p.nodes
 	}
-	*slab = (*slab)[:used]
+	// The last attribute slab is the largest; the next page starts in it.
+	ar.attrs = p.attrs
 	if p.bail {
-		releaseSlab(slab)
+		releaseArena(ar)
 		return nil, nil, false
 	}
 	for n, b := range p.textBuf {
 		n.Data = string(b)
 	}
-	return p.doc, slab, true
+	return p.doc, ar, true
 }
 
 func normalizeNewlines(b []byte) []byte {
@@ -186,8 +215,9 @@ type fastParser struct {
 	bail            bool
 
 	nodes      []html.Node
-	overflowed bool // nodes is no longer the first slab
+	overflowed bool // nodes is no longer the arena's slab
 	attrs      []html.Attribute
+	names      *[256]a.Atom // the arena's name cache
 	scratch    []html.Attribute
 	low        []byte
 	textBuf    map[*html.Node][]byte
@@ -263,6 +293,24 @@ func isSpace(c byte) bool {
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
+// Byte classes of the tokenizer's inner loops, one table load per byte.
+const (
+	cSpace     = 1 << iota // HTML whitespace
+	cNameEnd               // ends a tag name: whitespace, '/', '>'
+	cKeyEnd                // ends an attribute name: that and '='
+	cUnquotEnd             // ends an unquoted attribute value: whitespace, '>'
+)
+
+var byteClass = func() (t [256]uint8) {
+	for _, c := range []byte(fastWhitespace) {
+		t[c] |= cSpace | cNameEnd | cKeyEnd | cUnquotEnd
+	}
+	t['/'] |= cNameEnd | cKeyEnd
+	t['>'] |= cNameEnd | cKeyEnd | cUnquotEnd
+	t['='] |= cKeyEnd
+	return t
+}()
+
 // next reads the next token into p.tok, setting p.bail where the input
 // leaves the supported subset.
 func (p *fastParser) next() {
@@ -285,7 +333,11 @@ func (p *fastParser) next() {
 	start := p.pos
 	i := start
 	for {
-		j := bytes.IndexByte(b[i:], '<')
+		// Tags often follow one another: look before calling IndexByte.
+		j := 0
+		if b[i] != '<' {
+			j = bytes.IndexByte(b[i:], '<')
+		}
 		if j < 0 {
 			p.pos = n
 			p.setText(start, n)
@@ -405,7 +457,7 @@ func asciiEqualFold(b []byte, lower string) bool {
 }
 
 func (p *fastParser) skipWhiteSpace() bool {
-	for p.pos < len(p.b) && isSpace(p.b[p.pos]) {
+	for p.pos < len(p.b) && byteClass[p.b[p.pos]]&cSpace != 0 {
 		p.pos++
 	}
 	if p.pos >= len(p.b) {
@@ -416,100 +468,111 @@ func (p *fastParser) skipWhiteSpace() bool {
 }
 
 // readTag reads a tag whose first name byte is at p.pos-1.
-func (p *fastParser) readTag(start bool) {
-	b, n := p.b, len(p.b)
-	nameStart, nameEnd := p.pos-1, -1
-	for p.pos < n {
-		c := b[p.pos]
-		p.pos++
-		if isSpace(c) {
-			nameEnd = p.pos - 1
-			break
-		}
-		if c == '/' || c == '>' {
-			p.pos--
-			nameEnd = p.pos
-			break
-		}
+func (p *fastParser) readTag(start bool) { p.pos = p.readTagAt(p.pos, start) }
+
+// skipSpace skips whitespace from pos; at the end of the page the tag is
+// cut off, which is left to html.Parse.
+func (p *fastParser) skipSpace(pos int) (int, bool) {
+	for pos < len(p.b) && byteClass[p.b[pos]]&cSpace != 0 {
+		pos++
 	}
-	if nameEnd < 0 || !p.skipWhiteSpace() {
+	if pos >= len(p.b) {
 		p.bail = true
-		return
+		return pos, false
+	}
+	return pos, true
+}
+
+// readTagAt is readTag on a local position, returned at the end: its
+// loops run per byte, and a field would be stored on every step.
+func (p *fastParser) readTagAt(pos int, start bool) int {
+	b, n := p.b, len(p.b)
+	ok := false
+	nameStart, nameEnd := pos-1, -1
+	for pos < n {
+		c := b[pos]
+		if byteClass[c]&cNameEnd == 0 {
+			pos++
+			continue
+		}
+		nameEnd = pos
+		if byteClass[c]&cSpace != 0 {
+			pos++
+		}
+		break
+	}
+	if nameEnd < 0 {
+		p.bail = true
+		return pos
+	}
+	if pos, ok = p.skipSpace(pos); !ok {
+		return pos
 	}
 	p.scratch = p.scratch[:0]
-	for {
-		c := b[p.pos]
-		p.pos++
-		if c == '>' {
-			break
-		}
-		p.pos--
+	for b[pos] != '>' {
 		// attribute key
-		ks := p.pos
+		ks := pos
 		ke := -1
-		for p.pos < n {
-			c := b[p.pos]
-			p.pos++
-			if c == '=' && ks+1 == p.pos {
+		for pos < n {
+			c := b[pos]
+			// A '=' that starts a name is part of it.
+			if byteClass[c]&cKeyEnd == 0 || c == '=' && pos == ks {
+				pos++
 				continue
 			}
-			if c == '=' || isSpace(c) || c == '/' || c == '>' {
-				p.pos--
-				ke = p.pos
-				break
-			}
+			ke = pos
+			break
 		}
 		if ke < 0 {
 			p.bail = true
-			return
+			return pos
 		}
 		// attribute value
-		vs, ve := p.pos, p.pos
-		if !p.skipWhiteSpace() {
-			return
+		vs, ve := pos, pos
+		if pos, ok = p.skipSpace(pos); !ok {
+			return pos
 		}
-		c = b[p.pos]
-		p.pos++
+		c := b[pos]
+		pos++
 		switch {
 		case c == '/':
 		case c != '=':
-			p.pos--
+			pos--
 		default:
-			if !p.skipWhiteSpace() {
-				return
+			if pos, ok = p.skipSpace(pos); !ok {
+				return pos
 			}
-			q := b[p.pos]
-			p.pos++
+			q := b[pos]
+			pos++
 			switch q {
 			case '>':
-				p.pos--
+				pos--
 			case '"', '\'':
-				j := bytes.IndexByte(b[p.pos:], q)
+				j := bytes.IndexByte(b[pos:], q)
 				if j < 0 {
 					p.bail = true
-					return
+					return pos
 				}
-				vs, ve = p.pos, p.pos+j
-				p.pos += j + 1
+				vs, ve = pos, pos+j
+				pos += j + 1
 			default:
-				vs = p.pos - 1
+				vs = pos - 1
 				ve = -1
-				for p.pos < n {
-					c := b[p.pos]
-					p.pos++
-					if isSpace(c) {
-						ve = p.pos - 1
-						break
+				for pos < n {
+					c := b[pos]
+					if byteClass[c]&cUnquotEnd == 0 {
+						pos++
+						continue
 					}
-					if c == '>' {
-						p.pos--
-						ve = p.pos
-						break
+					ve = pos
+					if c != '>' {
+						pos++
 					}
+					break
 				}
 				if ve < 0 {
 					p.bail = true
-					return
+					return pos
 				}
 			}
 		}
@@ -526,35 +589,49 @@ func (p *fastParser) readTag(start bool) {
 				p.scratch = append(p.scratch, html.Attribute{Key: key, Val: unescapeAttr(p.s[vs:ve])})
 			}
 		}
-		if !p.skipWhiteSpace() {
-			return
+		if pos, ok = p.skipSpace(pos); !ok {
+			return pos
 		}
 	}
+	pos++ // the '>'
 	p.tok.atom, p.tok.data = p.name(nameStart, nameEnd)
 	if !start {
 		p.tok.typ = tEnd
-		return
+		return pos
 	}
 	p.tok.typ = tStart
 	if k := len(p.scratch); k > 0 {
 		if len(p.attrs)+k > cap(p.attrs) {
-			p.attrs = make([]html.Attribute, 0, max(256, k))
+			p.attrs = make([]html.Attribute, 0, max(256, k, 2*cap(p.attrs)))
 		}
 		at := p.attrs[len(p.attrs) : len(p.attrs)+k : len(p.attrs)+k]
 		copy(at, p.scratch)
 		p.attrs = p.attrs[:len(p.attrs)+k]
 		p.tok.attr = at
 	}
-	switch p.tok.data {
-	case "iframe", "noembed", "noframes", "noscript", "plaintext", "script", "style", "textarea", "title", "xmp":
+	switch p.tok.atom {
+	case a.Iframe, a.Noembed, a.Noframes, a.Noscript, a.Plaintext, a.Script, a.Style, a.Textarea, a.Title, a.Xmp:
 		p.rawTag = p.tok.data
 	}
+	return pos
 }
 
 // name returns the lower-cased name in b[i:j] with its atom, sharing the
 // atom's string or the input where it can.
 func (p *fastParser) name(i, j int) (a.Atom, string) {
 	raw := p.b[i:j]
+	slot := nameSlot(raw)
+	if at := p.names[slot]; at != 0 {
+		if s := at.String(); len(s) == len(raw) {
+			k := 0
+			for k < len(s) && s[k] == raw[k] {
+				k++
+			}
+			if k == len(s) {
+				return at, s
+			}
+		}
+	}
 	upper := false
 	for _, c := range raw {
 		if 'A' <= c && c <= 'Z' {
@@ -572,12 +649,24 @@ func (p *fastParser) name(i, j int) (a.Atom, string) {
 		raw = p.low
 	}
 	if at := a.Lookup(raw); at != 0 {
+		if !upper {
+			p.names[slot] = at
+		}
 		return at, at.String()
 	}
 	if upper {
 		return 0, string(raw)
 	}
 	return 0, p.s[i:j]
+}
+
+// nameSlot is where name caches a name's atom: its length and first and
+// last bytes tell apart the names a page uses most.
+func nameSlot(b []byte) uint8 {
+	if len(b) == 0 {
+		return 0
+	}
+	return uint8(len(b)*37 + int(b[0])*7 + int(b[len(b)-1]))
 }
 
 // unescapeAttr unescapes an attribute value the way the tokenizer does for
@@ -696,7 +785,8 @@ func (p *fastParser) newNode(t html.NodeType, at a.Atom, data string, attr []htm
 	}
 	p.nodes = p.nodes[:len(p.nodes)+1]
 	n := &p.nodes[len(p.nodes)-1]
-	n.Type, n.DataAtom, n.Data, n.Attr = t, at, data, attr
+	// Every field: the slot may hold a node of the arena's last page.
+	*n = html.Node{Type: t, DataAtom: at, Data: data, Attr: attr}
 	return n
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"path"
 	"strings"
 )
 
@@ -164,10 +163,25 @@ func init() {
 
 // IsBinaryURL reports whether a URL's path ends in a binary file type.
 func IsBinaryURL(u string) bool {
-	if i := strings.IndexAny(u, "?#"); i >= 0 {
-		u = u[:i]
+	// The path ends at the query or fragment.
+	end := len(u)
+	for i := 0; i < len(u); i++ {
+		if u[i] == '?' || u[i] == '#' {
+			end = i
+			break
+		}
 	}
-	if i := strings.Index(u, "://"); i >= 0 {
+	u = u[:end]
+	i := -1
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		i = len("https")
+	case strings.HasPrefix(u, "http://"):
+		i = len("http")
+	default:
+		i = strings.Index(u, "://")
+	}
+	if i >= 0 {
 		u = u[i+3:]
 		if j := strings.IndexByte(u, '/'); j >= 0 {
 			u = u[j:]
@@ -175,32 +189,70 @@ func IsBinaryURL(u string) bool {
 			return false
 		}
 	}
-	ext := strings.TrimPrefix(path.Ext(u), ".")
-	return ext != "" && binaryExt[strings.ToLower(ext)]
+	// The extension: after the last dot of the last path segment.
+	dot := -1
+	for i := len(u) - 1; i >= 0 && u[i] != '/'; i-- {
+		if u[i] == '.' {
+			dot = i
+			break
+		}
+	}
+	if dot < 0 || len(u)-dot-1 > maxBinaryExt {
+		return false
+	}
+	var low [maxBinaryExt]byte
+	ext := low[:0]
+	for i := dot + 1; i < len(u); i++ {
+		c := u[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		ext = append(ext, c)
+	}
+	return len(ext) > 0 && binaryExt[string(ext)]
 }
 
+// maxBinaryExt is the length of binaryExt's longest extension.
+const maxBinaryExt = 5
+
 // outLinks collects every http(s) a/area href on the page. Pages repeat
-// links (menus, "read more"), so raw hrefs are deduplicated before the
-// comparatively costly resolution.
+// links (menus, "read more"), so raw hrefs that need the comparatively
+// costly general resolution are deduplicated before it.
 func outLinks(doc *Document) []string {
 	doc.scan()
-	var out []string
-	seenRaw := make(map[string]struct{}, len(doc.hrefs))
-	seen := make(map[string]struct{}, len(doc.hrefs))
+	out := make([]string, 0, min(len(doc.hrefs), MaxOutLinks))
+	seenRaw, seen := doc.linkSets()
+	// Room for the root-relative links the fast path builds, in one
+	// allocation.
+	pre, _ := doc.rootPrefix()
+	room := 0
+	for _, h := range doc.hrefs {
+		if len(h) > 0 && h[0] == '/' && (len(h) == 1 || h[1] != '/') {
+			room += len(pre) + len(h)
+		}
+	}
+	doc.reserve(room)
 	for _, h := range doc.hrefs {
 		if len(out) >= MaxOutLinks {
 			break
 		}
-		if _, dup := seenRaw[h]; dup {
+		u, ok := doc.fastResolve(h)
+		if !ok {
+			// The general resolution costs a parse: once per raw href.
+			if _, dup := seenRaw[h]; dup {
+				continue
+			}
+			seenRaw[h] = struct{}{}
+			var err error
+			if u, err = resolveURL(doc.Base, h); err != nil {
+				continue
+			}
+		}
+		if _, dup := seen[u]; dup {
 			continue
 		}
-		seenRaw[h] = struct{}{}
-		u, err := doc.resolve(h)
-		if err != nil || IsBinaryURL(u) {
-			continue
-		}
-		if _, dup := seen[u]; !dup {
-			seen[u] = struct{}{}
+		seen[u] = struct{}{}
+		if !IsBinaryURL(u) {
 			out = append(out, u)
 		}
 	}
@@ -223,24 +275,15 @@ func (d *Document) fastResolve(href string) (string, bool) {
 	if d.Base == nil || len(href) == 0 || len(href) > MaxURLLength {
 		return "", false
 	}
-	var rest string
-	var b strings.Builder
+	var rest, prefix string
+	abs := false
 	switch {
 	case href[0] == '/' && (len(href) == 1 || href[1] != '/'):
-		if d.prefixOK == 0 {
-			d.prefixOK = -1
-			c := *d.Base
-			c.Path, c.RawPath, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "/", "", "", false, "", ""
-			if s, err := normalizeParsed(&c); err == nil && strings.HasSuffix(s, "/") {
-				d.prefix, d.prefixOK = strings.TrimSuffix(s, "/"), 1
-			}
-		}
-		if d.prefixOK < 0 {
+		pre, ok := d.rootPrefix()
+		if !ok {
 			return "", false
 		}
-		b.Grow(len(d.prefix) + len(href))
-		b.WriteString(d.prefix)
-		rest = href
+		prefix, rest = pre, href
 	case strings.HasPrefix(href, "https://") || strings.HasPrefix(href, "http://"):
 		i := strings.Index(href, "://") + 3
 		j := i
@@ -250,12 +293,7 @@ func (d *Document) fastResolve(href string) (string, bool) {
 		if j == i || (j < len(href) && href[j] != '/' && href[j] != '?' && href[j] != '#') {
 			return "", false // empty host, or a port, user info, upper case…
 		}
-		b.Grow(len(href) + 1)
-		b.WriteString(href[:j])
-		rest = href[j:]
-		if rest == "" || rest[0] != '/' {
-			b.WriteByte('/')
-		}
+		prefix, rest, abs = href[:j], href[j:], true
 	default:
 		return "", false
 	}
@@ -284,11 +322,57 @@ func (d *Document) fastResolve(href string) (string, bool) {
 			return "", false
 		}
 	}
-	b.WriteString(rest[:q])
-	if b.Len() > MaxURLLength {
+	slash := ""
+	if rest == "" || rest[0] != '/' {
+		slash = "/" // "http://host", "http://host?q": the path is "/"
+	}
+	if len(prefix)+len(slash)+q > MaxURLLength {
 		return "", false
 	}
-	return b.String(), true
+	if abs && slash == "" {
+		// An absolute URL already in normal form: itself, without its
+		// fragment.
+		return href[:len(prefix)+q], true
+	}
+	return d.concat(prefix, slash, rest[:q]), true
+}
+
+// rootPrefix is the normalized scheme://host of the base that
+// root-relative links resolve against, computed once per document.
+func (d *Document) rootPrefix() (string, bool) {
+	if d.prefixOK == 0 && d.Base != nil {
+		d.prefixOK = -1
+		c := *d.Base
+		c.Path, c.RawPath, c.RawQuery, c.ForceQuery, c.Fragment, c.RawFragment = "/", "", "", false, "", ""
+		if s, err := normalizeParsed(&c); err == nil && strings.HasSuffix(s, "/") {
+			d.prefix, d.prefixOK = strings.TrimSuffix(s, "/"), 1
+		}
+	}
+	return d.prefix, d.prefixOK > 0
+}
+
+// reserve makes room for n bytes of concat's strings.
+func (d *Document) reserve(n int) {
+	if d.strs.Cap()-d.strs.Len() < n {
+		d.strs = strings.Builder{}
+		d.strs.Grow(n)
+	}
+}
+
+// concat returns x+y+z carved from one buffer per document: a page
+// resolves hundreds of links, and one allocation serves them all. The
+// builder never rewrites what it holds, so each string stays valid.
+func (d *Document) concat(x, y, z string) string {
+	n := len(x) + len(y) + len(z)
+	if d.strs.Cap()-d.strs.Len() < n {
+		d.strs = strings.Builder{}
+		d.strs.Grow(max(8<<10, n))
+	}
+	start := d.strs.Len()
+	d.strs.WriteString(x)
+	d.strs.WriteString(y)
+	d.strs.WriteString(z)
+	return d.strs.String()[start:]
 }
 
 func isHostByte(c byte) bool {

@@ -2,6 +2,7 @@ package etl
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/antchfx/htmlquery"
@@ -26,9 +27,31 @@ type xpathPlan struct {
 }
 
 // planShape is //tag[@attr='v' or "v"] followed by child and descendant
-// steps over names, *, @attr, text() and node(), without predicates: no
-// axis that leaves a match's subtree, no positions, no unions.
-var planShape = regexp.MustCompile(`^//([A-Za-z][A-Za-z0-9_-]*)\[\s*@([A-Za-z_][A-Za-z0-9_:.-]*)\s*=\s*(?:'([^']*)'|"([^"]*)")\s*\]((?:/{1,2}(?:@[A-Za-z_][A-Za-z0-9_:.-]*|@\*|[A-Za-z_][A-Za-z0-9_.-]*|\*|text\(\)|node\(\)))*)$`)
+// steps. A step is @attr, @*, text() or node(), or a name or * with
+// predicates comparing an attribute, the text or normalize-space() to a
+// literal, testing contains(@attr, literal), or a position; a step after
+// the first may take the following-sibling or preceding-sibling axis.
+// None of these reaches outside a match's subtree (the siblings of a
+// node below the match are below it too), and predicates see the same
+// context either way, so evaluating the rest from each match gives what
+// the whole expression gives.
+var planShape = regexp.MustCompile(`^//(` + planName + `)\[\s*@(` + planAttr + `)\s*=\s*(?:'([^']*)'|"([^"]*)")\s*\]((?:` + planStep + `)*)$`)
+
+const (
+	planName = `[A-Za-z][A-Za-z0-9_-]*`
+	planAttr = `[A-Za-z_][A-Za-z0-9_:.-]*`
+	planLit  = `(?:'[^']*'|"[^"]*")`
+	planPred = `\[\s*(?:@` + planAttr + `\s*=\s*` + planLit +
+		`|(?:text\(\)|normalize-space\(\s*\.?\s*\))\s*=\s*` + planLit +
+		`|contains\(\s*@` + planAttr + `\s*,\s*` + planLit + `\s*\)` +
+		`|[1-9][0-9]{0,3})\s*\]`
+	planStep = `/{1,2}(?:@` + planAttr + `|@\*|text\(\)|node\(\)` +
+		`|(?:(?:following|preceding)-sibling::)?(?:[A-Za-z_][A-Za-z0-9_.-]*|\*)(?:` + planPred + `)*)`
+)
+
+// planFirstSibling finds a sibling axis on the rest's first step, which
+// would leave the match's subtree.
+var planFirstSibling = regexp.MustCompile(`^/{1,2}(?:following|preceding)-sibling::`)
 
 // newXPathPlan returns the plan for expr, or nil when expr has another
 // shape.
@@ -38,6 +61,9 @@ func newXPathPlan(expr string) *xpathPlan {
 		return nil
 	}
 	p := &xpathPlan{tag: m[1], attr: m[2], value: m[3] + m[4]}
+	if planFirstSibling.MatchString(m[5]) {
+		return nil
+	}
 	if m[5] != "" {
 		p.rest = "." + m[5]
 		if _, err := compileXPath(p.rest); err != nil {
@@ -108,6 +134,10 @@ func (p *xpathPlan) eval(doc *Document, rest *xpath.Expr, value func(*htmlquery.
 func (d *Document) elementsByTag(tag string) []*html.Node {
 	if list, ok := d.byTag[tag]; ok {
 		return list
+	}
+	if !d.scanned && slices.Contains(d.planTags, tag) {
+		d.scan() // collects every plan tag at once
+		return d.byTag[tag]
 	}
 	if d.byTag == nil {
 		d.byTag = map[string][]*html.Node{}

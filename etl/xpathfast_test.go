@@ -27,6 +27,19 @@ var planExprs = []struct {
 	{"//p[contains(@class,'x')]", false, false},
 	{"//p[@class='x'] | //h1", false, false},
 	{"//p[@class='x']/following-sibling::p", false, false},
+	{"//div[@class='box']//following-sibling::span", false, false},
+	{"//div[@class='box']/span[ancestor::div]", false, false},
+	{"//div[@class='box']/span[last()]", false, false},
+	// Predicates and sibling axes below the match stay inside it.
+	{"//div[@class='profile']/h1[@class='fn']/text()", true, false},
+	{"//div[@class='box']//span[1]", true, false},
+	{"//div[@class='box']/span[2]/text()", true, true},
+	{"//div[@class='box']//span[contains(@class, 'c')]", true, false},
+	{"//div[@class='box']/div[@class='box']/span", true, false},
+	{"//dl[@class='profile']/dt[normalize-space()='Email']/following-sibling::dd[1]/text()", true, false},
+	{"//dl[@class='profile']/dt[text()='Name']/following-sibling::dd", true, false},
+	{"//dl[@class='profile']//dd/preceding-sibling::dt[1]", true, false},
+	{"//dl[@class='profile']/dt[normalize-space(.)=\"Location\"]//following-sibling::*", true, false},
 }
 
 var planPages = []string{
@@ -35,6 +48,9 @@ var planPages = []string{
 	`<h1 class=fn>A</h1><h1 class=fn>B</h1><h1 class=FN>C</h1><ul class=sites><li><a href=/a>a</a><li><a>no href</a><li><a href=/b>b</a></ul><ul class=sites><li><a href=/c>c</a></ul>`,
 	`<svg><a href=/svg class=x>s</a></svg><a href="/">home</a>`,
 	`<table><tr><td><div class=box><span>in cell</span></div></table>`,
+	`<div class=box><span class="a c">1</span><span class=c>2</span><b>x</b><span>3</span></div><div class=box><span>4</span></div>`,
+	`<dl class=profile><dt> Name </dt><dd>Ada</dd><dd>second</dd><dt>Email</dt><dd>ada@x.example</dd><dt>Location</dt><dd>Lisbon</dd></dl><dd>outside</dd>`,
+	`<div class=profile><h1 class=fn>Ada</h1><h1 class=fn>Two</h1></div><div class=profile><p><h1 class=fn>in p</h1></div><h1 class=fn>out</h1>`,
 }
 
 // TestXPathPlanAgrees: wherever the index answers an expression, it gives
