@@ -594,7 +594,13 @@ func (p *fastParser) readTagAt(pos int, start bool) int {
 		}
 	}
 	pos++ // the '>'
-	p.tok.atom, p.tok.data = p.name(nameStart, nameEnd)
+	if !start && p.closesTop(nameStart, nameEnd) {
+		// Most end tags close the current element: its name is theirs.
+		top := p.oe[len(p.oe)-1]
+		p.tok.atom, p.tok.data = top.DataAtom, top.Data
+	} else {
+		p.tok.atom, p.tok.data = p.name(nameStart, nameEnd)
+	}
 	if !start {
 		p.tok.typ = tEnd
 		return pos
@@ -658,6 +664,25 @@ func (p *fastParser) name(i, j int) (a.Atom, string) {
 		return 0, string(raw)
 	}
 	return 0, p.s[i:j]
+}
+
+// closesTop reports whether the name in b[i:j] is, exactly, that of the
+// current element (which is then an HTML element whose name has no upper
+// case, as every name the tokenizer makes).
+func (p *fastParser) closesTop(i, j int) bool {
+	if len(p.oe) == 0 {
+		return false
+	}
+	top := p.oe[len(p.oe)-1]
+	if top.Type != html.ElementNode || top.Namespace != "" || len(top.Data) != j-i {
+		return false
+	}
+	for k := 0; k < j-i; k++ {
+		if top.Data[k] != p.b[i+k] {
+			return false
+		}
+	}
+	return true
 }
 
 // nameSlot is where name caches a name's atom: its length and first and
@@ -985,7 +1010,7 @@ const (
 func (p *fastParser) indexOfElementInScope(s fastScope, match ...a.Atom) int {
 	for i := len(p.oe) - 1; i >= 0; i-- {
 		t := p.oe[i].DataAtom
-		if slices.Contains(match, t) {
+		if len(match) == 1 && t == match[0] || len(match) > 1 && slices.Contains(match, t) {
 			return i
 		}
 		switch s {
