@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"mime"
 	"net/http"
@@ -200,7 +201,11 @@ func decodeText(b []byte, label string, html bool) ([]byte, string) {
 	enc, name := chooseEncoding(b, label, html)
 	var out []byte
 	if name == "utf-8" {
-		out = bytes.ToValidUTF8(bytes.TrimPrefix(b, []byte("\xef\xbb\xbf")), []byte("\uFFFD"))
+		out = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+		if !utf8.Valid(out) {
+			// Most pages are valid and kept as they are, without a copy.
+			out = bytes.ToValidUTF8(out, []byte("\uFFFD"))
+		}
 	} else {
 		var err error
 		out, err = enc.NewDecoder().Bytes(stripBOM(b, name))
@@ -330,6 +335,13 @@ func highRunShare(b []byte) float64 {
 // tail cut by truncation counts as neither.
 func utf8Score(b []byte) (good, bad int) {
 	for i := 0; i < len(b); {
+		// ASCII, most of any page, eight bytes at a time.
+		for i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 == 0 {
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		if b[i] < utf8.RuneSelf {
 			i++
 			continue
