@@ -470,6 +470,17 @@ func (p *fastParser) skipWhiteSpace() bool {
 // readTag reads a tag whose first name byte is at p.pos-1.
 func (p *fastParser) readTag(start bool) { p.pos = p.readTagAt(p.pos, start) }
 
+// scanTo returns the position of the first byte from pos on that is in
+// class, or -1 when the page ends first.
+func (p *fastParser) scanTo(pos int, class uint8) int {
+	for ; pos < len(p.b); pos++ {
+		if byteClass[p.b[pos]]&class != 0 {
+			return pos
+		}
+	}
+	return -1
+}
+
 // skipSpace skips whitespace from pos; at the end of the page the tag is
 // cut off, which is left to html.Parse.
 func (p *fastParser) skipSpace(pos int) (int, bool) {
@@ -488,23 +499,12 @@ func (p *fastParser) skipSpace(pos int) (int, bool) {
 func (p *fastParser) readTagAt(pos int, start bool) int {
 	b, n := p.b, len(p.b)
 	ok := false
-	nameStart, nameEnd := pos-1, -1
-	for pos < n {
-		c := b[pos]
-		if byteClass[c]&cNameEnd == 0 {
-			pos++
-			continue
-		}
-		nameEnd = pos
-		if byteClass[c]&cSpace != 0 {
-			pos++
-		}
-		break
-	}
+	nameStart, nameEnd := pos-1, p.scanTo(pos, cNameEnd)
 	if nameEnd < 0 {
 		p.bail = true
 		return pos
 	}
+	pos = nameEnd
 	if pos, ok = p.skipSpace(pos); !ok {
 		return pos
 	}
@@ -556,24 +556,12 @@ func (p *fastParser) readTagAt(pos int, start bool) int {
 				vs, ve = pos, pos+j
 				pos += j + 1
 			default:
-				vs = pos - 1
-				ve = -1
-				for pos < n {
-					c := b[pos]
-					if byteClass[c]&cUnquotEnd == 0 {
-						pos++
-						continue
-					}
-					ve = pos
-					if c != '>' {
-						pos++
-					}
-					break
-				}
+				vs, ve = pos-1, p.scanTo(pos, cUnquotEnd)
 				if ve < 0 {
 					p.bail = true
 					return pos
 				}
+				pos = ve
 			}
 		}
 		if start && ke > ks {

@@ -119,7 +119,12 @@ func TestHostileCrawl(t *testing.T) {
 	}
 	rss := sup.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
 	t.Logf("hostile crawl of %d cases: %s; supervisor peak RSS %d MiB", len(cases), elapsed.Round(time.Millisecond), rss>>20)
-	if rss > 200<<20 {
-		t.Errorf("supervisor peak RSS %d MiB, want under 200 MiB", rss>>20)
+	// The bound catches a body, decompression or header that is not
+	// capped: the bombs among the cases expand to gigabytes. A capped
+	// crawl peaks at 155–175 MiB on an idle machine (8 workers, bodies up
+	// to 5 MiB, GOGC 200), and past 200 MiB when the machine is busy and
+	// the collector lags, so the bound leaves room for that.
+	if rss > 256<<20 {
+		t.Errorf("supervisor peak RSS %d MiB, want under 256 MiB", rss>>20)
 	}
 }
