@@ -58,44 +58,53 @@ func (d *Document) scan() {
 	// walk per tag.
 	var lists [][]*html.Node
 	if d.ar != nil {
+		// The fast parser listed the elements in document order.
 		lists = d.ar.lists(len(d.planTags))
+		for _, n := range d.ar.elems {
+			d.scanElement(n, lists)
+		}
 	} else {
 		lists = make([][]*html.Node, len(d.planTags))
-	}
-	walk(d.Root, func(n *html.Node) bool {
-		if n.Type != html.ElementNode {
+		walk(d.Root, func(n *html.Node) bool {
+			if n.Type == html.ElementNode {
+				d.scanElement(n, lists)
+			}
 			return true
-		}
-		for i, t := range d.planTags {
-			if len(n.Data) == len(t) && n.Data == t {
-				lists[i] = append(lists[i], n)
-			}
-		}
-		switch n.DataAtom {
-		case atom.A, atom.Area:
-			for _, a := range n.Attr {
-				if a.Key == "href" && a.Namespace == "" {
-					d.hrefs = append(d.hrefs, a.Val)
-					break
-				}
-			}
-		case atom.Meta:
-			d.indexMeta(n)
-		case atom.Script:
-			for _, a := range n.Attr {
-				if a.Key == "type" && strings.EqualFold(strings.TrimSpace(strings.SplitN(a.Val, ";", 2)[0]), "application/ld+json") {
-					d.ldTexts = append(d.ldTexts, innerText(n))
-					break
-				}
-			}
-		}
-		return true
-	})
+		})
+	}
 	if len(lists) > 0 && d.byTag == nil {
 		d.byTag = make(map[string][]*html.Node, len(lists))
 	}
 	for i, t := range d.planTags {
 		d.byTag[t] = lists[i]
+	}
+}
+
+// scanElement indexes one element for scan: its href, meta value,
+// JSON-LD text, and its place in the plan tags' lists.
+func (d *Document) scanElement(n *html.Node, lists [][]*html.Node) {
+	for i, t := range d.planTags {
+		if len(n.Data) == len(t) && n.Data == t {
+			lists[i] = append(lists[i], n)
+		}
+	}
+	switch n.DataAtom {
+	case atom.A, atom.Area:
+		for _, a := range n.Attr {
+			if a.Key == "href" && a.Namespace == "" {
+				d.hrefs = append(d.hrefs, a.Val)
+				break
+			}
+		}
+	case atom.Meta:
+		d.indexMeta(n)
+	case atom.Script:
+		for _, a := range n.Attr {
+			if a.Key == "type" && strings.EqualFold(strings.TrimSpace(strings.SplitN(a.Val, ";", 2)[0]), "application/ld+json") {
+				d.ldTexts = append(d.ldTexts, innerText(n))
+				break
+			}
+		}
 	}
 }
 

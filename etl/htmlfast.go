@@ -43,6 +43,13 @@ type arena struct {
 	seenRaw, seen map[string]struct{}
 	// The elements of the mappings' plan tags (Document.scan).
 	tagLists [][]*html.Node
+	// elems are the tree's elements in the order the parser made them,
+	// which is document order: every element is appended as the last
+	// child of the current node, and the fast parser leaves every case
+	// that moves a node (foster parenting, the adoption agency's
+	// furthest block) to html.Parse. Document.scan reads them instead of
+	// walking the tree.
+	elems []*html.Node
 }
 
 // lists returns n empty element lists that keep their memory from the
@@ -73,7 +80,7 @@ func takeArena(n int) *arena {
 	if cap(ar.nodes) < n {
 		ar.nodes = make([]html.Node, 0, n)
 	}
-	ar.nodes, ar.attrs, ar.hrefs = ar.nodes[:0], ar.attrs[:0], ar.hrefs[:0]
+	ar.nodes, ar.attrs, ar.hrefs, ar.elems = ar.nodes[:0], ar.attrs[:0], ar.hrefs[:0], ar.elems[:0]
 	return ar
 }
 
@@ -121,8 +128,9 @@ func fastParseArena(body []byte, s string) (root *html.Node, ar *arena, ok bool)
 	// About one node per '<'; a new slab is started if that falls short.
 	ar = takeArena(bytes.Count(body, []byte{'<'}) + 8)
 	p := &fastParser{b: body, s: s, doc: &html.Node{Type: html.DocumentNode},
-		nodes: ar.nodes, attrs: ar.attrs, names: &ar.names}
+		nodes: ar.nodes, attrs: ar.attrs, names: &ar.names, elems: ar.elems}
 	p.run()
+	ar.elems = p.elems
 	if !p.overflowed {
 		ar.nodes = p.nodes
 	}
@@ -218,6 +226,7 @@ type fastParser struct {
 	overflowed bool // nodes is no longer the arena's slab
 	attrs      []html.Attribute
 	names      *[256]a.Atom // the arena's name cache
+	elems      []*html.Node // every element, in the order made (arena.elems)
 	scratch    []html.Attribute
 	low        []byte
 	textBuf    map[*html.Node][]byte
@@ -844,6 +853,7 @@ func (p *fastParser) addChild(n *html.Node) {
 	}
 	appendChild(p.top(), n)
 	if n.Type == html.ElementNode {
+		p.elems = append(p.elems, n)
 		p.oe = append(p.oe, n)
 		if len(p.oe) > 512 { // html.Parse gives up here
 			p.bail = true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,9 +49,22 @@ func render(n *html.Node) string {
 // same nodes. It reports whether the fast path took the page.
 func checkFastParse(t *testing.T, page []byte) bool {
 	t.Helper()
-	fast, ok := fastParse(page, string(page))
+	fast, ar, ok := fastParseArena(page, string(page))
 	if !ok {
 		return false
+	}
+	// The elements the parser listed are the tree's, in document order
+	// (Document.scan reads them instead of walking).
+	var walked []*html.Node
+	walk(fast, func(n *html.Node) bool {
+		if n.Type == html.ElementNode {
+			walked = append(walked, n)
+		}
+		return true
+	})
+	if !slices.Equal(ar.elems, walked) {
+		t.Fatalf("the parser's element list (%d) is not the tree's elements in document order (%d) on %q",
+			len(ar.elems), len(walked), clip(string(page), 300))
 	}
 	std, err := html.Parse(bytes.NewReader(page))
 	if err != nil {
