@@ -28,8 +28,11 @@
 // on the same tree. HTML goes through a fast tree builder that reproduces
 // html.Parse exactly on the common shape of pages and hands anything else
 // (foster parenting, misnested formatting, foreign content, …) to
-// html.Parse; XPath of the common //tag[@attr='value']… shape is answered
-// from a per-document index of elements by tag:
+// html.Parse. The tree, its attributes and the page's scratch live in a
+// pooled arena that the next page reuses once extraction is done, so
+// nothing of the tree outlives Extract: what it returns is strings. XPath
+// of the common //tag[@attr='value']… shape is answered from a
+// per-document index of elements by tag:
 //
 //	ex := set.Extract("https://site.example/people/ada", body, "text/html")
 //	// ex.Fields: values per mapping field; ex.Links: from url_parsers;
