@@ -238,7 +238,10 @@ func (p *fastParser) run() {
 		if p.bail {
 			return
 		}
-		p.parseCurrentToken()
+		// Most tokens are taken in body at the first try.
+		if p.im != imInBody || !p.inBodyIM() {
+			p.parseCurrentToken()
+		}
 		if p.tok.typ == tEOF {
 			return
 		}
@@ -851,6 +854,12 @@ func (p *fastParser) addChild(n *html.Node) {
 		p.bail = true // foster parenting is left to html.Parse
 		return
 	}
+	p.appendToTop(n)
+}
+
+// appendToTop appends n to the current node and, if an element, opens
+// it. The caller has ruled out foster parenting.
+func (p *fastParser) appendToTop(n *html.Node) {
 	appendChild(p.top(), n)
 	if n.Type == html.ElementNode {
 		p.elems = append(p.elems, n)
@@ -881,7 +890,7 @@ func (p *fastParser) addText(text string) {
 		p.textBuf[last] = append(b, text...)
 		return
 	}
-	p.addChild(p.newNode(html.TextNode, 0, text, nil))
+	p.appendToTop(p.newNode(html.TextNode, 0, text, nil)) // not fostered: checked above
 }
 
 func (p *fastParser) addComment() {
