@@ -1020,6 +1020,9 @@ func (p *fastParser) indexOfElementInScope(s fastScope, match ...a.Atom) int {
 		if len(match) == 1 && t == match[0] || len(match) > 1 && slices.Contains(match, t) {
 			return i
 		}
+		if scopeBoundaries&(1<<(t>>8&63)) == 0 {
+			continue // no scope ends at this element
+		}
 		switch s {
 		case listItemScope:
 			if t == a.Ol || t == a.Ul {
@@ -1044,6 +1047,17 @@ func (p *fastParser) indexOfElementInScope(s fastScope, match ...a.Atom) int {
 	}
 	return -1
 }
+
+// scopeBoundaries has a bit for every element at which some scope ends
+// (by a hash of its atom), so that most elements of the stack are passed
+// over with one test.
+var scopeBoundaries = func() (m uint64) {
+	for _, t := range []a.Atom{a.Ol, a.Ul, a.Button, a.Html, a.Table, a.Template,
+		a.Applet, a.Caption, a.Td, a.Th, a.Marquee, a.Object, a.Select} {
+		m |= 1 << (t >> 8 & 63)
+	}
+	return m
+}()
 
 func (p *fastParser) elementInScope(s fastScope, match ...a.Atom) bool {
 	return p.indexOfElementInScope(s, match...) != -1

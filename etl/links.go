@@ -164,14 +164,12 @@ func init() {
 // IsBinaryURL reports whether a URL's path ends in a binary file type.
 func IsBinaryURL(u string) bool {
 	// The path ends at the query or fragment.
-	end := len(u)
-	for i := 0; i < len(u); i++ {
-		if u[i] == '?' || u[i] == '#' {
-			end = i
-			break
-		}
+	if i := strings.IndexByte(u, '#'); i >= 0 {
+		u = u[:i]
 	}
-	u = u[:end]
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
 	i := -1
 	switch {
 	case strings.HasPrefix(u, "https://"):
