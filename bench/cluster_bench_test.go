@@ -88,21 +88,7 @@ func newClusterBench(b *testing.B, opts testweb.LargeOptions) *clusterBench {
 	}
 	cb.records = writeFile(b, dir, "records.csv", testweb.LargeRecords(web))
 	// The fixture web's own mappings, as BenchmarkCrawl runs them.
-	cb.mappings = filepath.Join(dir, "mappings")
-	if err := os.MkdirAll(cb.mappings, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	files, _ := filepath.Glob("../mappings/testweb-*.json")
-	if len(files) == 0 {
-		b.Fatal("no fixture-web mappings in ../mappings")
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		writeFile(b, cb.mappings, filepath.Base(f), data)
-	}
+	cb.mappings = fixtureMappings(b, dir)
 	res := web.Resolve()
 	hostPorts := make([]string, 0, len(res))
 	for hp := range res {

@@ -103,23 +103,7 @@ func BenchmarkCrawl(b *testing.B) {
 		bin := goBuild(b, "..", "./cmd/backfill", filepath.Join(cb.dir, "backfill"))
 		// The same mappings colly runs: the fixture web's, not the
 		// generic bundled ones that run on every page.
-		maps := filepath.Join(cb.dir, "mappings")
-		if err := os.MkdirAll(maps, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		files, _ := filepath.Glob("../mappings/testweb-*.json")
-		if len(files) == 0 {
-			b.Fatal("no fixture-web mappings in ../mappings")
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(maps, filepath.Base(f)), data, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
+		maps := fixtureMappings(b, cb.dir)
 		results["backfill"] = cb.measure(b, func(i int) *exec.Cmd {
 			args := []string{"run",
 				"--records", cb.records,
@@ -333,6 +317,27 @@ func goBuild(b *testing.B, dir, pkg, out string) string {
 		b.Fatalf("go build %s: %v\n%s", pkg, err, msg)
 	}
 	return out
+}
+
+// fixtureMappings copies the fixture web's own mappings
+// (../mappings/testweb-*.json) into dir/mappings and returns that folder.
+func fixtureMappings(b *testing.B, dir string) string {
+	maps := filepath.Join(dir, "mappings")
+	if err := os.MkdirAll(maps, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	files, _ := filepath.Glob("../mappings/testweb-*.json")
+	if len(files) == 0 {
+		b.Fatal("no fixture-web mappings in ../mappings")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		writeFile(b, maps, filepath.Base(f), data)
+	}
+	return maps
 }
 
 func writeFile(b *testing.B, dir, name string, data []byte) string {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"backfill/etl"
+	"backfill/testweb"
 )
 
 // flipBits returns fp with n distinct random bits flipped.
@@ -299,34 +300,16 @@ func TestContentSeenConcurrent(t *testing.T) {
 	}
 }
 
-// textPages generates pages of prose-like text: words drawn with a
-// Zipf-like skew from a fixed vocabulary, so that unrelated pages share
-// their common words, as real pages do.
+// textPages generates pages of prose-like text (testweb.Prose) and
+// keeps the random source for the tests' other draws.
 type textPages struct {
-	r     *rand.Rand
-	vocab []string
-	zipf  *rand.Zipf
+	r *rand.Rand
+	*testweb.Prose
 }
 
 func newTextPages(seed uint64) *textPages {
 	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
-	vocab := make([]string, 5000)
-	for i := range vocab {
-		b := make([]byte, 2+r.IntN(8))
-		for j := range b {
-			b[j] = byte('a' + r.IntN(26))
-		}
-		vocab[i] = string(b)
-	}
-	return &textPages{r: r, vocab: vocab, zipf: rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))}
-}
-
-func (p *textPages) words(n int) []string {
-	w := make([]string, n)
-	for i := range w {
-		w[i] = p.vocab[p.zipf.Uint64()]
-	}
-	return w
+	return &textPages{r: r, Prose: testweb.NewProse(r)}
 }
 
 // TestContentSeenPages runs the whole test on real fingerprints of
@@ -344,7 +327,7 @@ func TestContentSeenPages(t *testing.T) {
 	const edits = 200
 	var near int
 	for i := range edits {
-		w := gen.words(500)
+		w := gen.Words(500)
 		orig := strings.Join(w, " ")
 		id := fmt.Sprint("orig", i)
 		if first, kind, _, _ := check(id, orig); kind != seenNew {
@@ -375,7 +358,7 @@ func TestContentSeenPages(t *testing.T) {
 	t.Logf("one-word edits of 500-word pages found as near duplicates: %d of %d", near, edits)
 	// 1,000 unrelated pages of 100 to 500 words: none is a duplicate.
 	for i := range 1000 {
-		text := strings.Join(gen.words(100+gen.r.IntN(400)), " ")
+		text := strings.Join(gen.Words(100+gen.r.IntN(400)), " ")
 		if first, kind, dist, _ := check(fmt.Sprint("other", i), text); kind != seenNew {
 			t.Fatalf("unrelated page %d: %v of %s at distance %d", i, kind, first, dist)
 		}

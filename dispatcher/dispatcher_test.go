@@ -52,16 +52,8 @@ func TestCrawl(t *testing.T) {
 	if rep.Records != 5 || rep.New != 5 || rep.Bad != 0 {
 		t.Fatalf("load report %+v", rep)
 	}
-	digest := e.set.Digest()
-	s1 := newSup(t, "s1", e.d.Endpoint(), 3, false, digest)
-	s2 := newSup(t, "s2", e.d.Endpoint(), 3, false, digest)
-	e.run(context.Background())
-	for _, s := range []*testSup{s1, s2} {
-		if !s.join(5 * time.Second) {
-			t.Fatalf("%s: no welcome", s.hello.Supervisor)
-		}
-	}
-	st := crawl(t, e, []*testSup{s1, s2}, crawlWeb(), 20*time.Second)
+	sups := e.runWithTwo()
+	st := crawl(t, e, sups, crawlWeb(), 20*time.Second)
 	if e.err != nil {
 		t.Fatalf("Run: %v", e.err)
 	}

@@ -116,6 +116,24 @@ func (e *env) run(ctx context.Context) {
 	}()
 }
 
+// runWithTwo starts two supervisors, s1 and s2, of capacity 3 for the
+// mapping set, runs the dispatcher and waits until both are welcomed.
+func (e *env) runWithTwo() []*testSup {
+	e.t.Helper()
+	digest := e.set.Digest()
+	sups := []*testSup{
+		newSup(e.t, "s1", e.d.Endpoint(), 3, false, digest),
+		newSup(e.t, "s2", e.d.Endpoint(), 3, false, digest),
+	}
+	e.run(context.Background())
+	for _, s := range sups {
+		if !s.join(5 * time.Second) {
+			e.t.Fatalf("%s: no welcome", s.hello.Supervisor)
+		}
+	}
+	return sups
+}
+
 func (e *env) finished() bool {
 	select {
 	case <-e.done:

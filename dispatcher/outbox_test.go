@@ -38,16 +38,8 @@ func (f *faultyStore) SetFields(ctx context.Context, id string, vals []store.Val
 func crawlPeople(t *testing.T, e *env) map[string]map[string]store.Value {
 	t.Helper()
 	e.load("people.csv", crawlRecords)
-	digest := e.set.Digest()
-	s1 := newSup(t, "s1", e.d.Endpoint(), 3, false, digest)
-	s2 := newSup(t, "s2", e.d.Endpoint(), 3, false, digest)
-	e.run(context.Background())
-	for _, s := range []*testSup{s1, s2} {
-		if !s.join(5 * time.Second) {
-			t.Fatalf("%s: no welcome", s.hello.Supervisor)
-		}
-	}
-	crawl(t, e, []*testSup{s1, s2}, crawlWeb(), 30*time.Second)
+	sups := e.runWithTwo()
+	crawl(t, e, sups, crawlWeb(), 30*time.Second)
 	if e.err != nil {
 		t.Fatalf("Run: %v", e.err)
 	}
@@ -242,16 +234,8 @@ func TestOutboxMongoOutage(t *testing.T) {
 		}
 		restarted <- srv.Restart()
 	}()
-	digest := e.set.Digest()
-	s1 := newSup(t, "s1", e.d.Endpoint(), 3, false, digest)
-	s2 := newSup(t, "s2", e.d.Endpoint(), 3, false, digest)
-	e.run(context.Background())
-	for _, s := range []*testSup{s1, s2} {
-		if !s.join(5 * time.Second) {
-			t.Fatalf("%s: no welcome", s.hello.Supervisor)
-		}
-	}
-	crawl(t, e, []*testSup{s1, s2}, crawlWeb(), time.Minute)
+	sups := e.runWithTwo()
+	crawl(t, e, sups, crawlWeb(), time.Minute)
 	if err := <-restarted; err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/testweb"
 	"golang.org/x/net/html"
 )
 
@@ -117,33 +118,16 @@ func TestTextFingerprintMatchesReference(t *testing.T) {
 	}
 }
 
-// genWords draws words from a fixed vocabulary with a Zipf-like skew, so
-// that generated pages share their common words as real pages do.
+// genWords generates pages of prose-like text (testweb.Prose) and keeps
+// the random source for the tests' other draws.
 type genWords struct {
-	r     *rand.Rand
-	vocab []string
-	zipf  *rand.Zipf
+	r *rand.Rand
+	*testweb.Prose
 }
 
 func newGenWords(seed uint64) *genWords {
 	r := rand.New(rand.NewPCG(seed, ^seed))
-	vocab := make([]string, 5000)
-	for i := range vocab {
-		b := make([]byte, 2+r.IntN(8))
-		for j := range b {
-			b[j] = byte('a' + r.IntN(26))
-		}
-		vocab[i] = string(b)
-	}
-	return &genWords{r: r, vocab: vocab, zipf: rand.NewZipf(r, 1.1, 2, uint64(len(vocab)-1))}
-}
-
-func (g *genWords) page(n int) []string {
-	w := make([]string, n)
-	for i := range w {
-		w[i] = g.vocab[g.zipf.Uint64()]
-	}
-	return w
+	return &genWords{r: r, Prose: testweb.NewProse(r)}
 }
 
 // TestFingerprintOneWordEdit: replacing one word of a 500-word page moves the simhash
@@ -158,7 +142,7 @@ func TestFingerprintOneWordEdit(t *testing.T) {
 	hist := make([]int, 65)
 	var sum int
 	for range pages {
-		w := g.page(500)
+		w := g.Words(500)
 		a := TextFingerprint(strings.Join(w, " "))
 		w[g.r.IntN(len(w))] = "qqedited"
 		b := TextFingerprint(strings.Join(w, " "))
@@ -175,7 +159,7 @@ func TestFingerprintOneWordEdit(t *testing.T) {
 		t.Fatalf("one-word edits too far apart: %d of %d within 3, mean distance %.2f", within, pages, float64(sum)/pages)
 	}
 	// A fixed page and edit, so one case is exact rather than statistical.
-	w := newGenWords(2).page(500)
+	w := newGenWords(2).Words(500)
 	a := TextFingerprint(strings.Join(w, " "))
 	w[250] = "changed"
 	if d := SimDistance(a.Sim, TextFingerprint(strings.Join(w, " ")).Sim); d > 3 {
@@ -189,7 +173,7 @@ func TestFingerprintUnrelatedPages(t *testing.T) {
 	g := newGenWords(3)
 	sims := make([]uint64, 1000)
 	for i := range sims {
-		sims[i] = TextFingerprint(strings.Join(g.page(100+g.r.IntN(400)), " ")).Sim
+		sims[i] = TextFingerprint(strings.Join(g.Words(100+g.r.IntN(400)), " ")).Sim
 	}
 	closest := 64
 	for i := range sims {
@@ -305,7 +289,7 @@ func FuzzPageFingerprint(f *testing.F) {
 }
 
 func BenchmarkTextFingerprint(b *testing.B) {
-	text := strings.Join(newGenWords(4).page(10_000), " ")
+	text := strings.Join(newGenWords(4).Words(10_000), " ")
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		TextFingerprint(text)

@@ -456,17 +456,6 @@ func TestSQLitePutLastCrawls(t *testing.T) {
 		if st.wantErr != "" && (err == nil || !strings.Contains(err.Error(), st.wantErr)) {
 			t.Fatalf("%s: error %v, want one saying %q", st.name, err, st.wantErr)
 		}
-		for host, want := range st.want {
-			got, err := s.LastCrawl(ctx, host)
-			if want.IsZero() {
-				if !errors.Is(err, store.ErrNotFound) {
-					t.Errorf("%s: LastCrawl(%s) = %v, %v; want not found", st.name, host, got, err)
-				}
-				continue
-			}
-			if err != nil || !got.Equal(want) {
-				t.Errorf("%s: LastCrawl(%s) = %v, %v; want %v", st.name, host, got, err, want)
-			}
-		}
+		storetest.CheckLastCrawls(ctx, t, s, st.name, st.want)
 	}
 }

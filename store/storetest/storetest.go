@@ -86,6 +86,25 @@ func noteRan(name string) {
 	ran = append(ran, name)
 }
 
+// CheckLastCrawls checks the store's last-crawl time of each host in
+// want; a zero time means the host must have none. step names the case
+// in messages.
+func CheckLastCrawls(ctx context.Context, t *testing.T, s store.Store, step string, want map[string]time.Time) {
+	t.Helper()
+	for host, w := range want {
+		got, err := s.LastCrawl(ctx, host)
+		if w.IsZero() {
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: LastCrawl(%s) = %v, %v; want not found", step, host, got, err)
+			}
+			continue
+		}
+		if err != nil || !got.Equal(w) {
+			t.Errorf("%s: LastCrawl(%s) = %v, %v; want %v", step, host, got, err, w)
+		}
+	}
+}
+
 // Backends lists the backends the suite ran against in this process, in
 // the order they first ran, so a TestMain can say plainly which ran:
 //
@@ -480,18 +499,7 @@ var cases = []testCase{
 			if (err != nil) != st.wantErr {
 				t.Fatalf("%s: PutLastCrawls error %v, want error: %v", st.name, err, st.wantErr)
 			}
-			for host, want := range st.want {
-				got, err := s.LastCrawl(ctx, host)
-				if want.IsZero() {
-					if !errors.Is(err, store.ErrNotFound) {
-						t.Errorf("%s: LastCrawl(%s) = %v, %v; want not found", st.name, host, got, err)
-					}
-					continue
-				}
-				if err != nil || !got.Equal(want) {
-					t.Errorf("%s: LastCrawl(%s) = %v, %v; want %v", st.name, host, got, err, want)
-				}
-			}
+			CheckLastCrawls(ctx, t, s, st.name, st.want)
 		}
 	}},
 	{"fields/redelivered results from concurrent writers", func(ctx context.Context, t *testing.T, s store.Store) {
