@@ -23,6 +23,10 @@ type Document struct {
 
 	parseErr error // why the body could not be parsed, if it could not
 
+	// shared: Body and the tree's strings lie in the caller's body, which
+	// is only valid for the call (see extract).
+	shared bool
+
 	ar *arena // the tree's pooled memory, given back by release
 
 	// lazily built, per document
@@ -141,7 +145,13 @@ func isJSONType(contentType string) bool {
 // when the body is valid JSON whatever the content type). A body that fails to
 // parse still yields a Document; the error is reported on every field.
 func NewDocument(pageURL string, body []byte, contentType string) *Document {
-	d := &Document{Body: string(body)}
+	return newDocument(pageURL, string(body), body, contentType)
+}
+
+// newDocument is NewDocument on body whose text is text, either a copy of
+// body or body's own memory (Extract, which copies out what it returns).
+func newDocument(pageURL, text string, body []byte, contentType string) *Document {
+	d := &Document{Body: text}
 	if u, err := url.Parse(strings.TrimSpace(pageURL)); err == nil && u.IsAbs() {
 		d.URL = u
 		d.Base = u

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"unsafe"
 )
 
 // Extract parses body once (HTML, or JSON when contentType says so) and runs
@@ -34,14 +35,27 @@ type tracer func(m *Mapping, r *rule, st *step, in, out []Value, err error)
 
 func (s *Set) extract(pageURL string, body []byte, contentType string, o extractOpts) (ex *Extraction) {
 	ex = &Extraction{}
+	var doc *Document
 	defer func() {
 		// Last line of defence: the per-mapping recover below should catch
 		// everything, but Extract promises never to panic.
 		if r := recover(); r != nil {
 			ex.Errors = append(ex.Errors, FieldError{Field: "(page)", Err: fmt.Sprintf("internal error: %v", r)})
 		}
+		if doc != nil && doc.shared {
+			doc.detach(ex, body)
+		}
 	}()
-	doc := NewDocument(pageURL, body, contentType)
+	if o.tr == nil && len(body) > 0 {
+		// The tree's strings share body's memory for the length of the
+		// call, sparing a copy of the page (and the collections it would
+		// cause); detach copies out what the extraction returns. A trace
+		// hands values to the tracer as they are made, so it takes a copy.
+		doc = newDocument(pageURL, unsafe.String(&body[0], len(body)), body, contentType)
+		doc.shared = true
+	} else {
+		doc = NewDocument(pageURL, body, contentType)
+	}
 	doc.planTags = s.planTags
 	// Nothing of the tree outlives extract: the values and links it
 	// returns are strings.
@@ -237,4 +251,68 @@ func firstFrames(stack []byte) string {
 		lines = lines[:16]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// detach copies every string of ex that lies in body's memory (the
+// document shares it, see extract) into one new buffer, so that what
+// Extract returns stays valid whatever the caller does with body next.
+func (d *Document) detach(ex *Extraction, body []byte) {
+	t := detacher{lo: uintptr(unsafe.Pointer(unsafe.SliceData(body))), size: uintptr(len(body))}
+	t.extraction(ex) // count
+	if t.n == 0 {
+		return
+	}
+	d.reserve(t.n)
+	t.d = d
+	t.extraction(ex) // copy
+}
+
+// detacher counts, then copies out, the strings that lie in the size
+// bytes from lo.
+type detacher struct {
+	lo, size uintptr
+	n        int       // bytes to copy
+	d        *Document // copy into d's buffer; nil: count only
+}
+
+func (t *detacher) one(s *string) {
+	if uintptr(unsafe.Pointer(unsafe.StringData(*s)))-t.lo < t.size {
+		t.take(s)
+	}
+}
+
+// take is apart from one so that one, inlined, stays a range check.
+//
+//go:noinline
+func (t *detacher) take(s *string) {
+	if t.d == nil {
+		t.n += len(*s)
+	} else {
+		*s = t.d.concat(*s, "", "")
+	}
+}
+
+func (t *detacher) all(ss []string) {
+	for i := range ss {
+		t.one(&ss[i])
+	}
+}
+
+func (t *detacher) extraction(ex *Extraction) {
+	t.all(ex.Mappings)
+	for i := range ex.Fields {
+		fv := &ex.Fields[i]
+		t.one(&fv.Mapping)
+		t.one(&fv.Field)
+		t.all(fv.Values)
+	}
+	t.all(ex.Links)
+	t.all(ex.OutLinks)
+	for i := range ex.Errors {
+		e := &ex.Errors[i]
+		t.one(&e.Mapping)
+		t.one(&e.Field)
+		t.one(&e.Processor)
+		t.one(&e.Err)
+	}
 }

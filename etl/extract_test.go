@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // TestExtractGolden runs mappings on saved pages and compares the whole
@@ -38,6 +39,11 @@ func TestExtractGolden(t *testing.T) {
 			got, err := json.MarshalIndent(ex, "", "  ")
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The extraction owns what it returns: the caller may reuse body.
+			scribble(body)
+			if again, _ := json.MarshalIndent(ex, "", "  "); !bytes.Equal(append(again, '\n'), append(got, '\n')) {
+				t.Errorf("the extraction changed with its body:\n%s", again)
 			}
 			got = append(got, '\n')
 			golden := filepath.Join("testdata", "extract", tc.name+".golden")
@@ -235,5 +241,37 @@ func TestExtractFingerprint(t *testing.T) {
 				t.Fatalf("no words counted in %q", tc.body)
 			}
 		})
+	}
+}
+
+// scribble overwrites b, as a caller reusing its buffer would.
+func scribble(b []byte) {
+	for i := range b {
+		b[i] = '#'
+	}
+}
+
+// TestDetach: the strings of an extraction that lie in the page's memory
+// are copied out, and the others are left as they are.
+func TestDetach(t *testing.T) {
+	body := []byte("<p>Ada Example</p><a href='https://a.example/x'>")
+	text := unsafe.String(&body[0], len(body))
+	outside := strings.Repeat("built elsewhere", 2)
+	ex := &Extraction{
+		Mappings: []string{"m"},
+		Fields:   []FieldValues{{Mapping: "m", Field: "name", Values: []string{text[3:14], outside, ""}}},
+		Links:    []string{text[27:46]},
+		OutLinks: []string{text[27:46], outside},
+		Errors:   []FieldError{{Mapping: "m", Field: "f", Processor: "p", Err: text[:3]}},
+	}
+	want := fmt.Sprintf("%#v", *ex)
+	d := &Document{}
+	d.detach(ex, body)
+	scribble(body)
+	if got := fmt.Sprintf("%#v", *ex); got != want {
+		t.Fatalf("after detach and a reuse of the body:\n%s\nwant\n%s", got, want)
+	}
+	if unsafe.StringData(ex.Fields[0].Values[1]) != unsafe.StringData(outside) || unsafe.StringData(ex.OutLinks[1]) != unsafe.StringData(outside) {
+		t.Error("a string outside the body was copied")
 	}
 }

@@ -1,6 +1,7 @@
 package etl
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,12 @@ func FuzzExtract(f *testing.F) {
 		ex := set.Extract("https://fuzz.example/dir/page?q=1", body, ctype)
 		if ex == nil {
 			t.Fatal("nil extraction")
+		}
+		// The extraction owns what it returns: the caller may reuse body.
+		before := fmt.Sprintf("%#v", *ex)
+		scribble(body)
+		if after := fmt.Sprintf("%#v", *ex); after != before {
+			t.Fatalf("the extraction changed with its body:\n%s\nwas\n%s", after, before)
 		}
 		for _, e := range ex.Errors {
 			if strings.Contains(e.Err, "internal error") {
