@@ -2,6 +2,7 @@ package etl
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ type arena struct {
 	// names caches atoms by nameSlot: a page names a few dozen tags and
 	// attributes thousands of times, and the cache costs one compare
 	// where atom.Lookup hashes the name.
-	names [256]a.Atom
+	names [256]nameEntry
 	// Link collection (outLinks) of the page's document.
 	hrefs         []string
 	seenRaw, seen map[string]struct{}
@@ -225,8 +226,8 @@ type fastParser struct {
 	nodes      []html.Node
 	overflowed bool // nodes is no longer the arena's slab
 	attrs      []html.Attribute
-	names      *[256]a.Atom // the arena's name cache
-	elems      []*html.Node // every element, in the order made (arena.elems)
+	names      *[256]nameEntry // the arena's name cache
+	elems      []*html.Node    // every element, in the order made (arena.elems)
 	scratch    []html.Attribute
 	low        []byte
 	textBuf    map[*html.Node][]byte
@@ -577,7 +578,7 @@ func (p *fastParser) readTagAt(pos int, start bool) int {
 			}
 		}
 		if start && ke > ks {
-			_, key := p.name(ks, ke)
+			key := p.cachedName(ks, ke)
 			dup := false
 			for _, at := range p.scratch {
 				if at.Key == key {
@@ -594,10 +595,8 @@ func (p *fastParser) readTagAt(pos int, start bool) int {
 		}
 	}
 	pos++ // the '>'
-	if !start && p.closesTop(nameStart, nameEnd) {
-		// Most end tags close the current element: its name is theirs.
-		top := p.oe[len(p.oe)-1]
-		p.tok.atom, p.tok.data = top.DataAtom, top.Data
+	if e := p.cached(nameStart, nameEnd); e != nil {
+		p.tok.atom, p.tok.data = e.at, e.s
 	} else {
 		p.tok.atom, p.tok.data = p.name(nameStart, nameEnd)
 	}
@@ -622,21 +621,44 @@ func (p *fastParser) readTagAt(pos int, start bool) int {
 	return pos
 }
 
+// cached returns the name cache's entry for the name in b[i:j] if it holds
+// it: the usual case, kept small enough to inline.
+func (p *fastParser) cached(i, j int) *nameEntry {
+	n := j - i
+	if uint(n-1) >= 8 || i+8 > len(p.b) {
+		return nil
+	}
+	w := binary.LittleEndian.Uint64(p.b[i:]) & (^uint64(0) >> (64 - 8*n))
+	e := &p.names[uint8(n*37+int(byte(w))*7+int(byte(w>>(8*(n-1)))))]
+	if e.w != w || e.n != n {
+		return nil
+	}
+	return e
+}
+
+// cachedName is name's string, through cached first.
+func (p *fastParser) cachedName(i, j int) string {
+	if e := p.cached(i, j); e != nil {
+		return e.s
+	}
+	_, s := p.name(i, j)
+	return s
+}
+
 // name returns the lower-cased name in b[i:j] with its atom, sharing the
 // atom's string or the input where it can.
 func (p *fastParser) name(i, j int) (a.Atom, string) {
 	raw := p.b[i:j]
+	// Most names are short: one load and one compare find them.
+	var w uint64
 	slot := nameSlot(raw)
-	if at := p.names[slot]; at != 0 {
-		if s := at.String(); len(s) == len(raw) {
-			k := 0
-			for k < len(s) && s[k] == raw[k] {
-				k++
-			}
-			if k == len(s) {
-				return at, s
-			}
+	if n := j - i; n <= 8 && i+8 <= len(p.b) {
+		w = binary.LittleEndian.Uint64(p.b[i:]) & (^uint64(0) >> (64 - 8*n))
+		if e := &p.names[slot]; e.w == w && e.n == n && e.at != 0 {
+			return e.at, e.s
 		}
+	} else if e := &p.names[slot]; e.n == n && e.w == 0 && e.at != 0 && e.s == string(raw) {
+		return e.at, e.s
 	}
 	upper := false
 	for _, c := range raw {
@@ -656,7 +678,7 @@ func (p *fastParser) name(i, j int) (a.Atom, string) {
 	}
 	if at := a.Lookup(raw); at != 0 {
 		if !upper {
-			p.names[slot] = at
+			p.names[slot] = nameEntry{w: w, n: len(raw), at: at, s: at.String()}
 		}
 		return at, at.String()
 	}
@@ -666,27 +688,18 @@ func (p *fastParser) name(i, j int) (a.Atom, string) {
 	return 0, p.s[i:j]
 }
 
-// closesTop reports whether the name in b[i:j] is, exactly, that of the
-// current element (which is then an HTML element whose name has no upper
-// case, as every name the tokenizer makes).
-func (p *fastParser) closesTop(i, j int) bool {
-	if len(p.oe) == 0 {
-		return false
-	}
-	top := p.oe[len(p.oe)-1]
-	if top.Type != html.ElementNode || top.Namespace != "" || len(top.Data) != j-i {
-		return false
-	}
-	for k := 0; k < j-i; k++ {
-		if top.Data[k] != p.b[i+k] {
-			return false
-		}
-	}
-	return true
+// nameEntry is a cached name: its atom and string, and the name itself,
+// as a word when it is 1 to 8 bytes long (w, little-endian, zero-padded)
+// or as the string.
+type nameEntry struct {
+	w  uint64
+	n  int
+	at a.Atom
+	s  string
 }
 
-// nameSlot is where name caches a name's atom: its length and first and
-// last bytes tell apart the names a page uses most.
+// nameSlot is where name caches a name: its length and first and last
+// bytes tell apart the names a page uses most.
 func nameSlot(b []byte) uint8 {
 	if len(b) == 0 {
 		return 0

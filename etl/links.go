@@ -237,24 +237,27 @@ func outLinks(doc *Document) []string {
 		u, ok := doc.fastResolve(h)
 		if !ok {
 			// The general resolution costs a parse: once per raw href.
-			if _, dup := seenRaw[h]; dup {
+			if !addNew(seenRaw, h) {
 				continue
 			}
-			seenRaw[h] = struct{}{}
 			var err error
 			if u, err = resolveURL(doc.Base, h); err != nil {
 				continue
 			}
 		}
-		if _, dup := seen[u]; dup {
-			continue
-		}
-		seen[u] = struct{}{}
-		if !IsBinaryURL(u) {
+		if addNew(seen, u) && !IsBinaryURL(u) {
 			out = append(out, u)
 		}
 	}
 	return out
+}
+
+// addNew adds s to set and reports whether it was not there: one hash
+// and probe where a lookup then an insert take two.
+func addNew(set map[string]struct{}, s string) bool {
+	n := len(set)
+	set[s] = struct{}{}
+	return len(set) > n
 }
 
 // resolve is resolveURL against the document's base. Most links on a page
