@@ -187,7 +187,13 @@ func IsBinaryURL(u string) bool {
 			return false
 		}
 	}
-	// The extension: after the last dot of the last path segment.
+	return binaryPath(u)
+}
+
+// binaryPath reports whether path (a URL path, or a URL's text up to the
+// end of its path) ends in a binary file type: the extension is after the
+// last dot of the last segment.
+func binaryPath(u string) bool {
 	dot := -1
 	for i := len(u) - 1; i >= 0 && u[i] != '/'; i-- {
 		if u[i] == '.' {
@@ -234,7 +240,7 @@ func outLinks(doc *Document) []string {
 		if len(out) >= MaxOutLinks {
 			break
 		}
-		u, ok := doc.fastResolve(h)
+		u, pathEnd, ok := doc.fastResolvePath(h)
 		if !ok {
 			// The general resolution costs a parse: once per raw href.
 			if !addNew(seenRaw, h) {
@@ -244,8 +250,12 @@ func outLinks(doc *Document) []string {
 			if u, err = resolveURL(doc.Base, h); err != nil {
 				continue
 			}
+			if addNew(seen, u) && !IsBinaryURL(u) {
+				out = append(out, u)
+			}
+			continue
 		}
-		if addNew(seen, u) && !IsBinaryURL(u) {
+		if addNew(seen, u) && !binaryPath(u[:pathEnd]) {
 			out = append(out, u)
 		}
 	}
@@ -273,8 +283,15 @@ func (d *Document) resolve(href string) (string, error) {
 }
 
 func (d *Document) fastResolve(href string) (string, bool) {
+	u, _, ok := d.fastResolvePath(href)
+	return u, ok
+}
+
+// fastResolvePath is fastResolve that also says where the result's path
+// ends (before its query).
+func (d *Document) fastResolvePath(href string) (u string, pathEnd int, ok bool) {
 	if d.Base == nil || len(href) == 0 || len(href) > MaxURLLength {
-		return "", false
+		return "", 0, false
 	}
 	var rest, prefix string
 	abs := false
@@ -282,45 +299,42 @@ func (d *Document) fastResolve(href string) (string, bool) {
 	case href[0] == '/' && (len(href) == 1 || href[1] != '/'):
 		pre, ok := d.rootPrefix()
 		if !ok {
-			return "", false
+			return "", 0, false
 		}
 		prefix, rest = pre, href
 	case strings.HasPrefix(href, "https://") || strings.HasPrefix(href, "http://"):
 		i := strings.Index(href, "://") + 3
 		j := i
-		for j < len(href) && isHostByte(href[j]) {
+		for j < len(href) && urlClass[href[j]]&uHost != 0 {
 			j++
 		}
 		if j == i || (j < len(href) && href[j] != '/' && href[j] != '?' && href[j] != '#') {
-			return "", false // empty host, or a port, user info, upper case…
+			return "", 0, false // empty host, or a port, user info, upper case…
 		}
 		prefix, rest, abs = href[:j], href[j:], true
 	default:
-		return "", false
+		return "", 0, false
 	}
 	// Path: unreserved characters only, no dot segments.
 	k := 0
 	for k < len(rest) && rest[k] != '?' && rest[k] != '#' {
-		if !isPathByte(rest[k]) {
-			return "", false
+		if urlClass[rest[k]]&uPath == 0 || rest[k] == '.' && k > 0 && rest[k-1] == '/' {
+			return "", 0, false
 		}
 		k++
-	}
-	if strings.Contains(rest[:k], "/.") {
-		return "", false
 	}
 	// Query, kept as it is; fragment, dropped.
 	q := k
 	if q < len(rest) && rest[q] == '?' {
 		for q++; q < len(rest) && rest[q] != '#'; q++ {
-			if !isQueryByte(rest[q]) {
-				return "", false
+			if urlClass[rest[q]]&uQuery == 0 {
+				return "", 0, false
 			}
 		}
 	}
 	for f := q + 1; f < len(rest); f++ {
-		if !isQueryByte(rest[f]) && rest[f] != '#' {
-			return "", false
+		if urlClass[rest[f]]&uQuery == 0 && rest[f] != '#' {
+			return "", 0, false
 		}
 	}
 	slash := ""
@@ -328,14 +342,15 @@ func (d *Document) fastResolve(href string) (string, bool) {
 		slash = "/" // "http://host", "http://host?q": the path is "/"
 	}
 	if len(prefix)+len(slash)+q > MaxURLLength {
-		return "", false
+		return "", 0, false
 	}
+	pathEnd = len(prefix) + len(slash) + k
 	if abs && slash == "" {
 		// An absolute URL already in normal form: itself, without its
 		// fragment.
-		return href[:len(prefix)+q], true
+		return href[:len(prefix)+q], pathEnd, true
 	}
-	return d.concat(prefix, slash, rest[:q]), true
+	return d.concat(prefix, slash, rest[:q]), pathEnd, true
 }
 
 // rootPrefix is the normalized scheme://host of the base that
@@ -376,21 +391,26 @@ func (d *Document) concat(x, y, z string) string {
 	return d.strs.String()[start:]
 }
 
-func isHostByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.'
-}
+// Byte classes of the fast resolver, one table load per byte.
+const (
+	uHost  = 1 << iota // a host byte kept as it is: lower case, digit, '-', '.'
+	uPath              // an unreserved path byte, or '/'
+	uQuery             // a query byte normalization keeps as it is
+)
 
-func isPathByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' || c == '/'
-}
-
-func isQueryByte(c byte) bool {
-	if isPathByte(c) {
-		return true
+var urlClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		lowerDigit := 'a' <= b && b <= 'z' || '0' <= b && b <= '9'
+		if lowerDigit || b == '-' || b == '.' {
+			t[c] |= uHost
+		}
+		if lowerDigit || 'A' <= b && b <= 'Z' || strings.IndexByte("-_.~/", b) >= 0 {
+			t[c] |= uPath | uQuery
+		}
+		if strings.IndexByte("!$&'()*+,;=:@?", b) >= 0 {
+			t[c] |= uQuery
+		}
 	}
-	switch c {
-	case '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '@', '?':
-		return true
-	}
-	return false
-}
+	return t
+}()

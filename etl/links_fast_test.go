@@ -22,6 +22,7 @@ var fastHrefs = []string{
 	"https://a..b/x", "https://-a-.example/x", "https://other.example/a/./b", "https://other.example/\u00e9",
 	"http://", "https:///x", "HTTP://other.example/", "//cdn.example/x", "rel/ative", "?q", "#frag",
 	"mailto:a@b.example", "javascript:void(0)", " /padded ", "/tab\tbed", "/new\nline",
+	"/f.pdf", "/f.PDF?x=1", "/f.html?x=a.pdf", "/d.zip/", "/p#x.png", "https://files.example/a.tar.gz", "https://x.pdf", "https://x.pdf?a.pdf",
 }
 
 // TestFastResolveAgrees checks that the fast path of Document.resolve
@@ -47,9 +48,12 @@ func checkFastResolve(t *testing.T, base, href string) (tookFast bool) {
 		t.Fatal(err)
 	}
 	d := &Document{URL: u, Base: u}
-	got, ok := d.fastResolve(href)
+	got, pathEnd, ok := d.fastResolvePath(href)
 	if !ok {
 		return false
+	}
+	if bin := binaryPath(got[:pathEnd]); bin != IsBinaryURL(got) {
+		t.Errorf("base %q href %q: %q up to its path end %q is binary %v, IsBinaryURL says %v", base, href, got, got[:pathEnd], bin, !bin)
 	}
 	want, err := resolveURL(u, href)
 	if err != nil {
