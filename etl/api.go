@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"golang.org/x/net/html/atom"
 )
 
 // Set is a loaded, compiled, validated set of mappings. Safe for concurrent
@@ -23,6 +25,8 @@ type Set struct {
 	// planTags are the tags the mappings' XPath plans look up; a
 	// document collects their elements in the one walk it makes anyway.
 	planTags []string
+	// planAtoms are planTags' atoms (0 for a name without one).
+	planAtoms []atom.Atom
 }
 
 // Mapping is one compiled site mapping.
@@ -224,6 +228,9 @@ func build(names []string, read func(string) ([]byte, error), label func(string)
 		}
 	}
 	s.planTags = sortedUnique(s.planTags)
+	for _, t := range s.planTags {
+		s.planAtoms = append(s.planAtoms, atom.Lookup([]byte(t)))
+	}
 	s.fields = sortedUnique(s.fields)
 	return s, nil
 }

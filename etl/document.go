@@ -30,17 +30,18 @@ type Document struct {
 	ar *arena // the tree's pooled memory, given back by release
 
 	// lazily built, per document
-	jsonld   []any
-	jsonldOK bool
-	scanned  bool                    // scan has run
-	meta     map[string][]string     // <meta> contents by lower-cased name/property/itemprop
-	ldTexts  []string                // bodies of application/ld+json scripts
-	hrefs    []string                // a/area href values, raw, in document order
-	prefix   string                  // normalized scheme://host of Base, for resolve
-	prefixOK int8                    // 0 not computed, 1 usable, -1 not usable
-	byTag    map[string][]*html.Node // elements by tag name, for xpathPlan
-	planTags []string                // tags scan collects into byTag
-	strs     strings.Builder         // resolved links, see concat
+	jsonld    []any
+	jsonldOK  bool
+	scanned   bool                    // scan has run
+	meta      map[string][]string     // <meta> contents by lower-cased name/property/itemprop
+	ldTexts   []string                // bodies of application/ld+json scripts
+	hrefs     []string                // a/area href values, raw, in document order
+	prefix    string                  // normalized scheme://host of Base, for resolve
+	prefixOK  int8                    // 0 not computed, 1 usable, -1 not usable
+	byTag     map[string][]*html.Node // elements by tag name, for xpathPlan
+	planTags  []string                // tags scan collects into byTag
+	planAtoms []atom.Atom             // their atoms, 0 where a tag has none
+	strs      strings.Builder         // resolved links, see concat
 }
 
 // scan walks the tree once and indexes what several parts of extraction
@@ -62,16 +63,19 @@ func (d *Document) scan() {
 	// walk per tag.
 	var lists [][]*html.Node
 	if d.ar != nil {
-		// The fast parser listed the elements in document order.
+		// The fast parser listed the elements in document order, and an
+		// element of its has the atom of its name, or none: the atom
+		// tells the plan tags apart.
 		lists = d.ar.lists(len(d.planTags))
+		byAtom := len(d.planAtoms) == len(d.planTags)
 		for _, n := range d.ar.elems {
-			d.scanElement(n, lists)
+			d.scanElement(n, lists, byAtom)
 		}
 	} else {
 		lists = make([][]*html.Node, len(d.planTags))
 		walk(d.Root, func(n *html.Node) bool {
 			if n.Type == html.ElementNode {
-				d.scanElement(n, lists)
+				d.scanElement(n, lists, false)
 			}
 			return true
 		})
@@ -86,10 +90,18 @@ func (d *Document) scan() {
 
 // scanElement indexes one element for scan: its href, meta value,
 // JSON-LD text, and its place in the plan tags' lists.
-func (d *Document) scanElement(n *html.Node, lists [][]*html.Node) {
-	for i, t := range d.planTags {
-		if len(n.Data) == len(t) && n.Data == t {
-			lists[i] = append(lists[i], n)
+func (d *Document) scanElement(n *html.Node, lists [][]*html.Node, byAtom bool) {
+	if byAtom {
+		for i, at := range d.planAtoms {
+			if n.DataAtom == at && (at != 0 || n.Data == d.planTags[i]) {
+				lists[i] = append(lists[i], n)
+			}
+		}
+	} else {
+		for i, t := range d.planTags {
+			if len(n.Data) == len(t) && n.Data == t {
+				lists[i] = append(lists[i], n)
+			}
 		}
 	}
 	switch n.DataAtom {
