@@ -628,9 +628,10 @@ func (p *fastParser) cached(i, j int) *nameEntry {
 	if uint(n-1) >= 8 || i+8 > len(p.b) {
 		return nil
 	}
-	w := binary.LittleEndian.Uint64(p.b[i:]) & (^uint64(0) >> (64 - 8*n))
-	e := &p.names[uint8(n*37+int(byte(w))*7+int(byte(w>>(8*(n-1)))))]
-	if e.w != w || e.n != n {
+	w := binary.LittleEndian.Uint64(p.b[i:]) & nameMask[n]
+	// The page has no NUL byte, so w says the length too.
+	e := &p.names[uint8(n*37+int(p.b[i])*7+int(p.b[j-1]))]
+	if e.w != w {
 		return nil
 	}
 	return e
@@ -653,7 +654,7 @@ func (p *fastParser) name(i, j int) (a.Atom, string) {
 	var w uint64
 	slot := nameSlot(raw)
 	if n := j - i; n <= 8 && i+8 <= len(p.b) {
-		w = binary.LittleEndian.Uint64(p.b[i:]) & (^uint64(0) >> (64 - 8*n))
+		w = binary.LittleEndian.Uint64(p.b[i:]) & nameMask[n]
 		if e := &p.names[slot]; e.w == w && e.n == n && e.at != 0 {
 			return e.at, e.s
 		}
@@ -697,6 +698,9 @@ type nameEntry struct {
 	at a.Atom
 	s  string
 }
+
+// nameMask[n] keeps the first n bytes of a little-endian word.
+var nameMask = [9]uint64{0, 0xff, 0xffff, 0xffffff, 0xffffffff, 0xffffffffff, 0xffffffffffff, 0xffffffffffffff, 0xffffffffffffffff}
 
 // nameSlot is where name caches a name: its length and first and last
 // bytes tell apart the names a page uses most.
