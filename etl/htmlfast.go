@@ -228,7 +228,6 @@ type fastParser struct {
 	attrs      []html.Attribute
 	names      *[256]nameEntry // the arena's name cache
 	elems      []*html.Node    // every element, in the order made (arena.elems)
-	scratch    []html.Attribute
 	low        []byte
 	textBuf    map[*html.Node][]byte
 }
@@ -521,7 +520,8 @@ func (p *fastParser) readTagAt(pos int, start bool) int {
 	if pos, ok = p.skipSpace(pos); !ok {
 		return pos
 	}
-	p.scratch = p.scratch[:0]
+	// The tag's attributes go straight to the end of the arena's slab.
+	base := len(p.attrs)
 	for b[pos] != '>' {
 		// attribute key
 		ks := pos
@@ -580,14 +580,19 @@ func (p *fastParser) readTagAt(pos int, start bool) int {
 		if start && ke > ks {
 			key := p.cachedName(ks, ke)
 			dup := false
-			for _, at := range p.scratch {
+			for _, at := range p.attrs[base:] {
 				if at.Key == key {
 					dup = true
 					break
 				}
 			}
 			if !dup {
-				p.scratch = append(p.scratch, html.Attribute{Key: key, Val: unescapeAttr(p.s[vs:ve])})
+				if len(p.attrs) == cap(p.attrs) {
+					// A new slab, with the tag's attributes so far.
+					na := make([]html.Attribute, 0, max(256, 2*cap(p.attrs)))
+					p.attrs, base = append(na, p.attrs[base:]...), 0
+				}
+				p.attrs = append(p.attrs, html.Attribute{Key: key, Val: unescapeAttr(p.s[vs:ve])})
 			}
 		}
 		if pos, ok = p.skipSpace(pos); !ok {
@@ -605,14 +610,8 @@ func (p *fastParser) readTagAt(pos int, start bool) int {
 		return pos
 	}
 	p.tok.typ = tStart
-	if k := len(p.scratch); k > 0 {
-		if len(p.attrs)+k > cap(p.attrs) {
-			p.attrs = make([]html.Attribute, 0, max(256, k, 2*cap(p.attrs)))
-		}
-		at := p.attrs[len(p.attrs) : len(p.attrs)+k : len(p.attrs)+k]
-		copy(at, p.scratch)
-		p.attrs = p.attrs[:len(p.attrs)+k]
-		p.tok.attr = at
+	if len(p.attrs) > base {
+		p.tok.attr = p.attrs[base:len(p.attrs):len(p.attrs)]
 	}
 	switch p.tok.atom {
 	case a.Iframe, a.Noembed, a.Noframes, a.Noscript, a.Plaintext, a.Script, a.Style, a.Textarea, a.Title, a.Xmp:
