@@ -1110,6 +1110,30 @@ func (p *fastParser) clearStackToContext(s fastScope) {
 	}
 }
 
+// closesTopByPop reports whether the end tag in body closes the current
+// element and nothing else, which most end tags do: for the tags below,
+// when the current element is theirs, each rule of the tEnd case in
+// inBodyIM comes to popping it. The element is in scope (it is the
+// current node), no implied end tag is above it, and a formatting element
+// that is also the last active one has no furthest block.
+func (p *fastParser) closesTopByPop() bool {
+	top := p.top()
+	if top.DataAtom != p.tok.atom {
+		return false
+	}
+	switch p.tok.atom {
+	case a.Address, a.Article, a.Aside, a.Blockquote, a.Button, a.Center, a.Details, a.Dialog, a.Dir, a.Div, a.Dl, a.Fieldset, a.Figcaption, a.Figure, a.Footer, a.Header, a.Hgroup, a.Listing, a.Main, a.Menu, a.Nav, a.Ol, a.Pre, a.Search, a.Section, a.Select, a.Summary, a.Ul,
+		a.P, a.Li, a.Dd, a.Dt, a.H1, a.H2, a.H3, a.H4, a.H5, a.H6:
+		return true
+	case a.A, a.B, a.Big, a.Code, a.Em, a.Font, a.I, a.Nobr, a.S, a.Small, a.Strike, a.Strong, a.Tt, a.U:
+		if k := len(p.afe) - 1; k >= 0 && p.afe[k] == top {
+			p.afe = p.afe[:k]
+			return true
+		}
+	}
+	return false
+}
+
 func (p *fastParser) generateImpliedEndTags(except string) {
 	i := len(p.oe) - 1
 	for ; i >= 0; i-- {
@@ -1646,6 +1670,10 @@ func (p *fastParser) inBodyIM() bool {
 			p.addElement()
 		}
 	case tEnd:
+		if p.closesTopByPop() {
+			p.pop()
+			return true
+		}
 		switch p.tok.atom {
 		case a.Body:
 			if p.elementInScope(defaultScope, a.Body) {

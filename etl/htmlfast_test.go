@@ -228,6 +228,13 @@ var fastCases = []struct {
 	{"doctype later", "<p>x<!DOCTYPE html>y", true},
 	{"doctype empty name", "<!DOCTYPE>x", true},
 	{"doctype amp", "<!DOCTYPE &amp;>x", false},
+	{"end tags close top", "<div><p>a</p></div><h2>b</h2><ul><li>c</li></ul><dl><dt>d</dt><dd>e</dd></dl><section><pre>f</pre></section><button>g</button>", true},
+	{"formatting end closes top", "<p><a href=x>a</a><b>b</b><i><em>c</em></i><code>d</code></p>", true},
+	{"formatting end twice", "<b><b>x</b>y</b>z", true},
+	{"formatting end behind marker", "<b><object><b>x</b></object>y</b>", true},
+	{"formatting end after reconstruct", "<p><i>x</p><b>y</b>z</i>", true},
+	{"heading end other level", "<h1>a</h2>b", true},
+	{"end tag under other top", "<div><span>x</div>y<ul><li><b>z</ul>", true},
 }
 
 func TestFastParseCases(t *testing.T) {
