@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzLoad feeds arbitrary bytes to the mapping loader: it must return a
@@ -106,6 +107,40 @@ func FuzzNormalizeURL(f *testing.F) {
 		again, err := NormalizeURL(n)
 		if err != nil || again != n {
 			t.Fatalf("NormalizeURL(%q) = %q, then %q, %v", raw, n, again, err)
+		}
+	})
+}
+
+// FuzzMayBeObfuscated holds the email processor's shortcut to its regular
+// expression: whatever it lets pass must have no obfuscated address.
+func FuzzMayBeObfuscated(f *testing.F) {
+	for _, s := range []string{"ada [at] ada [dot] example", "ada@ada.example", "ada (AT) x.example", "a @ b.example", "a[@]b.example",
+		"a\t@\tb.example", "a{at}b.example", "a<at>b.example", "a At b Dot example", "plain text", "caf\u00e9 AT b.c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !mayBeObfuscated(s) && obfWhole.MatchString(s) {
+			t.Fatalf("%q has an obfuscated address %q, and the shortcut skips it", s, obfWhole.FindString(s))
+		}
+	})
+}
+
+// FuzzDateShapes holds parseDate's shortcut: a layout it skips for a value
+// of another shape must be one time.Parse cannot read the value with.
+func FuzzDateShapes(f *testing.F) {
+	for _, s := range []string{"10 December 1815", "2024-05-06T07:08:09Z", "Mon, 02 Jan 2006 15:04:05 MST", "2006", "20060102",
+		"January 2006", "2024-05-06 07:08:09 UTC", "2024-05-06t07:08:09z", "Tue 3 Feb 2009", "3 févr. 2009"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v := shapeOf(s)
+		for k, l := range dateLayouts {
+			if v.digitFirst == layoutShapes[k].digitFirst && !(v.named && !layoutShapes[k].named) {
+				continue // tried
+			}
+			if _, err := time.Parse(l.layout, s); err == nil {
+				t.Fatalf("layout %q reads %q, and the shortcut skips it", l.layout, s)
+			}
 		}
 	})
 }

@@ -90,6 +90,15 @@ var dateLayouts = []dateLayout{
 	{"2006", "2006"},
 }
 
+// layoutShapes are dateLayouts' shapes, in order.
+var layoutShapes = func() []dateShape {
+	out := make([]dateShape, len(dateLayouts))
+	for i, l := range dateLayouts {
+		out[i] = shapeOf(l.layout)
+	}
+	return out
+}()
+
 var (
 	ordinalRe = regexp.MustCompile(`(?i)\b(\d{1,2})(st|nd|rd|th)\b`)
 	numDateRe = regexp.MustCompile(`^(\d{1,2})[./\-](\d{1,2})[./\-](\d{4}|\d{2})$`)
@@ -137,14 +146,39 @@ func parseDate(s string, o *dateOpts) (string, bool) {
 	clean := ordinalRe.ReplaceAllString(s, "$1")
 	clean = strings.ReplaceAll(clean, ",", "")
 	clean = strings.Join(strings.Fields(clean), " ")
-	for _, l := range dateLayouts {
-		for _, src := range [2]string{s, clean} {
+	srcs := [2]string{s, clean}
+	shapes := [2]dateShape{shapeOf(s), shapeOf(clean)}
+	for k, l := range dateLayouts {
+		for i, src := range srcs {
+			// A layout cannot read a value of another shape: time.Parse
+			// would fail, and its errors cost allocations.
+			if v := shapes[i]; v.digitFirst != layoutShapes[k].digitFirst || v.named && !layoutShapes[k].named {
+				continue
+			}
 			if t, err := time.Parse(l.layout, src); err == nil {
 				return t.Format(l.out), true
 			}
 		}
 	}
 	return "", false
+}
+
+// dateShape is what tells a date layout from the values it cannot read:
+// whether it starts with a digit, and whether it has a name (of a month, a
+// day or a zone), that is a letter other than the 'T' and 'Z' a numeric
+// layout takes, or a byte beyond ASCII.
+type dateShape struct{ digitFirst, named bool }
+
+func shapeOf(s string) dateShape {
+	sh := dateShape{digitFirst: s != "" && '0' <= s[0] && s[0] <= '9'}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c|0x20 && c|0x20 <= 'z' && c != 'T' && c != 'Z' || c >= 0x80 {
+			sh.named = true
+			break
+		}
+	}
+	return sh
 }
 
 // formatDate writes t with the precision its layout had.

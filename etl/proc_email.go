@@ -38,10 +38,32 @@ func deobfuscate(s string) string {
 	if strings.Contains(s, "&") {
 		s = html.UnescapeString(s)
 	}
+	if !mayBeObfuscated(s) {
+		return s
+	}
 	return obfWhole.ReplaceAllStringFunc(s, func(m string) string {
 		m = obfAt.ReplaceAllString(m, "@")
 		return obfDot.ReplaceAllString(m, ".")
 	})
+}
+
+// mayBeObfuscated reports whether s has what every match of obfWhole has:
+// "at" in any case, or an '@' after whitespace or an opening bracket. Most
+// values have neither, and the test spares them the regular expression.
+func mayBeObfuscated(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case 'a', 'A':
+			if i+1 < len(s) && (s[i+1] == 't' || s[i+1] == 'T') {
+				return true
+			}
+		case '@':
+			if i > 0 && strings.IndexByte("[( \t\n\f\r", s[i-1]) >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // findEmails returns the addresses in s, lower-cased, in order.
