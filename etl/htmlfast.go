@@ -326,10 +326,13 @@ var byteClass = func() (t [256]uint8) {
 // next reads the next token into p.tok, setting p.bail where the input
 // leaves the supported subset.
 func (p *fastParser) next() {
-	p.tok = fastToken{}
+	// Every token sets its data (the data of a page that bails is never
+	// read); the other fields are reset here, which costs less than the
+	// whole token.
+	p.tok.typ, p.tok.atom, p.tok.attr = tEOF, 0, nil
 	b, n := p.b, len(p.b)
 	if p.pos >= n {
-		p.tok.typ = tEOF
+		p.tok.data = ""
 		return
 	}
 	if p.rawTag != "" {
@@ -933,7 +936,9 @@ func (p *fastParser) addFormattingElement() {
 	if p.bail {
 		return
 	}
-	slices.SortFunc(attr, attrCompare)
+	if len(attr) > 1 {
+		slices.SortFunc(attr, attrCompare)
+	}
 	identical := 0
 	for i := len(p.afe) - 1; i >= 0; i-- {
 		n := p.afe[i]
@@ -952,7 +957,9 @@ func (p *fastParser) addFormattingElement() {
 		}
 	}
 	top := p.top()
-	slices.SortFunc(top.Attr, attrCompare)
+	if len(top.Attr) > 1 {
+		slices.SortFunc(top.Attr, attrCompare)
+	}
 	p.afe = append(p.afe, top)
 }
 
