@@ -27,6 +27,8 @@ type Set struct {
 	planTags []string
 	// planAtoms are planTags' atoms (0 for a name without one).
 	planAtoms []atom.Atom
+	// scanMask has a bit (scanBit) for every atom scan looks at.
+	scanMask uint64
 }
 
 // Mapping is one compiled site mapping.
@@ -231,6 +233,7 @@ func build(names []string, read func(string) ([]byte, error), label func(string)
 	for _, t := range s.planTags {
 		s.planAtoms = append(s.planAtoms, atom.Lookup([]byte(t)))
 	}
+	s.scanMask = scanMask(s.planAtoms)
 	s.fields = sortedUnique(s.fields)
 	return s, nil
 }

@@ -41,6 +41,7 @@ type Document struct {
 	byTag     map[string][]*html.Node // elements by tag name, for xpathPlan
 	planTags  []string                // tags scan collects into byTag
 	planAtoms []atom.Atom             // their atoms, 0 where a tag has none
+	scanMask  uint64                  // scanMask(planAtoms), 0 when not computed
 	strs      strings.Builder         // resolved links, see concat
 }
 
@@ -68,8 +69,16 @@ func (d *Document) scan() {
 		// tells the plan tags apart.
 		lists = d.ar.lists(len(d.planTags))
 		byAtom := len(d.planAtoms) == len(d.planTags)
+		mask := ^uint64(0)
+		if byAtom {
+			if mask = d.scanMask; mask == 0 {
+				mask = scanMask(d.planAtoms)
+			}
+		}
 		for _, n := range d.ar.elems {
-			d.scanElement(n, lists, byAtom)
+			if mask&scanBit(n.DataAtom) != 0 {
+				d.scanElement(n, lists, byAtom)
+			}
 		}
 	} else {
 		lists = make([][]*html.Node, len(d.planTags))
@@ -87,6 +96,19 @@ func (d *Document) scan() {
 		d.byTag[t] = lists[i]
 	}
 }
+
+// scanMask is a filter of the atoms scan looks at: a bit (scanBit) for
+// each of planAtoms and of the elements scanElement reads. An element whose
+// bit is clear is of none of them.
+func scanMask(planAtoms []atom.Atom) uint64 {
+	m := scanBit(atom.A) | scanBit(atom.Area) | scanBit(atom.Meta) | scanBit(atom.Script)
+	for _, t := range planAtoms {
+		m |= scanBit(t)
+	}
+	return m
+}
+
+func scanBit(t atom.Atom) uint64 { return 1 << (t >> 8 & 63) }
 
 // scanElement indexes one element for scan: its href, meta value,
 // JSON-LD text, and its place in the plan tags' lists.

@@ -56,7 +56,7 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 	} else {
 		doc = NewDocument(pageURL, body, contentType)
 	}
-	doc.planTags, doc.planAtoms = s.planTags, s.planAtoms
+	doc.planTags, doc.planAtoms, doc.scanMask = s.planTags, s.planAtoms, s.scanMask
 	// Nothing of the tree outlives extract: the values and links it
 	// returns are strings.
 	defer doc.release()
