@@ -324,18 +324,18 @@ func (d *Document) docValue() []Value {
 	return []Value{v}
 }
 
-// linkSets returns two empty sets for outLinks, the arena's when the
-// document has one.
-func (d *Document) linkSets() (raw, resolved map[string]struct{}) {
+// linkSets returns outLinks' two sets, the arena's when the document has
+// one: the raw hrefs', empty, and the resolved links', which outLinks
+// resets for its number of links.
+func (d *Document) linkSets() (raw map[string]struct{}, resolved *stringSet) {
 	if d.ar == nil {
-		return make(map[string]struct{}, len(d.hrefs)), make(map[string]struct{}, len(d.hrefs))
+		return map[string]struct{}{}, &stringSet{}
 	}
-	if d.ar.seen == nil {
-		d.ar.seenRaw, d.ar.seen = make(map[string]struct{}, len(d.hrefs)), make(map[string]struct{}, len(d.hrefs))
+	if d.ar.seenRaw == nil {
+		d.ar.seenRaw = map[string]struct{}{}
 	}
 	clear(d.ar.seenRaw)
-	clear(d.ar.seen)
-	return d.ar.seenRaw, d.ar.seen
+	return d.ar.seenRaw, &d.ar.seen
 }
 
 // release gives the tree's nodes back for the next page. The document and

@@ -40,8 +40,9 @@ type arena struct {
 	// where atom.Lookup hashes the name.
 	names [256]nameEntry
 	// Link collection (outLinks) of the page's document.
-	hrefs         []string
-	seenRaw, seen map[string]struct{}
+	hrefs   []string
+	seenRaw map[string]struct{}
+	seen    stringSet
 	// The elements of the mappings' plan tags (Document.scan).
 	tagLists [][]*html.Node
 	// elems are the tree's elements in the order the parser made them,
@@ -88,7 +89,7 @@ func takeArena(n int) *arena {
 // releaseArena keeps ar for the next page. Nothing may use the tree built
 // in it afterwards.
 func releaseArena(ar *arena) {
-	if ar == nil || cap(ar.nodes) > maxPooledSlab || cap(ar.attrs) > maxPooledSlab {
+	if ar == nil || cap(ar.nodes) > maxPooledSlab || cap(ar.attrs) > maxPooledSlab || cap(ar.seen.slots) > maxPooledSlab {
 		return
 	}
 	arenas.Put(ar)
@@ -311,6 +312,8 @@ const (
 	cNameEnd               // ends a tag name: whitespace, '/', '>'
 	cKeyEnd                // ends an attribute name: that and '='
 	cUnquotEnd             // ends an unquoted attribute value: whitespace, '>'
+	cLetter                // an ASCII letter
+	cMarkup                // after '<', starts markup: a letter, '/', '!', '?'
 )
 
 var byteClass = func() (t [256]uint8) {
@@ -320,6 +323,13 @@ var byteClass = func() (t [256]uint8) {
 	t['/'] |= cNameEnd | cKeyEnd
 	t['>'] |= cNameEnd | cKeyEnd | cUnquotEnd
 	t['='] |= cKeyEnd
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] |= cLetter | cMarkup
+		t[c-'a'+'A'] |= cLetter | cMarkup
+	}
+	t['/'] |= cMarkup
+	t['!'] |= cMarkup
+	t['?'] |= cMarkup
 	return t
 }()
 
@@ -366,7 +376,7 @@ func (p *fastParser) next() {
 			return
 		}
 		c := b[i+1]
-		if isLetter(c) || c == '/' || c == '!' || c == '?' {
+		if byteClass[c]&cMarkup != 0 {
 			break
 		}
 		i++
@@ -378,11 +388,11 @@ func (p *fastParser) next() {
 	}
 	c := b[i+1]
 	switch {
-	case isLetter(c):
+	case byteClass[c]&cLetter != 0:
 		p.pos = i + 2
 		p.readTag(true)
 	case c == '/':
-		if i+2 >= n || !isLetter(b[i+2]) {
+		if i+2 >= n || byteClass[b[i+2]]&cLetter == 0 {
 			// "</>", "</" at the end and bogus comments like "</ x>"
 			// are rare enough to leave to html.Parse.
 			p.bail = true

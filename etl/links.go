@@ -3,6 +3,7 @@ package etl
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net"
 	"net/url"
 	"strings"
@@ -226,6 +227,7 @@ func outLinks(doc *Document) []string {
 	doc.scan()
 	out := make([]string, 0, min(len(doc.hrefs), MaxOutLinks))
 	seenRaw, seen := doc.linkSets()
+	seen.reset(len(doc.hrefs))
 	// Room for the root-relative links the fast path builds, in one
 	// allocation.
 	pre, _ := doc.rootPrefix()
@@ -250,12 +252,12 @@ func outLinks(doc *Document) []string {
 			if u, err = resolveURL(doc.Base, h); err != nil {
 				continue
 			}
-			if addNew(seen, u) && !IsBinaryURL(u) {
+			if seen.add(u) && !IsBinaryURL(u) {
 				out = append(out, u)
 			}
 			continue
 		}
-		if addNew(seen, u) && !binaryPath(u[:pathEnd]) {
+		if seen.add(u) && !binaryPath(u[:pathEnd]) {
 			out = append(out, u)
 		}
 	}
@@ -268,6 +270,54 @@ func addNew(set map[string]struct{}, s string) bool {
 	n := len(set)
 	set[s] = struct{}{}
 	return len(set) > n
+}
+
+// stringSet is the set outLinks deduplicates resolved links with: open
+// addressing over the strings' hashes, in a table sized once for the
+// page's links, costs a fraction of a map insert per link. It is kept with
+// the arena.
+type stringSet struct {
+	seed  maphash.Seed
+	slots []setSlot
+}
+
+type setSlot struct {
+	h uint64
+	s string // "" when the slot is free; the set holds no empty string
+}
+
+// reset empties the set and sizes it for up to n strings.
+func (t *stringSet) reset(n int) {
+	if t.seed == (maphash.Seed{}) {
+		t.seed = maphash.MakeSeed()
+	}
+	size := 16
+	for size < 2*n {
+		size <<= 1
+	}
+	if cap(t.slots) < size {
+		t.slots = make([]setSlot, size)
+		return
+	}
+	t.slots = t.slots[:size]
+	clear(t.slots)
+}
+
+// add adds a non-empty x, at most n of them since reset(n), and reports
+// whether it was not there yet.
+func (t *stringSet) add(x string) bool {
+	h := maphash.String(t.seed, x)
+	mask := uint64(len(t.slots) - 1)
+	for j := h & mask; ; j = (j + 1) & mask {
+		e := &t.slots[j]
+		if e.s == "" {
+			e.h, e.s = h, x
+			return true
+		}
+		if e.h == h && e.s == x {
+			return false
+		}
+	}
 }
 
 // resolve is resolveURL against the document's base. Most links on a page

@@ -1,6 +1,7 @@
 package etl
 
 import (
+	"fmt"
 	"net/url"
 	"testing"
 )
@@ -75,4 +76,26 @@ func FuzzFastResolve(f *testing.F) {
 		}
 		checkFastResolve(t, base, href)
 	})
+}
+
+// TestStringSet: the set outLinks dedupes with says what a map says, reused
+// across pages of every size.
+func TestStringSet(t *testing.T) {
+	var set stringSet
+	for _, n := range []int{0, 1, 7, 8, 9, 100, 3000, 5} {
+		set.reset(n)
+		want := map[string]bool{}
+		for i := range n {
+			// Repeats, and strings that differ only at the end.
+			s := fmt.Sprintf("https://a.example/%d", i%(n/3+1))
+			_, had := want[s]
+			want[s] = true
+			if got := set.add(s); got == had {
+				t.Fatalf("n=%d: add(%q) = %v, set had it: %v", n, s, got, had)
+			}
+		}
+		if n > 1 && len(want) == n {
+			t.Fatalf("n=%d: the test has no repeats", n)
+		}
+	}
 }
