@@ -605,7 +605,10 @@ func (p *fastParser) readTagAt(pos int, start bool) int {
 					na := make([]html.Attribute, 0, max(256, 2*cap(p.attrs)))
 					p.attrs, base = append(na, p.attrs[base:]...), 0
 				}
-				p.attrs = append(p.attrs, html.Attribute{Key: key, Val: unescapeAttr(p.s[vs:ve])})
+				// Field by field, as in newNode.
+				p.attrs = p.attrs[:len(p.attrs)+1]
+				at := &p.attrs[len(p.attrs)-1]
+				at.Namespace, at.Key, at.Val = "", key, unescapeAttr(p.s[vs:ve])
 			}
 		}
 		if pos, ok = p.skipSpace(pos); !ok {
@@ -839,8 +842,12 @@ func (p *fastParser) newNode(t html.NodeType, at a.Atom, data string, attr []htm
 	}
 	p.nodes = p.nodes[:len(p.nodes)+1]
 	n := &p.nodes[len(p.nodes)-1]
-	// Every field: the slot may hold a node of the arena's last page.
-	*n = html.Node{Type: t, DataAtom: at, Data: data, Attr: attr}
+	// Every field: the slot may hold a node of the arena's last page. One
+	// by one, not as a composite literal, which the compiler builds on
+	// the stack and copies in 16-byte moves that stall on the field
+	// stores just made.
+	n.Parent, n.FirstChild, n.LastChild, n.PrevSibling, n.NextSibling = nil, nil, nil, nil, nil
+	n.Type, n.DataAtom, n.Data, n.Namespace, n.Attr = t, at, data, "", attr
 	return n
 }
 
