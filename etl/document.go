@@ -42,7 +42,7 @@ type Document struct {
 	planTags  []string                // tags scan collects into byTag
 	planAtoms []atom.Atom             // their atoms, 0 where a tag has none
 	scanMask  uint64                  // scanMask(planAtoms), 0 when not computed
-	strs      strings.Builder         // resolved links, see concat
+	strs      []byte                  // resolved links, see concat
 }
 
 // scan walks the tree once and indexes what several parts of extraction

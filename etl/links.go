@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unsafe"
 )
 
 // MaxURLLength is the longest URL the project accepts.
@@ -367,11 +368,17 @@ func (d *Document) fastResolvePath(href string) (u string, pathEnd int, ok bool)
 	}
 	// Path: unreserved characters only, no dot segments.
 	k := 0
-	for k < len(rest) && rest[k] != '?' && rest[k] != '#' {
-		if urlClass[rest[k]]&uPath == 0 || rest[k] == '.' && k > 0 && rest[k-1] == '/' {
+	for ; k < len(rest); k++ {
+		c := rest[k]
+		if urlClass[c]&uPlain != 0 {
+			continue
+		}
+		if c == '?' || c == '#' {
+			break
+		}
+		if c != '.' || k > 0 && rest[k-1] == '/' {
 			return "", 0, false
 		}
-		k++
 	}
 	// Query, kept as it is; fragment, dropped.
 	q := k
@@ -419,33 +426,38 @@ func (d *Document) rootPrefix() (string, bool) {
 
 // reserve makes room for n bytes of concat's strings.
 func (d *Document) reserve(n int) {
-	if d.strs.Cap()-d.strs.Len() < n {
-		d.strs = strings.Builder{}
-		d.strs.Grow(n)
+	if cap(d.strs)-len(d.strs) < n {
+		d.strs = make([]byte, 0, n)
 	}
 }
 
 // concat returns x+y+z carved from one buffer per document: a page
-// resolves hundreds of links, and one allocation serves them all. The
-// builder never rewrites what it holds, so each string stays valid.
+// resolves hundreds of links, and one allocation serves them all. A byte
+// of the buffer is written once and never again (a full buffer is
+// replaced, not reused), so each string stays valid, as strings.Builder's
+// do; the builder's checks cost more than the copies here.
 func (d *Document) concat(x, y, z string) string {
 	n := len(x) + len(y) + len(z)
-	if d.strs.Cap()-d.strs.Len() < n {
-		d.strs = strings.Builder{}
-		d.strs.Grow(max(8<<10, n))
+	if n == 0 {
+		return ""
 	}
-	start := d.strs.Len()
-	d.strs.WriteString(x)
-	d.strs.WriteString(y)
-	d.strs.WriteString(z)
-	return d.strs.String()[start:]
+	if cap(d.strs)-len(d.strs) < n {
+		d.strs = make([]byte, 0, max(8<<10, n))
+	}
+	start := len(d.strs)
+	d.strs = append(d.strs, x...)
+	if y != "" {
+		d.strs = append(d.strs, y...)
+	}
+	d.strs = append(d.strs, z...)
+	return unsafe.String(&d.strs[start], n)
 }
 
 // Byte classes of the fast resolver, one table load per byte.
 const (
 	uHost  = 1 << iota // a host byte kept as it is: lower case, digit, '-', '.'
-	uPath              // an unreserved path byte, or '/'
 	uQuery             // a query byte normalization keeps as it is
+	uPlain             // a path byte other than '.'
 )
 
 var urlClass = func() (t [256]uint8) {
@@ -456,7 +468,10 @@ var urlClass = func() (t [256]uint8) {
 			t[c] |= uHost
 		}
 		if lowerDigit || 'A' <= b && b <= 'Z' || strings.IndexByte("-_.~/", b) >= 0 {
-			t[c] |= uPath | uQuery
+			t[c] |= uQuery
+			if b != '.' {
+				t[c] |= uPlain
+			}
 		}
 		if strings.IndexByte("!$&'()*+,;=:@?", b) >= 0 {
 			t[c] |= uQuery
