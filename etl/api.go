@@ -12,8 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"golang.org/x/net/html/atom"
 )
 
 // Set is a loaded, compiled, validated set of mappings. Safe for concurrent
@@ -25,10 +23,8 @@ type Set struct {
 	// planTags are the tags the mappings' XPath plans look up; a
 	// document collects their elements in the one walk it makes anyway.
 	planTags []string
-	// planAtoms are planTags' atoms (0 for a name without one).
-	planAtoms []atom.Atom
-	// scanMask has a bit (scanBit) for every atom scan looks at.
-	scanMask uint64
+	// plan has every document collect planTags' elements as it is parsed.
+	plan *scanPlan
 }
 
 // Mapping is one compiled site mapping.
@@ -230,10 +226,7 @@ func build(names []string, read func(string) ([]byte, error), label func(string)
 		}
 	}
 	s.planTags = sortedUnique(s.planTags)
-	for _, t := range s.planTags {
-		s.planAtoms = append(s.planAtoms, atom.Lookup([]byte(t)))
-	}
-	s.scanMask = scanMask(s.planAtoms)
+	s.plan = newScanPlan(s.planTags)
 	s.fields = sortedUnique(s.fields)
 	return s, nil
 }

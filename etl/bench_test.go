@@ -80,7 +80,7 @@ func BenchmarkExtract(b *testing.B) {
 		for b.Loop() {
 			// As Extract parses: in the body's memory, with the arena
 			// given back for the next page.
-			_, ar, ok := fastParseArena(body, unsafe.String(&body[0], len(body)))
+			_, ar, ok := fastParseArena(body, unsafe.String(&body[0], len(body)), set.plan)
 			if !ok {
 				b.Fatal("fell back")
 			}

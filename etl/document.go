@@ -30,61 +30,73 @@ type Document struct {
 	ar *arena // the tree's pooled memory, given back by release
 
 	// lazily built, per document
-	jsonld    []any
-	jsonldOK  bool
-	scanned   bool                    // scan has run
-	meta      map[string][]string     // <meta> contents by lower-cased name/property/itemprop
-	ldTexts   []string                // bodies of application/ld+json scripts
-	hrefs     []string                // a/area href values, raw, in document order
-	prefix    string                  // normalized scheme://host of Base, for resolve
-	prefixOK  int8                    // 0 not computed, 1 usable, -1 not usable
-	byTag     map[string][]*html.Node // elements by tag name, for xpathPlan
-	planTags  []string                // tags scan collects into byTag
-	planAtoms []atom.Atom             // their atoms, 0 where a tag has none
-	scanMask  uint64                  // scanMask(planAtoms), 0 when not computed
-	strs      []byte                  // resolved links, see concat
+	jsonld   []any
+	jsonldOK bool
+	scanned  bool                    // scan has run
+	meta     map[string][]string     // <meta> contents by lower-cased name/property/itemprop
+	ldTexts  []string                // bodies of application/ld+json scripts
+	hrefs    []string                // a/area href values, raw, in document order
+	prefix   string                  // normalized scheme://host of Base, for resolve
+	prefixOK int8                    // 0 not computed, 1 usable, -1 not usable
+	byTag    map[string][]*html.Node // elements by tag name, for xpathPlan
+	plan     *scanPlan               // what scan collects
+	strs     []byte                  // resolved links, see concat
 }
 
-// scan walks the tree once and indexes what several parts of extraction
-// need (meta values, JSON-LD blocks, link hrefs), so that each costs a
-// lookup rather than another walk over the whole page.
+// scanPlan is what scan collects: the elements of the tags the mappings'
+// XPath plans look up, besides the hrefs, meta values and JSON-LD blocks
+// it always indexes. A Set makes one; the fast parser collects it as it
+// makes each element.
+type scanPlan struct {
+	tags  []string
+	atoms []atom.Atom // the tags' atoms, 0 for a name without one
+	mask  uint64      // a bit (scanBit) for each atom collect looks at
+}
+
+func newScanPlan(tags []string) *scanPlan {
+	pl := &scanPlan{tags: tags,
+		mask: scanBit(atom.A) | scanBit(atom.Area) | scanBit(atom.Meta) | scanBit(atom.Script)}
+	for _, t := range tags {
+		at := atom.Lookup([]byte(t))
+		pl.atoms = append(pl.atoms, at)
+		pl.mask |= scanBit(at)
+	}
+	return pl
+}
+
+// noPlan collects no tag's elements.
+var noPlan = newScanPlan(nil)
+
+// scanBit is an atom's bit in scanPlan.mask: an element whose bit is clear
+// is of no atom the plan looks at.
+func scanBit(t atom.Atom) uint64 { return 1 << (t >> 8 & 63) }
+
+// scan indexes what several parts of extraction need (meta values,
+// JSON-LD blocks, link hrefs, the plan's elements), so that each costs a
+// lookup rather than another walk over the whole page. The fast parser
+// has collected the elements as it made them; a tree from html.Parse is
+// walked once.
 func (d *Document) scan() {
 	if d.scanned {
 		return
 	}
 	d.scanned = true
-	if d.ar != nil {
-		d.hrefs = d.ar.hrefs[:0]
-	}
 	d.meta = map[string][]string{}
 	if d.Root == nil {
 		return
 	}
-	// The elements of planTags, collected here rather than in one more
-	// walk per tag.
 	var lists [][]*html.Node
 	if d.ar != nil {
-		// The fast parser listed the elements in document order, and an
-		// element of its has the atom of its name, or none: the atom
-		// tells the plan tags apart.
-		lists = d.ar.lists(len(d.planTags))
-		byAtom := len(d.planAtoms) == len(d.planTags)
-		mask := ^uint64(0)
-		if byAtom {
-			if mask = d.scanMask; mask == 0 {
-				mask = scanMask(d.planAtoms)
-			}
-		}
-		for _, n := range d.ar.elems {
-			if mask&scanBit(n.DataAtom) != 0 {
-				d.scanElement(n, lists, byAtom)
-			}
+		d.hrefs = d.ar.hrefs
+		lists = d.ar.tagLists[:len(d.plan.tags)]
+		for _, n := range d.ar.special {
+			d.scanSpecial(n)
 		}
 	} else {
-		lists = make([][]*html.Node, len(d.planTags))
+		lists = make([][]*html.Node, len(d.plan.tags))
 		walk(d.Root, func(n *html.Node) bool {
 			if n.Type == html.ElementNode {
-				d.scanElement(n, lists, false)
+				d.scanElement(n, lists)
 			}
 			return true
 		})
@@ -92,48 +104,42 @@ func (d *Document) scan() {
 	if len(lists) > 0 && d.byTag == nil {
 		d.byTag = make(map[string][]*html.Node, len(lists))
 	}
-	for i, t := range d.planTags {
+	for i, t := range d.plan.tags {
 		d.byTag[t] = lists[i]
 	}
 }
 
-// scanMask is a filter of the atoms scan looks at: a bit (scanBit) for
-// each of planAtoms and of the elements scanElement reads. An element whose
-// bit is clear is of none of them.
-func scanMask(planAtoms []atom.Atom) uint64 {
-	m := scanBit(atom.A) | scanBit(atom.Area) | scanBit(atom.Meta) | scanBit(atom.Script)
-	for _, t := range planAtoms {
-		m |= scanBit(t)
-	}
-	return m
-}
-
-func scanBit(t atom.Atom) uint64 { return 1 << (t >> 8 & 63) }
-
-// scanElement indexes one element for scan: its href, meta value,
-// JSON-LD text, and its place in the plan tags' lists.
-func (d *Document) scanElement(n *html.Node, lists [][]*html.Node, byAtom bool) {
-	if byAtom {
-		for i, at := range d.planAtoms {
-			if n.DataAtom == at && (at != 0 || n.Data == d.planTags[i]) {
-				lists[i] = append(lists[i], n)
-			}
-		}
-	} else {
-		for i, t := range d.planTags {
-			if len(n.Data) == len(t) && n.Data == t {
-				lists[i] = append(lists[i], n)
-			}
+// scanElement indexes one element of a tree from html.Parse for scan: its
+// place in the plan tags' lists, its href, meta value or JSON-LD text.
+func (d *Document) scanElement(n *html.Node, lists [][]*html.Node) {
+	for i, t := range d.plan.tags {
+		if len(n.Data) == len(t) && n.Data == t {
+			lists[i] = append(lists[i], n)
 		}
 	}
 	switch n.DataAtom {
 	case atom.A, atom.Area:
-		for _, a := range n.Attr {
-			if a.Key == "href" && a.Namespace == "" {
-				d.hrefs = append(d.hrefs, a.Val)
-				break
-			}
+		if href, ok := hrefOf(n); ok {
+			d.hrefs = append(d.hrefs, href)
 		}
+	case atom.Meta, atom.Script:
+		d.scanSpecial(n)
+	}
+}
+
+// hrefOf returns the href of an a or area element.
+func hrefOf(n *html.Node) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == "href" && a.Namespace == "" {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+// scanSpecial indexes a meta element's value or a script's JSON-LD text.
+func (d *Document) scanSpecial(n *html.Node) {
+	switch n.DataAtom {
 	case atom.Meta:
 		d.indexMeta(n)
 	case atom.Script:
@@ -179,13 +185,17 @@ func isJSONType(contentType string) bool {
 // when the body is valid JSON whatever the content type). A body that fails to
 // parse still yields a Document; the error is reported on every field.
 func NewDocument(pageURL string, body []byte, contentType string) *Document {
-	return newDocument(pageURL, string(body), body, contentType)
+	return newDocument(pageURL, string(body), body, contentType, nil)
 }
 
 // newDocument is NewDocument on body whose text is text, either a copy of
 // body or body's own memory (Extract, which copies out what it returns).
-func newDocument(pageURL, text string, body []byte, contentType string) *Document {
-	d := &Document{Body: text}
+// plan is what scan collects, nil for noPlan.
+func newDocument(pageURL, text string, body []byte, contentType string, plan *scanPlan) *Document {
+	if plan == nil {
+		plan = noPlan
+	}
+	d := &Document{Body: text, plan: plan}
 	if u, err := url.Parse(strings.TrimSpace(pageURL)); err == nil && u.IsAbs() {
 		d.URL = u
 		d.Base = u
@@ -206,7 +216,7 @@ func newDocument(pageURL, text string, body []byte, contentType string) *Documen
 		d.JSON = v
 		return d
 	}
-	root, ar, err := parseHTML(body, d.Body)
+	root, ar, err := parseHTML(body, d.Body, plan)
 	if err != nil {
 		d.parseErr = err
 		return d

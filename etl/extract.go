@@ -51,12 +51,11 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 		// call, sparing a copy of the page (and the collections it would
 		// cause); detach copies out what the extraction returns. A trace
 		// hands values to the tracer as they are made, so it takes a copy.
-		doc = newDocument(pageURL, unsafe.String(&body[0], len(body)), body, contentType)
+		doc = newDocument(pageURL, unsafe.String(&body[0], len(body)), body, contentType, s.plan)
 		doc.shared = true
 	} else {
-		doc = NewDocument(pageURL, body, contentType)
+		doc = newDocument(pageURL, string(body), body, contentType, s.plan)
 	}
-	doc.planTags, doc.planAtoms, doc.scanMask = s.planTags, s.planAtoms, s.scanMask
 	// Nothing of the tree outlives extract: the values and links it
 	// returns are strings.
 	defer doc.release()

@@ -16,8 +16,8 @@ import (
 // html.Parse. Either way the result is the tree html.Parse would build.
 // The arena, when not nil, holds the tree's nodes and attributes and is
 // given back with releaseArena once nothing refers to the tree any more.
-func parseHTML(body []byte, s string) (*html.Node, *arena, error) {
-	if root, ar, ok := fastParseArena(body, s); ok {
+func parseHTML(body []byte, s string, plan *scanPlan) (*html.Node, *arena, error) {
+	if root, ar, ok := fastParseArena(body, s, plan); ok {
 		return root, ar, nil
 	}
 	root, err := html.Parse(bytes.NewReader(body))
@@ -39,19 +39,14 @@ type arena struct {
 	// attributes thousands of times, and the cache costs one compare
 	// where atom.Lookup hashes the name.
 	names [256]nameEntry
+	// What the parser collects for Document.scan: the a and area hrefs,
+	// the meta and script elements, the plan tags' elements.
+	hrefs    []string
+	special  []*html.Node
+	tagLists [][]*html.Node
 	// Link collection (outLinks) of the page's document.
-	hrefs   []string
 	seenRaw map[string]struct{}
 	seen    stringSet
-	// The elements of the mappings' plan tags (Document.scan).
-	tagLists [][]*html.Node
-	// elems are the tree's elements in the order the parser made them,
-	// which is document order: every element is appended as the last
-	// child of the current node, and the fast parser leaves every case
-	// that moves a node (foster parenting, the adoption agency's
-	// furthest block) to html.Parse. Document.scan reads them instead of
-	// walking the tree.
-	elems []*html.Node
 }
 
 // lists returns n empty element lists that keep their memory from the
@@ -82,7 +77,7 @@ func takeArena(n int) *arena {
 	if cap(ar.nodes) < n {
 		ar.nodes = make([]html.Node, 0, n)
 	}
-	ar.nodes, ar.attrs, ar.hrefs, ar.elems = ar.nodes[:0], ar.attrs[:0], ar.hrefs[:0], ar.elems[:0]
+	ar.nodes, ar.attrs, ar.hrefs, ar.special = ar.nodes[:0], ar.attrs[:0], ar.hrefs[:0], ar.special[:0]
 	return ar
 }
 
@@ -110,13 +105,17 @@ func releaseArena(ar *arena) {
 // the caller parses with html.Parse instead. FuzzFastParse holds it to
 // producing the same rendering as html.Parse whenever ok is true.
 func fastParse(body []byte, s string) (root *html.Node, ok bool) {
-	root, _, ok = fastParseArena(body, s)
+	root, _, ok = fastParseArena(body, s, nil)
 	return root, ok
 }
 
 // fastParseArena is fastParse, also returning the arena that holds the
-// tree, for releaseArena.
-func fastParseArena(body []byte, s string) (root *html.Node, ar *arena, ok bool) {
+// tree, for releaseArena, and in it what plan (nil: noPlan) has the parser
+// collect for Document.scan.
+func fastParseArena(body []byte, s string, plan *scanPlan) (root *html.Node, ar *arena, ok bool) {
+	if plan == nil {
+		plan = noPlan
+	}
 	if len(body) != len(s) || bytes.IndexByte(body, 0) >= 0 {
 		return nil, nil, false
 	}
@@ -130,9 +129,10 @@ func fastParseArena(body []byte, s string) (root *html.Node, ar *arena, ok bool)
 	// About one node per '<'; a new slab is started if that falls short.
 	ar = takeArena(bytes.Count(body, []byte{'<'}) + 8)
 	p := &fastParser{b: body, s: s, doc: &html.Node{Type: html.DocumentNode},
-		nodes: ar.nodes, attrs: ar.attrs, names: &ar.names, elems: ar.elems}
+		nodes: ar.nodes, attrs: ar.attrs, names: &ar.names,
+		plan: plan, lists: ar.lists(len(plan.tags)), hrefs: ar.hrefs, special: ar.special}
 	p.run()
-	ar.elems = p.elems
+	ar.hrefs, ar.special = p.hrefs, p.special
 	if !p.overflowed {
 		ar.nodes = p.nodes
 	}
@@ -228,7 +228,10 @@ type fastParser struct {
 	overflowed bool // nodes is no longer the arena's slab
 	attrs      []html.Attribute
 	names      *[256]nameEntry // the arena's name cache
-	elems      []*html.Node    // every element, in the order made (arena.elems)
+	plan       *scanPlan       // what collect collects, into:
+	lists      [][]*html.Node
+	hrefs      []string
+	special    []*html.Node
 	low        []byte
 	textBuf    map[*html.Node][]byte
 }
@@ -898,11 +901,37 @@ func (p *fastParser) addChild(n *html.Node) {
 func (p *fastParser) appendToTop(n *html.Node) {
 	appendChild(p.top(), n)
 	if n.Type == html.ElementNode {
-		p.elems = append(p.elems, n)
+		if p.plan.mask&scanBit(n.DataAtom) != 0 {
+			p.collect(n)
+		}
 		p.oe = append(p.oe, n)
 		if len(p.oe) > 512 { // html.Parse gives up here
 			p.bail = true
 		}
+	}
+}
+
+// collect indexes a new element for Document.scan while it is at hand:
+// its place in the plan's lists, its href, or itself if a meta or script
+// (whose content and text come later). Its atom says its name: every
+// element the fast parser makes has the atom of its name, or none. The
+// order of making is document order: every element is appended as the
+// last child of the current node, and the fast parser leaves every case
+// that moves a node (foster parenting, the adoption agency's furthest
+// block) to html.Parse; checkFastParse holds it to that.
+func (p *fastParser) collect(n *html.Node) {
+	for i, at := range p.plan.atoms {
+		if n.DataAtom == at && (at != 0 || n.Data == p.plan.tags[i]) {
+			p.lists[i] = append(p.lists[i], n)
+		}
+	}
+	switch n.DataAtom {
+	case a.A, a.Area:
+		if href, ok := hrefOf(n); ok {
+			p.hrefs = append(p.hrefs, href)
+		}
+	case a.Meta, a.Script:
+		p.special = append(p.special, n)
 	}
 }
 

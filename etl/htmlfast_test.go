@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // dumpTree writes every node with its type, name, attributes and data, one
@@ -44,27 +45,51 @@ func render(n *html.Node) string {
 	return b.String()
 }
 
+// collectPlan has the fast parser collect elements of tags with an atom and
+// without.
+var collectPlan = newScanPlan([]string{"a", "div", "p", "li", "td", "span", "b", "my-widget", "x-y", "dív", "meta", "script"})
+
 // checkFastParse parses page both ways; where the fast path takes the
 // page, its tree must render byte for byte as html.Parse's and have the
 // same nodes. It reports whether the fast path took the page.
 func checkFastParse(t *testing.T, page []byte) bool {
 	t.Helper()
-	fast, ar, ok := fastParseArena(page, string(page))
+	fast, ar, ok := fastParseArena(page, string(page), collectPlan)
 	if !ok {
 		return false
 	}
-	// The elements the parser listed are the tree's, in document order
-	// (Document.scan reads them instead of walking).
-	var walked []*html.Node
+	// What the parser collected for Document.scan is what a walk of the
+	// tree finds, in document order.
+	var hrefs []string
+	var special []*html.Node
+	lists := make([][]*html.Node, len(collectPlan.tags))
 	walk(fast, func(n *html.Node) bool {
-		if n.Type == html.ElementNode {
-			walked = append(walked, n)
+		if n.Type != html.ElementNode {
+			return true
+		}
+		for i, tag := range collectPlan.tags {
+			if n.Data == tag {
+				lists[i] = append(lists[i], n)
+			}
+		}
+		switch n.DataAtom {
+		case atom.A, atom.Area:
+			if h, ok := hrefOf(n); ok {
+				hrefs = append(hrefs, h)
+			}
+		case atom.Meta, atom.Script:
+			special = append(special, n)
 		}
 		return true
 	})
-	if !slices.Equal(ar.elems, walked) {
-		t.Fatalf("the parser's element list (%d) is not the tree's elements in document order (%d) on %q",
-			len(ar.elems), len(walked), clip(string(page), 300))
+	if !slices.Equal(ar.hrefs, hrefs) || !slices.Equal(ar.special, special) {
+		t.Fatalf("the parser collected %d hrefs and %d meta/script elements, the tree has %d and %d, on %q",
+			len(ar.hrefs), len(ar.special), len(hrefs), len(special), clip(string(page), 300))
+	}
+	for i, tag := range collectPlan.tags {
+		if !slices.Equal(ar.tagLists[i], lists[i]) {
+			t.Fatalf("the parser collected %d %s elements, the tree has %d, on %q", len(ar.tagLists[i]), tag, len(lists[i]), clip(string(page), 300))
+		}
 	}
 	std, err := html.Parse(bytes.NewReader(page))
 	if err != nil {

@@ -135,7 +135,7 @@ func (d *Document) elementsByTag(tag string) []*html.Node {
 	if list, ok := d.byTag[tag]; ok {
 		return list
 	}
-	if !d.scanned && slices.Contains(d.planTags, tag) {
+	if !d.scanned && slices.Contains(d.plan.tags, tag) {
 		d.scan() // collects every plan tag at once
 		return d.byTag[tag]
 	}
