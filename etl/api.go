@@ -20,11 +20,10 @@ type Set struct {
 	mappings []*Mapping
 	digest   string
 	fields   []string
-	// planTags are the tags the mappings' XPath plans look up; a
-	// document collects their elements in the one walk it makes anyway.
+	// planTags are the tags the mappings' XPath plans look up; plan has
+	// the parser collect their elements as it makes them.
 	planTags []string
-	// plan has every document collect planTags' elements as it is parsed.
-	plan *scanPlan
+	plan     *scanPlan
 }
 
 // Mapping is one compiled site mapping.

@@ -29,10 +29,12 @@
 // html.Parse exactly on the common shape of pages and hands anything else
 // (foster parenting, misnested formatting, foreign content, …) to
 // html.Parse. The tree, its attributes and the page's scratch live in a
-// pooled arena that the next page reuses once extraction is done, so
-// nothing of the tree outlives Extract: what it returns is strings. XPath
-// of the common //tag[@attr='value']… shape is answered from a
-// per-document index of elements by tag:
+// pooled arena that the next page reuses once extraction is done, and the
+// tree's strings share the body's memory for the length of the call, so
+// nothing of the tree outlives Extract: what it returns is strings, and
+// those that lie in the body are copied out before it returns. XPath of
+// the common //tag[@attr='value']… shape is answered from a per-document
+// index of elements by tag, which the parser fills as it goes:
 //
 //	ex := set.Extract("https://site.example/people/ada", body, "text/html")
 //	// ex.Fields: values per mapping field; ex.Links: from url_parsers;

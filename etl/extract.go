@@ -9,7 +9,8 @@ import (
 
 // Extract parses body once (HTML, or JSON when contentType says so) and runs
 // every mapping whose url_patterns match pageURL on the same tree. Links are
-// resolved against pageURL. It never panics on any input.
+// resolved against pageURL. It never panics on any input. body is only
+// read, during the call: the Extraction shares no memory with it.
 func (s *Set) Extract(pageURL string, body []byte, contentType string) *Extraction {
 	return s.extract(pageURL, body, contentType, extractOpts{})
 }
