@@ -666,17 +666,15 @@ func (p *fastParser) cachedName(i, j int) string {
 }
 
 // name returns the lower-cased name in b[i:j] with its atom, sharing the
-// atom's string or the input where it can.
+// atom's string or the input where it can, and caches it. Callers try
+// cached first.
 func (p *fastParser) name(i, j int) (a.Atom, string) {
 	raw := p.b[i:j]
-	// Most names are short: one load and one compare find them.
+	// A name cached finds has missed it; a longer one is compared here.
 	var w uint64
 	slot := nameSlot(raw)
 	if n := j - i; n <= 8 && i+8 <= len(p.b) {
 		w = binary.LittleEndian.Uint64(p.b[i:]) & nameMask[n]
-		if e := &p.names[slot]; e.w == w && int(e.n) == n && e.at != 0 {
-			return e.at, e.s
-		}
 	} else if e := &p.names[slot]; int(e.n) == n && e.w == 0 && e.at != 0 && e.s == string(raw) {
 		return e.at, e.s
 	}
