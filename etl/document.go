@@ -86,20 +86,27 @@ func (d *Document) scan() {
 		return
 	}
 	var lists [][]*html.Node
+	var special []*html.Node
 	if d.ar != nil {
-		d.hrefs = d.ar.hrefs
+		d.hrefs, special = d.ar.hrefs, d.ar.special
 		lists = d.ar.tagLists[:len(d.plan.tags)]
-		for _, n := range d.ar.special {
-			d.scanSpecial(n)
-		}
 	} else {
 		lists = make([][]*html.Node, len(d.plan.tags))
 		walk(d.Root, func(n *html.Node) bool {
-			if n.Type == html.ElementNode {
-				d.scanElement(n, lists)
+			if n.Type != html.ElementNode {
+				return true
 			}
+			for i, t := range d.plan.tags {
+				if len(n.Data) == len(t) && n.Data == t {
+					lists[i] = append(lists[i], n)
+				}
+			}
+			noteElement(n, &d.hrefs, &special)
 			return true
 		})
+	}
+	for _, n := range special {
+		d.scanSpecial(n)
 	}
 	if len(lists) > 0 && d.byTag == nil {
 		d.byTag = make(map[string][]*html.Node, len(lists))
@@ -109,21 +116,18 @@ func (d *Document) scan() {
 	}
 }
 
-// scanElement indexes one element of a tree from html.Parse for scan: its
-// place in the plan tags' lists, its href, meta value or JSON-LD text.
-func (d *Document) scanElement(n *html.Node, lists [][]*html.Node) {
-	for i, t := range d.plan.tags {
-		if len(n.Data) == len(t) && n.Data == t {
-			lists[i] = append(lists[i], n)
-		}
-	}
+// noteElement adds what scan takes from an element besides the plan's
+// lists: an a or area element's href to hrefs, a meta or script element
+// to special, for scanSpecial to read once the tree is whole. The fast
+// parser calls it as it makes each element, scan on a walked tree.
+func noteElement(n *html.Node, hrefs *[]string, special *[]*html.Node) {
 	switch n.DataAtom {
 	case atom.A, atom.Area:
 		if href, ok := hrefOf(n); ok {
-			d.hrefs = append(d.hrefs, href)
+			*hrefs = append(*hrefs, href)
 		}
 	case atom.Meta, atom.Script:
-		d.scanSpecial(n)
+		*special = append(*special, n)
 	}
 }
 

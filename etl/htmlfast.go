@@ -924,14 +924,7 @@ func (p *fastParser) collect(n *html.Node) {
 			p.lists[i] = append(p.lists[i], n)
 		}
 	}
-	switch n.DataAtom {
-	case a.A, a.Area:
-		if href, ok := hrefOf(n); ok {
-			p.hrefs = append(p.hrefs, href)
-		}
-	case a.Meta, a.Script:
-		p.special = append(p.special, n)
-	}
+	noteElement(n, &p.hrefs, &p.special)
 }
 
 func (p *fastParser) addText(text string) {
