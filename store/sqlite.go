@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,7 +15,8 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // sqliteBusyTimeout is how long a connection waits for another process's
@@ -176,7 +178,7 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 
 	// The schema must exist (and the file be in WAL mode) before any reader
 	// connects, so the writer goes first.
-	if err := migrateSQLite(ctx, w); err != nil {
+	if err := retryBusy(ctx, sqliteBusyTimeout, func() error { return migrateSQLite(ctx, w) }); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
@@ -287,6 +289,31 @@ func sqliteTarget(uri string) (base, query string, err error) {
 	// Escape the path so that '?', '#' and '%' in a file name are not read
 	// as URI syntax.
 	return "file:" + (&url.URL{Path: uri}).EscapedPath(), "", nil
+}
+
+// retryBusy runs f until it returns anything but SQLITE_BUSY, for at most
+// limit. The busy timeout does not cover a new file's first connections:
+// switching it to WAL fails at once with SQLITE_BUSY, without waiting, while
+// another process opening the same file holds a lock on it.
+func retryBusy(ctx context.Context, limit time.Duration, f func() error) error {
+	deadline := time.Now().Add(limit)
+	wait := time.Millisecond
+	for {
+		err := f()
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			return err
+		}
+		// Jitter keeps processes that collided from colliding again.
+		t := time.NewTimer(wait/2 + rand.N(wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
 }
 
 // migrateSQLite brings the schema to the newest version in one immediate
