@@ -48,7 +48,9 @@
 // # SQLite
 //
 // The SQLite file runs in WAL mode with a busy timeout, so a dispatcher and
-// supervisors on one machine may open the same file from several processes.
+// supervisors on one machine may open the same file from several processes,
+// even a new file at the same moment: the switch to WAL, which the busy
+// timeout does not cover, is retried.
 // Within a process writes go through one connection (SQLite admits one writer
 // at a time anyway, and queueing in Go is cheaper than spinning on the file
 // lock) and reads through a small pool of read-only connections. The schema

@@ -294,7 +294,7 @@ func sqliteTarget(uri string) (base, query string, err error) {
 // retryBusy runs f until it returns anything but SQLITE_BUSY, for at most
 // limit. The busy timeout does not cover a new file's first connections:
 // switching it to WAL fails at once with SQLITE_BUSY, without waiting, while
-// another process opening the same file holds a lock on it.
+// another process opening the same file holds its write lock.
 func retryBusy(ctx context.Context, limit time.Duration, f func() error) error {
 	deadline := time.Now().Add(limit)
 	wait := time.Millisecond
