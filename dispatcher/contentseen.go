@@ -1,6 +1,9 @@
 package dispatcher
 
 import (
+	"backfill/wire"
+	"context"
+	"fmt"
 	"math"
 	"math/bits"
 	"sync"
@@ -273,4 +276,70 @@ func (c *contentSeen) size() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sim.len()
+}
+
+// contentSeen runs the content-seen test on a fetched page and records
+// its fingerprint in the state, so a dispatcher that resumes knows it (see
+// loadFingerprints). It reports whether the page is an exact or near
+// duplicate of an earlier page at another URL. A page without a usable
+// fingerprint (too few words, or a supervisor that sent none) is not
+// tested and not recorded.
+func (d *Dispatcher) contentSeen(ctx context.Context, t *task, r *wire.Result) (bool, error) {
+	if len(r.TextHash) != 16 || r.Words < contentSeenMinWords {
+		return false, nil
+	}
+	exact := [16]byte(r.TextHash)
+	first, kind, dist := d.seen.check(t.url, r.Words, exact, r.Simhash)
+	if kind != seenNew {
+		// Only a copy on the same host is a duplicate whose links need not
+		// be followed (URL variants, session ids, mirrors within a site).
+		// Pages of one template on different sites read alike but link to
+		// different places: their links must be followed.
+		if host, _ := hostDomain(first); host != t.host {
+			kind, first = seenNew, ""
+		}
+	}
+	if _, err := d.st.exec(ctx, "fpIns", t.id, exact[:], int64(r.Simhash), r.Words, first); err != nil {
+		return false, err
+	}
+	if kind == seenNew {
+		return false, nil
+	}
+	d.duplicates++
+	d.log.Debug("duplicate of "+first, "url", t.url, "first", first, "match", kind.String(), "distance", dist)
+	return true, nil
+}
+
+// loadFingerprints sets up the content-seen test and replays the
+// fingerprints the state holds, in the order they were first checked,
+// which rebuilds the index a previous process had (see contentSeen).
+func (d *Dispatcher) loadFingerprints(ctx context.Context) error {
+	d.seen = newContentSeen()
+	rows, err := d.st.conn.QueryContext(ctx, `SELECT s.url, f.exact, f.sim, f.words FROM fingerprints f JOIN seen s ON s.id = f.url_id ORDER BY f.seq`)
+	if err != nil {
+		return fmt.Errorf("dispatcher: state fingerprints: %w", err)
+	}
+	defer rows.Close()
+	bad := 0
+	for rows.Next() {
+		var u string
+		var exact []byte
+		var sim int64
+		var words int
+		if err := rows.Scan(&u, &exact, &sim, &words); err != nil {
+			return fmt.Errorf("dispatcher: state fingerprints: %w", err)
+		}
+		if len(exact) != 16 {
+			bad++
+			continue
+		}
+		d.seen.check(u, words, [16]byte(exact), uint64(sim))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dispatcher: state fingerprints: %w", err)
+	}
+	if bad > 0 {
+		d.log.Warn("malformed fingerprints in the state skipped", "count", bad)
+	}
+	return nil
 }

@@ -1,0 +1,74 @@
+package dispatcher
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// refill tops the window up from SQLite when it has room for a chunk
+// and SQLite holds queued tasks the window does not. It reads on from the
+// window's cursor (see window.cursor), a chunk at a time and at most
+// refillChunks chunks per call, so a refill costs about what it adds: it
+// used to read the whole window again each time, and the Run loop
+// dispatched nothing for the 200ms that took.
+func (d *Dispatcher) refill(ctx context.Context) error {
+	if !d.w.spilled || len(d.w.queued) > windowCap-refillChunk {
+		return nil
+	}
+	for range refillChunks {
+		n, full, err := d.refillChunk(ctx)
+		if err != nil {
+			return err
+		}
+		if full {
+			d.w.spilled = true
+			return nil
+		}
+		if n < refillChunk {
+			d.w.spilled = false // read to the end
+			return nil
+		}
+		if len(d.w.queued) > windowCap-refillChunk {
+			return nil
+		}
+	}
+	return nil
+}
+
+// refillChunk reads up to refillChunk queued tasks after the cursor into
+// the window. n is the rows read; full reports that the window filled up
+// before they were all taken.
+func (d *Dispatcher) refillChunk(ctx context.Context) (n int, full bool, err error) {
+	var rows *sql.Rows
+	if c := d.w.cursor; c != nil {
+		rows, err = d.st.query(ctx, "refillAfter", b2i(c.matched), c.priority, c.depth, c.seq, refillChunk)
+	} else {
+		rows, err = d.st.query(ctx, "refill", refillChunk)
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		n++
+		t := &task{}
+		var matched, render int
+		if err := rows.Scan(&t.id, &t.url, &t.host, &t.domain, &t.depth, &matched, &t.priority, &render, &t.seq); err != nil {
+			return n, false, fmt.Errorf("dispatcher: state refill: %w", err)
+		}
+		t.matched, t.render = matched == 1, render == 1
+		if d.w.queued[t.id] == nil && d.w.leased[t.id] == nil {
+			if len(d.w.queued) >= windowCap {
+				return n, true, nil
+			}
+			d.w.add(t, true)
+		}
+		k := t.key()
+		d.w.cursor = &k
+	}
+	if err := rows.Err(); err != nil {
+		return n, false, fmt.Errorf("dispatcher: state refill: %w", err)
+	}
+	return n, false, nil
+}
