@@ -42,6 +42,21 @@
 // an index and many profiles each, no Crawl-delay, and LargeRecords to crawl
 // every page of it exactly once.
 //
+// StartPeople serves the people web (people.go): generated hosts of
+// people's profiles in five layouts (a labelled list, a table, prose,
+// JavaScript-written, JSON-LD) that five mappings sharing one URL pattern
+// extract (PeopleMappings), with records whose profile is one or two links
+// from the record's link, some only through another person's profile,
+// and pages many records reach. Its size is set by PeopleOptions, small
+// for tests and large for benchmarks. PeopleRecords returns the records
+// and PeopleTruth what a correct crawl of them ends with, at a depth,
+// with or without rendering and with hosts down, computed from the model
+// that serves the pages.
+//
+// SetDown takes a host of any web down in what Resolve returns (its
+// connections are refused) and brings it back, for crawls that fail and
+// are run again.
+//
 // Log returns what was asked, in arrival order, with the User-Agent and the
 // status sent, so tests can check politeness (robots.txt obeyed, intervals
 // per host, nothing fetched twice) from the server's side. Options.Latency

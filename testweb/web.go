@@ -51,12 +51,15 @@ type Web struct {
 	site    site
 	latency time.Duration
 	large   *LargeOptions // set by StartLarge; LargeRecords reads it
+	people  *peopleSite   // set by StartPeople; PeopleRecords and PeopleTruth read it
 
 	done   chan struct{} // closed by Close: cuts latency waits short
 	served chan struct{} // closed when Serve has returned
 
-	mu  sync.Mutex
-	log []Request
+	mu      sync.Mutex
+	log     []Request
+	down    map[string]bool // hosts SetDown took down
+	refuser *refuser        // where Resolve sends them; made by the first SetDown
 
 	closeOnce sync.Once
 	closeErr  error
@@ -141,12 +144,53 @@ func (w *Web) Hosts() []string {
 
 // Resolve maps "host:80" to Addr for every host, the form
 // fetch.Config.Resolve takes, so page URLs keep their real-looking names.
+// A host taken down by SetDown maps to a loopback port that refuses every
+// connection instead.
 func (w *Web) Resolve() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	m := make(map[string]string, len(w.site.hosts()))
 	for _, h := range w.site.hosts() {
 		m[h+":80"] = w.addr
+		if w.down[h] {
+			m[h+":80"] = w.refuser.addr
+		}
 	}
 	return m
+}
+
+// SetDown takes host down (down true) or brings it back up in what
+// Resolve returns from now on: a crawler given Resolve while the host is
+// down has its connections to it refused, as a server that is not running
+// does. The web itself goes on answering for the host by its Host header.
+// A host the web does not serve is an error.
+func (w *Web) SetDown(host string, down bool) error {
+	host = canonicalHost(host)
+	known := false
+	for _, h := range w.site.hosts() {
+		known = known || h == host
+	}
+	if !known {
+		return fmt.Errorf("testweb: no host %q", host)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.refuser == nil {
+		r, err := newRefuser()
+		if err != nil {
+			return err
+		}
+		w.refuser = r
+	}
+	if w.down == nil {
+		w.down = make(map[string]bool)
+	}
+	if down {
+		w.down[host] = true
+	} else {
+		delete(w.down, host)
+	}
+	return nil
 }
 
 // Log returns a copy of every request received so far, in arrival order.
@@ -170,6 +214,14 @@ func (w *Web) Close() error {
 			w.srv.Close()
 		}
 		<-w.served
+		w.mu.Lock()
+		if w.refuser != nil {
+			if err := w.refuser.close(); err != nil && w.closeErr == nil {
+				w.closeErr = fmt.Errorf("testweb: close refusing socket: %w", err)
+			}
+			w.refuser = nil
+		}
+		w.mu.Unlock()
 	})
 	return w.closeErr
 }

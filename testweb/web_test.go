@@ -398,14 +398,17 @@ func FuzzServe(f *testing.F) {
 		{"people.example", "/p/alice"}, {"People.Example:80", "/robots.txt"}, {"people-0001.example", "/p/0001"},
 		{"people-0000.example", "/"}, {"people-99999.example", "/p/1"}, {"people-0002.example", "/p/-001"},
 		{"", ""}, {"[::1", "/%zz"},
+		{"folk-0001.example", "/people/ada-kakaka"}, {"folk-0002.example", "/team/1"}, {"folk-0003.example", "/home/x"},
+		{"folk-0001.example", "/private/people/x"}, {"folk-0001.example", "/img/a.png"}, {"folk-0004.example", "/"},
 	} {
 		f.Add(s[0], s[1])
 	}
 	small := newSmallSite(1)
 	large := &largeSite{hostCount: 3, pageCount: 5}
+	people := newPeopleSite(PeopleOptions{Hosts: 3, Pages: 4, Records: 10})
 	f.Fuzz(func(t *testing.T, host, path string) {
 		h := canonicalHost(host)
-		for _, s := range []site{small, large} {
+		for _, s := range []site{small, large, people} {
 			r, found := s.serve(h, path)
 			if found && (r.status < 200 || r.status > 599 || r.ctype == "") {
 				t.Errorf("serve(%q, %q) = status %d, type %q", h, path, r.status, r.ctype)
