@@ -14,7 +14,6 @@ require (
 	github.com/pebbe/zmq4 v1.4.0
 	github.com/saintfish/chardet v0.0.0-20230101081208-5e3ef4b5456d
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
-	github.com/temoto/robotstxt v1.1.2
 	go.mongodb.org/mongo-driver/v2 v2.9.3
 	golang.org/x/net v0.62.0
 	golang.org/x/term v0.47.0

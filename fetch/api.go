@@ -37,6 +37,10 @@ const (
 	ClassRobots   Class = "robots" // disallowed by robots.txt (set by the supervisor)
 	ClassCanceled Class = "canceled"
 	ClassOther    Class = "other"
+	// ClassRobotsUnavailable: the host's robots.txt could not be had (5xx,
+	// 429, a reset or garbled answer), so RFC 9309 disallows everything
+	// until a retry succeeds (set by the supervisor).
+	ClassRobotsUnavailable Class = "robots-unavailable"
 )
 
 // Error is a classified fetch failure.

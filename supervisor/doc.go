@@ -34,12 +34,13 @@
 // host makes at most one request:
 //
 //   - the robots.txt, when its rules are not known or expired: fetched
-//     as RFC 9309 says (at most five redirects, 500 KiB parsed), matched
-//     against the User-Agent's product token, and cached in Config.Cache
-//     for RobotsTTL (4xx allows everything; 5xx or 429 disallows
-//     everything, answered "robots", and a host that cannot be reached has
-//     its pages answered with the network class; either way until a retry
-//     succeeds, RobotsRetry later and doubling);
+//     as RFC 9309 says (at most five redirects, 500 KiB parsed), read by
+//     the robots package for the User-Agent's product token, and cached in
+//     Config.Cache for RobotsTTL (4xx allows everything; 5xx, 429, or a
+//     reset or garbled answer once connected disallows everything,
+//     answered "robots-unavailable", and a host that cannot be reached at
+//     all has its pages answered with the network class; either way until
+//     a retry succeeds, RobotsRetry later and doubling);
 //   - else, once per host, the soft-404 probe: an invented path whose 200
 //     answer fingerprints the host's "not found" page (soft404.go);
 //   - else the first queued page, unless robots.txt disallows it (answered

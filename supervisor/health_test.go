@@ -237,9 +237,12 @@ func TestAutoBlacklist(t *testing.T) {
 		r := start(t, cfg)
 		register(t, d)
 		classes := askUntil(t, d, "a", "http://a.test/people/ann", ClassBlacklisted, 500)
+		// The host is there but never answers robots.txt: its pages are
+		// robots-unavailable, and the failures still count towards
+		// blacklisting it.
 		for _, c := range classes[:len(classes)-1] {
-			if c != string(fetch.ClassProtocol) {
-				t.Fatalf("answers before blacklisting %v, want protocol only", classes)
+			if c != ClassRobotsUnavailable {
+				t.Fatalf("answers before blacklisting %v, want robots-unavailable only", classes)
 			}
 		}
 		if n := accepted.Load(); n != autoNetFails {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,59 +17,53 @@ import (
 	"time"
 
 	"backfill/fetch"
+	"backfill/robots"
 )
 
+// resetConn ends the request's connection with a TCP reset.
+func resetConn(w http.ResponseWriter) {
+	c, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // close sends RST, not FIN
+	}
+	c.Close()
+}
+
+// TestParseRobots checks how a robots.txt answer's status is read; what a
+// body says is the robots package's (its case table).
 func TestParseRobots(t *testing.T) {
-	long := "User-agent: *\n#" + strings.Repeat("x", maxRobotsBody) + "\nDisallow: /late\n"
+	groups, err := os.ReadFile(filepath.Join("testdata", "robots", "groups.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name      string
 		status    int
-		body      string // or file:NAME under testdata/robots
+		body      string
 		allowed   []string
 		forbidden []string
 		delay     time.Duration
-		parseErr  bool
+		reason    string
 	}{
-		{name: "plain", status: 200, body: "User-agent: *\nDisallow: /private/\n",
-			allowed: []string{"/", "/public", "/privatex"}, forbidden: []string{"/private/", "/private/a"}},
-		{name: "our group wins over star", status: 200, body: "file:groups.txt",
+		{name: "2xx: our group, its delay", status: 200, body: string(groups),
 			allowed: []string{"/people/ann", "/"}, forbidden: []string{"/private/a"}, delay: 2500 * time.Millisecond},
-		{name: "product token is case-insensitive", status: 200, body: "User-agent: BackFill\nDisallow: /a\n",
-			allowed: []string{"/b"}, forbidden: []string{"/a"}},
-		{name: "other agents' rules do not apply", status: 200, body: "User-agent: otherbot\nDisallow: /\n",
+		{name: "2xx: html instead of robots.txt", status: 200, body: "<html><body><p>Not found</p></body></html>",
 			allowed: []string{"/", "/x"}},
-		{name: "allow beats shorter disallow", status: 200, body: "User-agent: *\nDisallow: /docs/\nAllow: /docs/public/\n",
-			allowed: []string{"/docs/public/x"}, forbidden: []string{"/docs/secret"}},
-		{name: "query and wildcard", status: 200, body: "User-agent: *\nDisallow: /*?sort=\nDisallow: /*.pdf$\n",
-			allowed: []string{"/list", "/a.pdf?x=1"}, forbidden: []string{"/list?sort=name", "/a.pdf"}},
-		{name: "fractional crawl-delay", status: 200, body: "User-agent: *\nCrawl-delay: 0.25\n",
-			allowed: []string{"/"}, delay: 250 * time.Millisecond},
-		{name: "refused lines dropped, rest kept", status: 200,
-			body:    "Disallow: /before-agent\nUser-agent: *\nDisallow: /y\nCrawl-delay: soon\n",
-			allowed: []string{"/before-agent", "/z"}, forbidden: []string{"/y"}, parseErr: true},
-		{name: "absurd crawl-delay is over any ceiling", status: 200, body: "User-agent: *\nCrawl-delay: 1e300\n",
-			allowed: []string{"/"}, delay: -1},
-		{name: "html instead of robots.txt", status: 200, body: "<html><body><p>Not found</p></body></html>",
-			allowed: []string{"/", "/x"}},
-		{name: "empty", status: 200, body: "", allowed: []string{"/"}},
-		{name: "over 500 KiB: the rest is ignored", status: 200, body: long, allowed: []string{"/late"}},
+		{name: "2xx: empty", status: 200, body: "", allowed: []string{"/"}},
 		{name: "404 allows all", status: 404, body: "User-agent: *\nDisallow: /\n", allowed: []string{"/", "/x"}},
 		{name: "401 allows all", status: 401, allowed: []string{"/"}},
-		{name: "503 disallows all", status: 503, forbidden: []string{"/", "/x"}},
-		{name: "unreachable disallows all", status: 0, forbidden: []string{"/"}},
-		{name: "nonsense status disallows all", status: 999, forbidden: []string{"/"}},
+		{name: "429 disallows all", status: 429, forbidden: []string{"/"}, reason: "status 429"},
+		{name: "503 disallows all", status: 503, forbidden: []string{"/", "/x"}, reason: "status 503"},
+		{name: "unreadable disallows all", status: 0, forbidden: []string{"/"}, reason: "could not be read"},
+		{name: "nonsense status disallows all", status: 999, forbidden: []string{"/"}, reason: "status 999"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			body := tc.body
-			if name, ok := strings.CutPrefix(body, "file:"); ok {
-				b, err := os.ReadFile(filepath.Join("testdata", "robots", name))
-				if err != nil {
-					t.Fatal(err)
-				}
-				body = string(b)
-			}
-			r := parseRobots(tc.status, []byte(body), "backfill")
+			r := parseRobots(tc.status, []byte(tc.body), "backfill")
 			for _, p := range tc.allowed {
 				if !r.allowed(mustURL(t, p)) {
 					t.Errorf("%s disallowed, want allowed", p)
@@ -79,16 +74,11 @@ func TestParseRobots(t *testing.T) {
 					t.Errorf("%s allowed, want disallowed", p)
 				}
 			}
-			switch {
-			case tc.delay < 0:
-				if r.delay < 365*24*time.Hour {
-					t.Errorf("crawl-delay %v, want something huge", r.delay)
-				}
-			case r.delay != tc.delay:
+			if r.delay != tc.delay {
 				t.Errorf("crawl-delay %v, want %v", r.delay, tc.delay)
 			}
-			if (r.parseErr != nil) != tc.parseErr {
-				t.Errorf("parse error %v, want one: %v", r.parseErr, tc.parseErr)
+			if !strings.Contains(r.reason, tc.reason) || (tc.reason == "") != (r.reason == "") {
+				t.Errorf("reason %q, want one containing %q", r.reason, tc.reason)
 			}
 		})
 	}
@@ -103,24 +93,9 @@ func mustURL(t *testing.T, path string) *url.URL {
 	return u
 }
 
-func TestProductToken(t *testing.T) {
-	cases := map[string]string{
-		"backfill/1.0 (+https://backfill.example/about)": "backfill",
-		"BackFill":                    "backfill",
-		"  backfill-dev/2 ":           "backfill-dev",
-		"backfill (+mailto:x@y.test)": "backfill",
-		"":                            "backfill",
-	}
-	for ua, want := range cases {
-		if got := productToken(ua); got != want {
-			t.Errorf("productToken(%q) = %q, want %q", ua, got, want)
-		}
-	}
-}
-
-// FuzzParseRobots feeds arbitrary robots.txt bodies: parsing never panics,
-// the verdict is one of allow-all, disallow-all or a group, and the delay
-// is never negative.
+// FuzzParseRobots feeds arbitrary statuses and bodies: the verdict is
+// exactly one of allow-all, disallow-all or the file's rules, the delay is
+// never negative, and a disallow-all always says why.
 func FuzzParseRobots(f *testing.F) {
 	f.Add(200, []byte("User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"))
 	f.Add(200, []byte("Disallow: /x\nUser-agent: backfill\nAllow: /\nCrawl-delay: -3\n"))
@@ -130,16 +105,19 @@ func FuzzParseRobots(f *testing.F) {
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
 		r := parseRobots(status, body, "backfill")
 		n := 0
-		for _, b := range []bool{r.allowAll, r.disallowAll, r.group != nil} {
+		for _, b := range []bool{r.allowAll, r.disallowAll, r.rules != nil} {
 			if b {
 				n++
 			}
 		}
 		if n != 1 {
-			t.Fatalf("verdict is not exactly one of allow-all, disallow-all, group: %+v", r)
+			t.Fatalf("verdict is not exactly one of allow-all, disallow-all, rules: %+v", r)
 		}
 		if r.delay < 0 {
 			t.Fatalf("negative crawl-delay %v", r.delay)
+		}
+		if r.disallowAll && r.reason == "" {
+			t.Fatal("disallowed all without a reason")
 		}
 		for _, p := range []string{"/", "/private/x", "/a?q=1"} {
 			r.allowed(mustURL(t, p))
@@ -207,8 +185,8 @@ func servePeople(w http.ResponseWriter, r *http.Request) {
 func TestRobotsFetch(t *testing.T) {
 	t.Parallel()
 	disallowPeople := "User-agent: *\nDisallow: /people/\n"
-	big := "User-agent: *\n#" + strings.Repeat("x", maxRobotsBody) + "\nDisallow: /people/\n"
-	bigEarly := "User-agent: *\nDisallow: /people/\n#" + strings.Repeat("x", maxRobotsBody) + "\n"
+	big := "User-agent: *\n#" + strings.Repeat("x", robots.MaxSize) + "\nDisallow: /people/\n"
+	bigEarly := "User-agent: *\nDisallow: /people/\n#" + strings.Repeat("x", robots.MaxSize) + "\n"
 	cases := []struct {
 		name    string
 		tls     bool
@@ -232,14 +210,21 @@ func TestRobotsFetch(t *testing.T) {
 				return
 			}
 			servePeople(w, r)
-		}, class: ClassRobots, errHas: "robots.txt answered status 500", asked: "/robots.txt"},
+		}, class: ClassRobotsUnavailable, errHas: "robots.txt answered status 500", asked: "/robots.txt"},
 		{name: "429 disallows all", serve: func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/robots.txt" {
 				http.Error(w, "slow down", http.StatusTooManyRequests)
 				return
 			}
 			servePeople(w, r)
-		}, class: ClassRobots, errHas: "robots.txt answered status 429", asked: "/robots.txt"},
+		}, class: ClassRobotsUnavailable, errHas: "robots.txt answered status 429", asked: "/robots.txt"},
+		{name: "reset once connected: unavailable, not protocol", serve: func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				resetConn(w)
+				return
+			}
+			servePeople(w, r)
+		}, class: ClassRobotsUnavailable, errHas: "robots.txt could not be read (protocol)", asked: "/robots.txt"},
 		{name: "unreachable: bad certificate", tls: true, serve: robotsChain(0, "User-agent: *\nAllow: /\n"),
 			class: string(fetch.ClassTLS), errHas: "robots.txt unreachable"},
 		{name: "unreachable: blocked address", resolve: "10.0.0.1:80", serve: servePeople,
@@ -347,7 +332,8 @@ func TestRobotsRetried(t *testing.T) {
 			start(t, cfg)
 			register(t, d)
 			// Ask for the page until it is fetched: the first answers are
-			// "robots", without requests, until robots.txt is retried.
+			// "robots-unavailable", without requests, until robots.txt is
+			// retried.
 			deadline := time.Now().Add(10 * time.Second)
 			var classes []string
 			for i := 0; ; i++ {
@@ -358,16 +344,16 @@ func TestRobotsRetried(t *testing.T) {
 				if res.Class == "" {
 					break
 				}
-				if res.Class != ClassRobots || !strings.Contains(res.Error, "until a retry succeeds") {
-					t.Fatalf("answer %d: class %q error %q, want robots until a retry", i, res.Class, res.Error)
+				if res.Class != ClassRobotsUnavailable || !strings.Contains(res.Error, "until a retry succeeds") {
+					t.Fatalf("answer %d: class %q error %q, want robots-unavailable until a retry", i, res.Class, res.Error)
 				}
 				if time.Now().After(deadline) {
 					t.Fatalf("page never fetched: %v", classes)
 				}
 				time.Sleep(20 * time.Millisecond) // pacing the asks, not synchronisation
 			}
-			if classes[0] != ClassRobots {
-				t.Errorf("first answer %q, want robots", classes[0])
+			if classes[0] != ClassRobotsUnavailable {
+				t.Errorf("first answer %q, want robots-unavailable", classes[0])
 			}
 			var robots []hit
 			for _, h := range s.log() {
@@ -403,7 +389,8 @@ func TestRobotsFromFetch(t *testing.T) {
 		{name: "too many redirects", err: &fetch.Error{Class: fetch.ClassRedirect, Err: errors.New("more than 5 redirects")}, allowAll: true},
 		{name: "dns", err: &fetch.Error{Class: fetch.ClassDNS, Err: errors.New("no such host")}, disallowAll: true, unreachable: fetch.ClassDNS},
 		{name: "timeout", err: &fetch.Error{Class: fetch.ClassTimeout, Err: errors.New("slow")}, disallowAll: true, unreachable: fetch.ClassTimeout},
-		{name: "protocol", err: &fetch.Error{Class: fetch.ClassProtocol, Err: errors.New("garbled")}, disallowAll: true, unreachable: fetch.ClassProtocol},
+		{name: "connect", err: &fetch.Error{Class: fetch.ClassConnect, Err: errors.New("refused")}, disallowAll: true, unreachable: fetch.ClassConnect},
+		{name: "reset once connected", err: &fetch.Error{Class: fetch.ClassProtocol, Err: errors.New("connection reset by peer")}, disallowAll: true},
 		{name: "too large", err: &fetch.Error{Class: fetch.ClassTooLarge, Err: errors.New("bomb")}, disallowAll: true},
 	}
 	for _, tc := range cases {

@@ -17,6 +17,7 @@ import (
 
 	"backfill/etl"
 	"backfill/fetch"
+	"backfill/robots"
 	"backfill/store"
 	"backfill/wire"
 )
@@ -278,7 +279,7 @@ func New(cfg Config) (*Supervisor, error) {
 	robotsFetch := cfg.Fetch
 	robotsFetch.MaxRedirects = robotsMaxRedirects
 	robotsFetch.IgnoreMetaRefresh = true
-	robotsFetch.MaxBody = maxRobotsBody
+	robotsFetch.MaxBody = robots.MaxSize
 
 	var fromDispatcher []string
 	if cfg.DispatcherKey != "" {
@@ -308,7 +309,7 @@ func New(cfg Config) (*Supervisor, error) {
 		cfg:      cfg,
 		log:      log,
 		started:  time.Now().UTC(),
-		token:    productToken(cfg.Fetch.UserAgent),
+		token:    robots.ProductToken(cfg.Fetch.UserAgent),
 		endpoint: in.Endpoint(),
 		advert:   cfg.Advertise,
 		digest:   cfg.Mappings.Digest(),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"backfill/fetch"
+	"backfill/robots"
 	"backfill/store"
 	"backfill/wire"
 )
@@ -19,6 +20,9 @@ const (
 	ClassRobots     = string(fetch.ClassRobots) // disallowed by robots.txt; no request made
 	ClassCrawlDelay = "crawl-delay"             // Crawl-delay over MaxCrawlDelay; host skipped
 	ClassPanic      = "panic"                   // a page made the processing panic; recovered
+	// ClassRobotsUnavailable: robots.txt could not be had, so everything is
+	// disallowed until a retry succeeds; no request made.
+	ClassRobotsUnavailable = string(fetch.ClassRobotsUnavailable)
 )
 
 // maxResultLinks bounds the links one Result carries, parsed links first;
@@ -150,11 +154,10 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		t := s.popInto(h, popped)
 		// No request was made: the next task may be looked at at once
 		// (a request still waits for the delay below).
-		msg := fmt.Sprintf("disallowed by robots.txt of %s", h.name)
-		if h.robots.reason != "" {
-			msg = h.robots.reason
+		if h.robots.disallowAll {
+			return now, &page{task: t, res: s.answer(t, ClassRobotsUnavailable, h.robots.reason)}
 		}
-		return now, &page{task: t, res: s.answer(t, ClassRobots, msg)}
+		return now, &page{task: t, res: s.answer(t, ClassRobots, fmt.Sprintf("disallowed by robots.txt of %s", h.name))}
 	}
 	if at := s.nextStart(h, delay); at.After(now) {
 		return at, nil
@@ -285,6 +288,10 @@ func (s *Supervisor) cachedRobots(ctx context.Context, name string, now time.Tim
 	}
 	r := parseRobots(c.Status, c.Body, s.token)
 	r.expires = c.Expires
+	if r.disallowAll {
+		r.reason = fmt.Sprintf("%s; disallowing all of %s until a retry succeeds (next at %s)",
+			r.reason, name, c.Expires.UTC().Format(time.RFC3339))
+	}
 	return r
 }
 
@@ -341,11 +348,11 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 		// says what the site answered.
 		status, body = resp.Status, resp.Body
 	}
-	if len(body) > maxRobotsBody {
-		body = body[:maxRobotsBody]
+	if len(body) > robots.MaxSize {
+		body = body[:robots.MaxSize]
 	}
 	s.log.Debug("robots.txt fetched", "host", h.name, "status", status, "err", err,
-		"crawl_delay", r.delay, "allow_all", r.allowAll, "disallow_all", r.disallowAll, "parse_err", r.parseErr)
+		"crawl_delay", r.delay, "allow_all", r.allowAll, "disallow_all", r.disallowAll, "ignored_lines", r.ignored)
 	if r.unreachable != "" {
 		return
 	}
