@@ -51,7 +51,9 @@
 //
 // Every failure is an *Error whose Class callers branch on (retry, back
 // off, count in the run summary); the message names the URL and the stage.
-// The caller's cancellation is ClassCanceled; any deadline is ClassTimeout.
+// The caller's cancellation is ClassCanceled; any deadline is ClassTimeout,
+// except one that passes while the resolver is silent: a name that cannot
+// be resolved is ClassDNS however the lookup failed.
 //
 // IsBinaryPath lets link discovery drop links to binary files before a
 // request is spent on them.

@@ -288,12 +288,22 @@ func hangCases() []fetchCase {
 				t.Errorf("want the connect stage named, got %v", err)
 			}
 		}},
-		{name: "dns silence", want: ClassTimeout, setup: func(t *testing.T, cfg *Config) string {
+		{name: "dns silence", want: ClassDNS, setup: func(t *testing.T, cfg *Config) string {
 			cfg.DNSTimeout = 300 * time.Millisecond
 			cfg.Resolver = newDNSServer(t, dnsBehaviour{silent: true})
 			return "http://people.example/"
 		}, check: func(t *testing.T, _ *Response, err error) {
-			if !strings.Contains(err.Error(), "dns") {
+			if !strings.Contains(err.Error(), "dns lookup of people.example: no answer within") {
+				t.Errorf("want the dns stage named, got %v", err)
+			}
+		}},
+		{name: "dns silence past the fetch's deadline", want: ClassDNS, setup: func(t *testing.T, cfg *Config) string {
+			cfg.Timeout = 300 * time.Millisecond
+			cfg.DNSTimeout = 5 * time.Second
+			cfg.Resolver = newDNSServer(t, dnsBehaviour{silent: true})
+			return "http://people.example/"
+		}, check: func(t *testing.T, _ *Response, err error) {
+			if !strings.Contains(err.Error(), "dns lookup of people.example: no answer before the deadline") {
 				t.Errorf("want the dns stage named, got %v", err)
 			}
 		}},

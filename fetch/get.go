@@ -226,13 +226,23 @@ func verifyState(st *tls.ConnectionState, host string, roots *x509.CertPool) str
 
 // classify turns a transport error into a class, judging the context first
 // (the caller's cancellation, then the total deadline), then the stage
-// recorded by the dialer, then what net/http and crypto/tls report.
+// recorded by the dialer, then what net/http and crypto/tls report. A
+// deadline that passed while the resolver kept silent is ClassDNS: the
+// name could not be used, which is what a DNS failure says.
 func classify(ctx, parent context.Context, err error) (Class, error) {
+	var de *dialError
+	dial := errors.As(err, &de)
 	if c, ok := contextClass(ctx, parent); ok {
+		switch host := resolvingOf(ctx); {
+		case c != ClassTimeout:
+		case dial && de.class == ClassDNS:
+			return ClassDNS, de.err
+		case host != "":
+			return ClassDNS, fmt.Errorf("dns lookup of %s: no answer before the deadline: %w", host, contextErr(ctx, parent))
+		}
 		return c, contextErr(ctx, parent)
 	}
-	var de *dialError
-	if errors.As(err, &de) {
+	if dial {
 		return de.class, de.err
 	}
 	var ite *idleTimeoutError

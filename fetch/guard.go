@@ -182,16 +182,22 @@ func (f *Fetcher) resolve(ctx context.Context, addr string) ([]netip.AddrPort, e
 	}
 	lctx, cancel := context.WithTimeout(ctx, f.cfg.DNSTimeout)
 	defer cancel()
+	// A resolver that does not answer is a DNS failure, like one that
+	// answers "no such host": the name cannot be used. The note lets the
+	// fetch class it so even when the fetch's own deadline ends first.
+	noteResolving(ctx, host)
 	ips, err := f.cfg.Resolver.LookupNetIP(lctx, "ip", host)
+	noteResolving(ctx, "")
 	if err != nil {
-		if ctx.Err() == nil && lctx.Err() != nil {
-			return nil, &dialError{ClassTimeout, fmt.Errorf("dns lookup of %s: no answer within %v", host, f.cfg.DNSTimeout)}
+		switch {
+		case ctx.Err() != nil:
+			err = fmt.Errorf("dns lookup of %s: no answer before the deadline: %w", host, err)
+		case lctx.Err() != nil:
+			err = fmt.Errorf("dns lookup of %s: no answer within %v", host, f.cfg.DNSTimeout)
+		default:
+			err = fmt.Errorf("dns lookup of %s: %w", host, err)
 		}
-		var de *net.DNSError
-		if errors.As(err, &de) && de.IsTimeout {
-			return nil, &dialError{ClassTimeout, fmt.Errorf("dns lookup of %s: %w", host, err)}
-		}
-		return nil, &dialError{ClassDNS, fmt.Errorf("dns lookup of %s: %w", host, err)}
+		return nil, &dialError{ClassDNS, err}
 	}
 	if len(ips) == 0 {
 		return nil, &dialError{ClassDNS, fmt.Errorf("dns lookup of %s: no addresses", host)}
@@ -340,8 +346,9 @@ func (f *Fetcher) newTransport() *http.Transport {
 // context values), and a reused connection is noted when the request gets
 // it.
 type remoteNote struct {
-	mu   sync.Mutex
-	addr string
+	mu        sync.Mutex
+	addr      string
+	resolving string // the host being looked up in DNS right now, if any
 }
 
 type remoteNoteKey struct{}
@@ -356,6 +363,27 @@ func (n *remoteNote) get() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.addr
+}
+
+// noteResolving records that the request whose context ctx is waits for
+// a DNS answer for host ("" once it has one).
+func noteResolving(ctx context.Context, host string) {
+	if n, ok := ctx.Value(remoteNoteKey{}).(*remoteNote); ok {
+		n.mu.Lock()
+		n.resolving = host
+		n.mu.Unlock()
+	}
+}
+
+// resolvingOf is the host the request whose context ctx is waits for a
+// DNS answer for, or "".
+func resolvingOf(ctx context.Context) string {
+	if n, ok := ctx.Value(remoteNoteKey{}).(*remoteNote); ok {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.resolving
+	}
+	return ""
 }
 
 // noteRemote records addr on the request whose context ctx is, if any.
