@@ -42,7 +42,7 @@ type Config struct {
 	RecordBudget int    // tasks queued on behalf of one record, default 200
 	MaxPathDepth int    // path segments of a link, default 16
 	MaxRepeats   int    // occurrences of one path segment in a link, default 3
-	MaxFanout    int    // distinct registrable domains a page may link to and be expanded, default 100
+	MaxFanout    int    // distinct registrable domains, and hosts outside its own domain, a page may link to and be expanded, default 100
 	TopSites     string // ranked CSV of popular sites: "rank,domain" per line
 	ExcludeTop   int    // links found on pages into the top ExcludeTop sites are not followed; 0: off
 	Blacklist    string // file of hosts never crawled, one per line with their subdomains (IP/CIDR lines are the supervisors')

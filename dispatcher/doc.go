@@ -117,9 +117,9 @@
 // times, or when their host (HostBudget) or record (RecordBudget) has had
 // its pages queued already; calendars and other endless query-string
 // pages run into the host budget. A page whose links reach more than
-// MaxFanout registrable domains is a link farm: none of its links is
-// followed. What was not followed is counted by reason in
-// Summary.Filtered.
+// MaxFanout registrable domains, or more than MaxFanout hosts outside its
+// own registrable domain, is a link farm: none of its links is followed.
+// What was not followed is counted by reason in Summary.Filtered.
 //
 // A page whose text was seen before is not expanded either: supervisors
 // send each page's fingerprint (a hash of its normalized text and a 64-bit

@@ -24,7 +24,7 @@ const (
 	FilterPathDepth    = "path-depth"    // too many path segments
 	FilterRepeats      = "repeats"       // one path segment repeated too often
 	FilterURLLength    = "url-length"    // longer than etl.MaxURLLength
-	FilterLinkFarm     = "link-farm"     // on a page linking to too many domains
+	FilterLinkFarm     = "link-farm"     // on a page linking to too many domains or other sites' hosts
 )
 
 // Default link limits (Config fields of the same names).
@@ -52,7 +52,7 @@ type linkFilter struct {
 	maxRepeat int     // occurrences of one segment; <= 0 means no limit
 	hostCap   int     // tasks queued per host; <= 0 means no limit
 	recordCap int     // tasks queued per record; <= 0 means no limit
-	fanout    int     // distinct registrable domains on a page; <= 0 means no limit
+	fanout    int     // distinct registrable domains, and other domains' hosts, on a page; <= 0 means no limit
 
 	hostN   map[string]int // tasks queued per host by this process
 	recordN map[string]int // tasks queued per record by this process
@@ -226,10 +226,16 @@ func hostName(host string) string {
 }
 
 // pageLinks normalizes a fetched page's links, drops duplicates, keeps at
-// most maxLinks, and returns none when they fan out to more than the
-// filter's limit of distinct registrable domains: such a page is a link
-// farm, and expanding it would flood the frontier with hosts that say
-// nothing about anyone. Links refused here are counted in d.filtered.
+// most maxLinks, and returns none when they fan out past the filter's
+// limit: to more distinct registrable domains, or to more distinct hosts
+// outside the page's own registrable domain. Such a page is a link farm,
+// and expanding it would flood the frontier with hosts that say nothing
+// about anyone. Hosts count as well as domains because a farm spreads over
+// subdomains as readily as over domains (thousands of links over under a
+// hundred domains but hundreds of hosts); the page's own domain is left
+// out of the host count, so a site's directory of its own subdomains (a
+// university's departments) is not a farm. Links refused here are counted
+// in d.filtered.
 func (d *Dispatcher) pageLinks(page string, links []wire.Link) []string {
 	var out []string
 	seen := make(map[string]bool)
@@ -260,19 +266,24 @@ func (d *Dispatcher) pageLinks(page string, links []wire.Link) []string {
 	}
 	fan := d.filter.fanout
 	if fan <= 0 || len(hosts) <= fan {
-		return out // no more domains than hosts
+		return out // neither count can pass the number of hosts
 	}
+	_, own := hostDomain(page)
 	domains := make(map[string]bool)
+	foreign := make(map[string]bool) // hosts outside the page's own domain
 	for _, n := range out {
-		_, dom := hostDomain(n)
+		host, dom := hostDomain(n)
 		domains[dom] = true
+		if dom != own {
+			foreign[hostName(host)] = true
+		}
 	}
-	if len(domains) <= fan {
+	if len(domains) <= fan && len(foreign) <= fan {
 		return out
 	}
 	d.filtered[FilterLinkFarm] += int64(len(out))
 	d.linkFarms++
-	d.log.Debug("link farm not expanded", "url", page, "links", len(out), "domains", len(domains))
+	d.log.Debug("link farm not expanded", "url", page, "links", len(out), "domains", len(domains), "other_hosts", len(foreign))
 	return nil
 }
 

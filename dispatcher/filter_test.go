@@ -249,26 +249,51 @@ func TestPageLinks(t *testing.T) {
 		}
 		return out
 	}
+	// ownSubdomains links n hosts under the page's own domain.
+	ownSubdomains := func(n int) []wire.Link {
+		var out []wire.Link
+		for i := range n {
+			out = append(out, wire.Link{URL: fmt.Sprintf("https://dept%d.page.example/p%d", i%300, i)})
+		}
+		return out
+	}
+	// farm is the shape of a farm met in the wild: 5,000 links over 97
+	// registrable domains but 210 hosts (capped at maxLinks here).
+	var farm []wire.Link
+	for i := range 5000 {
+		h := i % 210
+		farm = append(farm, wire.Link{URL: fmt.Sprintf("https://x%d.d%d.example/deal%d", h, h%97, i)})
+	}
 	long := wire.Link{URL: "https://x.example/" + strings.Repeat("y", etl.MaxURLLength)}
 	tests := []struct {
 		name     string
+		fanout   int // 0: the env's 10
 		links    []wire.Link
 		want     int // links kept
 		filtered map[string]int64
 		farm     bool
 	}{
-		{"at the limit", links(10, 1), 10, nil, false},
-		{"over the limit", links(11, 1), 0, map[string]int64{FilterLinkFarm: 11}, true},
-		{"many hosts few domains", links(300, 30), 300, nil, false},
-		{"duplicates and junk", []wire.Link{{URL: "https://a.example/"}, {URL: "https://A.example:443/#x"}, {URL: "mailto:x@a.example"}, {URL: "/relative"}}, 1, nil, false},
-		{"too long", []wire.Link{long, {URL: "https://a.example/"}}, 1, map[string]int64{FilterURLLength: 1}, false},
-		{"capped", links(maxLinks+50, maxLinks), maxLinks, nil, false},
+		{"at the limit", 0, links(10, 1), 10, nil, false},
+		{"over the limit", 0, links(11, 1), 0, map[string]int64{FilterLinkFarm: 11}, true},
+		{"hosts at the limit, few domains", 0, links(10, 5), 10, nil, false},
+		{"hosts over the limit, few domains", 0, links(11, 6), 0, map[string]int64{FilterLinkFarm: 11}, true},
+		{"many hosts few domains", 0, links(300, 30), 0, map[string]int64{FilterLinkFarm: 300}, true},
+		{"many hosts of the page's own domain", 0, ownSubdomains(300), 300, nil, false},
+		{"97 domains, 210 hosts, limit 100", 100, farm, 0, map[string]int64{FilterLinkFarm: maxLinks}, true},
+		{"97 domains, 210 hosts, limit 210", 210, farm, maxLinks, nil, false},
+		{"duplicates and junk", 0, []wire.Link{{URL: "https://a.example/"}, {URL: "https://A.example:443/#x"}, {URL: "mailto:x@a.example"}, {URL: "/relative"}}, 1, nil, false},
+		{"too long", 0, []wire.Link{long, {URL: "https://a.example/"}}, 1, map[string]int64{FilterURLLength: 1}, false},
+		{"capped", 0, ownSubdomains(maxLinks + 50), maxLinks, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d.filtered = make(map[string]int64)
 			d.linkFarms = 0
-			got := d.pageLinks("https://page.example/", tt.links)
+			d.filter.fanout = 10
+			if tt.fanout != 0 {
+				d.filter.fanout = tt.fanout
+			}
+			got := d.pageLinks("https://www.page.example/", tt.links)
 			if len(got) != tt.want {
 				t.Errorf("kept %d links, want %d", len(got), tt.want)
 			}

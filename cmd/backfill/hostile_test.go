@@ -128,3 +128,69 @@ func TestHostileCrawl(t *testing.T) {
 		t.Errorf("supervisor peak RSS %d MiB, want under 256 MiB", rss>>20)
 	}
 }
+
+// TestHostileLinkFarm crawls the hostile site's link farm one link deep,
+// with a dispatcher and a supervisor as separate processes: the hub links
+// to farmHosts hosts, all under one registrable domain, and since those
+// are more than --max-fanout hosts outside the hub's own domain none of its
+// links is followed.
+func TestHostileLinkFarm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end crawl")
+	}
+	const farmHosts = 150 // over the default --max-fanout, on one domain
+	site, err := testweb.StartHostile(testweb.HostileOptions{FarmHosts: farmHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer site.Close()
+	var hub string
+	for _, c := range site.Cases() {
+		if c.Name == "link-farm" {
+			hub = c.URL
+		}
+	}
+	dir := t.TempDir()
+	records := filepath.Join(dir, "farm.csv")
+	if err := os.WriteFile(records, []byte("id,name,homepage\nfarm,,"+hub+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(dir, "state")
+	summaryPath := filepath.Join(dir, "summary.json")
+	disp, endpoint := startDispatcher(t, "--records", records, "--state-dir", stateDir,
+		"--listen", "tcp://127.0.0.1:*", "--depth", "1", "--summary", summaryPath)
+	args := []string{"supervisor", "--dispatcher", endpoint, "--store", filepath.Join(stateDir, "results.db"),
+		"--allow-loopback", "--delay", "0", "--contact", "https://backfill.invalid/hostile-test"}
+	for host, addr := range site.Resolve() { // the farm's hosts too: a wrong expansion stays on loopback
+		args = append(args, "--resolve", host+":"+addr)
+	}
+	sup := start(t, "supervisor", args...)
+	if code := disp.waitExit(time.Minute); code != 0 {
+		t.Fatalf("dispatcher exit code %d", code)
+	}
+	sup.cmd.Process.Signal(syscall.SIGTERM)
+	if code := sup.waitExit(30 * time.Second); code != 0 {
+		t.Errorf("supervisor exit code %d after SIGTERM", code)
+	}
+	var summary struct {
+		Pages     int64
+		Filtered  map[string]int64
+		LinkFarms int64
+	}
+	b, err := os.ReadFile(summaryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &summary); err != nil {
+		t.Fatal(err)
+	}
+	if summary.Pages != 1 || summary.LinkFarms != 1 || summary.Filtered["link-farm"] != farmHosts {
+		t.Errorf("pages %d, link farms %d, links filtered as link-farm %d; want 1, 1, %d",
+			summary.Pages, summary.LinkFarms, summary.Filtered["link-farm"], farmHosts)
+	}
+	for _, r := range site.Log() {
+		if strings.HasSuffix(r.Host, ".farm.example") {
+			t.Errorf("farm host asked for %s%s", r.Host, r.Path)
+		}
+	}
+}

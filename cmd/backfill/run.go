@@ -59,7 +59,7 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.recordBudget, "record-budget", dispatcher.DefaultRecordBudget, "pages queued on behalf of one record; further links found for it are not followed (0: no limit)")
 	fs.IntVar(&d.maxPathDepth, "max-path-depth", dispatcher.DefaultMaxPathDepth, "links found on pages with more path segments are not followed (0: no limit)")
 	fs.IntVar(&d.maxRepeats, "max-repeats", dispatcher.DefaultMaxRepeats, "links found on pages with one path segment repeated more often (/a/a/a/a) are not followed (0: no limit)")
-	fs.IntVar(&d.maxFanout, "max-fanout", dispatcher.DefaultMaxFanout, "a page linking to more distinct registrable domains is a link farm: none of its links is followed (0: no limit)")
+	fs.IntVar(&d.maxFanout, "max-fanout", dispatcher.DefaultMaxFanout, "a page linking to more distinct registrable domains, or to more hosts outside its own domain, is a link farm: none of its links is followed (0: no limit)")
 	fs.DurationVar(&d.recrawlAfter, "recrawl-after", 0, "fetch a page crawled by an earlier run again, conditionally (ETag, Last-Modified), once it is older than this, instead of reusing its cached extraction (0: reuse however old)")
 	fs.BoolVar(&d.refresh, "refresh", false, "re-check the filled values older than --recrawl-after: refetch their sources and records' links; a changed value replaces the old one, which is kept in the field's provenance history")
 	if f := fs.Lookup("blacklist"); f != nil {
