@@ -469,6 +469,7 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		batch = batch[:0]
 		return err
 	}
+	filtered := make(map[string]int64) // record links refused, by reason
 	err = readRecords(path, f, FormatAuto, func(r store.Record) error {
 		rep.Records++
 		batch = append(batch, r)
@@ -479,15 +480,21 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 	}, func(e *LineError) {
 		rep.Bad++
 		report(e)
-	}, report)
+	}, func(e *LineError) {
+		if e.Filter != "" {
+			filtered[e.Filter]++
+		}
+		report(e)
+	})
 	if err == nil {
 		err = flush()
 	}
-	if rep.Bad > 0 {
-		d.mu.Lock()
-		d.badLines += rep.Bad
-		d.mu.Unlock()
+	d.mu.Lock()
+	d.badLines += rep.Bad
+	for why, n := range filtered {
+		d.filtered[why] += n
 	}
+	d.mu.Unlock()
 	if err != nil {
 		return rep, fmt.Errorf("dispatcher: records: %w", err)
 	}

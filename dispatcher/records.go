@@ -29,11 +29,14 @@ const (
 // into memory.
 const maxLine = 4 << 20
 
-// LineError is a malformed input line: the record on it was skipped.
+// LineError is a malformed input line: the record on it was skipped. As a
+// warning it is a value of a kept record that was not used; Filter then
+// names the Filter* reason the run summary counts it under, if any.
 type LineError struct {
 	File   string
 	Line   int
 	Reason string
+	Filter string
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
@@ -171,7 +174,9 @@ func unwrapCSV(err error) error {
 }
 
 // addLink adds v to the record's links when it is an http(s) URL. In a
-// links column or list, anything else is reported (and the record kept).
+// links column or list, anything else is reported (and the record kept). A
+// URL longer than etl.MaxURLLength is refused wherever it is, reported
+// with the url-length filter the summary counts.
 func (p *recordParser) addLink(rec *store.Record, line int, v string, explicit bool) {
 	if !looksLikeURL(v) {
 		if explicit && v != "" {
@@ -180,7 +185,13 @@ func (p *recordParser) addLink(rec *store.Record, line int, v string, explicit b
 		return
 	}
 	n, err := etl.NormalizeURL(v)
-	if err != nil {
+	switch {
+	case err != nil && len(v) > etl.MaxURLLength:
+		e := p.lineErr(line, "link %q… (%d bytes) is longer than %d bytes; refused", v[:64], len(v), etl.MaxURLLength)
+		e.Filter = FilterURLLength
+		p.warn(e)
+		return
+	case err != nil:
 		if explicit {
 			p.warn(p.lineErr(line, "links: %q: %v; ignored", v, err))
 		}

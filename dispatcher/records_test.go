@@ -2,12 +2,15 @@ package dispatcher
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"backfill/etl"
 	"backfill/store"
 )
 
@@ -208,4 +211,39 @@ func FuzzRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLongRecordLink: a record's own link longer than etl.MaxURLLength is
+// refused wherever it stands, said on its line and counted in the run
+// summary as url-length; the record and its other links are kept.
+func TestLongRecordLink(t *testing.T) {
+	long := "https://a.example/" + strings.Repeat("x", etl.MaxURLLength)
+	e := newEnv(t, t.TempDir(), func(c *Config) { c.Fields = []string{"phone"} })
+	rep := e.load("r.csv", "id,homepage,links\n"+
+		"r1,"+long+",https://a.example/ok\n"+
+		"r2,https://b.example/ok,"+long+"\n")
+	if rep.Records != 2 || rep.Bad != 0 {
+		t.Fatalf("load report %+v", rep)
+	}
+	var refused []string
+	for _, err := range rep.Errors {
+		if strings.Contains(err.Error(), "is longer than 2048 bytes; refused") {
+			refused = append(refused, err.Error())
+		}
+	}
+	if len(refused) != 2 || !strings.Contains(refused[0], "r.csv:2: ") || !strings.Contains(refused[1], "r.csv:3: ") {
+		t.Errorf("refusals reported %q, want one on line 2 and one on line 3", refused)
+	}
+	s1 := newSup(t, "s1", e.d.Endpoint(), 4, false, e.set.Digest())
+	e.run(context.Background())
+	if !s1.join(5 * time.Second) {
+		t.Fatal("no welcome")
+	}
+	st := crawl(t, e, []*testSup{s1}, map[string]page{"https://a.example/ok": {}, "https://b.example/ok": {}}, 20*time.Second)
+	if len(st.requests) != 2 {
+		t.Errorf("requested %v, want the two short links", st.requests)
+	}
+	if n := e.sum.Filtered[FilterURLLength]; n != 2 {
+		t.Errorf("summary counts %d url-length links, want 2", n)
+	}
 }
