@@ -1,6 +1,7 @@
 // Package store owns what outlives a run: the records with the values found
 // for them (and where each came from), and the caches that supervisors share
-// (robots.txt bodies and each host's last crawl time).
+// (robots.txt bodies, each host's last crawl time and soft-404 probe
+// verdict).
 //
 // Two backends sit behind the same interfaces: an embedded SQLite file (the
 // default; nothing to install) and MongoDB for clusters. Open picks one from

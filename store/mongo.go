@@ -17,7 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 )
 
-// The MongoDB backend keeps five collections in the database the URI names
+// The MongoDB backend keeps six collections in the database the URI names
 // ("backfill" when it names none):
 //
 //	records     {_id: record id, seq, fields: [{k, v}], order: [..], links: [..]}
@@ -25,6 +25,7 @@ import (
 //	             mapping, depth, at, conflicts: [..], history: [..]}
 //	robots      {_id: host, status, body, fetched_at, expires}
 //	last_crawl  {_id: <host>@<unix ms>, host, at}
+//	soft404     {_id: host, print, probed_at, expires}
 //	meta        {_id: "schema", version}
 //
 // Every write is a whole-document insert or replace keyed by _id, or a
@@ -65,6 +66,7 @@ type mongoStore struct {
 	db                *mongo.Database
 	records, fields   *mongo.Collection
 	robots, lcr       *mongo.Collection
+	soft404           *mongo.Collection
 	timeout, retryFor time.Duration
 	log               *slog.Logger
 	where             string // the URI without credentials, for messages
@@ -126,6 +128,7 @@ func openMongo(ctx context.Context, uri string, opts Options) (Store, error) {
 		fields:   db.Collection("fields"),
 		robots:   db.Collection("robots"),
 		lcr:      db.Collection("last_crawl"),
+		soft404:  db.Collection("soft404"),
 		timeout:  timeout,
 		retryFor: retryFor,
 		log:      log.With("store", where),
@@ -167,7 +170,7 @@ func (s *mongoStore) setup(ctx context.Context) error {
 	if v.Version > mongoSchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build's %d", v.Version, mongoSchemaVersion)
 	}
-	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl"} {
+	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404"} {
 		err := s.do(ctx, "create collection "+c, func(ctx context.Context) error {
 			err := s.db.CreateCollection(ctx, c)
 			if se := mongo.ServerError(nil); errors.As(err, &se) && se.HasErrorCode(48) { // NamespaceExists
@@ -285,6 +288,12 @@ type mongoRobots struct {
 	Body      []byte    `bson:"body"`
 	FetchedAt time.Time `bson:"fetched_at"`
 	Expires   time.Time `bson:"expires"`
+}
+
+type mongoSoft404 struct {
+	Print    []byte    `bson:"print"`
+	ProbedAt time.Time `bson:"probed_at"`
+	Expires  time.Time `bson:"expires"`
 }
 
 type mongoLastCrawl struct {
@@ -613,6 +622,50 @@ func (s *mongoStore) PutRobots(ctx context.Context, host string, r Robots) error
 	}
 	return s.do(ctx, "put robots for "+host, func(ctx context.Context) error {
 		_, err := s.robots.ReplaceOne(ctx, bson.D{{Key: "_id", Value: host}}, doc, options.Replace().SetUpsert(true))
+		return err
+	})
+}
+
+func (s *mongoStore) Soft404(ctx context.Context, host string) (Soft404, error) {
+	var m mongoSoft404
+	found := true
+	err := s.do(ctx, "soft-404 verdict for "+host, func(ctx context.Context) error {
+		err := s.soft404.FindOne(ctx, bson.D{{Key: "_id", Value: host}}).Decode(&m)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			found = false
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return Soft404{}, err
+	}
+	if !found {
+		return Soft404{}, fmt.Errorf("%w: soft-404 verdict for %s", ErrNotFound, host)
+	}
+	v := Soft404{Print: m.Print, ProbedAt: m.ProbedAt.UTC(), Expires: m.Expires.UTC()}
+	if len(v.Print) == 0 {
+		v.Print = nil
+	}
+	return v, nil
+}
+
+func (s *mongoStore) PutSoft404(ctx context.Context, host string, v Soft404) error {
+	if host == "" {
+		return errors.New("store: put soft-404 verdict: empty host")
+	}
+	fp := v.Print
+	if fp == nil {
+		fp = []byte{}
+	}
+	doc := bson.D{
+		{Key: "_id", Value: host},
+		{Key: "print", Value: fp},
+		{Key: "probed_at", Value: v.ProbedAt.UTC()},
+		{Key: "expires", Value: v.Expires.UTC()},
+	}
+	return s.do(ctx, "put soft-404 verdict for "+host, func(ctx context.Context) error {
+		_, err := s.soft404.ReplaceOne(ctx, bson.D{{Key: "_id", Value: host}}, doc, options.Replace().SetUpsert(true))
 		return err
 	})
 }

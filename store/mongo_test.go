@@ -109,7 +109,7 @@ func TestMongoLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"meta", "records", "fields", "robots", "last_crawl"} {
+	for _, want := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404"} {
 		if !contains(names, want) {
 			t.Errorf("collection %s missing; have %v", want, names)
 		}

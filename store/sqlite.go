@@ -63,6 +63,14 @@ var sqliteSchema = [][]string{
 		// history: JSON array of the values a refresh replaced
 		`ALTER TABLE fields ADD COLUMN history TEXT NOT NULL DEFAULT '[]'`,
 	},
+	{
+		`CREATE TABLE IF NOT EXISTS soft404 (
+			host      TEXT NOT NULL UNIQUE,
+			print     BLOB NOT NULL, -- empty: the host answers missing paths properly
+			probed_at TEXT NOT NULL,
+			expires   TEXT NOT NULL
+		)`,
+	},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every
@@ -83,11 +91,11 @@ type sqliteStore struct {
 
 // writeStmts are prepared on the writer, readStmts on the reader pool.
 type writeStmts struct {
-	putRecord, recordExists, setField, putRobots, putLastCrawl *sql.Stmt
+	putRecord, recordExists, setField, putRobots, putLastCrawl, putSoft404 *sql.Stmt
 }
 
 type readStmts struct {
-	robots, lastCrawl *sql.Stmt
+	robots, lastCrawl, soft404 *sql.Stmt
 }
 
 var writeSQL = map[string]string{
@@ -109,11 +117,15 @@ var writeSQL = map[string]string{
 	// formatTime is fixed width, so max() on the text is max() on the time.
 	"putLastCrawl": `INSERT INTO last_crawl (host, at) VALUES (?, ?)
 			ON CONFLICT (host) DO UPDATE SET at = max(at, excluded.at)`,
+	"putSoft404": `INSERT INTO soft404 (host, print, probed_at, expires) VALUES (?, ?, ?, ?)
+			ON CONFLICT (host) DO UPDATE SET print = excluded.print,
+				probed_at = excluded.probed_at, expires = excluded.expires`,
 }
 
 var readSQL = map[string]string{
 	"robots":    `SELECT status, body, fetched_at, expires FROM robots WHERE host = ?`,
 	"lastCrawl": `SELECT at FROM last_crawl WHERE host = ?`,
+	"soft404":   `SELECT print, probed_at, expires FROM soft404 WHERE host = ?`,
 }
 
 // prepare prepares every statement of the store, closing what it prepared
@@ -135,8 +147,10 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 		prep(s.w, &s.ws.setField, "setField", writeSQL["setField"]),
 		prep(s.w, &s.ws.putRobots, "putRobots", writeSQL["putRobots"]),
 		prep(s.w, &s.ws.putLastCrawl, "putLastCrawl", writeSQL["putLastCrawl"]),
+		prep(s.w, &s.ws.putSoft404, "putSoft404", writeSQL["putSoft404"]),
 		prep(s.r, &s.rs.robots, "robots", readSQL["robots"]),
 		prep(s.r, &s.rs.lastCrawl, "lastCrawl", readSQL["lastCrawl"]),
+		prep(s.r, &s.rs.soft404, "soft404", readSQL["soft404"]),
 	)
 	if err != nil {
 		for _, st := range done {
@@ -149,7 +163,7 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 func (s *sqliteStore) closeStmts() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{s.ws.putRecord, s.ws.recordExists, s.ws.setField, s.ws.putRobots,
-		s.ws.putLastCrawl, s.rs.robots, s.rs.lastCrawl} {
+		s.ws.putLastCrawl, s.ws.putSoft404, s.rs.robots, s.rs.lastCrawl, s.rs.soft404} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -568,6 +582,52 @@ func (s *sqliteStore) PutRobots(ctx context.Context, host string, r Robots) erro
 	}
 	return s.write(ctx, "put robots for "+host, func(tx *sql.Tx) error {
 		_, err := tx.StmtContext(ctx, s.ws.putRobots).ExecContext(ctx, host, r.Status, body, fetchedAt, expires)
+		return err
+	})
+}
+
+func (s *sqliteStore) Soft404(ctx context.Context, host string) (Soft404, error) {
+	var (
+		v                 Soft404
+		probedAt, expires string
+	)
+	err := s.rs.soft404.QueryRowContext(ctx, host).Scan(&v.Print, &probedAt, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Soft404{}, fmt.Errorf("%w: soft-404 verdict for %s", ErrNotFound, host)
+	}
+	if err != nil {
+		return Soft404{}, fmt.Errorf("store: soft-404 verdict for %s: %w", host, err)
+	}
+	if v.ProbedAt, err = parseTime(probedAt); err != nil {
+		return Soft404{}, fmt.Errorf("store: soft-404 verdict for %s: column probed_at: %w", host, err)
+	}
+	if v.Expires, err = parseTime(expires); err != nil {
+		return Soft404{}, fmt.Errorf("store: soft-404 verdict for %s: column expires: %w", host, err)
+	}
+	if len(v.Print) == 0 {
+		v.Print = nil
+	}
+	return v, nil
+}
+
+func (s *sqliteStore) PutSoft404(ctx context.Context, host string, v Soft404) error {
+	if host == "" {
+		return errors.New("store: put soft-404 verdict: empty host")
+	}
+	fp := v.Print
+	if fp == nil {
+		fp = []byte{} // the column is NOT NULL; nil would bind as NULL
+	}
+	probedAt, err := formatTime(v.ProbedAt)
+	if err != nil {
+		return fmt.Errorf("store: put soft-404 verdict for %s: probed at: %w", host, err)
+	}
+	expires, err := formatTime(v.Expires)
+	if err != nil {
+		return fmt.Errorf("store: put soft-404 verdict for %s: expires: %w", host, err)
+	}
+	return s.write(ctx, "put soft-404 verdict for "+host, func(tx *sql.Tx) error {
+		_, err := tx.StmtContext(ctx, s.ws.putSoft404).ExecContext(ctx, host, fp, probedAt, expires)
 		return err
 	})
 }

@@ -69,13 +69,26 @@ type Robots struct {
 	Expires   time.Time
 }
 
-// HostCache is shared by supervisors so a host that changes owner keeps its
-// history.
+// Soft404 is a host's cached soft-404 probe verdict: how it answered a
+// path that does not exist. Supervisors give it the lifetime of the
+// host's robots.txt entry.
+type Soft404 struct {
+	// Print fingerprints the host's 2xx answer, in the supervisor's own
+	// encoding; empty when the host answers such paths as it should.
+	Print    []byte
+	ProbedAt time.Time
+	Expires  time.Time
+}
+
+// HostCache is shared by supervisors so a host that changes owner, or a
+// supervisor that restarts, keeps the host's history.
 type HostCache interface {
 	Robots(ctx context.Context, host string) (Robots, error) // ErrNotFound when absent
 	PutRobots(ctx context.Context, host string, r Robots) error
 	LastCrawl(ctx context.Context, host string) (time.Time, error) // ErrNotFound when absent
 	PutLastCrawl(ctx context.Context, host string, at time.Time) error
+	Soft404(ctx context.Context, host string) (Soft404, error) // ErrNotFound when absent
+	PutSoft404(ctx context.Context, host string, v Soft404) error
 }
 
 // Store is a whole backend.

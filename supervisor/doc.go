@@ -42,7 +42,9 @@
 //     all has its pages answered with the network class; either way until
 //     a retry succeeds, RobotsRetry later and doubling);
 //   - else, once per host, the soft-404 probe: an invented path whose 200
-//     answer fingerprints the host's "not found" page (soft404.go);
+//     answer fingerprints the host's "not found" page (soft404.go); the
+//     verdict goes to Config.Cache with the lifetime of the host's
+//     robots.txt entry, so no supervisor asks again before then;
 //   - else the first queued page, unless robots.txt disallows it (answered
 //     with class "robots" and no request) or asks for a Crawl-delay over
 //     MaxCrawlDelay (class "crawl-delay"), or the host is blacklisted

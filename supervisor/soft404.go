@@ -4,17 +4,22 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"golang.org/x/net/html"
 
 	"backfill/fetch"
+	"backfill/store"
 )
 
 // Soft 404s: sites that answer a missing page with 200 and a "not found"
@@ -26,6 +31,8 @@ import (
 // answer, and its pages that resemble it are answered "soft-404" with no
 // fields:
 //
+//   - a page whose body is byte for byte the probe's answer, whatever its
+//     path and however it was reached;
 //   - a probe redirected elsewhere: pages redirected to the same final URL;
 //   - a probe answered in place: pages whose visible text, with the words
 //     of their own URL path left out (not-found pages tend to quote the
@@ -33,9 +40,15 @@ import (
 //     shingles with an estimated resemblance of at least soft404Resemble
 //     and a length within soft404Band of the probe's.
 //
-// A host's root page is never a soft 404: a host that answers every path
-// with its home page (or redirects every path there) has a home page all
-// the same, and it is the page the others imitate.
+// A host's root page is never a soft 404, nor is the page a redirected
+// probe landed on, asked for by its own URL: a host that answers every
+// path with its home page (or redirects every path there) has a home page
+// all the same, and it is the page the others imitate.
+//
+// The verdict (the fingerprint, or none for a fine host) is written to the
+// host cache with the lifetime of the host's robots.txt entry, so a
+// restarted supervisor, or another one the host moves to, does not probe
+// the host again until its robots.txt is fetched again.
 
 // ClassSoft404 is the class of a page that resembles its host's answer to
 // an invented path. Append only: it crosses the wire.
@@ -52,31 +65,42 @@ const (
 
 // soft404Print is the fingerprint of a host's answer to an invented path.
 type soft404Print struct {
-	finalURL string // where a redirected probe ended; "" when answered in place
-	exact    uint64 // hash of the normalized word sequence
+	finalURL string   // where a redirected probe ended; "" when answered in place
+	body     [32]byte // SHA-256 of the answer's body as fetched
+	exact    uint64   // hash of the normalized word sequence
 	words    int
 	sketch   []uint64 // the soft404Sketch smallest shingle hashes, sorted
 }
 
 // soft404s remembers, per host, whether it was probed and the fingerprint
-// (nil for a fine host). It holds at most soft404Hosts hosts; beyond that,
-// arbitrary ones are forgotten and probed again if they come back.
+// (nil for a fine host), until the verdict expires. It holds at most
+// soft404Hosts hosts; beyond that, arbitrary ones are forgotten and looked
+// up again if they come back.
 type soft404s struct {
 	mu    sync.Mutex
-	hosts map[string]*soft404Print
+	hosts map[string]soft404Verdict
 }
 
-func newSoft404s() *soft404s { return &soft404s{hosts: map[string]*soft404Print{}} }
+type soft404Verdict struct {
+	print   *soft404Print
+	expires time.Time
+}
 
-// known reports whether host was probed, and its fingerprint.
+func newSoft404s() *soft404s { return &soft404s{hosts: map[string]soft404Verdict{}} }
+
+// known reports whether host has an unexpired verdict, and its fingerprint.
 func (s *soft404s) known(host string) (*soft404Print, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.hosts[host]
-	return p, ok
+	v, ok := s.hosts[host]
+	if ok && !time.Now().Before(v.expires) {
+		delete(s.hosts, host)
+		return nil, false
+	}
+	return v.print, ok
 }
 
-func (s *soft404s) set(host string, p *soft404Print) {
+func (s *soft404s) set(host string, p *soft404Print, expires time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.hosts[host]; !ok && len(s.hosts) >= soft404Hosts {
@@ -85,7 +109,41 @@ func (s *soft404s) set(host string, p *soft404Print) {
 			break
 		}
 	}
-	s.hosts[host] = p
+	s.hosts[host] = soft404Verdict{print: p, expires: expires}
+}
+
+// soft404Stored is a fingerprint as the host cache keeps it.
+type soft404Stored struct {
+	FinalURL string   `json:"final_url,omitempty"`
+	Body     []byte   `json:"body"`
+	Exact    uint64   `json:"exact"`
+	Words    int      `json:"words"`
+	Sketch   []uint64 `json:"sketch"`
+}
+
+// encode is p as the host cache keeps it; nil for a fine host.
+func (p *soft404Print) encode() []byte {
+	if p == nil {
+		return nil
+	}
+	b, _ := json.Marshal(soft404Stored{FinalURL: p.finalURL, Body: p.body[:], Exact: p.exact, Words: p.words, Sketch: p.sketch})
+	return b
+}
+
+// decodeSoft404 reads a fingerprint from the host cache; an empty one is a
+// fine host. ok is false for one that cannot be read (the host is then
+// probed again).
+func decodeSoft404(b []byte) (p *soft404Print, ok bool) {
+	if len(b) == 0 {
+		return nil, true
+	}
+	var st soft404Stored
+	if err := json.Unmarshal(b, &st); err != nil || len(st.Body) != sha256.Size || st.Words < 0 {
+		return nil, false
+	}
+	p = &soft404Print{finalURL: st.FinalURL, exact: st.Exact, words: st.Words, sketch: st.Sketch}
+	copy(p.body[:], st.Body)
+	return p, true
 }
 
 // soft404ProbeURL is an invented URL on the host of page.
@@ -102,6 +160,7 @@ func soft404Fingerprint(probeURL string, resp *fetch.Response, err error) *soft4
 		return nil
 	}
 	p := textPrint(resp.Body, probeURL, resp.URL)
+	p.body = sha256.Sum256(resp.Body)
 	if resp.URL != "" && resp.URL != probeURL {
 		p.finalURL = resp.URL
 	}
@@ -117,7 +176,13 @@ func (p *soft404Print) matches(taskURL string, resp *fetch.Response) bool {
 		return false
 	}
 	if p.finalURL != "" {
-		return resp.URL == p.finalURL && resp.URL != taskURL
+		if taskURL == p.finalURL {
+			return false // the landing page itself, asked for by name
+		}
+		return resp.URL == p.finalURL || sha256.Sum256(resp.Body) == p.body
+	}
+	if sha256.Sum256(resp.Body) == p.body {
+		return true
 	}
 	q := textPrint(resp.Body, taskURL, resp.URL)
 	if q.exact == p.exact && q.words == p.words {
@@ -248,9 +313,11 @@ func words(s string) []string {
 	})
 }
 
-// probeSoft404 makes h's soft-404 probe unless it has been made: the
-// turn's one request. It reports whether a request was made. A probe path
-// robots.txt disallows is not asked for; the host then goes unprobed.
+// probeSoft404 makes h's soft-404 probe unless its verdict is known, here
+// or in the host cache: the turn's one request. It reports whether a
+// request was made. A probe path robots.txt disallows is not asked for;
+// the host then goes unprobed. A verdict lives as long as the host's
+// robots.txt rules.
 func (s *Supervisor) probeSoft404(ctx context.Context, h *host, page *url.URL) bool {
 	if s.cfg.NoSoft404 {
 		return false
@@ -258,13 +325,21 @@ func (s *Supervisor) probeSoft404(ctx context.Context, h *host, page *url.URL) b
 	if _, ok := s.soft404.known(h.name); ok {
 		return false
 	}
+	if h.robots == nil {
+		return false
+	}
+	if s.cachedSoft404(ctx, h.name) {
+		return false
+	}
+	expires := h.robots.expires
 	probe := soft404ProbeURL(page)
 	pu, err := url.Parse(probe)
-	if err != nil || h.robots == nil || !h.robots.allowed(pu) {
-		s.soft404.set(h.name, nil)
+	if err != nil || !h.robots.allowed(pu) {
+		s.soft404.set(h.name, nil, expires)
 		return false
 	}
 	s.soft404Probes.Add(1)
+	start := time.Now()
 	resp, err := s.fetcher.Get(ctx, probe)
 	end := s.requestDone(h)
 	if ctx.Err() != nil {
@@ -272,10 +347,42 @@ func (s *Supervisor) probeSoft404(ctx context.Context, h *host, page *url.URL) b
 	}
 	s.health.observe(h.name, resp, err, s.delay(h.robots), end)
 	fp := soft404Fingerprint(probe, resp, err)
-	s.soft404.set(h.name, fp)
+	s.soft404.set(h.name, fp, expires)
 	if fp != nil {
 		s.log.Debug("host answers invented paths with 200; pages like that answer are soft 404s",
 			"host", h.name, "probe", probe, "final_url", resp.URL)
 	}
+	if resp == nil || resp.Status == 0 {
+		return true // no answer: a restarted process may ask again
+	}
+	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	v := store.Soft404{Print: fp.encode(), ProbedAt: start.UTC(), Expires: expires.UTC()}
+	if err := s.cache.PutSoft404(cctx, h.name, v); err != nil && ctx.Err() == nil {
+		s.cacheFailed("put soft-404 verdict", h.name, err)
+	}
+	return true
+}
+
+// cachedSoft404 takes host's verdict from the host cache into memory, if
+// the cache has an unexpired one it can read, and reports whether it did.
+func (s *Supervisor) cachedSoft404(ctx context.Context, host string) bool {
+	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
+	defer cancel()
+	v, err := s.cache.Soft404(cctx, host)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+			s.cacheFailed("read soft-404 verdict", host, err)
+		}
+		return false
+	}
+	if !time.Now().Before(v.Expires) {
+		return false
+	}
+	fp, ok := decodeSoft404(v.Print)
+	if !ok {
+		return false
+	}
+	s.soft404.set(host, fp, v.Expires)
 	return true
 }

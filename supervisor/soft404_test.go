@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -29,6 +30,13 @@ func TestSoft404Matches(t *testing.T) {
 		Body: []byte("<p>Nothing here. " + long + "</p>")}, nil)
 	redirProbe := soft404Fingerprint(probeURL, &fetch.Response{URL: "http://a.test/", Status: 200, Redirects: 1,
 		Body: []byte("<h1>Welcome home</h1>")}, nil)
+	// A short answer whose words are those of the paths it lists: a page
+	// at /people/contact loses two of its five words to its own path, so
+	// only its bytes say it is the probe's answer.
+	menu := "<title>Oops</title><a href=/>Home</a> <a href=/people/>People</a> <a href=/contact>Contact</a> <p>Oops</p>"
+	menuProbe := soft404Fingerprint(probeURL, &fetch.Response{URL: probeURL, Status: 200, Body: []byte(menu)}, nil)
+	landing := soft404Fingerprint(probeURL, &fetch.Response{URL: "http://a.test/notfound", Status: 200, Redirects: 1,
+		Body: []byte(menu)}, nil)
 
 	cases := []struct {
 		name  string
@@ -49,8 +57,14 @@ func TestSoft404Matches(t *testing.T) {
 		{"redirected to the same place", redirProbe, "http://a.test/no/such", "http://a.test/", "<h1>Welcome home</h1>", true},
 		{"the home page itself", redirProbe, "http://a.test/", "http://a.test/", "<h1>Welcome home</h1>", false},
 		{"the home page redirected to itself", redirProbe, "http://a.test", "http://a.test/", "<h1>Welcome home</h1>", false},
-		{"redirected elsewhere", redirProbe, "http://a.test/old", "http://a.test/new", "<h1>Welcome home</h1>", false},
+		{"redirected elsewhere", redirProbe, "http://a.test/old", "http://a.test/new", "<h1>The new page</h1>", false},
 		{"no fingerprint", nil, "http://a.test/x", "", notFound("/x"), false},
+		{"byte-identical, text apart", menuProbe, "http://a.test/people/contact", "", menu, true},
+		{"one byte apart, text apart", menuProbe, "http://a.test/people/contact", "", menu + " ", false},
+		{"byte-identical to a redirected probe's landing page, answered in place", redirProbe, "http://a.test/start", "", "<h1>Welcome home</h1>", true},
+		{"byte-identical to the landing page, redirected elsewhere", landing, "http://a.test/people/contact", "http://a.test/people/", menu, true},
+		{"the landing page itself", landing, "http://a.test/notfound", "", menu, false},
+		{"byte-identical root page", menuProbe, "http://a.test/", "", menu, false},
 	}
 	for _, tc := range cases {
 		final := tc.final
@@ -94,6 +108,8 @@ func TestSoft404Hostile(t *testing.T) {
 		{"soft-home", "http://soft-404." + testweb.HostDomain + "/", ""},
 		{"redirect", urls["soft-404-redirect"], ClassSoft404},
 		{"redirect-home", "http://soft-404-redirect." + testweb.HostDomain + "/", ""},
+		{"same-body", urls["soft-404-same-body"], ClassSoft404},
+		{"same-body-home", "http://soft-404-same-body." + testweb.HostDomain + "/", ""},
 		{"control", urls[testweb.ControlCase], ""},
 	}
 	for _, tc := range cases {
@@ -118,8 +134,88 @@ func TestSoft404Hostile(t *testing.T) {
 			probes++
 		}
 	}
-	if st := r.sup.Stats(); st.Soft404Probes != 3 || probes != 3 || st.Failed[ClassSoft404] != 2 {
-		t.Errorf("%d probes made, %d received, stats %+v; want one per host (3) and 2 soft 404s", st.Soft404Probes, probes, st)
+	if st := r.sup.Stats(); st.Soft404Probes != 4 || probes != 4 || st.Failed[ClassSoft404] != 3 {
+		t.Errorf("%d probes made, %d received, stats %+v; want one per host (4) and 3 soft 404s", st.Soft404Probes, probes, st)
+	}
+}
+
+// TestSoft404Remembered: a host's soft-404 verdict outlives the supervisor
+// that probed it. Supervisors started one after another on one SQLite host
+// cache probe the host once; the verdict carries the lifetime of the
+// host's robots.txt entry, and one that expired is probed again.
+func TestSoft404Remembered(t *testing.T) {
+	t.Parallel()
+	web, err := testweb.StartHostile(testweb.HostileOptions{FarmHosts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	host := "soft-404-same-body." + testweb.HostDomain
+	cache := openCache(t)
+	probes := func() int {
+		n := 0
+		for _, req := range web.Log() {
+			if req.Host == host && strings.HasPrefix(req.Path, soft404Prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	// crawl runs a supervisor on the shared cache for one page of the
+	// host and stops it; it returns the page's class and the probes the
+	// supervisor made.
+	crawl := func(path string) (string, int64) {
+		t.Helper()
+		d := newDispatcher(t, "tcp://127.0.0.1:*")
+		cfg := testConfig(t, d)
+		cfg.Cache = cache
+		cfg.Fetch.Resolve = web.Resolve()
+		cfg.DefaultDelay = NoDelay
+		r := start(t, cfg)
+		register(t, d)
+		d.task("p", 1, "http://"+host+path)
+		res := d.collect(1, 20*time.Second)["p"]
+		st := r.sup.Stats()
+		if err := r.stop(); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return res.Class, st.Soft404Probes
+	}
+
+	if class, n := crawl("/people/contact"); class != ClassSoft404 || n != 1 {
+		t.Fatalf("first supervisor: class %q after %d probes, want soft-404 after 1", class, n)
+	}
+	ctx := context.Background()
+	rb, err := cache.Robots(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := cache.Soft404(ctx, host)
+	if err != nil {
+		t.Fatalf("no verdict in the cache: %v", err)
+	}
+	if len(v.Print) == 0 || !v.Expires.Equal(rb.Expires) {
+		t.Errorf("cached verdict %d bytes, expires %v; want a print expiring with robots.txt at %v", len(v.Print), v.Expires, rb.Expires)
+	}
+	for i, path := range []string{"/people/ann", "/contact"} {
+		if class, n := crawl(path); class != ClassSoft404 || n != 0 {
+			t.Errorf("supervisor %d: class %q after %d probes, want soft-404 from the cached verdict", i+2, class, n)
+		}
+	}
+	if n := probes(); n != 1 {
+		t.Errorf("host probed %d times by three supervisors, want once", n)
+	}
+
+	// An expired verdict is not used.
+	v.Expires = time.Now().Add(-time.Second)
+	if err := cache.PutSoft404(ctx, host, v); err != nil {
+		t.Fatal(err)
+	}
+	if class, n := crawl("/people/bob"); class != ClassSoft404 || n != 1 {
+		t.Errorf("after expiry: class %q after %d probes, want soft-404 after a new probe", class, n)
+	}
+	if n := probes(); n != 2 {
+		t.Errorf("host probed %d times in all, want twice", n)
 	}
 }
 

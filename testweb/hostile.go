@@ -77,6 +77,10 @@ const (
 	NestDepth = 100_000
 )
 
+// sameBodyPage is what the soft-404-same-body host answers for every path
+// but / (and /robots.txt, which allows everything).
+var sameBodyPage = page("Oops", "<nav><a href=\"/\">Home</a> <a href=\"/people/\">People</a> <a href=\"/contact\">Contact</a></nav>\n<p>Nothing here</p>")
+
 // ControlCase names the well-behaved case: a small page that must stay
 // quick to fetch whatever the other hosts are doing.
 const ControlCase = "control"
@@ -767,6 +771,17 @@ func (h *Hostile) specs() []*hostileSpec {
 			writeHTML(w, page("Home", "<h1>Welcome home</h1>"))
 		}), func(s *hostileSpec) {
 		s.path, s.WantURL, s.WantText = "/no/such/page", hostURL(softHost, "/"), "Welcome home"
+		s.WantCrawlClass = "soft-404"
+	}))
+	add(with(html("soft-404-same-body", "", "Answers / with a home page and every other path in place with one fixed 200 page, a menu whose few words are those of the paths it lists: only its bytes, the same as the answer to an invented path, give it away as a soft 404.",
+		func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/" {
+				writeHTML(w, page("Home", "<h1>Welcome home</h1>\n<p>See our <a href=\"/people/contact\">people</a>.</p>"))
+				return
+			}
+			writeHTML(w, sameBodyPage)
+		}), func(s *hostileSpec) {
+		s.path, s.WantStatus, s.WantText = "/people/contact", 200, "Nothing here"
 		s.WantCrawlClass = "soft-404"
 	}))
 	add(with(html("robots-html", "", "/robots.txt is served as an HTML page (text/html) wrapping rules in markup: fetched as text; the robots parser must read it as the RFC says.",

@@ -169,7 +169,7 @@ func TestHostileCases(t *testing.T) {
 		"redirect-unqualified", "meta-refresh", "dns-private", "huge-body", "gzip-bomb", "image-as-html",
 		"pdf-as-html", "cp1251-undeclared", "cp1251-wrong-charset", "sjis-undeclared", "sjis-wrong-charset",
 		"charset-inconsistent", "charset-unknown", "high-bit-headers", "bad-tls", "soft-404",
-		"soft-404-redirect", "robots-html", "calendar-trap", "deep-paths", "link-farm", "many-links",
+		"soft-404-redirect", "soft-404-same-body", "robots-html", "calendar-trap", "deep-paths", "link-farm", "many-links",
 		"nested-markup", "nul-bytes",
 	}
 	for _, name := range required {
@@ -427,6 +427,9 @@ func TestHostileHTTPServers(t *testing.T) {
 		{base("soft-404") + "/robots.txt", 200, htmlType, "", []string{"Page not found"}},
 		{cases["soft-404-redirect"].URL, 302, htmlType, "/", nil},
 		{cases["soft-404-redirect"].WantURL, 200, htmlType, "", []string{"Welcome home"}},
+		{cases["soft-404-same-body"].URL, 200, htmlType, "", []string{"Nothing here"}},
+		{base("soft-404-same-body") + "/backfill-probe-0123", 200, htmlType, "", []string{"Nothing here"}},
+		{base("soft-404-same-body") + "/", 200, htmlType, "", []string{"Welcome home"}},
 		{cases["robots-html"].URL, 200, htmlType, "", []string{"<pre>", "Disallow: /private/"}},
 		{base("robots-html") + "/", 200, htmlType, "", nil},
 		{cases["calendar-trap"].URL, 200, htmlType, "", []string{"November 2026", `href="/calendar/2026/10"`, `href="/calendar/2026/12"`}},

@@ -9,7 +9,8 @@
 // Run opens one store per case and closes it when the case ends. The cases
 // pin down the behaviour callers rely on and that differs most easily between
 // backends: upserts that are idempotent, SetFields replacing a field with its
-// conflicts, Records in Seq order, ErrNotFound from empty caches, concurrent
+// conflicts, Records in Seq order, ErrNotFound from empty caches (robots.txt,
+// last crawl, soft-404 verdicts), concurrent
 // writers, redelivered results, large and non-ASCII values, and the batched
 // last-crawl write for backends that have it. Backends lists the backends
 // the suite ran against, for a TestMain to report. Times in the cases are whole
@@ -440,6 +441,53 @@ var cases = []testCase{
 		}
 		assertRobots(t, "big.example", got, r)
 	}},
+	{"soft404/not found", func(ctx context.Context, t *testing.T, s store.Store) {
+		if _, err := s.Soft404(ctx, "absent.example"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Soft404 on an absent host: %v, want ErrNotFound", err)
+		}
+		mustPutSoft404(ctx, t, s, "present.example", store.Soft404{Print: []byte("p"), ProbedAt: base})
+		if _, err := s.Soft404(ctx, "absent.example"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Soft404 on an absent host beside a present one: %v, want ErrNotFound", err)
+		}
+		// The robots.txt cache is another entry: a host with robots.txt
+		// has no verdict until one is put.
+		mustPutRobots(ctx, t, s, "robots-only.example", store.Robots{Status: 200, Body: []byte("User-agent: *\n"), FetchedAt: base})
+		if _, err := s.Soft404(ctx, "robots-only.example"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Soft404 of a host with only robots.txt: %v, want ErrNotFound", err)
+		}
+	}},
+	{"soft404/round trip and replace", func(ctx context.Context, t *testing.T, s store.Store) {
+		binary := make([]byte, 4096)
+		for i := range binary {
+			binary[i] = byte(i * 31) // every byte value, NUL included
+		}
+		tests := []struct {
+			host string
+			v    store.Soft404
+		}{
+			{"fine.example", store.Soft404{ProbedAt: base, Expires: base.Add(24 * time.Hour)}}, // no print: a proper 404
+			{"soft.example:8080", store.Soft404{Print: binary, ProbedAt: base, Expires: base.Add(time.Hour)}},
+			{"bücher.example", store.Soft404{Print: []byte(`{"words":3}`), ProbedAt: base, Expires: base.Add(time.Minute)}},
+			{"fine.example", store.Soft404{Print: []byte("now soft"), ProbedAt: base.Add(time.Hour), Expires: base.Add(25 * time.Hour)}},
+		}
+		want := map[string]store.Soft404{}
+		for _, tc := range tests {
+			mustPutSoft404(ctx, t, s, tc.host, tc.v)
+			want[tc.host] = tc.v
+		}
+		for host, w := range want {
+			got, err := s.Soft404(ctx, host)
+			if err != nil {
+				t.Fatalf("Soft404(%s): %v", host, err)
+			}
+			if !bytes.Equal(got.Print, w.Print) || !got.ProbedAt.Equal(w.ProbedAt) || !got.Expires.Equal(w.Expires) {
+				t.Errorf("Soft404(%s) = {%q %v %v}, want {%q %v %v}", host, got.Print, got.ProbedAt, got.Expires, w.Print, w.ProbedAt, w.Expires)
+			}
+		}
+		if err := s.PutSoft404(ctx, "", store.Soft404{ProbedAt: base}); err == nil {
+			t.Error("PutSoft404 with an empty host succeeded")
+		}
+	}},
 	{"last crawl/not found", func(ctx context.Context, t *testing.T, s store.Store) {
 		if _, err := s.LastCrawl(ctx, "absent.example"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("LastCrawl on an absent host: %v, want ErrNotFound", err)
@@ -646,6 +694,13 @@ func mustSet(ctx context.Context, t *testing.T, s store.Store, id string, vals .
 	t.Helper()
 	if err := s.SetFields(ctx, id, vals); err != nil {
 		t.Fatalf("SetFields(%s): %v", id, err)
+	}
+}
+
+func mustPutSoft404(ctx context.Context, t *testing.T, s store.Store, host string, v store.Soft404) {
+	t.Helper()
+	if err := s.PutSoft404(ctx, host, v); err != nil {
+		t.Fatalf("PutSoft404(%s): %v", host, err)
 	}
 }
 
