@@ -198,6 +198,12 @@ func TestRobotsFetch(t *testing.T) {
 	}{
 		{name: "2xx rules apply", serve: robotsChain(0, disallowPeople), class: ClassRobots, asked: "/robots.txt"},
 		{name: "2xx allows", serve: robotsChain(0, "User-agent: *\nDisallow: /private/\n"), asked: "/robots.txt /people/ann"},
+		{name: "our group with no rules: no fallback to *", serve: robotsChain(0, "User-agent: *\nDisallow: /\n\nUser-agent: BackFill\n"),
+			asked: "/robots.txt /people/ann"},
+		{name: "allow wins a tie, whatever the order", serve: robotsChain(0, "User-agent: backfill/2\nDisallow: /people/\nAllow: /people/\nDisallow: /\n"),
+			asked: "/robots.txt /people/ann"},
+		{name: "percent-encoding normalised", serve: robotsChain(0, "User-agent: *\nDisallow: /%70eople/%61nn\n"),
+			class: ClassRobots, asked: "/robots.txt"},
 		{name: "1 redirect followed", serve: robotsChain(1, disallowPeople), class: ClassRobots, asked: "/robots.txt /r1"},
 		{name: "5 redirects followed", serve: robotsChain(5, disallowPeople), class: ClassRobots,
 			asked: "/robots.txt /r1 /r2 /r3 /r4 /r5"},
