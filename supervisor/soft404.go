@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"hash/fnv"
 	"net/url"
 	"slices"
@@ -367,16 +366,8 @@ func (s *Supervisor) probeSoft404(ctx context.Context, h *host, page *url.URL) b
 // cachedSoft404 takes host's verdict from the host cache into memory, if
 // the cache has an unexpired one it can read, and reports whether it did.
 func (s *Supervisor) cachedSoft404(ctx context.Context, host string) bool {
-	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
-	defer cancel()
-	v, err := s.cache.Soft404(cctx, host)
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-			s.cacheFailed("read soft-404 verdict", host, err)
-		}
-		return false
-	}
-	if !time.Now().Before(v.Expires) {
+	v, ok := fromCache(ctx, s, "read soft-404 verdict", host, s.cache.Soft404)
+	if !ok || !time.Now().Before(v.Expires) {
 		return false
 	}
 	fp, ok := decodeSoft404(v.Print)

@@ -259,31 +259,32 @@ func (s *Supervisor) requestDone(h *host) time.Time {
 
 // lastCrawl reads when a host's last request ended from the cache.
 func (s *Supervisor) lastCrawl(ctx context.Context, name string) (time.Time, bool) {
+	return fromCache(ctx, s, "read last crawl", name, s.cache.LastCrawl)
+}
+
+// fromCache reads host's entry with read, one of the host cache's
+// lookups, within cacheTimeout. ok is false when there is none; a failure
+// other than its absence is logged (cacheFailed) and the crawl goes on
+// without it.
+func fromCache[T any](ctx context.Context, s *Supervisor, op, host string, read func(context.Context, string) (T, error)) (v T, ok bool) {
 	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
 	defer cancel()
-	t, err := s.cache.LastCrawl(cctx, name)
+	v, err := read(cctx, host)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-			s.cacheFailed("read last crawl", name, err)
+			s.cacheFailed(op, host, err)
 		}
-		return time.Time{}, false
+		var zero T
+		return zero, false
 	}
-	return t, true
+	return v, true
 }
 
 // cachedRobots returns a host's unexpired robots rules from the cache, or
 // nil.
 func (s *Supervisor) cachedRobots(ctx context.Context, name string, now time.Time) *robotsRules {
-	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
-	defer cancel()
-	c, err := s.cache.Robots(cctx, name)
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
-			s.cacheFailed("read robots", name, err)
-		}
-		return nil
-	}
-	if !now.Before(c.Expires) {
+	c, ok := fromCache(ctx, s, "read robots", name, s.cache.Robots)
+	if !ok || !now.Before(c.Expires) {
 		return nil
 	}
 	r := parseRobots(c.Status, c.Body, s.token)
