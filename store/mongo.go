@@ -585,22 +585,39 @@ func (s *mongoStore) attachFound(ctx context.Context, batch []Record) error {
 	return nil
 }
 
-func (s *mongoStore) Robots(ctx context.Context, host string) (Robots, error) {
-	var m mongoRobots
+// findOne decodes into dst the first document of c that filter finds
+// (opts may sort), retried as do retries; ErrNotFound, naming what, when
+// there is none.
+func (s *mongoStore) findOne(ctx context.Context, c *mongo.Collection, what string, filter bson.D, dst any,
+	opts ...options.Lister[options.FindOneOptions]) error {
 	found := true
-	err := s.do(ctx, "robots for "+host, func(ctx context.Context) error {
-		err := s.robots.FindOne(ctx, bson.D{{Key: "_id", Value: host}}).Decode(&m)
+	err := s.do(ctx, what, func(ctx context.Context) error {
+		err := c.FindOne(ctx, filter, opts...).Decode(dst)
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			found = false
 			return nil
 		}
 		return err
 	})
-	if err != nil {
-		return Robots{}, err
+	if err == nil && !found {
+		return fmt.Errorf("%w: %s", ErrNotFound, what)
 	}
-	if !found {
-		return Robots{}, fmt.Errorf("%w: robots for %s", ErrNotFound, host)
+	return err
+}
+
+// replaceID writes doc, whole, as the document of c with _id id, creating
+// it if absent.
+func (s *mongoStore) replaceID(ctx context.Context, c *mongo.Collection, what, id string, doc bson.D) error {
+	return s.do(ctx, what, func(ctx context.Context) error {
+		_, err := c.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc, options.Replace().SetUpsert(true))
+		return err
+	})
+}
+
+func (s *mongoStore) Robots(ctx context.Context, host string) (Robots, error) {
+	var m mongoRobots
+	if err := s.findOne(ctx, s.robots, "robots for "+host, bson.D{{Key: "_id", Value: host}}, &m); err != nil {
+		return Robots{}, err
 	}
 	return Robots{Status: int(m.Status), Body: m.Body, FetchedAt: m.FetchedAt.UTC(), Expires: m.Expires.UTC()}, nil
 }
@@ -613,35 +630,19 @@ func (s *mongoStore) PutRobots(ctx context.Context, host string, r Robots) error
 	if body == nil {
 		body = []byte{}
 	}
-	doc := bson.D{
+	return s.replaceID(ctx, s.robots, "put robots for "+host, host, bson.D{
 		{Key: "_id", Value: host},
 		{Key: "status", Value: int64(r.Status)},
 		{Key: "body", Value: body},
 		{Key: "fetched_at", Value: r.FetchedAt.UTC()},
 		{Key: "expires", Value: r.Expires.UTC()},
-	}
-	return s.do(ctx, "put robots for "+host, func(ctx context.Context) error {
-		_, err := s.robots.ReplaceOne(ctx, bson.D{{Key: "_id", Value: host}}, doc, options.Replace().SetUpsert(true))
-		return err
 	})
 }
 
 func (s *mongoStore) Soft404(ctx context.Context, host string) (Soft404, error) {
 	var m mongoSoft404
-	found := true
-	err := s.do(ctx, "soft-404 verdict for "+host, func(ctx context.Context) error {
-		err := s.soft404.FindOne(ctx, bson.D{{Key: "_id", Value: host}}).Decode(&m)
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			found = false
-			return nil
-		}
-		return err
-	})
-	if err != nil {
+	if err := s.findOne(ctx, s.soft404, "soft-404 verdict for "+host, bson.D{{Key: "_id", Value: host}}, &m); err != nil {
 		return Soft404{}, err
-	}
-	if !found {
-		return Soft404{}, fmt.Errorf("%w: soft-404 verdict for %s", ErrNotFound, host)
 	}
 	v := Soft404{Print: m.Print, ProbedAt: m.ProbedAt.UTC(), Expires: m.Expires.UTC()}
 	if len(v.Print) == 0 {
@@ -658,35 +659,20 @@ func (s *mongoStore) PutSoft404(ctx context.Context, host string, v Soft404) err
 	if fp == nil {
 		fp = []byte{}
 	}
-	doc := bson.D{
+	return s.replaceID(ctx, s.soft404, "put soft-404 verdict for "+host, host, bson.D{
 		{Key: "_id", Value: host},
 		{Key: "print", Value: fp},
 		{Key: "probed_at", Value: v.ProbedAt.UTC()},
 		{Key: "expires", Value: v.Expires.UTC()},
-	}
-	return s.do(ctx, "put soft-404 verdict for "+host, func(ctx context.Context) error {
-		_, err := s.soft404.ReplaceOne(ctx, bson.D{{Key: "_id", Value: host}}, doc, options.Replace().SetUpsert(true))
-		return err
 	})
 }
 
 func (s *mongoStore) LastCrawl(ctx context.Context, host string) (time.Time, error) {
 	var m mongoLastCrawl
-	found := true
-	err := s.do(ctx, "last crawl of "+host, func(ctx context.Context) error {
-		err := s.lcr.FindOne(ctx, bson.D{{Key: "host", Value: host}},
-			options.FindOne().SetSort(bson.D{{Key: "at", Value: -1}})).Decode(&m)
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			found = false
-			return nil
-		}
-		return err
-	})
+	err := s.findOne(ctx, s.lcr, "last crawl of "+host, bson.D{{Key: "host", Value: host}}, &m,
+		options.FindOne().SetSort(bson.D{{Key: "at", Value: -1}}))
 	if err != nil {
 		return time.Time{}, err
-	}
-	if !found {
-		return time.Time{}, fmt.Errorf("%w: last crawl of %s", ErrNotFound, host)
 	}
 	return m.At.UTC(), nil
 }
