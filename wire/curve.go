@@ -316,3 +316,24 @@ func ParseKeys(name string, data []byte) ([]string, error) {
 	}
 	return keys, nil
 }
+
+// EnsureKeys returns the key pair kept at name+".key" and name+".pub",
+// writing a new one first when there is none, so that whoever keeps keys
+// between runs (provisioning renders a cluster again and again) makes
+// each pair once. created says whether the pair is new.
+func EnsureKeys(name string) (k Keys, created bool, err error) {
+	k, err = LoadKeys(name + SecretExt)
+	if err == nil {
+		return k, false, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return Keys{}, false, err
+	}
+	if k, err = NewKeys(); err != nil {
+		return Keys{}, false, err
+	}
+	if err := WriteKeys(name, k, false); err != nil {
+		return Keys{}, false, err
+	}
+	return k, true, nil
+}

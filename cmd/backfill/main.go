@@ -47,6 +47,7 @@ var commands = []command{
 	{"export", "write the records with the values found", cmdExport},
 	{"mappings", "author site mappings: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR]", cmdMappings},
 	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo},
+	{"provision", "deploy a cluster to droplets: init FILE, render FILE -o DIR, check DIR", cmdProvision},
 }
 
 func main() {
