@@ -62,7 +62,7 @@ func StartLarge(opts LargeOptions) (*Web, error) {
 	if opts.CrawlDelay > 0 {
 		robots += "Crawl-delay: " + strconv.FormatFloat(opts.CrawlDelay.Seconds(), 'f', -1, 64) + "\n"
 	}
-	w, err := start(&largeSite{hostCount: opts.Hosts, pageCount: opts.Pages, robots: []byte(robots)}, opts.Latency, opts.Logger)
+	w, err := start(&largeSite{hostCount: opts.Hosts, pageCount: opts.Pages, robots: []byte(robots)}, "", opts.Latency, opts.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,10 @@ type Options struct {
 	Latency time.Duration
 	// Logger receives the HTTP server's own errors (at Warn). Nil discards.
 	Logger *slog.Logger
+	// Addr is the host:port to listen on; empty: a free port on
+	// 127.0.0.1. A network namespace of a test's own may serve the web
+	// at another address.
+	Addr string
 }
 
 // Request is one request the fixture web received.
@@ -88,7 +92,7 @@ const (
 )
 
 // Start starts the small fixture web (the hosts of Sample) on 127.0.0.1 at
-// a free port. Close it when done.
+// a free port, or at Options.Addr. Close it when done.
 func Start(opts Options) (*Web, error) {
 	if opts.CrawlDelay < 0 {
 		return nil, fmt.Errorf("testweb: negative Crawl-delay %d", opts.CrawlDelay)
@@ -96,13 +100,16 @@ func Start(opts Options) (*Web, error) {
 	if opts.Latency < 0 {
 		return nil, fmt.Errorf("testweb: negative latency %s", opts.Latency)
 	}
-	return start(newSmallSite(opts.CrawlDelay), opts.Latency, opts.Logger)
+	return start(newSmallSite(opts.CrawlDelay), opts.Addr, opts.Latency, opts.Logger)
 }
 
-func start(s site, latency time.Duration, logger *slog.Logger) (*Web, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func start(s site, addr string, latency time.Duration, logger *slog.Logger) (*Web, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("testweb: listen on loopback: %w", err)
+		return nil, fmt.Errorf("testweb: listen on %s: %w", addr, err)
 	}
 	errLog := log.New(io.Discard, "", 0)
 	if logger != nil {
@@ -132,7 +139,8 @@ func start(s site, latency time.Duration, logger *slog.Logger) (*Web, error) {
 	return w, nil
 }
 
-// Addr is the listener's address, "127.0.0.1:PORT".
+// Addr is the listener's address, "127.0.0.1:PORT" unless Options.Addr
+// named another.
 func (w *Web) Addr() string { return w.addr }
 
 // Hosts lists the host names the web answers for, sorted.

@@ -61,8 +61,22 @@ type Options struct {
 	// TLS makes the server listen for TLS only and require client
 	// certificates; the files are in Server.TLS.
 	TLS bool
+	// ServerTLS, when set, serves TLS with these files instead of ones
+	// the package makes (TLS is then implied and Server.TLS holds only
+	// the CA): a test that made its own certificates checks them here.
+	ServerTLS *ServerTLS
+	// Addr is the host:port to listen on; empty: a free port on
+	// 127.0.0.1. A network namespace of a test's own may serve at
+	// another address.
+	Addr string
 	// Logger gets the server's own log; nil discards it.
 	Logger *slog.Logger
+}
+
+// ServerTLS are a TLS server's PEM files: its certificate, its key (they
+// may be one file) and the CA whose client certificates it accepts.
+type ServerTLS struct {
+	CertFile, KeyFile, CAFile string
 }
 
 // TLSFiles are the PEM files of a TLS server, all in its directory.
@@ -87,10 +101,16 @@ type Server struct {
 }
 
 // Start starts a server keeping its data under dir (which must exist) and
-// listening on a free loopback port.
+// listening on a free loopback port, or at Options.Addr.
 func Start(dir string, opts Options) (*Server, error) {
 	s := &Server{dir: dir, opts: opts, addr: "127.0.0.1:0"}
-	if opts.TLS {
+	if opts.Addr != "" {
+		s.addr = opts.Addr
+	}
+	switch {
+	case opts.ServerTLS != nil:
+		s.TLS = &TLSFiles{CA: opts.ServerTLS.CAFile, serverCert: opts.ServerTLS.CertFile, serverKey: opts.ServerTLS.KeyFile}
+	case opts.TLS:
 		files, err := writeTLSFiles(filepath.Join(dir, "tls"))
 		if err != nil {
 			return nil, fmt.Errorf("mongotest: %w", err)
