@@ -779,9 +779,9 @@ func (s *syncBuffer) Bytes() []byte {
 
 // lines keeps a process's stderr and lets the test wait for a line.
 type lines struct {
-	mu    sync.Mutex
-	all   []string
-	more  chan struct{}
+	mu   sync.Mutex
+	all  []string
+	more chan struct{}
 }
 
 func (l *lines) add(s string) {

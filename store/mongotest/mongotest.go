@@ -92,7 +92,7 @@ type TLSFiles struct {
 type Server struct {
 	dir  string
 	opts Options
-	TLS  *TLSFiles // set when Options.TLS
+	TLS  *TLSFiles // set when Options.TLS or Options.ServerTLS
 
 	mu     sync.Mutex
 	addr   string // host:port, fixed by the first start
