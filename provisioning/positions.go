@@ -34,6 +34,9 @@ func keyPositions(data []byte) (positions, error) {
 			arrays[k]++
 			table = fmt.Sprintf("%s[%d]", k, arrays[k])
 			pos[table] = line(first)
+			if arrays[k] == 1 {
+				pos[k] = pos[table] // the array as a whole: its first table
+			}
 		case unstable.KeyValue:
 			walkKeyValue(&p, pos, table, e)
 		}

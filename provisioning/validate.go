@@ -160,7 +160,7 @@ func (v *validator) binary() {
 		}
 		info, err := os.Stat(v.inv.rel(b.File))
 		if err != nil {
-			v.fail("binary.file", "%v", err)
+			v.fail("binary.file", "%s", fileError(b.File, err))
 		} else if !info.Mode().IsRegular() {
 			v.fail("binary.file", "%s is not a file", b.File)
 		}
@@ -176,7 +176,7 @@ func (v *validator) crawl() {
 			v.fail("crawl.records", "%q: want a file ending in one of %s", c.Records, strings.Join(recordExts, " "))
 		}
 		if info, err := os.Stat(v.inv.rel(c.Records)); err != nil {
-			v.fail("crawl.records", "%v", err)
+			v.fail("crawl.records", "%s", fileError(c.Records, err))
 		} else if !info.Mode().IsRegular() {
 			v.fail("crawl.records", "%s is not a file", c.Records)
 		}
@@ -306,14 +306,27 @@ func (v *validator) memoryFits(i int, h Host) {
 	if err != nil {
 		return
 	}
+	small := false
 	for _, r := range h.Roles {
 		if need := roleMinMemory[r]; mem < need {
 			v.fail(hostField(i, "memory"), "%s: the %s role needs a droplet of at least %d MiB", h.Memory, r, need)
+			small = true
 		}
+	}
+	if small {
+		return
 	}
 	if _, err := memoryBudgets(mem, h.Roles); err != nil {
 		v.fail(hostField(i, "memory"), "%s: %v", h.Memory, err)
 	}
+}
+
+// fileError says why a file the inventory names cannot be read.
+func fileError(name string, err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("%s: no such file (paths are relative to the inventory)", name)
+	}
+	return err.Error()
 }
 
 // parseMemory reads a droplet's RAM, "512M" or "2G" (MiB, GiB), into MiB.
