@@ -3,12 +3,19 @@
 GO      ?= go
 BIN     := bin/backfill
 APT_PKGS := libzmq3-dev pkg-config chromium
+# The validators `backfill provision check` runs, and the rehearsal's
+# network namespaces and firewalls.
+VALIDATOR_PKGS := cloud-init systemd shellcheck nftables openssh-server openssh-client \
+	fail2ban python3-systemd python3-yaml iproute2 util-linux
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run test bench fuzz clean
+.PHONY: deps build run test rehearse bench fuzz clean
 
-# deps installs, when missing, the C library the ZeroMQ bindings need and
-# Chromium for JavaScript rendering (render nodes and their tests).
+# deps installs, when missing, the C library the ZeroMQ bindings need,
+# Chromium for JavaScript rendering (render nodes and their tests) and the
+# provisioning validators. Packages that start a service on install (sshd,
+# fail2ban) are kept from it by a policy-rc.d saying no, present only
+# while they install.
 deps:
 	@missing=""; for p in $(APT_PKGS); do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
@@ -16,6 +23,16 @@ deps:
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@missing=""; for p in $(VALIDATOR_PKGS); do \
+		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		policy=/usr/sbin/policy-rc.d; made=""; \
+		if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' | $(SUDO) tee $$policy >/dev/null && $(SUDO) chmod 0755 $$policy && made=1; fi; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+		status=$$?; [ -z "$$made" ] || $(SUDO) rm -f $$policy; exit $$status; \
 	fi
 	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl/"; exit 1; }
 
@@ -31,6 +48,12 @@ test: deps
 	$(GO) test -race -timeout 12m ./...
 	@echo "store backends the conformance suite ran against:"
 	@$(GO) test -count=1 -run Conformance -v ./store 2>&1 | grep -E '^--- |^storetest:|BACKFILL_TEST_MONGO_URI' || true
+
+# rehearse deploys a rendered cluster into network namespaces on this
+# machine (root only) and crawls the sample dataset through it; make test
+# runs it too.
+rehearse: deps
+	$(GO) test -count=1 -run 'TestRehearsal' -v ./provisioning
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
