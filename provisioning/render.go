@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -324,7 +325,7 @@ func (c *cluster) firewall(n *node) []rule {
 	addrs := func(ns []*node) []string {
 		var a []string
 		for _, m := range ns {
-			if m != n && !contains(a, m.addr) {
+			if m != n && !slices.Contains(a, m.addr) {
 				a = append(a, m.addr)
 			}
 		}
@@ -369,15 +370,6 @@ func (c *cluster) firewall(n *node) []rule {
 		open(c.inv.Metrics.Port, admin, "metrics, for the admin's addresses only")
 	}
 	return rs
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // activate renders the host's activation script.

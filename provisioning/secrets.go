@@ -1,7 +1,6 @@
 package provisioning
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -309,19 +308,4 @@ func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, er
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
 	return n
-}
-
-// certOnly is the certificate part of a PEM bundle (what a host may show).
-func certOnly(b []byte) []byte {
-	var out bytes.Buffer
-	for rest := b; ; {
-		var blk *pem.Block
-		if blk, rest = pem.Decode(rest); blk == nil {
-			break
-		}
-		if blk.Type == "CERTIFICATE" {
-			pem.Encode(&out, blk)
-		}
-	}
-	return out.Bytes()
 }
