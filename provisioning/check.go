@@ -199,8 +199,10 @@ func (e *checkEnv) cloudInit(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("cloud-init schema: %v\n%s", err, indent(out))
 	}
-	if bytes.Contains(bytes.ToLower(out), []byte("deprecat")) && !bytes.HasSuffix(bytes.TrimSpace(out), []byte("Valid cloud-config: "+path)) {
-		return fmt.Errorf("cloud-init schema:\n%s", indent(out))
+	for _, l := range strings.Split(string(out), "\n") {
+		if _, rest, ok := strings.Cut(l, "deprecations:"); ok && strings.TrimSpace(rest) != "" {
+			return fmt.Errorf("cloud-init schema:\n%s", indent(out))
+		}
 	}
 	return nil
 }
