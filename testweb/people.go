@@ -128,7 +128,7 @@ func StartPeople(opts PeopleOptions) (*Web, error) {
 		return nil, fmt.Errorf("testweb: negative Crawl-delay %s", opts.CrawlDelay)
 	}
 	s := newPeopleSite(opts)
-	w, err := start(s, opts.Latency, opts.Logger)
+	w, err := start(s, "", opts.Latency, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
