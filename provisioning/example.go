@@ -2,7 +2,6 @@ package provisioning
 
 import (
 	_ "embed"
-	"fmt"
 	"os"
 )
 
@@ -14,16 +13,5 @@ var example []byte
 // WriteExample writes the commented example inventory to path, which must
 // not exist yet.
 func WriteExample(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("provisioning: %w", err)
-	}
-	_, err = f.Write(example)
-	if err2 := f.Close(); err == nil {
-		err = err2
-	}
-	if err != nil {
-		return fmt.Errorf("provisioning: %w", err)
-	}
-	return nil
+	return writeOpen(path, example, os.O_EXCL, 0o644)
 }

@@ -135,18 +135,24 @@ func ensureFile(path string, make func() ([]byte, error)) ([]byte, error) {
 	return b, nil
 }
 
-// writeSecret writes a new secret file, readable by its owner only.
+// writeSecret writes a secret file, readable by its owner only.
 func writeSecret(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	return writeOpen(path, b, os.O_TRUNC, 0o600)
+}
+
+// writeOpen writes b to path, opened with flag (besides write and create)
+// and mode.
+func writeOpen(path string, b []byte, flag int, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|flag, mode)
 	if err != nil {
-		return fmt.Errorf("provisioning: keys: %w", err)
+		return fmt.Errorf("provisioning: %w", err)
 	}
 	_, err = f.Write(b)
 	if err2 := f.Close(); err == nil {
 		err = err2
 	}
 	if err != nil {
-		return fmt.Errorf("provisioning: keys: %s: %w", path, err)
+		return fmt.Errorf("provisioning: %s: %w", path, err)
 	}
 	return nil
 }
@@ -268,41 +274,32 @@ func sortedNames(n []string) []string {
 
 // parsePair reads a certificate and an EC key from PEM.
 func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	var cert *x509.Certificate
-	var key *ecdsa.PrivateKey
-	for rest := certPEM; ; {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			break
-		}
-		if b.Type == "CERTIFICATE" && cert == nil {
-			c, err := x509.ParseCertificate(b.Bytes)
-			if err != nil {
-				return nil, nil, err
-			}
-			cert = c
-		}
-	}
-	for rest := keyPEM; ; {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			break
-		}
-		if b.Type == "EC PRIVATE KEY" && key == nil {
-			k, err := x509.ParseECPrivateKey(b.Bytes)
-			if err != nil {
-				return nil, nil, err
-			}
-			key = k
-		}
-	}
-	if cert == nil || key == nil {
+	cb, kb := firstPEM(certPEM, "CERTIFICATE"), firstPEM(keyPEM, "EC PRIVATE KEY")
+	if cb == nil || kb == nil {
 		return nil, nil, errors.New("want a PEM certificate and an EC private key")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, err
 	}
 	if pub, ok := cert.PublicKey.(*ecdsa.PublicKey); !ok || !pub.Equal(&key.PublicKey) {
 		return nil, nil, errors.New("the key does not belong to the certificate")
 	}
 	return cert, key, nil
+}
+
+// firstPEM is the first block of type typ in b.
+func firstPEM(b []byte, typ string) *pem.Block {
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil || blk.Type == typ {
+			return blk
+		}
+	}
 }
 
 func serial() *big.Int {
