@@ -33,7 +33,7 @@ fi
 changed=""
 put() {
 	local path=$1 mode=$2 owner=$3 tmp
-	install -d -m 0755 "$(dirname "$path")"
+	mkdir -p "$(dirname "$path")"
 	tmp=$(mktemp "$path.XXXXXX")
 	base64 -d >"$tmp"
 	chmod "$mode" "$tmp"

@@ -18,9 +18,10 @@ fi
 nft -f /etc/nftables.conf
 systemctl enable nftables.service
 
-# SSH with keys only.
+# SSH with keys only: a running sshd reloads; one started on demand (a
+# socket-activated ssh) reads the new settings when it starts.
 sshd -t
-systemctl reload ssh.service
+systemctl try-reload-or-restart ssh.service
 
 # fail2ban after the firewall, whose loading flushed fail2ban's table.
 systemctl enable fail2ban.service
