@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	_ "embed"
+	"fmt"
 	"os"
 )
 
@@ -13,5 +14,8 @@ var example []byte
 // WriteExample writes the commented example inventory to path, which must
 // not exist yet.
 func WriteExample(path string) error {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("provisioning: %s exists: init writes a new file only", path)
+	}
 	return writeOpen(path, example, os.O_EXCL, 0o644)
 }
