@@ -95,7 +95,10 @@ type Summary struct {
 	BadLines     int      // malformed input lines skipped by Load
 	Pages        int64    // pages fetched and extracted (Class "")
 	Reused       int64    // cached extractions applied to another record
-	Late         int64    // late or duplicate results ignored
+	// Disagreeing counts the pages applied to a record whose match key
+	// named someone else: their values were refused, their links followed.
+	Disagreeing int64
+	Late        int64 // late or duplicate results ignored
 	// Adopted counts results for leases of an earlier dispatcher process
 	// (this one restarted) whose task was still queued: applied, so the
 	// page is not fetched again.
@@ -226,7 +229,7 @@ type Dispatcher struct {
 
 	// counters of the current Run
 	pages, reused, late, expired, fieldErrs, refusedN int64
-	adopted                                           int64
+	adopted, disagreeing                              int64
 	errs                                              map[string]int64
 	badLines                                          int
 	renderRetried, renderWanted                       int64

@@ -90,7 +90,11 @@
 // knows of it (its own value, or one filled from a page no farther away),
 // compared after etl.MatchKey; a page yielding no value for a match key is
 // accepted, because it does not contradict the record. A refused page
-// gives the record neither values nor links: it describes someone else.
+// gives the record no values (it describes someone else), but its links
+// are followed for the record like any other page's, within the depth
+// limit and the budgets, at the same priority: a colleague's profile, a
+// team page or a co-author list is often the way to the record's own
+// page. Such pages are counted in Summary.Disagreeing.
 // When pages disagree on a field, the page nearer the record's own links
 // wins, ties going to the smaller source URL, so the result does not depend
 // on arrival order; the losing values are kept as conflicts. Only target

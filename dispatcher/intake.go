@@ -49,13 +49,25 @@ func (d *Dispatcher) drainWork(ctx context.Context) error {
 
 // apply merges one page into one record: attribution, conflict
 // resolution, completion, and the page's links for an incomplete record.
+// A page whose match key disagrees with the record gives it no values,
+// but its links are followed like any other page's: a page about someone
+// else (a colleague's profile, a team page, a co-author list) is often
+// the way to the record's own. They are queued like the links of an
+// agreeing page, at the same depth and priority: a task is shared by every
+// record that reaches it, so a lower priority for one record's sake would
+// hold it back for the others, and once the record completes its queued
+// tasks are dropped anyway.
 func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	r, err := d.loadRec(ctx, it.rec)
 	if err != nil {
 		return err
 	}
 	if !attributable(r, it.res, it.depth) {
-		return nil // the page describes someone else: neither values nor links
+		if r.complete || it.depth+1 > d.cfg.Depth {
+			return nil
+		}
+		d.disagreeing++
+		return d.attachLinks(ctx, it.res.Links, r.id, it.depth+1)
 	}
 	wasPartial := !r.complete && len(r.filled) > 0
 	merge(r, it.res, it.depth, time.Now().UTC())

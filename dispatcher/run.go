@@ -50,7 +50,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		rwg.Wait()
 	}()
 	d.mu.Lock()
-	d.pages, d.reused, d.late, d.expired, d.fieldErrs, d.refusedN, d.adopted = 0, 0, 0, 0, 0, 0, 0
+	d.pages, d.reused, d.late, d.expired, d.fieldErrs, d.refusedN, d.adopted, d.disagreeing = 0, 0, 0, 0, 0, 0, 0, 0
 	d.renderRetried, d.renderWanted = 0, 0
 	d.notModified, d.refreshedN, d.changedN, d.unconfirmedN = 0, 0, 0, 0
 	d.errs = make(map[string]int64)
@@ -594,6 +594,7 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 		BadLines:    d.badLines,
 		Pages:       d.pages,
 		Reused:      d.reused,
+		Disagreeing: d.disagreeing,
 		Late:        d.late,
 		Adopted:     d.adopted,
 		Expired:     d.expired,

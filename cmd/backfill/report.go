@@ -35,6 +35,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		s.Records, s.Complete, s.Skipped, s.Partial, s.Untouched, s.BadLines)
 	fmt.Fprintf(w, "pages fetched: %d  extractions reused: %d  late results ignored: %d  field errors: %d\n",
 		s.Pages, s.Reused, s.Late, s.FieldErrors)
+	if s.Disagreeing > 0 {
+		fmt.Fprintf(w, "pages about someone else (values refused, links followed): %d\n", s.Disagreeing)
+	}
 	fmt.Fprintf(w, "wall time: %s  pages/s: %.1f\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec)
 	if s.Adopted > 0 {
 		fmt.Fprintf(w, "answers to the previous dispatcher process applied (not fetched again): %d\n", s.Adopted)
