@@ -215,15 +215,7 @@ func (d *Dispatcher) revisit(ctx context.Context, id, norm, rec string, depth in
 		if k.last > 0 {
 			d.recrawled++
 		}
-		d.nextSeq++
-		nd := min(depth, k.depth)
-		if _, err := d.st.exec(ctx, "frontRequeue", d.nextSeq, nd, id); err != nil {
-			return err
-		}
-		d.queuedN++
-		// Re-read from SQLite with the rest; its place in the order is
-		// not known here, so from the start.
-		d.w.spilled, d.w.cursor = true, nil
+		return d.requeueDone(ctx, id, min(depth, k.depth))
 	case depth < k.depth:
 		if _, err := d.st.exec(ctx, "frontDepth", depth, id, depth); err != nil {
 			return err

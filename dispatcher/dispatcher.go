@@ -68,6 +68,16 @@ type Config struct {
 	RecrawlAfter time.Duration
 	Refresh      bool
 
+	// Failed pages of earlier runs (see retry.go). When Run begins on a
+	// state an earlier process left, a page that failed with a transient
+	// class (dns, connect, timeout, 5xx, 429, blocked address, robots.txt
+	// unavailable) is queued again while it has failed fewer than
+	// RetryAttempts times in a row (default DefaultRetryAttempts; negative:
+	// never); RetryFailed queues every failed page again, whatever its
+	// class and count.
+	RetryAttempts int
+	RetryFailed   bool
+
 	// StoreDrainTimeout is how long Run waits at its end for the values
 	// found to reach the store (see outbox.go); what has not by then
 	// stays in the state and is pushed on the next start. Default
@@ -121,6 +131,15 @@ type Summary struct {
 	Duplicates  int64
 	Elapsed     time.Duration
 	PagesPerSec float64
+
+	// Failed pages of earlier runs (see retry.go), when this Run began:
+	// Retried counts, by the class they failed with, those queued again;
+	// RetryKept those kept as they were because their failure is
+	// permanent (a 404, a robots.txt rule: Config.RetryFailed retries
+	// them), RetryExhausted those that failed Config.RetryAttempts times.
+	Retried        map[string]int64
+	RetryKept      int64
+	RetryExhausted int64
 
 	// RenderRetried counts this Run's pages sent again as render tasks: a
 	// mapping matched them but found none of its fields in the static
@@ -252,9 +271,14 @@ type Dispatcher struct {
 	// those crawled before this Dispatcher was made); refreshOpen counts
 	// the fields a refresh is re-checking (open prior rows), refreshBegun
 	// says the refresh of Config.Refresh has been started.
-	started                            time.Time
-	refreshOpen                        int
-	refreshBegun                       bool
+	started      time.Time
+	refreshOpen  int
+	refreshBegun bool
+
+	// failed pages of earlier runs, queued again once (retry.go)
+	retryBegun                         bool
+	retried                            map[string]int64
+	retryKept, retryExhausted          int64
 	recrawled, notModified             int64
 	refreshedN, changedN, unconfirmedN int64
 }
@@ -327,6 +351,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		failed:     make(chan sendFail, 64),
 		recCache:   make(map[string]*recState),
 		errs:       make(map[string]int64),
+		retried:    make(map[string]int64),
 
 		filter:      filter,
 		filtered:    make(map[string]int64),

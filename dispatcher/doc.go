@@ -31,14 +31,20 @@
 // # The state
 //
 // state.db in Config.StateDir holds the seen URLs (normalized URL → first
-// seen, last crawled, outcome class and status, cached extraction), the
+// seen, last crawled, outcome class and status, failed fetches in a row,
+// cached extraction), the
 // frontier (one task per URL: host, registrable domain, depth, priority,
 // state queued/done/dropped and the lease that finished it; a lease in
 // progress lives in memory only), task_records (which record
 // reached which URL at which depth) and the record state (targets, filled
 // values with provenance, complete). A new Dispatcher on the same directory
 // resumes: tasks that were leased are queued again, done URLs are never
-// fetched again, and loading the same records file again changes nothing.
+// fetched again, and loading the same records file again changes nothing,
+// except that when Run begins, pages that failed in an earlier process for
+// a reason that may pass (a host down, a 5xx) are queued again, a bounded
+// number of times (retry.go). The schema is versioned by PRAGMA
+// user_version, and a state of an earlier build is migrated when opened
+// (state.go).
 //
 // Only a bounded window of queued tasks (windowCap) lives in memory, grouped
 // by host and ordered: pages some mapping's url_patterns match first (higher

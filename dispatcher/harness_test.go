@@ -20,6 +20,7 @@ type page struct {
 	fields []wire.Field
 	links  []string
 	class  string
+	status int // with class: the HTTP status of a bad-status failure
 }
 
 func fld(name, value string) wire.Field {
@@ -245,7 +246,7 @@ func (s *testSup) answer(task wire.Task, web map[string]page) {
 	case !ok:
 		res.Class, res.Status = "status", 404
 	case p.class != "":
-		res.Class = p.class
+		res.Class, res.Status = p.class, p.status
 	default:
 		res.Status = 200
 		res.Fields = p.fields

@@ -56,6 +56,12 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.errs = make(map[string]int64)
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
 		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest)
+	if !d.retryBegun && !d.closed {
+		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
+			d.mu.Unlock()
+			return nil, err
+		}
+	}
 	if d.cfg.Refresh && !d.refreshBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), func(ctx context.Context) error { return d.startRefresh(ctx, start) }); err != nil {
 			d.mu.Unlock()
@@ -607,6 +613,10 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 		Duplicates:  d.duplicates,
 		BadTopSites: d.badTopSites,
 		Elapsed:     time.Since(start),
+
+		Retried:        maps.Clone(d.retried),
+		RetryKept:      d.retryKept,
+		RetryExhausted: d.retryExhausted,
 
 		RenderRetried: d.renderRetried,
 		RenderWanted:  d.renderWanted,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -33,7 +34,8 @@ const (
 // in the order checked (seq), with the URL it was a duplicate of, if any:
 // New replays them in that order to rebuild the test's index. seen's
 // etag and last_modified are the validators of the page's last good fetch,
-// sent with the task when the page is fetched again (see refresh.go);
+// sent with the task when the page is fetched again (see refresh.go), and
+// its attempts the fetches in a row that failed, across runs (retry.go);
 // prior holds, for a field a refresh is re-checking (open = 1), the value
 // it had before, from which the value found now gets its history.
 const schema = `
@@ -50,7 +52,8 @@ CREATE TABLE IF NOT EXISTS seen (
 	status       INTEGER NOT NULL DEFAULT 0,
 	result       BLOB,
 	etag          TEXT NOT NULL DEFAULT '',
-	last_modified TEXT NOT NULL DEFAULT ''
+	last_modified TEXT NOT NULL DEFAULT '',
+	attempts      INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS frontier (
 	id         TEXT PRIMARY KEY,
@@ -138,16 +141,19 @@ const (
 )
 
 var statements = map[string]string{
-	"metaGet":      `SELECT value FROM meta WHERE key = ?`,
-	"metaSet":      `INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-	"recIns":       `INSERT INTO records(id, seq, fields, targets, filled, nfilled, complete, skipped) VALUES(?, ?, ?, ?, '{}', 0, ?, ?) ON CONFLICT(id) DO NOTHING`,
-	"recGet":       `SELECT fields, targets, filled, complete FROM records WHERE id = ?`,
-	"recPut":       `UPDATE records SET filled = ?, nfilled = ?, complete = ? WHERE id = ?`,
-	"recExists":    `SELECT 1 FROM records WHERE id = ?`,
-	"urlRecords":   `SELECT record_id, depth FROM task_records WHERE url_id = ? ORDER BY record_id`,
-	"trPut":        `INSERT INTO task_records(url_id, record_id, depth) VALUES(?, ?, ?) ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
-	"fpIns":        `INSERT INTO fingerprints(url_id, exact, sim, words, duplicate_of) VALUES(?, ?, ?, ?, ?)`,
-	"seenDone":     `UPDATE seen SET last_crawled = ?, class = ?, status = ?, result = ?, etag = ?, last_modified = ? WHERE id = ?`,
+	"metaGet":    `SELECT value FROM meta WHERE key = ?`,
+	"metaSet":    `INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
+	"recIns":     `INSERT INTO records(id, seq, fields, targets, filled, nfilled, complete, skipped) VALUES(?, ?, ?, ?, '{}', 0, ?, ?) ON CONFLICT(id) DO NOTHING`,
+	"recGet":     `SELECT fields, targets, filled, complete FROM records WHERE id = ?`,
+	"recPut":     `UPDATE records SET filled = ?, nfilled = ?, complete = ? WHERE id = ?`,
+	"recExists":  `SELECT 1 FROM records WHERE id = ?`,
+	"urlRecords": `SELECT record_id, depth FROM task_records WHERE url_id = ? ORDER BY record_id`,
+	"trPut":      `INSERT INTO task_records(url_id, record_id, depth) VALUES(?, ?, ?) ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
+	"fpIns":      `INSERT INTO fingerprints(url_id, exact, sim, words, duplicate_of) VALUES(?, ?, ?, ?, ?)`,
+	// seenDone counts a failed fetch in attempts and clears the count on
+	// a good one.
+	"seenDone": `UPDATE seen SET last_crawled = ?1, class = ?2, status = ?3, result = ?4, etag = ?5, last_modified = ?6,
+		attempts = CASE WHEN ?2 = '' THEN 0 ELSE attempts + 1 END WHERE id = ?7`,
 	"seenCached":   `SELECT class, result, etag, last_modified FROM seen WHERE id = ?`,
 	"seenValid":    `SELECT etag, last_modified FROM seen WHERE id = ? AND class = '' AND result IS NOT NULL`,
 	"priorPut":     `INSERT INTO prior(record_id, field, value, open) VALUES(?, ?, ?, 1) ON CONFLICT(record_id, field) DO UPDATE SET value = excluded.value, open = 1`,
@@ -374,33 +380,85 @@ func (s *state) rollback() {
 	s.conn.ExecContext(context.Background(), "ROLLBACK")
 }
 
-// migrate adds the columns a state written by an earlier build lacks
-// (CREATE TABLE IF NOT EXISTS leaves an existing table as it is).
-func migrate(ctx context.Context, conn *sql.Conn) error {
-	have := make(map[string]bool)
-	rows, err := conn.QueryContext(ctx, `SELECT name FROM pragma_table_info('seen')`)
-	if err != nil {
-		return err
+// stateMigrations bring a state written by an earlier build up to this
+// build's: entry i moves it from PRAGMA user_version i to i+1. Append
+// only; never edit one that was released. schema (CREATE TABLE IF NOT
+// EXISTS) makes a new file whole before they run, and a file written
+// before the version was kept has some of their columns, so every step
+// adds only what is missing.
+var stateMigrations = []func(ctx context.Context, conn *sql.Conn) error{
+	// 1: the validators of a page's last good fetch (refresh.go)
+	addColumns("seen", "etag TEXT NOT NULL DEFAULT ''", "last_modified TEXT NOT NULL DEFAULT ''"),
+	// 2: failed fetches of a page in a row, across runs (retry.go)
+	addColumns("seen", "attempts INTEGER NOT NULL DEFAULT 0"),
+}
+
+// migrate runs the migrations a state lacks, in one transaction, and
+// refuses a state written by a newer build.
+func migrate(ctx context.Context, conn *sql.Conn) (err error) {
+	var v int
+	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
 	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			rows.Close()
-			return err
-		}
-		have[name] = true
+	switch {
+	case v > len(stateMigrations):
+		return fmt.Errorf("schema version %d is newer than this build's %d", v, len(stateMigrations))
+	case v == len(stateMigrations):
+		return nil
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
-	for _, col := range []string{"etag", "last_modified"} {
-		if have[col] {
-			continue
+	defer func() {
+		if err != nil {
+			conn.ExecContext(context.Background(), "ROLLBACK")
 		}
-		if _, err := conn.ExecContext(ctx, `ALTER TABLE seen ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`); err != nil {
-			return fmt.Errorf("add seen.%s: %w", col, err)
+	}()
+	for ; v < len(stateMigrations); v++ {
+		if err := stateMigrations[v](ctx, conn); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v+1, err)
 		}
+	}
+	// PRAGMA takes no bound parameters; v is our own integer.
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// addColumns is a migration adding columns (each "name TYPE ...") to
+// table, those it does not have yet.
+func addColumns(table string, cols ...string) func(context.Context, *sql.Conn) error {
+	return func(ctx context.Context, conn *sql.Conn) error {
+		have := make(map[string]bool)
+		rows, err := conn.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return err
+			}
+			have[name] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, col := range cols {
+			name, _, _ := strings.Cut(col, " ")
+			if have[name] {
+				continue
+			}
+			if _, err := conn.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+col); err != nil {
+				return fmt.Errorf("add %s.%s: %w", table, name, err)
+			}
+		}
+		return nil
+	}
 }

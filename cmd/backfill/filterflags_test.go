@@ -45,6 +45,14 @@ func TestDispatcherFilterFlags(t *testing.T) {
 		{"exclude without list", []string{"--exclude-top", "5"}, nil, "--exclude-top needs --top-sites"},
 		{"negative", []string{"--max-fanout", "-1"}, nil, "must not be negative"},
 		{"missing blacklist", []string{"--blacklist", filepath.Join(dir, "nope")}, nil, "blacklist file"},
+		{"retry defaults", nil, func(c dispatcher.Config) bool {
+			return c.RetryAttempts == dispatcher.DefaultRetryAttempts && !c.RetryFailed
+		}, ""},
+		{"retry never", []string{"--retry-attempts", "0"}, func(c dispatcher.Config) bool { return c.RetryAttempts < 0 }, ""},
+		{"retry everything", []string{"--retry-attempts", "5", "--retry-failed"}, func(c dispatcher.Config) bool {
+			return c.RetryAttempts == 5 && c.RetryFailed
+		}, ""},
+		{"negative retries", []string{"--retry-attempts", "-1"}, nil, "--retry-attempts must not be negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

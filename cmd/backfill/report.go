@@ -54,6 +54,13 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		fmt.Fprintf(w, "store writes: %d written  %d retried  %d pending (kept in the state, pushed on the next start)  %d refused (record unknown to the store)\n",
 			s.StoreWritten, s.StoreRetried, s.StorePending, s.StoreRefused)
 	}
+	if len(s.Retried) > 0 {
+		fmt.Fprintf(w, "failed pages of earlier runs fetched again: %s\n", countsLine(s.Retried))
+	}
+	if s.RetryKept > 0 || s.RetryExhausted > 0 {
+		fmt.Fprintf(w, "failed pages of earlier runs not fetched again: %d permanent (404, 410, robots.txt rules…)  %d failed --retry-attempts times; --retry-failed fetches them again\n",
+			s.RetryKept, s.RetryExhausted)
+	}
 	if s.RenderRetried > 0 {
 		fmt.Fprintf(w, "pages rendered again because their HTML lacked the data: %d\n", s.RenderRetried)
 	}

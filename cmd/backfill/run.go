@@ -40,6 +40,9 @@ type dispatcherFlags struct {
 	// freshness: the recrawl age, and whether to re-check old values
 	recrawlAfter time.Duration
 	refresh      bool
+	// failed pages of earlier runs: how often to try, and all of them
+	retryAttempts int
+	retryFailed   bool
 	// blacklistFlag is --blacklist when another flag group registered it
 	// first (the supervisors read the same file): the value is shared.
 	blacklistFlag *flag.Flag
@@ -62,6 +65,8 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.maxFanout, "max-fanout", dispatcher.DefaultMaxFanout, "a page linking to more distinct registrable domains, or to more hosts outside its own domain, is a link farm: none of its links is followed (0: no limit)")
 	fs.DurationVar(&d.recrawlAfter, "recrawl-after", 0, "fetch a page crawled by an earlier run again, conditionally (ETag, Last-Modified), once it is older than this, instead of reusing its cached extraction (0: reuse however old)")
 	fs.BoolVar(&d.refresh, "refresh", false, "re-check the filled values older than --recrawl-after: refetch their sources and records' links; a changed value replaces the old one, which is kept in the field's provenance history")
+	fs.IntVar(&d.retryAttempts, "retry-attempts", dispatcher.DefaultRetryAttempts, "on a rerun, fetch again the pages that failed for a reason that may pass (dns, connect, timeout, 5xx, 429, blocked address, robots.txt unavailable) until they have failed this many times in a row (0: never)")
+	fs.BoolVar(&d.retryFailed, "retry-failed", false, "on a rerun, fetch again every page that failed, permanent failures (404, 410, robots.txt rules) included")
 	if f := fs.Lookup("blacklist"); f != nil {
 		d.blacklistFlag = f
 	} else {
@@ -92,6 +97,9 @@ func (d *dispatcherFlags) validate() error {
 	}
 	if min(d.excludeTop, d.hostBudget, d.recordBudget, d.maxPathDepth, d.maxRepeats, d.maxFanout) < 0 {
 		return fmt.Errorf("%w: --exclude-top, --host-budget, --record-budget, --max-path-depth, --max-repeats and --max-fanout must not be negative", errUsage)
+	}
+	if d.retryAttempts < 0 {
+		return fmt.Errorf("%w: --retry-attempts must not be negative", errUsage)
 	}
 	if d.recrawlAfter < 0 {
 		return fmt.Errorf("%w: --recrawl-after must not be negative", errUsage)
@@ -129,25 +137,27 @@ func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, lo
 		}
 	}
 	return dispatcher.Config{
-		StateDir:     d.stateDir,
-		Listen:       listen,
-		Mappings:     set,
-		Store:        st,
-		Depth:        d.depth,
-		Fields:       fields,
-		Lease:        d.lease,
-		HostInFlight: d.hostInFlight,
-		HostBudget:   noLimit(d.hostBudget),
-		RecordBudget: noLimit(d.recordBudget),
-		MaxPathDepth: noLimit(d.maxPathDepth),
-		MaxRepeats:   noLimit(d.maxRepeats),
-		MaxFanout:    noLimit(d.maxFanout),
-		TopSites:     d.topSites,
-		ExcludeTop:   d.excludeTop,
-		Blacklist:    d.blacklistPath(),
-		RecrawlAfter: d.recrawlAfter,
-		Refresh:      d.refresh,
-		Logger:       log,
+		StateDir:      d.stateDir,
+		Listen:        listen,
+		Mappings:      set,
+		Store:         st,
+		Depth:         d.depth,
+		Fields:        fields,
+		Lease:         d.lease,
+		HostInFlight:  d.hostInFlight,
+		HostBudget:    noLimit(d.hostBudget),
+		RecordBudget:  noLimit(d.recordBudget),
+		MaxPathDepth:  noLimit(d.maxPathDepth),
+		MaxRepeats:    noLimit(d.maxRepeats),
+		MaxFanout:     noLimit(d.maxFanout),
+		TopSites:      d.topSites,
+		ExcludeTop:    d.excludeTop,
+		Blacklist:     d.blacklistPath(),
+		RecrawlAfter:  d.recrawlAfter,
+		Refresh:       d.refresh,
+		RetryAttempts: noLimit(d.retryAttempts),
+		RetryFailed:   d.retryFailed,
+		Logger:        log,
 	}
 }
 

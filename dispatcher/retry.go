@@ -1,0 +1,127 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"backfill/fetch"
+)
+
+// Failed pages across runs. A page whose fetch failed is done in the
+// frontier, with its class and status in seen and the fetches of it that
+// failed in a row in seen.attempts. When Run begins on a state an earlier
+// process left (a rerun on the same state directory), each such page that
+// an incomplete record still wants is queued again if its failure may
+// have passed (a transient class, see transient) and it has failed fewer
+// than Config.RetryAttempts times; with Config.RetryFailed every failed
+// page is, whatever its class and count. What was queued again is
+// counted by class in Summary.Retried; what was kept, in
+// Summary.RetryKept (permanent failures) and Summary.RetryExhausted
+// (transient ones out of attempts). Within one process a page is fetched
+// at most once: a supervisor already waits and retries a page answered
+// 429 or 503 (up to three times) before it answers with the failure.
+
+// DefaultRetryAttempts is Config.RetryAttempts when zero.
+const DefaultRetryAttempts = 3
+
+// Classes the supervisor answers with (it owns them; the dispatcher does
+// not import it).
+const (
+	classBlacklisted       = "blacklisted"        // the host or its address was blacklisted: for the run, or by a list the user may have changed
+	classRobotsUnavailable = "robots-unavailable" // robots.txt answered 5xx or 429, or could not be read
+)
+
+// transient reports whether a page that failed with class (and, for a bad
+// status, HTTP status) may succeed when fetched again later: the host was
+// down, slow, overloaded or throttling, its robots.txt could not be had,
+// or its address was refused under flags a rerun may change. A 404, a 410,
+// a robots.txt rule, a page too large or not HTML fail again.
+func transient(class string, status int) bool {
+	switch fetch.Class(class) {
+	case fetch.ClassDNS, fetch.ClassConnect, fetch.ClassTimeout, fetch.ClassBlocked:
+		return true
+	case fetch.ClassStatus:
+		return status == http.StatusTooManyRequests || status >= 500 && status <= 599
+	}
+	return class == classBlacklisted || class == classRobotsUnavailable
+}
+
+// retryFailed queues again the failed pages of earlier processes, as the
+// comment at the top of this file says. It runs once per Dispatcher, when
+// Run begins. Callers hold mu with the state transaction open.
+func (d *Dispatcher) retryFailed(ctx context.Context) error {
+	d.retryBegun = true
+	rows, err := d.st.conn.QueryContext(ctx, `SELECT f.id, f.depth, s.class, s.status, s.attempts
+		FROM frontier f JOIN seen s ON s.id = f.id
+		WHERE f.state = ? AND s.class != '' AND s.last_crawled < ?
+		AND EXISTS (SELECT 1 FROM task_records tr JOIN records r ON r.id = tr.record_id WHERE tr.url_id = f.id AND r.complete = 0)`,
+		stateDone, d.started.UnixNano())
+	if err != nil {
+		return fmt.Errorf("dispatcher: state failed pages: %w", err)
+	}
+	type failed struct {
+		id                     string
+		depth, status, attempt int
+		class                  string
+	}
+	var fs []failed
+	for rows.Next() {
+		var f failed
+		if err := rows.Scan(&f.id, &f.depth, &f.class, &f.status, &f.attempt); err != nil {
+			rows.Close()
+			return fmt.Errorf("dispatcher: state failed pages: %w", err)
+		}
+		fs = append(fs, f)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dispatcher: state failed pages: %w", err)
+	}
+	attempts := d.cfg.RetryAttempts
+	switch {
+	case attempts == 0:
+		attempts = DefaultRetryAttempts
+	case attempts < 0:
+		attempts = 0 // none: every transient failure is out of attempts
+	}
+	for _, f := range fs {
+		switch {
+		case d.cfg.RetryFailed:
+		case !transient(f.class, f.status):
+			d.retryKept++
+			continue
+		case f.attempt >= attempts:
+			d.retryExhausted++
+			continue
+		}
+		if err := d.requeueDone(ctx, f.id, f.depth); err != nil {
+			return err
+		}
+		d.retried[f.class]++
+	}
+	if len(fs) > 0 {
+		classes := make([]string, 0, len(d.retried))
+		for c := range d.retried {
+			classes = append(classes, fmt.Sprintf("%s=%d", c, d.retried[c]))
+		}
+		sort.Strings(classes)
+		d.log.Info("failed pages of earlier runs", "queued_again", classes, "kept_permanent", d.retryKept,
+			"kept_out_of_attempts", d.retryExhausted, "attempts", attempts, "retry_failed", d.cfg.RetryFailed)
+	}
+	return nil
+}
+
+// requeueDone queues a done (or dropped) task again at depth. It is read
+// back from SQLite with the rest; its place in the order is not known
+// here, so the window reads from the start.
+func (d *Dispatcher) requeueDone(ctx context.Context, id string, depth int) error {
+	d.nextSeq++
+	if _, err := d.st.exec(ctx, "frontRequeue", d.nextSeq, depth, id); err != nil {
+		return err
+	}
+	d.queuedN++
+	d.w.spilled, d.w.cursor = true, nil
+	return nil
+}
