@@ -30,10 +30,15 @@ type Config struct {
 	Lease        time.Duration // default 2m
 	HostInFlight int           // default 2
 	Heartbeat    time.Duration // supervisors' heartbeat interval, default 2s
-	// Expect, when set, is how many supervisors the crawl has: dispatching
-	// starts as soon as that many have joined, instead of after a quiet
-	// spell that lets late ones join before domains are handed out.
-	Expect int
+	// Expect, when set, is how many supervisors the crawl has: nothing is
+	// dispatched until that many have joined (a log line says so while it
+	// waits), so that domains are not handed to the first ones and moved
+	// as the others join. After ExpectTimeout (default
+	// DefaultExpectTimeout; negative: no limit) it dispatches to those
+	// that did join, and says so. Without Expect, dispatching starts
+	// after a quiet spell that lets late ones join.
+	Expect        int
+	ExpectTimeout time.Duration
 
 	// Link filters (see filter.go). Zero takes the default noted; a
 	// negative value turns the limit off. Only the blacklist applies to a
@@ -87,6 +92,10 @@ type Config struct {
 	Logger   *slog.Logger // nil discards
 	Progress func(Progress)
 }
+
+// DefaultExpectTimeout is how long Run waits for Config.Expect
+// supervisors when Config.ExpectTimeout is zero.
+const DefaultExpectTimeout = 2 * time.Minute
 
 // DefaultListen is the intake endpoint when Config.Listen is empty.
 const DefaultListen = "tcp://127.0.0.1:5550"
@@ -236,6 +245,8 @@ type Dispatcher struct {
 
 	lastJoin     time.Time // when the latest member joined
 	joinedByBeat bool      // a member joined by Heartbeat: see joinedFresh
+	waitLogged   time.Time // the last "waiting for supervisors" line (expect.go)
+	waitMembers  int       // members it counted
 
 	// record counters, kept in step with the records table
 	nRecords, nComplete, nPartial int

@@ -62,7 +62,11 @@
 // The protocol is in wire's messages: a Hello (or a Heartbeat from an
 // unknown supervisor, or one whose Started changed) registers a supervisor
 // whose mapping digest equals ours; the dispatcher dials its endpoint and
-// answers Welcome. With Config.Keys the intake hears only supervisors whose
+// answers Welcome. Run dispatches nothing until the crawl's supervisors
+// have joined: Config.Expect of them (or, after Config.ExpectTimeout,
+// those that did), else those that said Hello before a short quiet spell
+// (expect.go), so that domains are not all handed to the first one. With
+// Config.Keys the intake hears only supervisors whose
 // CURVE key is in Config.Authorized, and their task sockets are dialled with
 // the key each Hello advertises, if authorized too; without keys every
 // endpoint must be loopback unless Config.Insecure (security.go).

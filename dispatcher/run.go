@@ -16,8 +16,6 @@ const (
 	recvWait      = 20 * time.Millisecond // longest idle wait for a frame
 	maxBatch      = 4096                  // frames handled in one step
 	progressEvery = 250 * time.Millisecond
-	// settleQuiet: see joinedFresh.
-	settleQuiet = 100 * time.Millisecond
 	// commitEvery bounds how long the state transaction stays open while
 	// results keep coming. Committing after every step put a WAL commit on
 	// every handful of results; a crash loses at most this much progress,
@@ -72,12 +70,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	outbox := d.startOutbox(ctx)
 
 	tick := min(d.cfg.Lease/4, d.cfg.Heartbeat/2, time.Second)
-	// Supervisors that were running before this Run (say the dispatcher
-	// restarted) all speak within one heartbeat interval. Dispatching only
-	// after that keeps domains from going to the first one heard and then
-	// moving once the others re-register.
-	settleBy := start.Add(d.cfg.Heartbeat)
-	settled := false // once settled, dispatching never pauses again
+	settled := false // once settled, dispatching never pauses again (see settle)
 	var lastTick, lastProgress, lastStatus time.Time
 	stepCtx := context.WithoutCancel(ctx)
 	var runErr error
@@ -106,7 +99,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		d.steps++
 		// step handles registrations before it dispatches, so a Hello in
 		// this batch counts towards settling only from the next one.
-		settled = settled || !now.Before(settleBy) || d.joinedFresh(now)
+		settled = settled || d.settle(start, now)
 		// The step's statements run under a context that is never
 		// cancelled: with a cancellable one the driver and database/sql
 		// start a goroutine per statement to watch it, a good part of
@@ -369,22 +362,6 @@ func (d *Dispatcher) abandon() {
 	clear(d.recCache)
 	d.work = nil
 	d.w.cursor = nil
-}
-
-// joinedFresh reports that the supervisors of this crawl have all
-// announced themselves: every member joined by a Hello (supervisors
-// starting with the crawl say Hello at once), and none has joined for
-// settleQuiet. Supervisors that were running before this Run (the
-// dispatcher restarted) join by Heartbeat, spread over one heartbeat
-// interval; once one of those is heard, Run waits out the whole interval
-// so that domains do not go to the first one heard and then move. Without
-// this, a crawl whose supervisors start with it idled for a heartbeat
-// interval. Callers hold mu.
-func (d *Dispatcher) joinedFresh(now time.Time) bool {
-	if d.cfg.Expect > 0 && len(d.members) >= d.cfg.Expect {
-		return true
-	}
-	return len(d.members) > 0 && !d.joinedByBeat && now.Sub(d.lastJoin) >= settleQuiet
 }
 
 // register handles a Hello or Heartbeat: a supervisor unknown, or known

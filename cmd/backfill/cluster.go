@@ -18,11 +18,15 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var c crawlSetup
 	c.register(fs)
 	listen := fs.String("listen", "tcp://127.0.0.1:5550", "ZeroMQ endpoint where supervisors send hellos, heartbeats and results")
-	expect := fs.Int("expect", 0, "supervisors in the cluster: start dispatching once this many have joined (0: after a short quiet spell)")
+	expect := fs.Int("expect", 0, "supervisors in the cluster: dispatch nothing until this many have joined (0: start after a short quiet spell)")
+	expectTimeout := fs.Duration("expect-timeout", dispatcher.DefaultExpectTimeout, "with --expect, how long to wait for every supervisor before dispatching to those that joined (0: no limit)")
 	var sec securityFlags
 	sec.registerDispatcher(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *expect < 0 || *expectTimeout < 0 {
+		return fmt.Errorf("%w: --expect and --expect-timeout must not be negative", errUsage)
 	}
 	keys, authorized, err := sec.dispatcherSecurity()
 	if err != nil {
@@ -32,7 +36,10 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	cfg.Expect = *expect
+	cfg.Expect, cfg.ExpectTimeout = *expect, *expectTimeout
+	if *expectTimeout == 0 {
+		cfg.ExpectTimeout = -1 // no limit
+	}
 	cfg.Keys, cfg.Authorized, cfg.Insecure = keys, authorized, sec.insecure
 	defer c.st.Close()
 	summary, err := crawl(ctx, cfg, c.df.records, 0, func(d *dispatcher.Dispatcher) error {

@@ -1,0 +1,159 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// logRecorder is a slog.Handler keeping every record, that a test can wait
+// on.
+type logRecorder struct {
+	mu   sync.Mutex
+	recs []slog.Record
+	more chan struct{}
+}
+
+func newLogRecorder() *logRecorder { return &logRecorder{more: make(chan struct{})} }
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	close(l.more)
+	l.more = make(chan struct{})
+	return nil
+}
+
+// attrs returns a record's attributes as strings.
+func attrs(r slog.Record) map[string]string {
+	m := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.String()
+		return true
+	})
+	return m
+}
+
+// wait returns the first record with message msg whose attributes include
+// want, waiting up to d; ok is false if none came.
+func (l *logRecorder) wait(msg string, want map[string]string, d time.Duration) (map[string]string, bool) {
+	deadline := time.After(d)
+	for i := 0; ; {
+		l.mu.Lock()
+		for ; i < len(l.recs); i++ {
+			if l.recs[i].Message != msg {
+				continue
+			}
+			a := attrs(l.recs[i])
+			match := true
+			for k, v := range want {
+				match = match && a[k] == v
+			}
+			if match {
+				l.mu.Unlock()
+				return a, true
+			}
+		}
+		more := l.more
+		l.mu.Unlock()
+		select {
+		case <-more:
+		case <-deadline:
+			return nil, false
+		}
+	}
+}
+
+// expectWeb is twenty one-page sites, each a record's link.
+func expectWeb(e *env) map[string]page {
+	web := map[string]page{}
+	lines := []string{"id,links"}
+	for i := range 20 {
+		u := fmt.Sprintf("https://site%d.example/", i)
+		web[u] = page{}
+		lines = append(lines, fmt.Sprintf("r%d,%s", i, u))
+	}
+	e.load("r.csv", csvOf(lines...))
+	return web
+}
+
+// TestExpectWaits: with Expect 2, nothing is dispatched while one
+// supervisor has joined, however long it waits, and the dispatcher says
+// it is waiting; once the second joins, both get their share.
+func TestExpectWaits(t *testing.T) {
+	logs := newLogRecorder()
+	e := newEnv(t, t.TempDir(), func(c *Config) {
+		c.Expect = 2
+		c.ExpectTimeout = -1 // no limit
+		c.Fields = []string{"email"}
+		c.Logger = slog.New(logs)
+	})
+	web := expectWeb(e)
+	digest := e.set.Digest()
+	s1 := newSup(t, "s1", e.d.Endpoint(), 4, false, digest)
+	e.run(context.Background())
+	if !s1.join(5 * time.Second) {
+		t.Fatal("s1: no welcome")
+	}
+	if _, ok := logs.wait("waiting for supervisors before dispatching", map[string]string{"supervisors": "1", "expected": "2", "timeout": "none"}, 10*time.Second); !ok {
+		t.Fatal("no log line saying the dispatcher waits with one of two supervisors")
+	}
+	// Several heartbeat intervals and quiet spells pass (the old rules
+	// would have dispatched): still nothing for s1.
+	for range 20 {
+		s1.poll(50 * time.Millisecond)
+	}
+	if len(s1.got) != 0 {
+		t.Fatalf("s1 got %d tasks while one of two expected supervisors had joined", len(s1.got))
+	}
+	s2 := newSup(t, "s2", e.d.Endpoint(), 4, false, digest)
+	if !s2.join(5 * time.Second) {
+		t.Fatal("s2: no welcome")
+	}
+	st := crawl(t, e, []*testSup{s1, s2}, web, 20*time.Second)
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	if len(s1.got) == 0 || len(s2.got) == 0 || len(st.requests) != len(web) {
+		t.Errorf("s1 got %d tasks, s2 %d, %d URLs requested of %d", len(s1.got), len(s2.got), len(st.requests), len(web))
+	}
+	if _, ok := logs.wait("every expected supervisor joined; dispatching", map[string]string{"supervisors": "2"}, time.Second); !ok {
+		t.Error("no log line saying every expected supervisor joined")
+	}
+}
+
+// TestExpectTimeout: when the expected supervisors do not all join within
+// ExpectTimeout, the dispatcher says so and crawls with those that did.
+func TestExpectTimeout(t *testing.T) {
+	logs := newLogRecorder()
+	e := newEnv(t, t.TempDir(), func(c *Config) {
+		c.Expect = 3
+		c.ExpectTimeout = 300 * time.Millisecond
+		c.Fields = []string{"email"}
+		c.Logger = slog.New(logs)
+	})
+	web := expectWeb(e)
+	s1 := newSup(t, "s1", e.d.Endpoint(), 4, false, e.set.Digest())
+	e.run(context.Background())
+	if !s1.join(5 * time.Second) {
+		t.Fatal("s1: no welcome")
+	}
+	st := crawl(t, e, []*testSup{s1}, web, 20*time.Second)
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	if len(st.requests) != len(web) {
+		t.Errorf("%d URLs requested of %d", len(st.requests), len(web))
+	}
+	if _, ok := logs.wait("not every expected supervisor joined in time; dispatching to those that did",
+		map[string]string{"supervisors": "1", "expected": "3", "waited": "300ms"}, time.Second); !ok {
+		t.Error("no warning that the expected supervisors did not all join")
+	}
+}
