@@ -26,12 +26,10 @@ import (
 // DefaultRetryAttempts is Config.RetryAttempts when zero.
 const DefaultRetryAttempts = 3
 
-// Classes the supervisor answers with (it owns them; the dispatcher does
-// not import it).
-const (
-	classBlacklisted       = "blacklisted"        // the host or its address was blacklisted: for the run, or by a list the user may have changed
-	classRobotsUnavailable = "robots-unavailable" // robots.txt answered 5xx or 429, or could not be read
-)
+// classBlacklisted is the class the supervisor answers with when the host
+// or its address was blacklisted: for the run, or by a list the user may
+// have changed (the supervisor owns it; the dispatcher does not import it).
+const classBlacklisted = "blacklisted"
 
 // transient reports whether a page that failed with class (and, for a bad
 // status, HTTP status) may succeed when fetched again later: the host was
@@ -40,12 +38,12 @@ const (
 // a robots.txt rule, a page too large or not HTML fail again.
 func transient(class string, status int) bool {
 	switch fetch.Class(class) {
-	case fetch.ClassDNS, fetch.ClassConnect, fetch.ClassTimeout, fetch.ClassBlocked:
+	case fetch.ClassDNS, fetch.ClassConnect, fetch.ClassTimeout, fetch.ClassBlocked, fetch.ClassRobotsUnavailable:
 		return true
 	case fetch.ClassStatus:
 		return status == http.StatusTooManyRequests || status >= 500 && status <= 599
 	}
-	return class == classBlacklisted || class == classRobotsUnavailable
+	return class == classBlacklisted
 }
 
 // retryFailed queues again the failed pages of earlier processes, as the
