@@ -51,10 +51,16 @@
 // Set.TestFixtures; UpdateFixtures rewrites a file's expectations with what
 // its mappings produce now.
 //
-// Adding a processor is adding one file: a type with a Process method and
-// an init that registers a Factory building it from its parameters, which
-// rejects bad parameters at load, plus its entry in mappings/schema.json
-// (a test keeps the two in step).
+// Adding a processor is adding one file: a type with a Process method, a
+// parameter struct whose fields and tags (json name, doc, required, enum,
+// …) are its parameters, and an init that registers both with registerProc
+// and a procSpec saying what the processor does. The loader decodes
+// exactly that struct, refusing unknown parameters, and the build function
+// rejects bad values at load. `go generate ./etl` writes the processor's
+// entry in mappings/schema.json and its section of docs/mappings.md from
+// the same struct and spec; a test fails while either file is stale, and
+// others check the schema, the docs and the structs against each other
+// both ways.
 //
 // A Set is immutable after loading and safe for concurrent use: many
 // workers may call Extract at once.

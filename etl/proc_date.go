@@ -1,7 +1,6 @@
 package etl
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -24,15 +23,20 @@ type dateOpts struct {
 	order  string
 }
 
+// dateParams are the date processor's parameters.
+type dateParams struct {
+	Layout string `json:"layout" doc:"Go time layout tried first, e.g. 02|01|2006."`
+	Order  string `json:"order" enum:"mdy|dmy" doc:"How to read 01/02/2006: month first (mdy) or day first (dmy)."`
+}
+
 func init() {
-	register("date", func(raw json.RawMessage) (Processor, error) {
-		var p struct {
-			Layout string `json:"layout"`
-			Order  string `json:"order"`
-		}
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
+	registerProc(procSpec{
+		name:    "date",
+		group:   groupTyped,
+		summary: "Common date formats to ISO 8601 (\"March 3rd, 2020\" becomes 2020-03-03; with a time, RFC 3339).",
+		doc:     "`\"March 2020\"` becomes `2020-03`. Without `order`, `01/02/2006` is month first unless the first number exceeds 12; dotted dates are day first.",
+		example: `{"layout": "02|01|2006"}`,
+	}, func(p dateParams) (Processor, error) {
 		if p.Order != "" && p.Order != "mdy" && p.Order != "dmy" {
 			return nil, fmt.Errorf(`parameter "order" must be "mdy" or "dmy", got %q`, p.Order)
 		}

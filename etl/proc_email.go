@@ -1,7 +1,6 @@
 package etl
 
 import (
-	"encoding/json"
 	"html"
 	"regexp"
 	"strings"
@@ -14,13 +13,12 @@ import (
 type emailProc struct{}
 
 func init() {
-	register("email", func(raw json.RawMessage) (Processor, error) {
-		var p struct{}
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		return emailProc{}, nil
-	})
+	registerProc(procSpec{
+		name:    "email",
+		group:   groupTyped,
+		summary: "Every email address in each value, lower-cased, after undoing obfuscation such as 'name [at] example [dot] org' and mailto: links. No parameters.",
+		doc:     "The obfuscations undone: `name [at] example [dot] org`, `name(at)example.org`, `NAME AT example DOT org`, HTML entities, `mailto:` links.",
+	}, func(noParameters) (Processor, error) { return emailProc{}, nil })
 }
 
 var (

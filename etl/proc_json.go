@@ -24,19 +24,32 @@ type jsonpathProc struct {
 	first bool
 }
 
-func init() {
-	register("jsonpath", newJSONPath)
-	register("jsonld", newJSONLD)
+// jsonpathParams are the jsonpath processor's parameters.
+type jsonpathParams struct {
+	Expression string `json:"expression" required:"true" pattern:"\\S" doc:"JSONPath expression, e.g. $.profile.links[*].url."`
+	First      bool   `json:"first" doc:"Only the first result."`
 }
 
-func newJSONPath(raw json.RawMessage) (Processor, error) {
-	var p struct {
-		Expression string `json:"expression"`
-		First      bool   `json:"first"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func init() {
+	registerProc(procSpec{
+		name:    "jsonpath",
+		group:   groupSelect,
+		summary: "Evaluates a JSONPath on a JSON response, on JSON text from the previous step (a <script> blob picked by xpath) or on the object a previous jsonpath/jsonld selected. Objects and arrays come out as compact JSON.",
+		doc: "A blob in a page's script comes out through xpath first: " +
+			"`[{\"type\": \"xpath\", \"parameters\": {\"expression\": \"//script[@id='__DATA__']/text()\"}}, {\"type\": \"jsonpath\", \"parameters\": {\"expression\": \"$.profile.links[*].url\"}}]`. " +
+			"Objects and arrays come out as compact JSON that another jsonpath can walk.",
+		example: `{"expression": "$.profile.name"}`,
+	}, newJSONPath)
+	registerProc(procSpec{
+		name:    "jsonld",
+		group:   groupSelect,
+		summary: "schema.org objects from <script type=\"application/ld+json\"> blocks (@graph and nested objects included).",
+		doc:     "Blocks that are not valid JSON are skipped. Without `property` the objects themselves come out, for a jsonpath to pick from.",
+		example: `{"type": "Person", "property": "sameAs"}`,
+	}, newJSONLD)
+}
+
+func newJSONPath(p jsonpathParams) (Processor, error) {
 	if strings.TrimSpace(p.Expression) == "" {
 		return nil, errors.New(`parameter "expression" is required`)
 	}
@@ -133,26 +146,42 @@ type jsonldProc struct {
 	prop  []string
 }
 
-func newJSONLD(raw json.RawMessage) (Processor, error) {
-	var p struct {
-		Type     json.RawMessage `json:"type"`
-		Property string          `json:"property"`
+// jsonldParams are the jsonld processor's parameters.
+type jsonldParams struct {
+	Type     ldTypes `json:"type" minLength:"1" doc:"Keep objects of this schema.org type (or any of these types); schema: and URL prefixes are ignored."`
+	Property string  `json:"property" doc:"Dotted property path taken from each object, e.g. address.addressLocality; arrays are expanded. Without it the objects come out for a jsonpath."`
+}
+
+// ldTypes is one schema.org type name or a list of them.
+type ldTypes []string
+
+func (t *ldTypes) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*t = nil
+		return nil
 	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*t = ldTypes{one}
+		return nil
 	}
-	j := &jsonldProc{}
-	if len(p.Type) > 0 && string(p.Type) != "null" {
-		var one string
-		if err := json.Unmarshal(p.Type, &one); err == nil {
-			j.types = []string{one}
-		} else if err := json.Unmarshal(p.Type, &j.types); err != nil {
-			return nil, fmt.Errorf(`parameter "type": want a string or an array of strings, got %s`, p.Type)
-		}
-		for _, t := range j.types {
-			if strings.TrimSpace(t) == "" {
-				return nil, errors.New(`parameter "type": empty type name`)
-			}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return paramError(fmt.Sprintf(`parameter "type": want a string or an array of strings, got %s`, b))
+	}
+	*t = many
+	return nil
+}
+
+func (ldTypes) jsonSchema() orderedJSON {
+	return orderedJSON{{"type", []string{"string", "array"}}, {"items", orderedJSON{{"type", "string"}, {"minLength", json.Number("1")}}}}
+}
+
+func newJSONLD(p jsonldParams) (Processor, error) {
+	j := &jsonldProc{types: p.Type}
+	for _, t := range j.types {
+		if strings.TrimSpace(t) == "" {
+			return nil, errors.New(`parameter "type": empty type name`)
 		}
 	}
 	if p.Property != "" {

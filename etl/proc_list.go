@@ -1,7 +1,6 @@
 package etl
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 )
@@ -9,19 +8,39 @@ import (
 // List processors reshape the list of values rather than each value.
 
 func init() {
-	register("split", newSplit)
-	register("join", newJoin)
-	register("first", func(raw json.RawMessage) (Processor, error) { return newPick(raw, "first") })
-	register("last", func(raw json.RawMessage) (Processor, error) { return newPick(raw, "last") })
-	register("nth", func(raw json.RawMessage) (Processor, error) { return newPick(raw, "nth") })
-	register("default", newDefault)
-	register("unique", func(raw json.RawMessage) (Processor, error) {
-		var p struct{}
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		return uniqueProc{}, nil
-	})
+	registerProc(procSpec{
+		name:        "split",
+		group:       groupList,
+		summary:     "Splits each value on a separator or a regular expression; empty pieces are dropped and pieces trimmed. Give separator or pattern, not both.",
+		example:     `{"pattern": "\\s*[,;]\\s*"}`,
+		constraints: `{"minProperties": 1, "not": {"required": ["separator", "pattern"]}}`,
+	}, newSplit)
+	registerProc(procSpec{
+		name:    "join",
+		group:   groupList,
+		summary: "Joins all values into one.",
+		example: `{"separator": " "}`,
+	}, newJoin)
+	registerProc(procSpec{name: "first", group: groupList, summary: "Keeps the first value. No parameters."},
+		func(noParameters) (Processor, error) { return pickProc{index: 0}, nil })
+	registerProc(procSpec{name: "last", group: groupList, summary: "Keeps the last value. No parameters."},
+		func(noParameters) (Processor, error) { return pickProc{index: -1}, nil })
+	registerProc(procSpec{
+		name:    "nth",
+		group:   groupList,
+		summary: "Keeps one value by position.",
+		doc:     "Nothing when the position is out of range.",
+		example: `{"index": -2}`,
+	}, newNth)
+	registerProc(procSpec{
+		name:    "default",
+		group:   groupList,
+		summary: "Yields value when the previous step produced nothing.",
+		doc:     "Empty values count as nothing; otherwise the values pass through unchanged.",
+		example: `{"value": "unknown"}`,
+	}, newDefault)
+	registerProc(procSpec{name: "unique", group: groupList, summary: "Drops repeated values, keeping the first. No parameters."},
+		func(noParameters) (Processor, error) { return uniqueProc{}, nil })
 }
 
 // splitProc splits each value on "separator" (a plain string) or
@@ -31,14 +50,13 @@ type splitProc struct {
 	re  *pattern
 }
 
-func newSplit(raw json.RawMessage) (Processor, error) {
-	var p struct {
-		Separator string `json:"separator"`
-		Pattern   string `json:"pattern"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+// splitParams are the split processor's parameters.
+type splitParams struct {
+	Separator string `json:"separator" minLength:"1" doc:"Plain separator text."`
+	Pattern   string `json:"pattern" minLength:"1" doc:"Regular expression to split on."`
+}
+
+func newSplit(p splitParams) (Processor, error) {
 	switch {
 	case p.Separator != "" && p.Pattern != "":
 		return nil, errors.New(`give "separator" or "pattern", not both`)
@@ -75,13 +93,12 @@ func (s splitProc) Process(in []Value, _ *Document) ([]Value, error) {
 // joinProc joins all values into one with "separator" (default ", ").
 type joinProc struct{ sep string }
 
-func newJoin(raw json.RawMessage) (Processor, error) {
-	p := struct {
-		Separator *string `json:"separator"`
-	}{}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+// joinParams are the join processor's parameters.
+type joinParams struct {
+	Separator *string `json:"separator" doc:"Text between values; default \", \"."`
+}
+
+func newJoin(p joinParams) (Processor, error) {
 	sep := ", "
 	if p.Separator != nil {
 		sep = *p.Separator
@@ -104,25 +121,12 @@ func (j joinProc) Process(in []Value, _ *Document) ([]Value, error) {
 // 0-based; negative counts from the end). Nothing when out of range.
 type pickProc struct{ index int }
 
-func newPick(raw json.RawMessage, kind string) (Processor, error) {
-	var p struct {
-		Index *int `json:"index"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	switch kind {
-	case "first":
-		if p.Index != nil {
-			return nil, errors.New(`"first" takes no "index" (use "nth")`)
-		}
-		return pickProc{index: 0}, nil
-	case "last":
-		if p.Index != nil {
-			return nil, errors.New(`"last" takes no "index" (use "nth")`)
-		}
-		return pickProc{index: -1}, nil
-	}
+// nthParams are the nth processor's parameters.
+type nthParams struct {
+	Index *int `json:"index" required:"true" doc:"0-based position; negative counts from the end (-1 is the last)."`
+}
+
+func newNth(p nthParams) (Processor, error) {
 	if p.Index == nil {
 		return nil, errors.New(`parameter "index" is required`)
 	}
@@ -144,13 +148,12 @@ func (p pickProc) Process(in []Value, _ *Document) ([]Value, error) {
 // only empty strings); otherwise it passes values through.
 type defaultProc struct{ value string }
 
-func newDefault(raw json.RawMessage) (Processor, error) {
-	var p struct {
-		Value *string `json:"value"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+// defaultParams are the default processor's parameters.
+type defaultParams struct {
+	Value *string `json:"value" required:"true" doc:"The value to yield."`
+}
+
+func newDefault(p defaultParams) (Processor, error) {
 	if p.Value == nil {
 		return nil, errors.New(`parameter "value" is required`)
 	}

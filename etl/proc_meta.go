@@ -1,7 +1,6 @@
 package etl
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 )
@@ -13,14 +12,18 @@ import (
 // document has none.
 type metaProc struct{ name string }
 
+// metaParams are the meta processor's parameters.
+type metaParams struct {
+	Name string `json:"name" required:"true" pattern:"\\S" doc:"Meta name, case-insensitive, e.g. og:title."`
+}
+
 func init() {
-	register("meta", func(raw json.RawMessage) (Processor, error) {
-		var p struct {
-			Name string `json:"name"`
-		}
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
+	registerProc(procSpec{
+		name:    "meta",
+		group:   groupSelect,
+		summary: "The content of every <meta> whose property, name or itemprop is name: OpenGraph (og:title), Twitter (twitter:creator) or plain (description).",
+		example: `{"name": "og:title"}`,
+	}, func(p metaParams) (Processor, error) {
 		if strings.TrimSpace(p.Name) == "" {
 			return nil, errors.New(`parameter "name" is required (e.g. "og:title", "twitter:creator", "description")`)
 		}

@@ -1,7 +1,6 @@
 package etl
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -14,14 +13,18 @@ import (
 // ",". Values without a number are dropped.
 type numberProc struct{ decimal string }
 
+// numberParams are the number processor's parameters.
+type numberParams struct {
+	Decimal string `json:"decimal" enum:".|," doc:"Which mark is decimal; guessed when absent."`
+}
+
 func init() {
-	register("number", func(raw json.RawMessage) (Processor, error) {
-		var p struct {
-			Decimal string `json:"decimal"`
-		}
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
+	registerProc(procSpec{
+		name:    "number",
+		group:   groupTyped,
+		summary: "The first number in each value, written plainly (\"1.234,50 €\" becomes 1234.5).",
+		example: `{"decimal": ","}`,
+	}, func(p numberParams) (Processor, error) {
 		if p.Decimal != "" && p.Decimal != "." && p.Decimal != "," {
 			return nil, fmt.Errorf(`parameter "decimal" must be "." or ",", got %q`, p.Decimal)
 		}

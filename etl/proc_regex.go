@@ -18,17 +18,36 @@ type regexProc struct {
 	all   bool
 }
 
-func init() { register("regex", newRegex) }
+// regexParams are the regex processor's parameters.
+type regexParams struct {
+	Pattern string   `json:"pattern" required:"true" minLength:"1" doc:"The regular expression."`
+	Group   groupRef `json:"group" minimum:"0" doc:"Group to extract: a number (0 = whole match) or a name; default 1 when the pattern has groups, else the whole match."`
+	All     bool     `json:"all" doc:"Every match in each value, not just the first."`
+}
 
-func newRegex(raw json.RawMessage) (Processor, error) {
-	var p struct {
-		Pattern string          `json:"pattern"`
-		Group   json.RawMessage `json:"group"`
-		All     bool            `json:"all"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+// groupRef names a capture group by number or by name.
+type groupRef json.RawMessage
+
+func (g *groupRef) UnmarshalJSON(b []byte) error {
+	*g = append((*g)[:0], b...)
+	return nil
+}
+
+func (groupRef) jsonSchema() orderedJSON {
+	return orderedJSON{{"type", []string{"integer", "string"}}}
+}
+
+func init() {
+	registerProc(procSpec{
+		name:    "regex",
+		group:   groupText,
+		summary: "Keeps what a regular expression (RE2; lookaround falls back to a backtracking engine) matches in each value; values that do not match are dropped.",
+		doc:     "Since values that do not match are dropped, regex also filters. A named group is given by its name: `(?P<user>\\w+)@` with `\"group\": \"user\"`.",
+		example: `{"pattern": "(?P<user>\\w+)@", "group": "user"}`,
+	}, newRegex)
+}
+
+func newRegex(p regexParams) (Processor, error) {
 	if p.Pattern == "" {
 		return nil, errors.New(`parameter "pattern" is required`)
 	}
@@ -89,16 +108,22 @@ type replaceProc struct {
 	repl string
 }
 
-func init() { register("replace", newReplace) }
+// replaceParams are the replace processor's parameters.
+type replaceParams struct {
+	Pattern     string  `json:"pattern" required:"true" minLength:"1" doc:"The regular expression to find."`
+	Replacement *string `json:"replacement" required:"true" doc:"Replacement text; $1 and ${name} refer to groups, \"\" deletes."`
+}
 
-func newReplace(raw json.RawMessage) (Processor, error) {
-	var p struct {
-		Pattern     string  `json:"pattern"`
-		Replacement *string `json:"replacement"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func init() {
+	registerProc(procSpec{
+		name:    "replace",
+		group:   groupText,
+		summary: "Regular-expression find and replace in each value.",
+		example: `{"pattern": "^Location:\\s*", "replacement": ""}`,
+	}, newReplace)
+}
+
+func newReplace(p replaceParams) (Processor, error) {
 	if p.Pattern == "" {
 		return nil, errors.New(`parameter "pattern" is required`)
 	}

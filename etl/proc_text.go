@@ -1,7 +1,6 @@
 package etl
 
 import (
-	"encoding/json"
 	"html"
 	"strings"
 	"unicode"
@@ -15,19 +14,24 @@ import (
 // what text pulled from HTML almost always needs.
 type trimProc struct{ cutset string }
 
+// trimParams are the trim processor's parameters.
+type trimParams struct {
+	Cutset string `json:"cutset" doc:"Characters to strip from both ends."`
+}
+
 func init() {
-	register("trim", func(raw json.RawMessage) (Processor, error) {
-		var p struct {
-			Cutset string `json:"cutset"`
-		}
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		return trimProc{cutset: p.Cutset}, nil
-	})
-	register("lower", noParams(func(s string) string { return strings.ToLower(s) }))
-	register("upper", noParams(func(s string) string { return strings.ToUpper(s) }))
-	register("html-unescape", noParams(html.UnescapeString))
+	registerProc(procSpec{
+		name:    "trim",
+		group:   groupText,
+		summary: "Strips white space at the ends and collapses inner runs to one space; with cutset, strips those characters from the ends instead.",
+		example: `{"cutset": "@ "}`,
+	}, func(p trimParams) (Processor, error) { return trimProc{cutset: p.Cutset}, nil })
+	registerProc(procSpec{name: "lower", group: groupText, summary: "Converts each value to lower case. No parameters."},
+		textFunc(strings.ToLower).build)
+	registerProc(procSpec{name: "upper", group: groupText, summary: "Converts each value to upper case. No parameters."},
+		textFunc(strings.ToUpper).build)
+	registerProc(procSpec{name: "html-unescape", group: groupText, summary: "Decodes HTML entities (&amp; becomes &). No parameters."},
+		textFunc(html.UnescapeString).build)
 }
 
 func (t trimProc) Process(in []Value, _ *Document) ([]Value, error) {
@@ -65,12 +69,5 @@ func (f textFunc) Process(in []Value, _ *Document) ([]Value, error) {
 	return mapText(in, func(s string) (string, bool) { return f(s), true }), nil
 }
 
-func noParams(f func(string) string) Factory {
-	return func(raw json.RawMessage) (Processor, error) {
-		var p struct{}
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		return textFunc(f), nil
-	}
-}
+// build is the factory of a parameterless text function.
+func (f textFunc) build(noParameters) (Processor, error) { return f, nil }

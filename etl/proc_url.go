@@ -1,20 +1,16 @@
 package etl
 
-import "encoding/json"
-
 // urlProc makes each value an absolute, normalized http(s) URL, resolved
 // against the page (or its <base href>); values that are not URLs are
 // dropped.
 type urlProc struct{}
 
 func init() {
-	register("url", func(raw json.RawMessage) (Processor, error) {
-		var p struct{}
-		if err := decodeParams(raw, &p); err != nil {
-			return nil, err
-		}
-		return urlProc{}, nil
-	})
+	registerProc(procSpec{
+		name:    "url",
+		group:   groupTyped,
+		summary: "Resolves each value against the page URL (or <base href>) and normalizes it; values that are not http(s) URLs are dropped. No parameters.",
+	}, func(noParameters) (Processor, error) { return urlProc{}, nil })
 }
 
 func (urlProc) Process(in []Value, doc *Document) ([]Value, error) {

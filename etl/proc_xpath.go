@@ -1,7 +1,6 @@
 package etl
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -34,17 +33,25 @@ type xpathProc struct {
 	restPool sync.Pool
 }
 
-func init() { register("xpath", newXPath) }
+// xpathParams are the xpath processor's parameters.
+type xpathParams struct {
+	Expression string `json:"expression" required:"true" pattern:"\\S" doc:"XPath 1.0 expression, e.g. //h1 or //a[@rel='me']/@href."`
+	First      bool   `json:"first" doc:"Only the first selected node."`
+	HTML       string `json:"html" enum:"inner|outer" doc:"Yield the inner or outer HTML of elements instead of their text."`
+}
 
-func newXPath(raw json.RawMessage) (Processor, error) {
-	var p struct {
-		Expression string `json:"expression"`
-		First      bool   `json:"first"`
-		HTML       string `json:"html"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
+func init() {
+	registerProc(procSpec{
+		name:    "xpath",
+		group:   groupSelect,
+		summary: "Selects nodes of the page (or, after another xpath, relative to each selected node; after text, parses it as HTML). Elements yield their text, attributes and text nodes their value, scalar expressions their result.",
+		doc: "After another xpath it runs relative to each selected node (`./a/@href`); after text, it parses the text as HTML. " +
+			"Scalar expressions such as `count(//li)` or `normalize-space(//h1)` yield their result.",
+		example: `{"expression": "//div[@class='card']//h2", "first": true}`,
+	}, newXPath)
+}
+
+func newXPath(p xpathParams) (Processor, error) {
 	if strings.TrimSpace(p.Expression) == "" {
 		return nil, errors.New(`parameter "expression" is required`)
 	}

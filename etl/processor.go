@@ -49,7 +49,10 @@ type Factory func(params json.RawMessage) (Processor, error)
 
 var registry = map[string]Factory{}
 
-// register adds a processor type; called from init in the processor's file.
+// register adds a processor type built by f. The processors' own files
+// call registerProc (procspec.go), which describes the type's parameters
+// for the schema and the docs; register alone is for the tests' own
+// processor types, named "test-…".
 func register(name string, f Factory) {
 	if _, dup := registry[name]; dup {
 		panic("etl: processor registered twice: " + name)
@@ -68,14 +71,30 @@ func ProcessorTypes() []string {
 }
 
 // decodeParams decodes a processor's parameters strictly: an unknown
-// parameter is a typo the author wants to hear about.
+// parameter is a typo the author wants to hear about. "$comment" is the
+// one key every parameters object may hold besides the parameters, as
+// everywhere in the format: it is for humans and is dropped.
 func decodeParams(raw json.RawMessage, into any) error {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
 		return nil
+	}
+	if bytes.Contains(raw, []byte(`"$comment"`)) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) == nil {
+			delete(m, "$comment")
+			if b, err := json.Marshal(m); err == nil {
+				raw = b
+			}
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(into); err != nil {
+		var pe paramError
+		if errors.As(err, &pe) {
+			return pe
+		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return fmt.Errorf("parameter %q: want %s, got %s", te.Field, jsonTypeName(te.Type.Kind().String()), te.Value)
@@ -88,6 +107,12 @@ func decodeParams(raw json.RawMessage, into any) error {
 	}
 	return nil
 }
+
+// paramError is a parameter's own complaint about its value, from a
+// parameter type's UnmarshalJSON; it is reported as it is.
+type paramError string
+
+func (e paramError) Error() string { return string(e) }
 
 func jsonTypeName(kind string) string {
 	switch kind {

@@ -261,7 +261,7 @@ func TestProcessorParameters(t *testing.T) {
 		{"split", `{}`, "is required"},
 		{"split", `{"separator":",","pattern":","}`, "not both"},
 		{"nth", `{}`, `"index" is required`},
-		{"first", `{"index":1}`, "takes no"},
+		{"first", `{"index":1}`, `unknown parameter "index"`},
 		{"default", `{}`, `"value" is required`},
 		{"jsonpath", `{"expression":"$.a[?("}`, "invalid JSONPath"},
 		{"jsonpath", `{}`, "is required"},

@@ -1,7 +1,6 @@
 package etl
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -72,7 +71,7 @@ func TestXPathPlanAgrees(t *testing.T) {
 
 func checkPlan(t *testing.T, expr string, first bool, page string) {
 	t.Helper()
-	params, _ := json.Marshal(map[string]any{"expression": expr, "first": first})
+	params := xpathParams{Expression: expr, First: first}
 	planned, err := newXPath(params)
 	if err != nil {
 		return
@@ -110,8 +109,7 @@ func FuzzXPathPlan(f *testing.F) {
 func TestXPathPlanTakesBench(t *testing.T) {
 	doc := NewDocument("https://people.example/ada", benchPage(), "text/html")
 	for _, expr := range []string{"//ul[@class='sites']//a/@href", "//h1[@class='fn']", "//p[@class='location']/text()", "//p[@class='email']"} {
-		params, _ := json.Marshal(map[string]any{"expression": expr})
-		x, err := newXPath(params)
+		x, err := newXPath(xpathParams{Expression: expr})
 		if err != nil {
 			t.Fatal(err)
 		}
