@@ -24,6 +24,7 @@ type Set struct {
 	// the parser collect their elements as it makes them.
 	planTags []string
 	plan     *scanPlan
+	parser   HTMLParser // see WithHTMLParser
 }
 
 // Mapping is one compiled site mapping.

@@ -34,7 +34,9 @@
 // nothing of the tree outlives Extract: what it returns is strings, and
 // those that lie in the body are copied out before it returns. XPath of
 // the common //tag[@attr='value']… shape is answered from a per-document
-// index of elements by tag, which the parser fills as it goes:
+// index of elements by tag, which the parser fills as it goes.
+// Set.WithHTMLParser(ParserStandard) turns the fast builder off and parses
+// every page with html.Parse (the --html-parser flag):
 //
 //	ex := set.Extract("https://site.example/people/ada", body, "text/html")
 //	// ex.Fields: values per mapping field; ex.Links: from url_parsers;

@@ -189,13 +189,13 @@ func isJSONType(contentType string) bool {
 // when the body is valid JSON whatever the content type). A body that fails to
 // parse still yields a Document; the error is reported on every field.
 func NewDocument(pageURL string, body []byte, contentType string) *Document {
-	return newDocument(pageURL, string(body), body, contentType, nil)
+	return newDocument(pageURL, string(body), body, contentType, nil, ParserFast)
 }
 
 // newDocument is NewDocument on body whose text is text, either a copy of
 // body or body's own memory (Extract, which copies out what it returns).
-// plan is what scan collects, nil for noPlan.
-func newDocument(pageURL, text string, body []byte, contentType string, plan *scanPlan) *Document {
+// plan is what scan collects, nil for noPlan; parser is how HTML is parsed.
+func newDocument(pageURL, text string, body []byte, contentType string, plan *scanPlan, parser HTMLParser) *Document {
 	if plan == nil {
 		plan = noPlan
 	}
@@ -220,7 +220,7 @@ func newDocument(pageURL, text string, body []byte, contentType string, plan *sc
 		d.JSON = v
 		return d
 	}
-	root, ar, err := parseHTML(body, d.Body, plan)
+	root, ar, err := parseHTML(body, d.Body, plan, parser)
 	if err != nil {
 		d.parseErr = err
 		return d

@@ -52,10 +52,10 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 		// call, sparing a copy of the page (and the collections it would
 		// cause); detach copies out what the extraction returns. A trace
 		// hands values to the tracer as they are made, so it takes a copy.
-		doc = newDocument(pageURL, unsafe.String(&body[0], len(body)), body, contentType, s.plan)
+		doc = newDocument(pageURL, unsafe.String(&body[0], len(body)), body, contentType, s.plan, s.parser)
 		doc.shared = true
 	} else {
-		doc = newDocument(pageURL, string(body), body, contentType, s.plan)
+		doc = newDocument(pageURL, string(body), body, contentType, s.plan, s.parser)
 	}
 	// Nothing of the tree outlives extract: the values and links it
 	// returns are strings.

@@ -16,9 +16,12 @@ import (
 // html.Parse. Either way the result is the tree html.Parse would build.
 // The arena, when not nil, holds the tree's nodes and attributes and is
 // given back with releaseArena once nothing refers to the tree any more.
-func parseHTML(body []byte, s string, plan *scanPlan) (*html.Node, *arena, error) {
-	if root, ar, ok := fastParseArena(body, s, plan); ok {
-		return root, ar, nil
+// ParserStandard skips the fast builder.
+func parseHTML(body []byte, s string, plan *scanPlan, parser HTMLParser) (*html.Node, *arena, error) {
+	if parser != ParserStandard {
+		if root, ar, ok := fastParseArena(body, s, plan); ok {
+			return root, ar, nil
+		}
 	}
 	root, err := html.Parse(bytes.NewReader(body))
 	return root, nil, err

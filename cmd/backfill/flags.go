@@ -204,6 +204,8 @@ type crawlerFlags struct {
 	contentSeen   bool
 	blacklistFile string
 	blacklist     fetch.Blacklist // read from blacklistFile by validate
+	htmlParser    string
+	parser        etl.HTMLParser // read from htmlParser by validate
 
 	render renderFlags // registered by run and supervisor only: render.register
 }
@@ -226,6 +228,19 @@ func (c *crawlerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.contentSeen, "content-seen", false, "fingerprint pages so duplicates (same host, same or nearly the same text) are not expanded")
 	fs.Var(c.resolve, "resolve", "host:port:address:port — connect there instead of resolving host (repeatable)")
 	fs.StringVar(&c.blacklistFile, "blacklist", "", "file of hosts (subdomains included), IPs and CIDRs never to fetch, one a line, # comments")
+	fs.StringVar(&c.htmlParser, "html-parser", defaultHTMLParser(), "how pages are parsed: fast (a fast tree builder, html.Parse for what it does not take) or standard (html.Parse for every page); default from "+htmlParserEnv+", else fast")
+}
+
+// htmlParserEnv names the environment variable that sets --html-parser's
+// default, so every process of a cluster can be switched at once; the
+// flag, when given, wins.
+const htmlParserEnv = "BACKFILL_HTML_PARSER"
+
+func defaultHTMLParser() string {
+	if v := os.Getenv(htmlParserEnv); v != "" {
+		return v
+	}
+	return etl.ParserFast.String()
 }
 
 func (c *crawlerFlags) userAgentString() string {
@@ -248,6 +263,11 @@ func (c *crawlerFlags) validate() error {
 	if c.delay < 0 || c.timeout <= 0 || c.headerTimeout <= 0 || c.idleTimeout <= 0 {
 		return fmt.Errorf("%w: --delay must not be negative and the timeouts must be positive", errUsage)
 	}
+	p, err := etl.ParseHTMLParser(c.htmlParser)
+	if err != nil {
+		return fmt.Errorf("%w: --html-parser (or %s): %v", errUsage, htmlParserEnv, err)
+	}
+	c.parser = p
 	if c.blacklistFile != "" {
 		bl, err := fetch.LoadBlacklist(c.blacklistFile)
 		if err != nil {
@@ -282,7 +302,7 @@ func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *et
 		Name:          name,
 		Dispatcher:    dispatcherEndpoint,
 		Workers:       c.workers,
-		Mappings:      set,
+		Mappings:      set.WithHTMLParser(c.parser),
 		Fetch:         c.fetchConfig(),
 		Cache:         cache,
 		DefaultDelay:  delay,

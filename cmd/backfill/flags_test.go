@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/etl"
 )
 
 func TestResolveFlag(t *testing.T) {
@@ -50,6 +53,53 @@ func TestProgressLine(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("progressLine(%+v) = %q, want it to contain %q", c.pr, got, w)
 			}
+		}
+	}
+}
+
+// TestHTMLParserFlag: the switch reaches the supervisors' mapping set, its
+// environment variable sets only the default, and a bad name is a usage
+// error naming both.
+func TestHTMLParserFlag(t *testing.T) {
+	set, err := loadSet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env, flag string
+		want      etl.HTMLParser
+		bad       bool
+	}{
+		{"", "", etl.ParserFast, false},
+		{"", "standard", etl.ParserStandard, false},
+		{"standard", "", etl.ParserStandard, false},
+		{"standard", "fast", etl.ParserFast, false},
+		{"", "quick", 0, true},
+		{"quick", "", 0, true},
+	} {
+		t.Setenv(htmlParserEnv, c.env)
+		fs := newFlagSet("test", io.Discard)
+		var cf crawlerFlags
+		cf.register(fs)
+		var args []string
+		if c.flag != "" {
+			args = []string{"--html-parser", c.flag}
+		}
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		err := cf.validate()
+		if c.bad {
+			if err == nil || !errors.Is(err, errUsage) || !strings.Contains(err.Error(), htmlParserEnv) {
+				t.Errorf("env %q flag %q: error %v, want a usage error naming %s", c.env, c.flag, err, htmlParserEnv)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("env %q flag %q: %v", c.env, c.flag, err)
+		}
+		if got := cf.supervisorConfig("s", "tcp://127.0.0.1:1", set, nil, nil).Mappings.HTMLParser(); got != c.want {
+			t.Errorf("env %q flag %q: the supervisor parses with %v, want %v", c.env, c.flag, got, c.want)
 		}
 	}
 }

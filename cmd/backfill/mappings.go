@@ -138,11 +138,15 @@ func mappingsTry(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: try takes one URL or FILE", errUsage)
 	}
+	if err := cf.validate(); err != nil {
+		return err
+	}
 	target := fs.Arg(0)
 	set, err := loadSet(*dir)
 	if err != nil {
 		return err
 	}
+	set = set.WithHTMLParser(cf.parser)
 	if *only != "" && set.Mapping(*only) == nil {
 		return fmt.Errorf("%w: no mapping named %q", errUsage, *only)
 	}
@@ -164,6 +168,9 @@ func mappingsTry(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if *ctype == "" {
 			*ctype = mime.TypeByExtension(filepath.Ext(target))
 		}
+	}
+	if cf.parser != etl.ParserFast {
+		fmt.Fprintf(stdout, "HTML parser: %s\n", cf.parser)
 	}
 	printTrace(stdout, set.Trace(*pageURL, body, *ctype, *only))
 	return nil
