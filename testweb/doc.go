@@ -57,6 +57,11 @@
 // connections are refused) and brings it back, for crawls that fail and
 // are run again.
 //
+// StartTemplates serves five hosts, one per way of publishing a person's
+// details (a labelled list, a table, prose with an obfuscated email, a
+// JSON blob in a script, JSON-LD), each with decoys; TemplateProfiles
+// says what every profile shows. Learned mappings are measured on it.
+//
 // Log returns what was asked, in arrival order, with the User-Agent and the
 // status sent, so tests can check politeness (robots.txt obeyed, intervals
 // per host, nothing fetched twice) from the server's side. Options.Latency
