@@ -309,7 +309,7 @@ func TestEndToEnd(t *testing.T) {
 // checkPoliteness asserts what site operators care about: robots.txt
 // obeyed, the Crawl-delay kept between requests to one host, no page
 // fetched twice, and an identifying User-Agent on every request.
-func checkPoliteness(t *testing.T, log []testweb.Request, delay time.Duration) {
+func checkPoliteness(t testing.TB, log []testweb.Request, delay time.Duration) {
 	t.Helper()
 	if len(log) == 0 {
 		t.Fatal("the fixture web received no request")
@@ -398,7 +398,7 @@ func TestSupervisorWaitsForDispatcher(t *testing.T) {
 
 // foundValues reads an export with provenance (JSON Lines) and returns,
 // per record, the fields backfill filled in.
-func foundValues(t *testing.T, export io.Reader) map[string]map[string]string {
+func foundValues(t testing.TB, export io.Reader) map[string]map[string]string {
 	t.Helper()
 	got := map[string]map[string]string{}
 	sc := bufio.NewScanner(export)

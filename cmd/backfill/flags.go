@@ -72,31 +72,59 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// mappingFlags loads the mapping set: a directory, or the bundled ones.
-type mappingFlags struct{ dir string }
+// mappingFlags loads the mapping set: a directory, or the bundled ones,
+// and the learned mappings only when --use-learned names them.
+type mappingFlags struct {
+	dir     string
+	learned string
+}
 
 func (m *mappingFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.dir, "mappings", "", "directory of JSON site mappings (default: the bundled mappings)")
+	fs.StringVar(&m.learned, "use-learned", "", "also load the mappings `backfill mappings learn` wrote into this directory (never loaded otherwise); give the dispatcher and every supervisor the same")
 }
 
 func (m *mappingFlags) load() (*etl.Set, error) {
-	if m.dir == "" {
+	set, err := loadMappingDir(m.dir)
+	if err != nil || m.learned == "" {
+		return set, err
+	}
+	if m.learned == m.dir {
+		return nil, fmt.Errorf("%w: --use-learned names the --mappings directory", errUsage)
+	}
+	learned, err := loadMappingDir(m.learned)
+	if err != nil {
+		return nil, fmt.Errorf("--use-learned: %w", err)
+	}
+	if len(learned.Mappings()) == 0 {
+		return nil, fmt.Errorf("--use-learned %s: no mappings there", m.learned)
+	}
+	merged, err := etl.Merge(set, learned)
+	if err != nil {
+		return nil, fmt.Errorf("--use-learned %s: %w", m.learned, err)
+	}
+	return merged, nil
+}
+
+// loadMappingDir loads dir, or the bundled mappings when dir is "".
+func loadMappingDir(dir string) (*etl.Set, error) {
+	if dir == "" {
 		set, err := etl.LoadFS(mappings.FS, ".")
 		if err != nil {
 			return nil, fmt.Errorf("load bundled mappings: %w", err)
 		}
 		return set, nil
 	}
-	info, err := os.Stat(m.dir)
+	info, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("mappings directory: %w", err)
 	}
 	if !info.IsDir() {
-		return nil, fmt.Errorf("mappings directory %s: not a directory", m.dir)
+		return nil, fmt.Errorf("mappings directory %s: not a directory", dir)
 	}
-	set, err := etl.LoadDir(m.dir)
+	set, err := etl.LoadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("load mappings from %s:\n%w", m.dir, err)
+		return nil, fmt.Errorf("load mappings from %s:\n%w", dir, err)
 	}
 	return set, nil
 }

@@ -18,10 +18,10 @@ import (
 	"backfill/supervisor"
 )
 
-// cmdMappings holds the authoring tools: check, try, test.
+// cmdMappings holds the authoring tools: check, try, test, learn.
 func cmdMappings(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: mappings needs a subcommand: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR]", errUsage)
+		return fmt.Errorf("%w: mappings needs a subcommand: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR], learn --records FILE --fields F,… -o DIR", errUsage)
 	}
 	switch args[0] {
 	case "check":
@@ -30,8 +30,10 @@ func cmdMappings(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return mappingsTry(ctx, args[1:], stdout, stderr)
 	case "test":
 		return mappingsTest(args[1:], stdout, stderr)
+	case "learn":
+		return mappingsLearn(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown mappings subcommand %q (check, try, test)", errUsage, args[0])
+	return fmt.Errorf("%w: unknown mappings subcommand %q (check, try, test, learn)", errUsage, args[0])
 }
 
 // loadSet loads dir, or the bundled mappings when dir is empty.

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"backfill/testweb"
+)
+
+// The acceptance of `mappings learn` on the templates web: a fifth of the
+// records (every fifth profile of each template) know their fields and
+// teach; the other four fifths know only their name and profile link. The
+// learned mappings, and no hand-written one, crawl the four fifths with a
+// real `backfill run`; what they fill is compared, template by template,
+// with what the bundled hand-written mappings fill in a crawl of the same
+// records.
+
+const (
+	learnPerTemplate = 50
+	learnEvery       = 5 // one record in learnEvery teaches
+)
+
+// learnFields are the fields learned and compared; name is the match key.
+var learnFields = []string{"location", "email", "website"}
+
+// splitTemplateRecords returns the teachers (every learnEvery-th profile of
+// each template, at most perTemplate of them; all when perTemplate is 0)
+// and the records to fill (the others), both as CSV, and each record's
+// template and truth.
+func splitTemplateRecords(perTemplate int) (teachers, targets []byte, template map[string]string, truth map[string]testweb.TemplateProfile) {
+	var tb, gb bytes.Buffer
+	tw, gw := csv.NewWriter(&tb), csv.NewWriter(&gb)
+	header := []string{"id", "name", "location", "email", "website", "profile"}
+	tw.Write(header)
+	gw.Write(header)
+	template, truth = map[string]string{}, map[string]testweb.TemplateProfile{}
+	taught := map[string]int{}
+	for i, p := range testweb.TemplateProfiles(learnPerTemplate) {
+		id := fmt.Sprintf("%s-%03d", p.Template, i%learnPerTemplate+1)
+		// Every learnEvery-th, from the third: the templates web leaves
+		// the website out of every fifth profile from the first.
+		if (i%learnPerTemplate)%learnEvery == 2 {
+			if perTemplate == 0 || taught[p.Template] < perTemplate {
+				taught[p.Template]++
+				tw.Write([]string{id, p.Name, p.Location, p.Email, p.Website, p.URL})
+			}
+			continue
+		}
+		gw.Write([]string{id, p.Name, "", "", "", p.URL})
+		template[id], truth[id] = p.Template, p
+	}
+	tw.Flush()
+	gw.Flush()
+	return tb.Bytes(), gb.Bytes(), template, truth
+}
+
+// templateScore is how the learned mappings did on one template against
+// the hand-written ones.
+type templateScore struct {
+	learned, right, baseline int // values filled by the learned mappings, of them right, values the hand-written ones filled right
+}
+
+func (s templateScore) precision() float64 {
+	if s.learned == 0 {
+		return 1
+	}
+	return float64(s.right) / float64(s.learned)
+}
+
+func (s templateScore) recall() float64 {
+	if s.baseline == 0 {
+		return 1
+	}
+	return float64(s.right) / float64(s.baseline)
+}
+
+// webFlags are the flags that point backfill at a fixture web.
+func webFlags(web *testweb.Web) []string {
+	args := []string{"--allow-loopback", "--delay", "0", "--contact", "https://backfill.invalid/learn-test"}
+	for host, addr := range web.Resolve() {
+		args = append(args, "--resolve", host+":"+addr)
+	}
+	return args
+}
+
+// runBackfill runs a command in this process and fails the test on a
+// non-zero exit.
+func runBackfill(tb testing.TB, args ...string) string {
+	tb.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := mainExit(args, &stdout, &stderr); code != 0 {
+		tb.Fatalf("backfill %s: exit %d\n%s\n%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// crawlTemplates crawls records with a fresh templates web and returns what
+// was filled per record; the web's log must show a polite crawl.
+func crawlTemplates(tb testing.TB, dir, name string, records []byte, mappingArgs ...string) map[string]map[string]string {
+	tb.Helper()
+	web, err := testweb.StartTemplates(testweb.TemplatesOptions{PerTemplate: learnPerTemplate})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer web.Close()
+	path := filepath.Join(dir, name+".csv")
+	if err := os.WriteFile(path, records, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	state := filepath.Join(dir, name+"-state")
+	args := append([]string{"run", "--records", path, "--state-dir", state, "--depth", "0", "--fields", strings.Join(learnFields, ",")}, webFlags(web)...)
+	runBackfill(tb, append(args, mappingArgs...)...)
+	out := runBackfill(tb, "export", "--state-dir", state, "--format", "jsonl", "--provenance")
+	checkPoliteness(tb, web.Log(), 0)
+	return foundValues(tb, strings.NewReader(out))
+}
+
+// learnTemplates runs `mappings learn` on the teachers with a fresh
+// templates web, writing into dir/learned, and returns its report.
+func learnTemplates(tb testing.TB, dir string, teachers []byte, extra ...string) string {
+	tb.Helper()
+	web, err := testweb.StartTemplates(testweb.TemplatesOptions{PerTemplate: learnPerTemplate})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer web.Close()
+	path := filepath.Join(dir, "teachers.csv")
+	if err := os.WriteFile(path, teachers, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	args := append([]string{"mappings", "learn", "--records", path, "--fields", strings.Join(learnFields, ","), "-o", filepath.Join(dir, "learned")}, webFlags(web)...)
+	report := runBackfill(tb, append(args, extra...)...)
+	checkPoliteness(tb, web.Log(), 0)
+	return report
+}
+
+// scoreTemplates compares the learned crawl with the hand-written one,
+// per template, on the records' truth.
+func scoreTemplates(tb testing.TB, learned, baseline map[string]map[string]string, template map[string]string, truth map[string]testweb.TemplateProfile) map[string]templateScore {
+	tb.Helper()
+	scores := map[string]templateScore{}
+	for id, tpl := range template {
+		p := truth[id]
+		want := map[string]string{"location": p.Location, "email": p.Email, "website": p.Website}
+		s := scores[tpl]
+		for _, f := range learnFields {
+			if b := baseline[id][f]; b != "" && b == want[f] {
+				s.baseline++
+			} else if want[f] != "" {
+				tb.Errorf("the hand-written mappings filled %s %s with %q, the page shows %q", id, f, b, want[f])
+			}
+			if g := learned[id][f]; g != "" {
+				s.learned++
+				if g == want[f] {
+					s.right++
+				} else {
+					tb.Logf("learned mappings filled %s %s with %q, the page shows %q", id, f, g, want[f])
+				}
+			}
+		}
+		scores[tpl] = s
+	}
+	return scores
+}
+
+// TestLearnedMappingsFillRecords is the acceptance test: with a fifth of
+// the records known, the learned mappings crawled alone fill the rest at
+// precision ≥ 0.99 and recall ≥ 0.95 of what the hand-written mappings
+// reach, on every template; the learned files pass `mappings check` and
+// `mappings test`; a crawl without --use-learned does not use them.
+func TestLearnedMappingsFillRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("learns and crawls the templates web")
+	}
+	dir := t.TempDir()
+	teachers, targets, template, truth := splitTemplateRecords(0)
+	report := learnTemplates(t, dir, teachers)
+	for _, want := range []string{"5 mapping(s) learned", "cross-validation", "label-anchored XPath", "JSON-LD property", "JSON path in a script"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report does not mention %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "could not be fetched") || strings.Contains(report, "not learned") {
+		t.Errorf("every teacher page is on the templates web and every field learnable:\n%s", report)
+	}
+	learnedDir := filepath.Join(dir, "learned")
+	if out := runBackfill(t, "mappings", "check", learnedDir); !strings.Contains(out, "ok: 5 mappings") {
+		t.Errorf("mappings check: %s", out)
+	}
+	if out := runBackfill(t, "mappings", "test", learnedDir); !strings.Contains(out, "15 fixtures, 0 failed") {
+		t.Errorf("mappings test: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(learnedDir, "learn-report.txt")); err != nil {
+		t.Errorf("no report beside the mappings: %v", err)
+	}
+
+	empty := filepath.Join(dir, "no-mappings")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	baseline := crawlTemplates(t, dir, "baseline", targets)
+	learned := crawlTemplates(t, dir, "learned", targets, "--mappings", empty, "--use-learned", learnedDir)
+	for _, tpl := range testweb.Templates() {
+		s := scoreTemplates(t, learned, baseline, template, truth)[tpl]
+		t.Logf("%-7s learned %3d values, %3d right; hand-written %3d: precision %.3f, recall %.3f", tpl, s.learned, s.right, s.baseline, s.precision(), s.recall())
+		if s.baseline == 0 || s.precision() < 0.99 || s.recall() < 0.95 {
+			t.Errorf("template %s: precision %.3f, recall %.3f of the hand-written mappings' %d values; want ≥ 0.99 and ≥ 0.95", tpl, s.precision(), s.recall(), s.baseline)
+		}
+	}
+
+	// Nothing learned is used silently: without --use-learned the same
+	// crawl has no mapping at all and fills nothing.
+	none := crawlTemplates(t, dir, "none", targets, "--mappings", empty)
+	for id, fields := range none {
+		if len(fields) > 0 {
+			t.Errorf("record %s filled without --use-learned: %v", id, fields)
+		}
+	}
+}
+
+// BenchmarkLearningCurve learns the templates web from 1, 2, 3, 5 and 10
+// teachers per template (at least one teacher page a field, so that one
+// teacher is enough to try) and crawls the same records to fill as the
+// acceptance test with what was learned. It reports, per template, the
+// precision and the recall against the hand-written mappings, crawled once.
+func BenchmarkLearningCurve(b *testing.B) {
+	_, targets, template, truth := splitTemplateRecords(0)
+	empty := filepath.Join(b.TempDir(), "no-mappings")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	baseline := crawlTemplates(b, b.TempDir(), "baseline", targets)
+	for _, n := range []int{1, 2, 3, 5, 10} {
+		b.Run(fmt.Sprintf("teachers=%d", n), func(b *testing.B) {
+			teachers, _, _, _ := splitTemplateRecords(n)
+			var scores map[string]templateScore
+			for i := 0; i < b.N; i++ {
+				dir := b.TempDir()
+				learnTemplates(b, dir, teachers, "--min-teachers", "1")
+				learned := crawlTemplates(b, dir, "learned", targets, "--mappings", empty, "--use-learned", filepath.Join(dir, "learned"))
+				scores = scoreTemplates(b, learned, baseline, template, truth)
+			}
+			for _, tpl := range testweb.Templates() {
+				s := scores[tpl]
+				b.ReportMetric(s.precision(), tpl+"-precision")
+				b.ReportMetric(s.recall(), tpl+"-recall")
+			}
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package learn
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// fetchJob is one teacher page to fetch, and what came of it.
+type fetchJob struct {
+	url      string
+	teachers []int // indices of the teachers linking to it
+	page     *Page
+	err      error
+}
+
+// fetchAll fetches each host's pages in order, one page at a time per
+// host, opts.Hosts hosts at once. It returns early only when ctx ends;
+// a page that fails keeps its error.
+func fetchAll(ctx context.Context, src Source, hosts []string, jobs [][]fetchJob, opts Options) error {
+	total := 0
+	for _, j := range jobs {
+		total += len(j)
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		done int
+	)
+	sem := make(chan struct{}, opts.Hosts)
+	for i := range hosts {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return ctx.Err()
+		}
+		wg.Add(1)
+		go func(hj []fetchJob) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for k := range hj {
+				if ctx.Err() != nil {
+					return
+				}
+				hj[k].page, hj[k].err = src.Fetch(ctx, hj[k].url)
+				mu.Lock()
+				done++
+				n := done
+				mu.Unlock()
+				if opts.Progress != nil && (n%10 == 0 || n == total) {
+					opts.Progress(fmt.Sprintf("fetched %d of %d teacher pages", n, total))
+				}
+			}
+		}(jobs[i])
+	}
+	wg.Wait()
+	return ctx.Err()
+}

@@ -1,0 +1,277 @@
+package learn
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"backfill/etl"
+)
+
+// Induction for one field of one group of pages: every teacher page that
+// shows its known value proposes candidate rules (candidate.go); each
+// candidate runs through etl on every teacher page once; the preferred
+// candidate that yields exactly the teacher's value on each training page
+// (and nothing else where the value is absent) is the rule. k-fold cross-
+// validation repeats the choice without each fold's teachers and scores
+// it on them.
+
+// maxCandidates bounds the candidates of one field in one group.
+const maxCandidates = 600
+
+// example is one teacher page of a field: the page, the known value and
+// where the value appears on it (nowhere: the page is a negative, on
+// which a rule must yield nothing or the value).
+type example struct {
+	doc   *doc
+	value string
+	own   words // the words of every value the teacher knows
+	occs  []occurrence
+}
+
+// candidate is a rule with the teacher pages that proposed it and what it
+// yields on each teacher page (every distinct value, in order).
+type candidate struct {
+	rule *rule
+	from []bool
+	out  [][]string
+}
+
+// field is the induction state of one field in one group.
+type field struct {
+	name  string
+	kind  kind
+	ex    []example
+	cands []*candidate
+}
+
+// generate collects the candidates of every example and runs them all on
+// every example's page through etl.
+func (f *field) generate() error {
+	byKey := map[string]*candidate{}
+	for i, e := range f.ex {
+		var rules []*rule
+		for _, o := range e.occs {
+			rules = append(rules, e.doc.candidates(o, f.kind, e.own)...)
+		}
+		for _, r := range rules {
+			c := byKey[r.key]
+			if c == nil {
+				c = &candidate{rule: r, from: make([]bool, len(f.ex))}
+				byKey[r.key] = c
+				f.cands = append(f.cands, c)
+			}
+			c.from[i] = true
+		}
+	}
+	sort.SliceStable(f.cands, func(i, j int) bool { return f.cands[i].rule.less(f.cands[j].rule) })
+	if len(f.cands) > maxCandidates {
+		f.cands = f.cands[:maxCandidates]
+	}
+	return f.evaluate()
+}
+
+// evaluate runs every candidate on every example page. Should the loader
+// refuse the lot (a candidate it does not accept is a bug here), each runs
+// alone and the refused ones are dropped, so one bad candidate does not
+// lose the field.
+func (f *field) evaluate() error {
+	if len(f.cands) == 0 || f.run(f.cands) == nil {
+		return nil
+	}
+	kept := f.cands[:0]
+	for _, c := range f.cands {
+		if f.run([]*candidate{c}) == nil {
+			kept = append(kept, c)
+		}
+	}
+	f.cands = kept
+	return nil
+}
+
+// run fills cs' outputs: one mapping with a field per candidate (every
+// value kept), one extraction per example page.
+func (f *field) run(cs []*candidate) error {
+	type mfield struct {
+		Name       string `json:"name"`
+		Type       string `json:"type,omitempty"`
+		All        bool   `json:"all"`
+		Processors []step `json:"processors"`
+	}
+	m := struct {
+		Name   string   `json:"name"`
+		Fields []mfield `json:"fields"`
+	}{Name: "candidates"}
+	for i, c := range cs {
+		m.Fields = append(m.Fields, mfield{Name: fmt.Sprintf("c%d", i), Type: f.kind.fieldType(), All: true, Processors: c.rule.steps})
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	set, err := etl.Load(map[string][]byte{"candidates.json": data})
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		c.out = make([][]string, len(f.ex))
+	}
+	for i, e := range f.ex {
+		ex := set.Extract(e.doc.page.URL, e.doc.page.Body, e.doc.page.ContentType)
+		for _, fv := range ex.Fields {
+			n, err := strconv.Atoi(strings.TrimPrefix(fv.Field, "c"))
+			if err == nil && n >= 0 && n < len(cs) {
+				cs[n].out[i] = fv.Values
+			}
+		}
+	}
+	return nil
+}
+
+// holds reports whether a candidate does what the example asks of it: the
+// value (alone, or first when firstOnly) where the page shows it, nothing
+// else where it does not.
+func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
+	out, e := c.out[i], f.ex[i]
+	if len(e.occs) == 0 {
+		// The value is not on the page: the rule must take nothing
+		// else from it.
+		return len(out) == 0 || len(out) == 1 && f.kind.same(out[0], e.value)
+	}
+	if len(out) == 0 || !f.kind.same(out[0], e.value) {
+		return false
+	}
+	return firstOnly || len(out) == 1
+}
+
+// choose returns the preferred candidate proposed by a training page that
+// holds on every training page: first among those yielding exactly the
+// value, else among those yielding it first of several. nil when none.
+func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
+	for _, firstOnly := range []bool{false, true} {
+		for _, c := range f.cands { // in preference order
+			proposed := false
+			for i, t := range train {
+				if t && c.from[i] {
+					proposed = true
+					break
+				}
+			}
+			if !proposed {
+				continue
+			}
+			ok := true
+			for i, t := range train {
+				if t && !f.holds(c, i, firstOnly) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return c, firstOnly
+			}
+		}
+	}
+	return nil, false
+}
+
+// best is the candidate right (first value) on the most pages that show
+// the value, for reporting a field no rule covers.
+func (f *field) best() (*candidate, int) {
+	var best *candidate
+	n := -1
+	for _, c := range f.cands {
+		k := 0
+		for i, e := range f.ex {
+			if len(e.occs) > 0 && len(c.out[i]) > 0 && f.kind.same(c.out[i][0], e.value) {
+				k++
+			}
+		}
+		if k > n {
+			best, n = c, k
+		}
+	}
+	return best, n
+}
+
+// Score counts a rule's results on held-out teacher pages: right is the
+// pages where it yields the teacher's value, wrong where it yields
+// another, and missed where the page shows the value and the rule yields
+// nothing.
+type Score struct {
+	Right, Wrong, Missed int
+}
+
+// Precision is right over everything yielded (1 when nothing was).
+func (s Score) Precision() float64 {
+	if s.Right+s.Wrong == 0 {
+		return 1
+	}
+	return float64(s.Right) / float64(s.Right+s.Wrong)
+}
+
+// Recall is right over the pages that show the value.
+func (s Score) Recall() float64 {
+	if s.Right+s.Missed == 0 {
+		return 1
+	}
+	return float64(s.Right) / float64(s.Right+s.Missed)
+}
+
+// Perfect reports whether nothing was wrong or missed.
+func (s Score) Perfect() bool { return s.Wrong == 0 && s.Missed == 0 }
+
+// Miss is one held-out teacher page the rule got wrong or missed.
+type Miss struct {
+	URL  string
+	Want string
+	Got  string // "" when the rule yielded nothing
+	Rule string // the rule learned without this page's fold
+}
+
+// crossValidate learns the field k times, each time without one fold of
+// the examples, and scores each rule on its fold. folds < 2 or a single
+// example: no validation (ok false).
+func (f *field) crossValidate(folds int) (s Score, misses []Miss, ok bool) {
+	n := len(f.ex)
+	if folds > n {
+		folds = n
+	}
+	if folds < 2 {
+		return s, nil, false
+	}
+	for fold := 0; fold < folds; fold++ {
+		train := make([]bool, n)
+		for i := range train {
+			train[i] = i%folds != fold
+		}
+		c, _ := f.choose(train)
+		for i := range f.ex {
+			if train[i] {
+				continue
+			}
+			e := f.ex[i]
+			got := ""
+			if c != nil && len(c.out[i]) > 0 {
+				got = c.out[i][0]
+			}
+			rule := "(none: no rule holds on the other folds)"
+			if c != nil {
+				rule = c.rule.String()
+			}
+			switch {
+			case got != "" && f.kind.same(got, e.value):
+				s.Right++
+			case got != "":
+				s.Wrong++
+				misses = append(misses, Miss{URL: e.doc.page.URL, Want: e.value, Got: got, Rule: rule})
+			case len(e.occs) > 0:
+				s.Missed++
+				misses = append(misses, Miss{URL: e.doc.page.URL, Want: e.value, Rule: rule})
+			}
+		}
+	}
+	return s, misses, true
+}

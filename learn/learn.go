@@ -1,0 +1,421 @@
+package learn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// Page is a fetched page: its final URL (after redirects), content type
+// and body (UTF-8 text).
+type Page struct {
+	URL         string
+	ContentType string
+	Body        []byte
+}
+
+// Source fetches teacher pages. Fetch may be called from several
+// goroutines at once, never twice at once for one host.
+type Source interface {
+	Fetch(ctx context.Context, rawURL string) (*Page, error)
+}
+
+// Teacher is a record whose values for some fields are known, with the
+// links of its own pages (the record's URLs). A link that is the value of
+// a field to learn is not fetched.
+type Teacher struct {
+	ID     string            // for reports (a record id, file:line)
+	Values map[string]string // field → known value; "" or absent: unknown
+	Links  []string          // absolute http(s) URLs
+}
+
+// Defaults of Options.
+const (
+	DefaultMinTeachers  = 3
+	DefaultFolds        = 5
+	DefaultPagesPerHost = 40
+	DefaultHosts        = 4
+)
+
+// Options says what to learn and how much evidence a rule needs.
+type Options struct {
+	Fields   []string // the fields to learn
+	MatchKey string   // a field learned as the attribution match key ("" none); learned besides Fields
+	// MinTeachers is the fewest teacher pages a field needs in a group
+	// (default DefaultMinTeachers; 1 learns from a single page, without
+	// cross-validation).
+	MinTeachers int
+	Folds       int // k of the k-fold cross-validation, default DefaultFolds
+	// PagesPerHost bounds the teacher pages fetched from one host
+	// (default DefaultPagesPerHost): the first ones in record order.
+	PagesPerHost int
+	Hosts        int          // hosts fetched from at once, default DefaultHosts
+	Progress     func(string) // told what is being done; nil: silent
+}
+
+func (o *Options) defaults() {
+	if o.MinTeachers <= 0 {
+		o.MinTeachers = DefaultMinTeachers
+	}
+	if o.Folds <= 0 {
+		o.Folds = DefaultFolds
+	}
+	if o.PagesPerHost <= 0 {
+		o.PagesPerHost = DefaultPagesPerHost
+	}
+	if o.Hosts <= 0 {
+		o.Hosts = DefaultHosts
+	}
+}
+
+// fields lists the fields to learn, the match key first.
+func (o *Options) fields() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range append([]string{o.MatchKey}, o.Fields...) {
+		if f = strings.TrimSpace(f); f != "" && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Status is what became of a field in a group.
+type Status int
+
+const (
+	Learned        Status = iota // a rule held on every held-out teacher: written
+	TooFewTeachers               // fewer teacher pages than Options.MinTeachers
+	NeverFound                   // no teacher's value appears on its page
+	Ambiguous                    // the values appear, but no rule takes exactly them
+	FailedHoldOut                // the rule missed or erred on held-out teachers: not written
+)
+
+var statusNames = [...]string{"learned", "too few teachers", "never found", "ambiguous", "failed on held-out teachers"}
+
+func (s Status) String() string { return statusNames[s] }
+
+// FieldResult is what was learned for one field of a group, and the
+// evidence.
+type FieldResult struct {
+	Field  string
+	Status Status
+	Reason string // why, in words, when not learned
+	Match  bool   // the attribution match key
+	Type   string // the mapping field type ("" string, email, url)
+
+	Rule           string // the rule learned from every teacher, as a chain; "" when none
+	Kind           string // what kind of rule it is
+	FirstOfSeveral bool   // the rule yields other values after the value; the first is kept
+
+	Teachers  int   // teacher pages where the value is known
+	Shown     int   // of those, the pages where it appears
+	Validated bool  // cross-validation ran (at least two teacher pages)
+	Folds     int   // its k
+	HeldOut   Score // the rules learned without each fold, scored on it
+	Misses    []Miss
+
+	rule *rule
+	f    *field
+}
+
+// Group is the teacher pages of one host and URL shape, and what was
+// learned from them: one mapping.
+type Group struct {
+	Host    string
+	Name    string // the mapping's name
+	Pattern string // its url_pattern
+	Pages   []*Page
+	Fields  []*FieldResult
+}
+
+// Learned reports whether any field of the group was learned.
+func (g *Group) Learned() bool {
+	for _, f := range g.Fields {
+		if f.Status == Learned {
+			return true
+		}
+	}
+	return false
+}
+
+// HostSkip is a host whose pages were not fetched.
+type HostSkip struct {
+	Host     string
+	Teachers int
+	Reason   string
+}
+
+// FetchError is a teacher page that could not be had.
+type FetchError struct {
+	URL     string
+	Teacher string
+	Err     error
+}
+
+// Result is everything Learn found out.
+type Result struct {
+	Teachers int        // records with a known value of a field to learn (besides the match key)
+	Groups   []*Group   // one per host and URL shape with teacher pages, by host
+	Skipped  []HostSkip // hosts with too few teachers, not fetched
+	Failed   []FetchError
+	Options  Options
+}
+
+// ErrNoTeachers is returned when no record knows a value of a field to
+// learn (the match key does not count).
+var ErrNoTeachers = errors.New("no record knows a value of the fields to learn")
+
+// Learn fetches the teachers' pages through src and learns, for each host
+// and URL shape, a rule for each field. It fails only when there is
+// nothing to learn from or ctx ends; every field that could not be
+// learned is in the result with the reason.
+func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*Result, error) {
+	opts.defaults()
+	fields := opts.fields()
+	if len(fields) == 0 {
+		return nil, errors.New("no fields to learn")
+	}
+	res := &Result{Options: opts}
+	type link struct {
+		teacher int
+		url     string
+	}
+	byHost := map[string][]link{}
+	hostTeachers := map[string]map[int]bool{}
+	for i, t := range teachers {
+		// A teacher knows a field to learn; the match key alone, which
+		// every record to fill may know, does not make one.
+		known := false
+		for _, f := range fields {
+			known = known || f != opts.MatchKey && strings.TrimSpace(t.Values[f]) != ""
+		}
+		if !known {
+			continue
+		}
+		res.Teachers++
+		// A link that is the value of a field to learn (a website) is an
+		// answer, not a page that shows one: a record lacking the field
+		// does not have it to crawl from.
+		answers := map[string]bool{}
+		for _, f := range fields {
+			if v := strings.TrimSpace(t.Values[f]); v != "" {
+				answers[kindURL.key(v)] = true
+			}
+		}
+		for _, l := range t.Links {
+			u, err := url.Parse(l)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || answers[kindURL.key(l)] {
+				continue
+			}
+			h := strings.ToLower(u.Host)
+			byHost[h] = append(byHost[h], link{i, l})
+			if hostTeachers[h] == nil {
+				hostTeachers[h] = map[int]bool{}
+			}
+			hostTeachers[h][i] = true
+		}
+	}
+	if res.Teachers == 0 {
+		return nil, ErrNoTeachers
+	}
+	var hosts []string
+	for h := range byHost {
+		if n := len(hostTeachers[h]); n < opts.MinTeachers {
+			res.Skipped = append(res.Skipped, HostSkip{Host: h, Teachers: n,
+				Reason: fmt.Sprintf("too few teachers (%d, need %d)", n, opts.MinTeachers)})
+			continue
+		}
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Host < res.Skipped[j].Host })
+
+	// Fetch, host by host; a page linked by two teachers is fetched once.
+	jobs := make([][]fetchJob, len(hosts))
+	for i, h := range hosts {
+		seen := map[string]int{}
+		for _, l := range byHost[h] {
+			if j, dup := seen[l.url]; dup {
+				jobs[i][j].teachers = append(jobs[i][j].teachers, l.teacher)
+				continue
+			}
+			if len(jobs[i]) == opts.PagesPerHost {
+				continue
+			}
+			seen[l.url] = len(jobs[i])
+			jobs[i] = append(jobs[i], fetchJob{url: l.url, teachers: []int{l.teacher}})
+		}
+	}
+	if err := fetchAll(ctx, src, hosts, jobs, opts); err != nil {
+		return nil, err
+	}
+
+	// Group the pages by host and shape, and learn each group.
+	type member struct {
+		page     *Page
+		u        *url.URL
+		teachers []int
+	}
+	groups := map[shape][]member{}
+	var shapes []shape
+	for _, hj := range jobs {
+		for _, j := range hj {
+			if j.err != nil {
+				for _, t := range j.teachers {
+					res.Failed = append(res.Failed, FetchError{URL: j.url, Teacher: teachers[t].ID, Err: j.err})
+				}
+				continue
+			}
+			u, err := url.Parse(j.page.URL)
+			if err != nil {
+				continue
+			}
+			s := shapeOf(u)
+			if groups[s] == nil {
+				shapes = append(shapes, s)
+			}
+			groups[s] = append(groups[s], member{j.page, u, j.teachers})
+		}
+	}
+	sort.Slice(shapes, func(i, j int) bool {
+		a, b := shapes[i], shapes[j]
+		if a.host != b.host {
+			return a.host < b.host
+		}
+		if a.segs != b.segs {
+			return a.segs < b.segs
+		}
+		return a.first < b.first
+	})
+	perHost := map[string]int{}
+	for _, s := range shapes {
+		perHost[s.host]++
+	}
+	names := map[string]bool{}
+	for _, s := range shapes {
+		ms := groups[s]
+		g := &Group{Host: s.host, Name: mappingName(s, perHost[s.host] > 1, names)}
+		var urls []*url.URL
+		for _, m := range ms {
+			g.Pages = append(g.Pages, m.page)
+			urls = append(urls, m.u)
+		}
+		g.Pattern = urlPattern(urls)
+		docs := make([]*doc, len(ms))
+		for i, m := range ms {
+			docs[i] = parseDoc(m.page)
+		}
+		for _, name := range fields {
+			var ex []example
+			var vals []string
+			for i, m := range ms {
+				for _, t := range m.teachers {
+					if v := strings.TrimSpace(teachers[t].Values[name]); v != "" {
+						var all []string
+						for _, o := range teachers[t].Values {
+							all = append(all, o)
+						}
+						ex = append(ex, example{doc: docs[i], value: v, own: wordsOf(all...)})
+						vals = append(vals, v)
+						break
+					}
+				}
+			}
+			f := &field{name: name, kind: kindOf(vals), ex: ex}
+			g.Fields = append(g.Fields, learnField(f, name == opts.MatchKey, opts))
+		}
+		if opts.Progress != nil {
+			learned := 0
+			for _, f := range g.Fields {
+				if f.Status == Learned {
+					learned++
+				}
+			}
+			opts.Progress(fmt.Sprintf("%s: %d teacher page(s), %d of %d field(s) learned", g.Name, len(g.Pages), learned, len(g.Fields)))
+		}
+		res.Groups = append(res.Groups, g)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// mappingName names a group's mapping: learned-HOST, with the shape's
+// label when the host has several groups; unique among names.
+func mappingName(s shape, several bool, names map[string]bool) string {
+	base := "learned-" + s.host
+	if several {
+		base += "-" + s.label()
+	}
+	base = strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || r == '_' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' {
+			return r
+		}
+		return '-'
+	}, base)
+	name := base
+	for i := 2; names[name]; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	names[name] = true
+	return name
+}
+
+// learnField locates the field's values, induces its rule and validates
+// it, degrading to a reason when it cannot.
+func learnField(f *field, match bool, opts Options) *FieldResult {
+	r := &FieldResult{Field: f.name, Match: match, Type: f.kind.fieldType(), Teachers: len(f.ex), f: f}
+	for i := range f.ex {
+		f.ex[i].occs = f.ex[i].doc.locate(f.kind, f.ex[i].value)
+		if len(f.ex[i].occs) > 0 {
+			r.Shown++
+		}
+	}
+	switch {
+	case len(f.ex) == 0:
+		r.Status, r.Reason = TooFewTeachers, "no teacher page of this group has its value known"
+		return r
+	case len(f.ex) < opts.MinTeachers:
+		r.Status, r.Reason = TooFewTeachers, fmt.Sprintf("%d teacher page(s), need %d", len(f.ex), opts.MinTeachers)
+		return r
+	case r.Shown == 0:
+		r.Status, r.Reason = NeverFound, fmt.Sprintf("no teacher's value appears on its page (%d pages)", len(f.ex))
+		return r
+	}
+	if err := f.generate(); err != nil {
+		r.Status, r.Reason = Ambiguous, "candidates could not run: "+err.Error()
+		return r
+	}
+	all := make([]bool, len(f.ex))
+	for i := range all {
+		all[i] = true
+	}
+	c, firstOf := f.choose(all)
+	if c == nil {
+		r.Status = Ambiguous
+		r.Reason = fmt.Sprintf("the value appears on %d of %d pages, but no rule yields exactly the teachers' values", r.Shown, len(f.ex))
+		if b, n := f.best(); b != nil && n > 0 {
+			r.Reason += fmt.Sprintf("; the closest, right on %d of %d, is %s", n, r.Shown, b.rule)
+		}
+		return r
+	}
+	r.rule, r.Rule, r.Kind, r.FirstOfSeveral = c.rule, c.rule.String(), c.rule.rank.String(), firstOf
+	r.HeldOut, r.Misses, r.Validated = f.crossValidate(opts.Folds)
+	if r.Validated {
+		r.Folds = min(opts.Folds, len(f.ex))
+	}
+	if r.Validated && !r.HeldOut.Perfect() {
+		r.Status = FailedHoldOut
+		r.Reason = fmt.Sprintf("held-out precision %.2f, recall %.2f (%d right, %d wrong, %d missed)",
+			r.HeldOut.Precision(), r.HeldOut.Recall(), r.HeldOut.Right, r.HeldOut.Wrong, r.HeldOut.Missed)
+		return r
+	}
+	r.Status = Learned
+	return r
+}

@@ -1,0 +1,405 @@
+package learn
+
+import (
+	"bytes"
+	"encoding/json"
+	"mime"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// doc is a teacher page parsed for locating values: the HTML tree (the
+// one etl works on: html.Parse's), the collapsed text of each element,
+// and the JSON found in its scripts. A JSON response has only json.
+type doc struct {
+	page  *Page
+	base  *url.URL
+	root  *html.Node
+	text  map[*html.Node]string // collapsed text of every element, scripts and styles left out
+	ld    []jsonBlock           // application/ld+json blocks
+	blobs []jsonBlock           // JSON in other scripts
+	json  any                   // the body of a JSON response
+}
+
+// jsonBlock is a JSON value in a <script>.
+type jsonBlock struct {
+	script *html.Node
+	data   any
+	whole  bool   // the script's text is the JSON value and nothing else
+	marker string // what the value is assigned to ("window.__STATE__"), when not whole
+	open   byte   // '{' or '['
+}
+
+// parseDoc parses a page; a JSON response (by content type or by a body
+// that is valid JSON) is kept as JSON.
+func parseDoc(p *Page) *doc {
+	d := &doc{page: p, text: map[*html.Node]string{}}
+	d.base, _ = url.Parse(p.URL)
+	body := bytes.TrimSpace(p.Body)
+	mt, _, _ := mime.ParseMediaType(p.ContentType)
+	if strings.HasSuffix(mt, "json") || (len(body) > 0 && (body[0] == '{' || body[0] == '[') && json.Valid(body)) {
+		if v, ok := decodeJSON(body); ok {
+			d.json = v
+			return d
+		}
+	}
+	root, err := html.Parse(bytes.NewReader(p.Body))
+	if err != nil {
+		return d
+	}
+	d.root = root
+	d.collect(root)
+	return d
+}
+
+func decodeJSON(b []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// skipped are elements whose text is not page text.
+func skipped(n *html.Node) bool {
+	switch n.DataAtom {
+	case atom.Script, atom.Style, atom.Template, atom.Noscript:
+		return true
+	}
+	return false
+}
+
+// collect fills the text of every element below n and returns n's, and
+// reads the JSON of scripts.
+func (d *doc) collect(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	if n.Type == html.ElementNode && n.DataAtom == atom.Script {
+		d.script(n)
+	}
+	if n.Type == html.ElementNode && skipped(n) {
+		d.text[n] = ""
+		return ""
+	}
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.TextNode || c.Type == html.ElementNode || c.Type == html.DocumentNode {
+			b.WriteString(d.collect(c))
+		}
+	}
+	t := b.String()
+	if n.Type == html.ElementNode {
+		d.text[n] = collapse(t)
+	}
+	return t
+}
+
+// rawText is the text of a script as the xpath processor gives it.
+func rawText(n *html.Node) string {
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+	}
+	return b.String()
+}
+
+// maxBlobStarts bounds the places in one script where a JSON value is
+// looked for.
+const maxBlobStarts = 32
+
+// script reads the JSON of a script element: a JSON-LD block, a script
+// that is JSON, or JSON assigned to something in JavaScript.
+func (d *doc) script(n *html.Node) {
+	text := rawText(n)
+	typ := strings.ToLower(strings.TrimSpace(attr(n, "type")))
+	if typ == "application/ld+json" {
+		if v, ok := decodeJSON([]byte(text)); ok {
+			d.ld = append(d.ld, jsonBlock{script: n, data: v, whole: true})
+		}
+		return
+	}
+	trimmed := strings.TrimSpace(text)
+	if v, ok := decodeJSON([]byte(trimmed)); ok && len(trimmed) > 0 && (trimmed[0] == '{' || trimmed[0] == '[') {
+		d.blobs = append(d.blobs, jsonBlock{script: n, data: v, whole: true, open: trimmed[0]})
+		return
+	}
+	starts := 0
+	for i := 0; i < len(text) && starts < maxBlobStarts; i++ {
+		c := text[i]
+		if c != '{' && c != '[' {
+			continue
+		}
+		marker := assignedTo(text[:i])
+		if marker == "" {
+			continue
+		}
+		starts++
+		dec := json.NewDecoder(strings.NewReader(text[i:]))
+		dec.UseNumber()
+		var v any
+		if dec.Decode(&v) != nil {
+			continue
+		}
+		d.blobs = append(d.blobs, jsonBlock{script: n, data: v, marker: marker, open: c})
+		i += int(dec.InputOffset()) - 1
+	}
+}
+
+// assignedTo returns the name a value starting after before is assigned
+// to ("window.__STATE__ = "), or "".
+func assignedTo(before string) string {
+	s := strings.TrimRight(before, " \t\r\n")
+	if !strings.HasSuffix(s, "=") || strings.HasSuffix(s, "==") || strings.HasSuffix(s, "!=") {
+		return ""
+	}
+	s = strings.TrimRight(s[:len(s)-1], " \t\r\n")
+	i := len(s)
+	for i > 0 {
+		c := s[i-1]
+		if c == '_' || c == '$' || c == '.' || '0' <= c && c <= '9' || 'a' <= c|0x20 && c|0x20 <= 'z' {
+			i--
+			continue
+		}
+		break
+	}
+	name := strings.TrimLeft(s[i:], ".0123456789")
+	if name == "" {
+		return ""
+	}
+	return name
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key && a.Namespace == "" {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// occKind is where a value was found.
+type occKind int
+
+const (
+	occElement  occKind = iota // in an element's text (all of it, or part)
+	occTextNode                // in one text node of an element that has other content
+	occAttr                    // in an attribute
+	occLD                      // in a JSON-LD block
+	occBlob                    // in JSON in a script
+	occJSONDoc                 // in a JSON response
+)
+
+// occurrence is one place a known value appears on a page.
+type occurrence struct {
+	kind occKind
+	node *html.Node // the element (occElement, occAttr), the text node (occTextNode), the script (occBlob)
+	attr string     // occAttr: the attribute's name
+	// text is the collapsed text the value was found in and loc where in
+	// it; exact when the text is the value and nothing else.
+	text       string
+	loc        []int
+	exact      bool
+	obfuscated bool // an address written "name [at] host [dot] org"
+	// JSON: the path to the value, and for JSON-LD the typed objects
+	// along it.
+	path  []any // string keys, int indices
+	block *jsonBlock
+	typed []typedAt
+}
+
+// typedAt is an object with an @type at path[:depth].
+type typedAt struct {
+	depth int
+	typ   string
+}
+
+// locate finds every place value (of kind k) appears on the page: the
+// deepest elements whose text holds it, text nodes, attributes, JSON-LD
+// and script JSON, or the JSON of a JSON response.
+func (d *doc) locate(k kind, value string) []occurrence {
+	f := newFinder(k, value)
+	var out []occurrence
+	if d.json != nil {
+		walkJSON(d.json, nil, nil, func(path []any, _ []typedAt, s string) {
+			if k.same(s, value) {
+				out = append(out, occurrence{kind: occJSONDoc, path: path, exact: true})
+			}
+		})
+		return out
+	}
+	if d.root == nil {
+		return nil
+	}
+	var visit func(n *html.Node) bool // reports whether n's text holds the value
+	visit = func(n *html.Node) bool {
+		if n.Type == html.ElementNode && skipped(n) {
+			return false
+		}
+		childHolds := false
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.ElementNode || c.Type == html.DocumentNode {
+				if visit(c) {
+					childHolds = true
+				}
+			}
+		}
+		if n.Type != html.ElementNode {
+			return childHolds
+		}
+		out = append(out, d.attrOccurrences(n, k, value, f)...)
+		if childHolds {
+			return true
+		}
+		t := d.text[n]
+		loc, obf := f.find(t)
+		if loc == nil {
+			return false
+		}
+		exact := k.same(t, value) || (!obf && loc[0] == 0 && loc[1] == len(t))
+		out = append(out, occurrence{kind: occElement, node: n, text: t, loc: loc, exact: exact, obfuscated: obf})
+		if !exact {
+			// The value may sit in one text node among other content:
+			// "<b>Email:</b> ada@…".
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type != html.TextNode {
+					continue
+				}
+				ct := collapse(c.Data)
+				if l, o := f.find(ct); l != nil && ct != t {
+					out = append(out, occurrence{kind: occTextNode, node: c, text: ct, loc: l, obfuscated: o,
+						exact: k.same(ct, value) || (!o && l[0] == 0 && l[1] == len(ct))})
+				}
+			}
+		}
+		return true
+	}
+	visit(d.root)
+	for i := range d.ld {
+		b := &d.ld[i]
+		walkJSON(b.data, nil, nil, func(path []any, typed []typedAt, s string) {
+			if k.same(s, value) {
+				out = append(out, occurrence{kind: occLD, node: b.script, path: path, typed: typed, block: b, exact: true})
+			}
+		})
+	}
+	for i := range d.blobs {
+		b := &d.blobs[i]
+		walkJSON(b.data, nil, nil, func(path []any, _ []typedAt, s string) {
+			if k.same(s, value) {
+				out = append(out, occurrence{kind: occBlob, node: b.script, path: path, block: b, exact: true})
+			}
+		})
+	}
+	return out
+}
+
+// attrOccurrences finds the value in n's attributes: equal to it (an
+// href resolved against the page, a mailto: address), or inside one.
+func (d *doc) attrOccurrences(n *html.Node, k kind, value string, f *finder) []occurrence {
+	var out []occurrence
+	for _, a := range n.Attr {
+		if a.Namespace != "" || a.Key == "style" || a.Key == "id" || a.Key == "class" {
+			continue
+		}
+		v := strings.TrimSpace(a.Val)
+		exact := k.same(v, value)
+		if !exact && k == kindURL && d.base != nil {
+			if u, err := d.base.Parse(v); err == nil {
+				exact = k.same(u.String(), value)
+			}
+		}
+		if exact {
+			out = append(out, occurrence{kind: occAttr, node: n, attr: a.Key, text: v, loc: []int{0, len(v)}, exact: true})
+			continue
+		}
+		t := collapse(v)
+		if loc, obf := f.find(t); loc != nil {
+			out = append(out, occurrence{kind: occAttr, node: n, attr: a.Key, text: t, loc: loc, obfuscated: obf})
+		}
+	}
+	return out
+}
+
+// walkJSON calls leaf for every string and number in v with its path and
+// the @typed objects along it.
+func walkJSON(v any, path []any, typed []typedAt, leaf func(path []any, typed []typedAt, s string)) {
+	if len(path) > 32 {
+		return
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		if ty := ldTypeName(t["@type"]); ty != "" {
+			typed = append(typed[:len(typed):len(typed)], typedAt{depth: len(path), typ: ty})
+		}
+		for key, e := range t {
+			walkJSON(e, append(path[:len(path):len(path)], key), typed, leaf)
+		}
+	case []any:
+		for i, e := range t {
+			walkJSON(e, append(path[:len(path):len(path)], i), typed, leaf)
+		}
+	case string:
+		leaf(path, typed, t)
+	case json.Number:
+		leaf(path, typed, t.String())
+	}
+}
+
+// ldTypeName is the first type name of an @type value, without its
+// vocabulary prefix.
+func ldTypeName(v any) string {
+	switch t := v.(type) {
+	case string:
+		if i := strings.LastIndexAny(t, "/:#"); i >= 0 {
+			return t[i+1:]
+		}
+		return t
+	case []any:
+		if len(t) > 0 {
+			return ldTypeName(t[0])
+		}
+	}
+	return ""
+}
+
+// jsonPath writes a path in the jsonpath processor's syntax.
+func jsonPath(path []any) string {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, p := range path {
+		switch t := p.(type) {
+		case int:
+			b.WriteString("[" + strconv.Itoa(t) + "]")
+		case string:
+			if isIdent(t) {
+				b.WriteString("." + t)
+			} else {
+				b.WriteString("['" + strings.ReplaceAll(strings.ReplaceAll(t, `\`, `\\`), "'", `\'`) + "']")
+			}
+		}
+	}
+	return b.String()
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}

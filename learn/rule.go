@@ -1,0 +1,99 @@
+package learn
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// rank orders the kinds of rule from the most to the least general: a
+// rule anchored on a label the page prints survives redesigns that move
+// things around; JSON-LD is published for machines and changes little;
+// ids and classes are stable on most sites; a script's JSON follows the
+// site's code; a meta tag is often shared by other pages; a position in
+// the tree breaks with the first new element.
+type rank int
+
+const (
+	rankLabel rank = iota
+	rankLD
+	rankAttr
+	rankBlob
+	rankMeta
+	rankStructural
+)
+
+var rankNames = [...]string{
+	rankLabel:      "label-anchored XPath",
+	rankLD:         "JSON-LD property",
+	rankAttr:       "XPath anchored on a stable id, class or attribute",
+	rankBlob:       "JSON path in a script",
+	rankMeta:       "meta tag",
+	rankStructural: "XPath by position in the page",
+}
+
+func (r rank) String() string { return rankNames[r] }
+
+// step is one processor of a learned chain, as the mapping file says it.
+type step struct {
+	Type       string         `json:"type"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+}
+
+// rule is a candidate chain for a field.
+type rule struct {
+	rank rank
+	// cost orders rules of one rank: more steps and more anchoring cost
+	// more, and the simpler rule is the more general.
+	cost  int
+	steps []step
+	key   string // the chain as JSON: identity and the last tie-break
+}
+
+func newRule(r rank, cost int, steps ...step) *rule {
+	b, _ := json.Marshal(steps)
+	return &rule{rank: r, cost: cost + len(steps), steps: steps, key: string(b)}
+}
+
+// less orders rules by preference.
+func (a *rule) less(b *rule) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if a.cost != b.cost {
+		return a.cost < b.cost
+	}
+	if len(a.key) != len(b.key) {
+		return len(a.key) < len(b.key)
+	}
+	return a.key < b.key
+}
+
+// String is the chain in a line, for reports.
+func (a *rule) String() string {
+	parts := make([]string, len(a.steps))
+	for i, s := range a.steps {
+		switch {
+		case s.Parameters["expression"] != nil:
+			parts[i] = s.Type + " " + s.Parameters["expression"].(string)
+		case s.Parameters["pattern"] != nil:
+			parts[i] = s.Type + " " + s.Parameters["pattern"].(string)
+		case s.Type == "jsonld":
+			parts[i] = "jsonld " + s.Parameters["type"].(string) + "." + s.Parameters["property"].(string)
+		case s.Type == "meta":
+			parts[i] = "meta " + s.Parameters["name"].(string)
+		default:
+			parts[i] = s.Type
+		}
+	}
+	return strings.Join(parts, " → ")
+}
+
+func xpathStep(expr string) step {
+	return step{Type: "xpath", Parameters: map[string]any{"expression": expr}}
+}
+
+func regexStep(pattern string) step {
+	return step{Type: "regex", Parameters: map[string]any{"pattern": pattern}}
+}
+
+func trimStep() step { return step{Type: "trim"} }

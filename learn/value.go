@@ -1,0 +1,122 @@
+package learn
+
+import (
+	"regexp"
+	"strings"
+
+	"backfill/etl"
+)
+
+// A field's kind says how its values are compared and which field type
+// the learned mapping declares: the teachers' values decide it.
+type kind int
+
+const (
+	kindString kind = iota
+	kindEmail
+	kindURL
+)
+
+var emailValue = regexp.MustCompile(`(?i)^[a-z0-9][a-z0-9._%+\-]*@[a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?\.[a-z]{2,24}$`)
+
+// kindOf decides a field's kind from its known values: email when every
+// value is an address, url when every value is an http(s) URL.
+func kindOf(values []string) kind {
+	if len(values) == 0 {
+		return kindString
+	}
+	email, url := true, true
+	for _, v := range values {
+		v = strings.TrimSpace(v)
+		email = email && emailValue.MatchString(strings.TrimPrefix(strings.ToLower(v), "mailto:"))
+		l := strings.ToLower(v)
+		url = url && (strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://"))
+	}
+	switch {
+	case email:
+		return kindEmail
+	case url:
+		return kindURL
+	}
+	return kindString
+}
+
+// fieldType is the mapping field type of a kind ("" for a string).
+func (k kind) fieldType() string {
+	switch k {
+	case kindEmail:
+		return etl.TypeEmail
+	case kindURL:
+		return etl.TypeURL
+	}
+	return ""
+}
+
+// key is what two values of the kind are compared by: addresses without
+// mailto: and case, URLs normalized, text as attribution compares it
+// (case, accents and spacing folded).
+func (k kind) key(v string) string {
+	v = strings.TrimSpace(v)
+	switch k {
+	case kindEmail:
+		return strings.ToLower(strings.TrimPrefix(strings.TrimPrefix(v, "mailto:"), "MAILTO:"))
+	case kindURL:
+		if n, err := etl.NormalizeURL(v); err == nil {
+			return n
+		}
+	}
+	return etl.MatchKey(v)
+}
+
+// same reports whether two values are the same value of the kind.
+func (k kind) same(a, b string) bool { return k.key(a) == k.key(b) }
+
+// finder locates a value in text: its words in order, separated by any
+// white space, case ignored; for an address, also written with the usual
+// obfuscations ("name [at] host [dot] org").
+type finder struct {
+	re  *regexp.Regexp
+	obf *regexp.Regexp // nil unless the value is an address
+}
+
+func newFinder(k kind, v string) *finder {
+	v = strings.TrimSpace(v)
+	if k == kindEmail {
+		v = strings.TrimPrefix(strings.TrimPrefix(v, "mailto:"), "MAILTO:")
+	}
+	words := strings.Fields(v)
+	for i, w := range words {
+		words[i] = regexp.QuoteMeta(w)
+	}
+	f := &finder{re: regexp.MustCompile(`(?i)` + strings.Join(words, `\s+`))}
+	if k == kindEmail {
+		if local, domain, ok := strings.Cut(v, "@"); ok {
+			at := `\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|<\s*at\s*>|\s+at\s+|@)\s*`
+			dot := `\s*(?:\[\s*dot\s*\]|\(\s*dot\s*\)|\{\s*dot\s*\}|\s+dot\s+|\.)\s*`
+			labels := strings.Split(domain, ".")
+			for i, l := range labels {
+				labels[i] = regexp.QuoteMeta(l)
+			}
+			f.obf = regexp.MustCompile(`(?i)` + regexp.QuoteMeta(local) + at + strings.Join(labels, dot))
+		}
+	}
+	return f
+}
+
+// find returns where the value is in s ([start, end) byte offsets), and
+// whether it is written obfuscated there.
+func (f *finder) find(s string) (loc []int, obfuscated bool) {
+	if loc := f.re.FindStringIndex(s); loc != nil {
+		return loc, false
+	}
+	if f.obf != nil {
+		if loc := f.obf.FindStringIndex(s); loc != nil {
+			return loc, true
+		}
+	}
+	return nil, false
+}
+
+// collapse trims s and turns runs of white space into one space, as the
+// trim processor does.
+func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
