@@ -67,6 +67,8 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 		case occAttr:
 			tail = "/@" + o.attr
 			if el.DataAtom == atom.Meta && o.attr == "content" {
+				// The meta processor says it best; an XPath to a meta
+				// would only say it again, worse.
 				for _, a := range []string{"property", "name", "itemprop"} {
 					if v := strings.TrimSpace(attr(el, a)); v != "" {
 						for _, f := range finish {
@@ -74,6 +76,7 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 						}
 					}
 				}
+				return out
 			}
 		case occTextNode:
 			tail = "/text()"

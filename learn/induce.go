@@ -177,6 +177,32 @@ func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
 	return nil, false
 }
 
+// contradicted returns the preferred candidate that yields exactly the
+// value on every page showing it but something else on a page that does
+// not (the first such page's index): the records and their pages
+// disagree. nil when there is none.
+func (f *field) contradicted() (*candidate, int) {
+	for _, c := range f.cands {
+		neg, ok := -1, true
+		for i, e := range f.ex {
+			if f.holds(c, i, false) {
+				continue
+			}
+			if len(e.occs) > 0 {
+				ok = false
+				break
+			}
+			if neg < 0 {
+				neg = i
+			}
+		}
+		if ok && neg >= 0 {
+			return c, neg
+		}
+	}
+	return nil, -1
+}
+
 // best is the candidate right (first value) on the most pages that show
 // the value, for reporting a field no rule covers.
 func (f *field) best() (*candidate, int) {

@@ -93,9 +93,10 @@ const (
 	NeverFound                   // no teacher's value appears on its page
 	Ambiguous                    // the values appear, but no rule takes exactly them
 	FailedHoldOut                // the rule missed or erred on held-out teachers: not written
+	Contradicted                 // a rule takes every value shown, and other values from pages whose record says otherwise
 )
 
-var statusNames = [...]string{"learned", "too few teachers", "never found", "ambiguous", "failed on held-out teachers"}
+var statusNames = [...]string{"learned", "too few teachers", "never found", "ambiguous", "failed on held-out teachers", "contradicted by its pages"}
 
 func (s Status) String() string { return statusNames[s] }
 
@@ -398,6 +399,13 @@ func learnField(f *field, match bool, opts Options) *FieldResult {
 	}
 	c, firstOf := f.choose(all)
 	if c == nil {
+		if c, neg := f.contradicted(); c != nil {
+			e := f.ex[neg]
+			r.Status = Contradicted
+			r.Reason = fmt.Sprintf("%s takes the value from every page that shows it, but yields %q on %s, whose record says %q: the records may be out of date",
+				c.rule, c.out[neg][0], e.doc.page.URL, e.value)
+			return r
+		}
 		r.Status = Ambiguous
 		r.Reason = fmt.Sprintf("the value appears on %d of %d pages, but no rule yields exactly the teachers' values", r.Shown, len(f.ex))
 		if b, n := f.best(); b != nil && n > 0 {

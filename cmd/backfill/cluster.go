@@ -92,6 +92,7 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	mf.logLearned(log, set)
 	st, err := sf.openLogged(ctx, *stateDir, log)
 	if err != nil {
 		return err

@@ -106,6 +106,14 @@ func (m *mappingFlags) load() (*etl.Set, error) {
 	return merged, nil
 }
 
+// logLearned says that learned mappings are in use, so no crawl uses
+// them without its log saying so.
+func (m *mappingFlags) logLearned(log *slog.Logger, set *etl.Set) {
+	if m.learned != "" {
+		log.Info("using learned mappings", "dir", m.learned, "mappings", len(set.Mappings()), "digest", set.Digest())
+	}
+}
+
 // loadMappingDir loads dir, or the bundled mappings when dir is "".
 func loadMappingDir(dir string) (*etl.Set, error) {
 	if dir == "" {

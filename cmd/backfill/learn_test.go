@@ -253,3 +253,61 @@ func BenchmarkLearningCurve(b *testing.B) {
 		})
 	}
 }
+
+// TestMappingsLearnCommand: the command's own checks, learning from a
+// single page, and --use-learned's.
+func TestMappingsLearnCommand(t *testing.T) {
+	web, err := testweb.Start(testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "learned")
+	nobody := filepath.Join(dir, "nobody.csv")
+	os.WriteFile(nobody, []byte("id,name,location,profile\n1,Alice Moreau,,http://people.example/p/alice\n"), 0o644)
+	empty := filepath.Join(dir, "empty")
+	os.Mkdir(empty, 0o755)
+	records := filepath.Join(dir, "r.csv")
+	os.WriteFile(records, []byte("id,name,homepage\n1,A,http://people.example/\n"), 0o644)
+	single := append([]string{"mappings", "learn", "--url", "http://people.example/p/alice",
+		"--value", "name=Alice Moreau", "--value", "location=Lyon, France", "-o", out}, webFlags(web)...)
+
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"no output", []string{"mappings", "learn", "--records", nobody, "--fields", "location"}, exitUsage, []string{"-o DIR is required"}},
+		{"nothing to learn from", []string{"mappings", "learn", "-o", out}, exitUsage, []string{"--records FILE, or --url"}},
+		{"url without values", []string{"mappings", "learn", "-o", out, "--url", "http://people.example/p/alice"}, exitUsage, []string{"--value FIELD=VALUE"}},
+		{"values without url", []string{"mappings", "learn", "-o", out, "--records", nobody, "--value", "a=b"}, exitUsage, []string{"--value belongs to --url"}},
+		{"bad value", []string{"mappings", "learn", "-o", out, "--value", "location"}, exitUsage, []string{"want FIELD=VALUE"}},
+		{"no fields", []string{"mappings", "learn", "-o", out, "--records", nobody}, exitUsage, []string{"--fields is required"}},
+		{"no teacher", append([]string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "location"}, webFlags(web)...), exitFail,
+			[]string{"no record knows a value of the fields to learn (fields location)"}},
+		{"one page", single, exitOK, []string{"learned-people.example", "Not cross-validated", "location  learned", "wrote 3 file(s)", "--use-learned " + out}},
+		{"use-learned missing", []string{"run", "--records", records, "--use-learned", filepath.Join(dir, "nope")}, exitFail, []string{"--use-learned", "nope"}},
+		{"use-learned empty", []string{"run", "--records", records, "--use-learned", empty, "--state-dir", filepath.Join(dir, "s1")}, exitFail, []string{"no mappings there"}},
+		{"use-learned is mappings", []string{"run", "--records", records, "--mappings", out, "--use-learned", out}, exitUsage, []string{"names the --mappings directory"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := mainExit(c.args, &stdout, &stderr)
+			got := stdout.String() + stderr.String()
+			if code != c.code {
+				t.Errorf("exit %d, want %d\n%s", code, c.code, got)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("output lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+	if out := runBackfill(t, "mappings", "test", out); !strings.Contains(out, "1 fixtures, 0 failed") {
+		t.Errorf("the mapping learned from one page fails its fixture: %s", out)
+	}
+}

@@ -195,6 +195,7 @@ func (c *crawlSetup) open(ctx context.Context, listen string, stderr io.Writer) 
 	if c.set, err = c.mf.load(); err != nil {
 		return dispatcher.Config{}, err
 	}
+	c.mf.logLearned(c.log, c.set)
 	if c.st, err = c.sf.openLogged(ctx, c.df.stateDir, c.log); err != nil {
 		return dispatcher.Config{}, err
 	}

@@ -1,0 +1,61 @@
+// Package learn induces site mappings from examples: records whose fields
+// are already known (the teachers) and their own pages. Its output is
+// ordinary mapping files, in the format etl loads, for a person to review
+// and a crawl to use only when told to (run --use-learned).
+//
+// Data flows in five steps:
+//
+//   - Pages. Learn takes each teacher's links (minus those that are values
+//     of the fields being learned: a record lacking the field would not
+//     have them), groups them by host, leaves out hosts with fewer teachers
+//     than Options.MinTeachers, and fetches at most Options.PagesPerHost
+//     pages of each host through a Source, one page at a time per host.
+//     PoliteSource is the Source a command uses: robots.txt first, then the
+//     Crawl-delay (or its own Delay) between two requests to a host, as a
+//     crawl would; nothing is kept from a crawl, so learning needs no state
+//     directory and changes nothing in the crawl's code.
+//   - Groups. The pages of a host are grouped by the shape of their URL
+//     (group.go); each group becomes one mapping, its url_pattern induced
+//     from the group's URLs (shared segments literal, the page's own
+//     segments generalized).
+//   - Locating. For each field, each teacher page is parsed as etl parses
+//     it (html.Parse's tree) and searched for the teacher's value
+//     (locate.go): the deepest elements whose text holds it, text nodes,
+//     attributes (an href, a mailto:, a meta content), JSON-LD, JSON in
+//     scripts, or the JSON of a JSON response. Addresses are found
+//     obfuscated too ("name [at] host [dot] org").
+//   - Inducing. Every place proposes candidate rules in the processor
+//     language (candidate.go), ranked from the most general: anchored on a
+//     label the page prints (a dt, a th, "Location:", the words before the
+//     value), then JSON-LD properties, then stable ids, classes and
+//     attributes, then paths into a script's JSON, meta tags, and last the
+//     element's position; a regular expression (or the email processor)
+//     takes the value out of a longer text. Words of the teacher's own
+//     values never serve as anchors: they are the record's, not the
+//     template's. Each candidate runs through etl on every teacher page
+//     (induce.go), and the preferred one that yields exactly the teacher's
+//     value on every page showing it, and nothing else where it is absent,
+//     is the rule.
+//   - Validating. k-fold cross-validation repeats the choice without each
+//     fold's teachers and scores the rule on them. A field is written only
+//     when it held on every held-out teacher; otherwise it is reported with
+//     its misses. Too few teachers, a value never found, a value found with
+//     no rule that takes exactly it: each is reported per field with the
+//     reason.
+//
+// Result.Write writes one mapping file per group that learned a field —
+// the evidence (teacher pages, held-out precision and recall, the kind of
+// rule) in the descriptions of the mapping and its fields, since JSON has
+// no comments — with fixtures made of teacher pages for `mappings test`,
+// and the whole report (fields not learned included) in ReportFile.
+// Everything written is loaded and its fixtures run before it is written.
+//
+//	res, err := learn.Learn(ctx, teachers, &learn.PoliteSource{…}, learn.Options{
+//		Fields: []string{"location", "email"}, MatchKey: "name"})
+//	if err != nil { … }
+//	res.Report(os.Stdout)
+//	files, err := res.Write("learned")
+//
+// Learn is safe to call concurrently; a Result is not modified after Learn
+// returns.
+package learn

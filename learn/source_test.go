@@ -1,0 +1,65 @@
+package learn
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"backfill/fetch"
+	"backfill/supervisor"
+	"backfill/testweb"
+)
+
+// TestPoliteSource fetches teacher pages from the small fixture web, whose
+// robots.txt asks a Crawl-delay of a second and disallows /private/: the
+// server's log must show robots.txt first, the delay kept, nothing
+// disallowed asked for.
+func TestPoliteSource(t *testing.T) {
+	web, err := testweb.Start(testweb.Options{CrawlDelay: testweb.DefaultCrawlDelay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	const ua = "backfill/0.1 (+https://backfill.invalid/learn-test)"
+	f := fetch.New(fetch.Config{UserAgent: ua, Resolve: web.Resolve(), AllowLoopback: true})
+	defer f.Close()
+	robots := func(ctx context.Context, u string) (HostRules, error) { return supervisor.FetchRobots(ctx, f, ua, u) }
+	src := &PoliteSource{Fetcher: f, Robots: robots}
+	ctx := context.Background()
+	for _, u := range []string{"http://people.example/p/alice", "http://people.example/p/carol"} {
+		p, err := src.Fetch(ctx, u)
+		if err != nil || p.URL != u || !strings.Contains(string(p.Body), "class=\"fn\"") || !strings.HasPrefix(p.ContentType, "text/html") {
+			t.Fatalf("%s: %v, %+v", u, err, p)
+		}
+	}
+	if _, err := src.Fetch(ctx, "http://people.example/private/bob"); err == nil || !strings.Contains(err.Error(), "robots.txt of people.example disallows") {
+		t.Errorf("disallowed page: %v", err)
+	}
+	if _, err := src.Fetch(ctx, "http://people.example/p/nobody"); err == nil {
+		t.Error("a 404 is a page to learn from")
+	}
+	strict := &PoliteSource{Fetcher: f, Robots: robots, MaxDelay: 500 * time.Millisecond}
+	if _, err := strict.Fetch(ctx, "http://staff.example.org/staff/erin.html"); err == nil || !strings.Contains(err.Error(), "Crawl-delay") {
+		t.Errorf("a Crawl-delay over the maximum: %v", err)
+	}
+
+	var last time.Time
+	var paths []string
+	for _, r := range web.Log() {
+		if r.Host != "people.example" {
+			continue
+		}
+		paths = append(paths, r.Path)
+		if !last.IsZero() && r.Time.Sub(last) < time.Duration(testweb.DefaultCrawlDelay)*time.Second {
+			t.Errorf("%s asked %s after the previous request, Crawl-delay is %ds", r.Path, r.Time.Sub(last), testweb.DefaultCrawlDelay)
+		}
+		last = r.Time
+		if r.UserAgent != ua {
+			t.Errorf("User-Agent %q", r.UserAgent)
+		}
+	}
+	if strings.Join(paths, " ") != "/robots.txt /p/alice /p/carol /p/nobody" {
+		t.Errorf("people.example was asked for %v", paths)
+	}
+}
