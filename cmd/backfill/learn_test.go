@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 
 	"backfill/testweb"
 )
+
+var updateDocs = flag.Bool("update", false, "rewrite the table of learned mappings in docs/learn.md")
 
 // The acceptance of `mappings learn` on the templates web: a fifth of the
 // records (every fifth profile of each template) know their fields and
@@ -213,6 +217,8 @@ func TestLearnedMappingsFillRecords(t *testing.T) {
 		}
 	}
 
+	checkLearnDocs(t, learnedDir)
+
 	// Nothing learned is used silently: without --use-learned the same
 	// crawl has no mapping at all and fills nothing.
 	none := crawlTemplates(t, dir, "none", targets, "--mappings", empty)
@@ -309,5 +315,111 @@ func TestMappingsLearnCommand(t *testing.T) {
 	}
 	if out := runBackfill(t, "mappings", "test", out); !strings.Contains(out, "1 fixtures, 0 failed") {
 		t.Errorf("the mapping learned from one page fails its fixture: %s", out)
+	}
+}
+
+// Where docs/learn.md shows the learned mappings of the templates web
+// beside the hand-written ones; TestLearnedMappingsFillRecords keeps it
+// true (go test -run TestLearnedMappingsFillRecords -update rewrites it).
+const (
+	learnDocs      = "../../docs/learn.md"
+	learnDocsBegin = "<!-- BEGIN learned beside hand-written: written by the acceptance test of cmd/backfill (-update) -->"
+	learnDocsEnd   = "<!-- END learned beside hand-written -->"
+)
+
+// mappingChains reads mapping files and returns, per url_pattern host and
+// field, the chain in one line.
+func mappingChains(tb testing.TB, files ...string) map[string]map[string]string {
+	tb.Helper()
+	type proc struct {
+		Type       string         `json:"type"`
+		Parameters map[string]any `json:"parameters"`
+	}
+	type mapping struct {
+		URLPatterns []struct{ Pattern string } `json:"url_patterns"`
+		Fields      []struct {
+			Name       string `json:"name"`
+			Processors []proc `json:"processors"`
+		} `json:"fields"`
+	}
+	out := map[string]map[string]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var ms []mapping
+		if err := json.Unmarshal(data, &ms); err != nil {
+			var one mapping
+			if err := json.Unmarshal(data, &one); err != nil {
+				tb.Fatalf("%s: %v", f, err)
+			}
+			ms = []mapping{one}
+		}
+		for _, m := range ms {
+			host := ""
+			for _, tpl := range []string{"directory", "registry", "club", "spa", "press"} {
+				if strings.Contains(m.URLPatterns[0].Pattern, tpl) {
+					host = tpl
+				}
+			}
+			out[host] = map[string]string{}
+			for _, fl := range m.Fields {
+				var steps []string
+				for _, p := range fl.Processors {
+					st := p.Type
+					switch {
+					case p.Parameters["expression"] != nil:
+						st += " " + fmt.Sprint(p.Parameters["expression"])
+					case p.Parameters["pattern"] != nil:
+						st += " " + fmt.Sprint(p.Parameters["pattern"])
+					case p.Type == "jsonld":
+						st += fmt.Sprintf(" %v.%v", p.Parameters["type"], p.Parameters["property"])
+					}
+					steps = append(steps, st)
+				}
+				out[host][fl.Name] = strings.Join(steps, " → ")
+			}
+		}
+	}
+	return out
+}
+
+// checkLearnDocs compares the table in docs/learn.md with the mappings
+// learned in dir and the hand-written ones.
+func checkLearnDocs(t *testing.T, dir string) {
+	t.Helper()
+	learned, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(learned) == 0 {
+		t.Fatalf("no learned mappings in %s", dir)
+	}
+	got := mappingChains(t, learned...)
+	hand := mappingChains(t, "../../mappings/templates.json")
+	cell := func(s string) string { return "`" + strings.ReplaceAll(s, "|", `\|`) + "`" }
+	var b strings.Builder
+	b.WriteString("| template | field | hand-written (mappings/templates.json) | learned from 10 teachers |\n|---|---|---|---|\n")
+	for _, tpl := range []struct{ name, host string }{{"list", "directory"}, {"table", "registry"}, {"prose", "club"}, {"jsblob", "spa"}, {"jsonld", "press"}} {
+		for _, f := range []string{"name", "location", "email", "website"} {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", tpl.name, f, cell(hand[tpl.host][f]), cell(got[tpl.host][f]))
+		}
+	}
+	data, err := os.ReadFile(learnDocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	i, j := strings.Index(doc, learnDocsBegin), strings.Index(doc, learnDocsEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no %q … %q", learnDocs, learnDocsBegin, learnDocsEnd)
+	}
+	want := doc[:i] + learnDocsBegin + "\n" + b.String() + doc[j:]
+	if *updateDocs {
+		if err := os.WriteFile(learnDocs, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want != doc {
+		t.Errorf("%s does not show the mappings learned now (go test ./cmd/backfill -run TestLearnedMappingsFillRecords -update):\n%s", learnDocs, b.String())
 	}
 }
