@@ -81,8 +81,10 @@ func marshalNoEscape(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// encodeOrdered writes v indented by two spaces, with a final newline.
-func encodeOrdered(v any) ([]byte, error) {
+// EncodeFile encodes v as the project's JSON files are written (mapping
+// files, the schema): indented by two spaces, HTML characters as they are
+// (the files are read by people and editors), a final newline.
+func EncodeFile(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -76,7 +76,7 @@ func generateSchema(base []byte) ([]byte, error) {
 	proc = proc.with("properties", props).with("allOf", allOf)
 	defs = defs.with("processor", proc).with("parameters", params)
 	root = root.with("$defs", defs)
-	return encodeOrdered(root)
+	return EncodeFile(root)
 }
 
 // parametersSchema is the JSON Schema of a processor's parameters object,

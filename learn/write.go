@@ -2,7 +2,6 @@ package learn
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -111,19 +110,6 @@ func (g *Group) mapping() *mappingFile {
 	return m
 }
 
-// encode writes a mapping file as the format's files are written: two
-// spaces, HTML characters as they are, a final newline.
-func encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
 // Write writes the learned mappings into dir (made if missing), with
 // their fixtures, and the report. Each mapping is loaded and its fixtures
 // run before anything is written, so what Write leaves passes `mappings
@@ -138,7 +124,7 @@ func (r *Result) Write(dir string) ([]string, error) {
 		if err := g.addFixtures(m, files); err != nil {
 			return nil, err
 		}
-		data, err := encode(m)
+		data, err := etl.EncodeFile(m)
 		if err != nil {
 			return nil, err
 		}
@@ -170,7 +156,7 @@ func (r *Result) Write(dir string) ([]string, error) {
 // value as m's fixtures (into files), expecting what m takes from them,
 // after checking that m loads and passes them.
 func (g *Group) addFixtures(m *mappingFile, files map[string][]byte) error {
-	data, err := encode(m)
+	data, err := etl.EncodeFile(m)
 	if err != nil {
 		return err
 	}
