@@ -88,8 +88,11 @@ func newFinder(k kind, v string) *finder {
 	for i, w := range words {
 		words[i] = regexp.QuoteMeta(w)
 	}
-	f := &finder{re: regexp.MustCompile(`(?i)` + strings.Join(words, `\s+`))}
-	if k == kindEmail {
+	f := &finder{}
+	// A value that is not valid UTF-8 makes no expression, and is found
+	// nowhere.
+	f.re, _ = regexp.Compile(`(?i)` + strings.Join(words, `\s+`))
+	if k == kindEmail && f.re != nil {
 		if local, domain, ok := strings.Cut(v, "@"); ok {
 			at := `\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|<\s*at\s*>|\s+at\s+|@)\s*`
 			dot := `\s*(?:\[\s*dot\s*\]|\(\s*dot\s*\)|\{\s*dot\s*\}|\s+dot\s+|\.)\s*`
@@ -97,7 +100,7 @@ func newFinder(k kind, v string) *finder {
 			for i, l := range labels {
 				labels[i] = regexp.QuoteMeta(l)
 			}
-			f.obf = regexp.MustCompile(`(?i)` + regexp.QuoteMeta(local) + at + strings.Join(labels, dot))
+			f.obf, _ = regexp.Compile(`(?i)` + regexp.QuoteMeta(local) + at + strings.Join(labels, dot))
 		}
 	}
 	return f
@@ -106,6 +109,9 @@ func newFinder(k kind, v string) *finder {
 // find returns where the value is in s ([start, end) byte offsets), and
 // whether it is written obfuscated there.
 func (f *finder) find(s string) (loc []int, obfuscated bool) {
+	if f.re == nil {
+		return nil, false
+	}
 	if loc := f.re.FindStringIndex(s); loc != nil {
 		return loc, false
 	}
