@@ -43,7 +43,7 @@ func Encode(kind Kind, v any) ([]byte, error) {
 }
 
 // Decode parses one frame. It returns a pointer to the message (*Hello,
-// *Heartbeat, *Welcome, *Task or *Result). Every failure wraps ErrBadFrame.
+// *Heartbeat, *Welcome, *Task, *Result, *SurveyTask or *SurveyResult). Every failure wraps ErrBadFrame.
 func Decode(frame []byte) (Kind, any, error) {
 	if len(frame) > MaxFrame {
 		return 0, nil, fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrBadFrame, len(frame), MaxFrame)
@@ -77,6 +77,10 @@ func Decode(frame []byte) (Kind, any, error) {
 		v = new(Heartbeat)
 	case KindWelcome:
 		v = new(Welcome)
+	case KindSurveyTask:
+		v = new(SurveyTask)
+	case KindSurveyResult:
+		v = new(SurveyResult)
 	default:
 		return 0, nil, fmt.Errorf("%w: unknown kind %d", ErrBadFrame, frame[1])
 	}
@@ -86,6 +90,9 @@ func Decode(frame []byte) (Kind, any, error) {
 	}
 	if dec.More() {
 		return 0, nil, fmt.Errorf("%w: %s body: trailing data", ErrBadFrame, kind)
+	}
+	if n, ok := v.(interface{ normalize() }); ok {
+		n.normalize()
 	}
 	return kind, v, nil
 }
@@ -102,6 +109,10 @@ func kindMatches(kind Kind, v any) bool {
 		return kind == KindTask
 	case Result, *Result:
 		return kind == KindResult
+	case SurveyTask, *SurveyTask:
+		return kind == KindSurveyTask
+	case SurveyResult, *SurveyResult:
+		return kind == KindSurveyResult
 	}
 	return false
 }

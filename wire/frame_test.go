@@ -100,7 +100,7 @@ func TestDecodeRefusesBadFrames(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, k := range []Kind{KindHello, KindHeartbeat, KindWelcome, KindTask, KindResult} {
+	for _, k := range []Kind{KindHello, KindHeartbeat, KindWelcome, KindTask, KindResult, KindSurveyTask, KindSurveyResult} {
 		f.Add(append([]byte{Version, byte(k)}, []byte(`{}`)...))
 	}
 	f.Add([]byte{Version, byte(KindResult), '{', '"', 'f', 'i', 'e', 'l', 'd', 's', '"', ':', '['})

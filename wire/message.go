@@ -16,6 +16,9 @@ const (
 	KindWelcome   Kind = 3 // dispatcher → supervisor: registered
 	KindTask      Kind = 4 // dispatcher → supervisor: fetch and extract one URL
 	KindResult    Kind = 5 // supervisor → dispatcher: what one task produced
+
+	KindSurveyTask   Kind = 6 // survey dispatcher → supervisor: probe one address (survey.go)
+	KindSurveyResult Kind = 7 // supervisor → survey dispatcher: what the probes found
 )
 
 func (k Kind) String() string {
@@ -30,6 +33,10 @@ func (k Kind) String() string {
 		return "task"
 	case KindResult:
 		return "result"
+	case KindSurveyTask:
+		return "survey-task"
+	case KindSurveyResult:
+		return "survey-result"
 	}
 	return "unknown"
 }
@@ -49,6 +56,9 @@ type Hello struct {
 	// secured: its task socket is a CURVE server with that key, so the
 	// dispatcher needs it to dial. Empty in plaintext.
 	Key string `json:"key,omitempty"`
+
+	// Survey says the supervisor runs host-survey tasks (SurveyTask).
+	Survey bool `json:"survey,omitempty"`
 }
 
 // Heartbeat repeats Hello and adds live counters.

@@ -1,0 +1,122 @@
+package wire
+
+import "time"
+
+// Host surveys (package survey) run on the same cluster as a crawl: a
+// survey's dispatcher sends SurveyTasks on a supervisor's task socket and
+// gets SurveyResults back on its intake, alongside the usual Hello and
+// Heartbeat. One task is one address (an IPv4 or IPv6 literal): every
+// connection the task makes goes to that address, so a supervisor that
+// works one task of an address at a time holds the per-address politeness
+// rules without knowing anything else. They are few (one per address, not
+// per page) and irregular, so they travel as JSON.
+
+// Survey jobs. Append only: values cross the wire.
+const (
+	SurveyWeb   = "web"   // HEAD / (or a small ranged GET) to the domains an address serves
+	SurveyPorts = "ports" // TCP connect to ports of an address
+)
+
+// SurveyTask asks a supervisor to probe one address.
+type SurveyTask struct {
+	ID    string `json:"id"`    // stable within a survey run
+	Lease int64  `json:"lease"` // dispatch attempt; the result echoes it
+	Job   string `json:"job"`   // SurveyWeb or SurveyPorts
+	IP    string `json:"ip"`    // the one address every probe of the task connects to
+
+	// Hosts are the domains that resolved to IP (web). The first is
+	// probed; every one when Spec.EveryHost.
+	Hosts []string `json:"hosts,omitempty"`
+	// Ports are the TCP ports to try (ports).
+	Ports []int `json:"ports,omitempty"`
+
+	Spec SurveySpec `json:"spec"`
+}
+
+// SurveySpec is how to probe, set once by the survey's dispatcher so
+// every supervisor probes alike.
+type SurveySpec struct {
+	Timeout      time.Duration `json:"timeout"`                 // ports: the connect timeout; web: one request, connect to last header byte
+	Delay        time.Duration `json:"delay,omitempty"`         // between two connections to the address
+	Rate         float64       `json:"rate,omitempty"`          // connections per second at this supervisor; 0: no cap
+	Per24        int           `json:"per24,omitempty"`         // connections at once into one /24 (IPv6: /48); 0: no cap
+	UserAgent    string        `json:"user_agent,omitempty"`    // sent by HTTP probes and banner requests
+	Schemes      []string      `json:"schemes,omitempty"`       // web: "http", "https", in that order of probing
+	Headers      []string      `json:"headers,omitempty"`       // web: response headers recorded besides Server
+	EveryHost    bool          `json:"every_host,omitempty"`    // web: probe every host, not only the first
+	MaxRedirects int           `json:"max_redirects,omitempty"` // web: redirects followed on the same host
+	Banner       int           `json:"banner,omitempty"`        // ports: bytes of banner read from an open port; 0: none
+}
+
+// SurveyResult answers one SurveyTask.
+type SurveyResult struct {
+	TaskID     string    `json:"task_id"`
+	Lease      int64     `json:"lease"`
+	Supervisor string    `json:"supervisor"`
+	IP         string    `json:"ip"`
+	Error      string    `json:"error,omitempty"` // the task could not be run at all (this supervisor does not survey)
+	At         time.Time `json:"at"`
+
+	Web   []WebProbe  `json:"web,omitempty"`   // one per host and scheme probed
+	Ports []PortProbe `json:"ports,omitempty"` // one per port, in the task's order
+}
+
+// WebProbe is one HTTP(S) request's outcome. Class is "" when the server
+// answered with an HTTP status; otherwise it says why not.
+type WebProbe struct {
+	Host      string            `json:"host"`
+	Scheme    string            `json:"scheme"`
+	Method    string            `json:"method,omitempty"` // HEAD, or GET when HEAD was refused
+	Class     string            `json:"class,omitempty"`
+	Error     string            `json:"error,omitempty"`
+	Status    int               `json:"status,omitempty"`
+	Server    string            `json:"server,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	Redirects []string          `json:"redirects,omitempty"` // the Location of every redirect, in order
+	FinalURL  string            `json:"final_url,omitempty"`
+	Elapsed   time.Duration     `json:"elapsed"`
+	Remote    string            `json:"remote,omitempty"` // ip:port that answered
+
+	TLSVersion  string    `json:"tls_version,omitempty"`
+	CertSubject string    `json:"cert_subject,omitempty"`
+	CertIssuer  string    `json:"cert_issuer,omitempty"`
+	CertExpiry  time.Time `json:"cert_expiry,omitzero"`
+	CertError   string    `json:"cert_error,omitempty"` // why the certificate would not verify; "" when it does
+}
+
+// PortProbe is one TCP connect's outcome.
+type PortProbe struct {
+	Port    int           `json:"port"`
+	State   string        `json:"state"` // open, closed, filtered, unreachable, excluded, error
+	Latency time.Duration `json:"latency"`
+	Banner  string        `json:"banner,omitempty"`
+	Error   string        `json:"error,omitempty"`
+}
+
+// normalize makes empty lists and maps nil, so a message decodes to the
+// same value whether a peer wrote an empty list or left it out.
+func (t *SurveyTask) normalize() {
+	t.Hosts = nilIfEmpty(t.Hosts)
+	t.Ports = nilIfEmpty(t.Ports)
+	t.Spec.Schemes = nilIfEmpty(t.Spec.Schemes)
+	t.Spec.Headers = nilIfEmpty(t.Spec.Headers)
+}
+
+func (r *SurveyResult) normalize() {
+	r.Web = nilIfEmpty(r.Web)
+	r.Ports = nilIfEmpty(r.Ports)
+	for i := range r.Web {
+		w := &r.Web[i]
+		w.Redirects = nilIfEmpty(w.Redirects)
+		if len(w.Headers) == 0 {
+			w.Headers = nil
+		}
+	}
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
