@@ -95,6 +95,16 @@
 // render; Heartbeat.RenderRSS and Stats.Render report its memory (its
 // whole process tree), and Close leaves none of its processes behind.
 //
+// # Host surveys
+//
+// With Config.Prober (package survey's, filled in by the command), the
+// supervisor also runs host-survey tasks (wire.SurveyTask) from a survey's
+// dispatcher, and Hello says so. Each task is one address, probed on its
+// own goroutine by the Prober, which keeps the survey's politeness; at
+// most Capacity run at once and each is answered with one SurveyResult
+// echoing its ID and Lease (survey.go). The crawl's host queues are not
+// involved: a survey never fetches pages.
+//
 // # Memory
 //
 // At most Capacity tasks are held, queued or in progress; the dispatcher

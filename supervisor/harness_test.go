@@ -120,6 +120,7 @@ type dispatcher struct {
 	hellos  chan *wire.Hello
 	beats   chan *wire.Heartbeat
 	results chan *wire.Result
+	surveys chan *wire.SurveyResult
 	stop    chan struct{}
 	done    chan struct{}
 	out     *wire.Sender
@@ -136,6 +137,7 @@ func newDispatcher(t *testing.T, endpoint string) *dispatcher {
 		hellos:  make(chan *wire.Hello, 1000),
 		beats:   make(chan *wire.Heartbeat, 1000),
 		results: make(chan *wire.Result, 1000),
+		surveys: make(chan *wire.SurveyResult, 1000),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -166,6 +168,8 @@ func (d *dispatcher) read() {
 			d.beats <- v.(*wire.Heartbeat)
 		case wire.KindResult:
 			d.results <- v.(*wire.Result)
+		case wire.KindSurveyResult:
+			d.surveys <- v.(*wire.SurveyResult)
 		}
 	}
 }

@@ -116,6 +116,11 @@ type Config struct {
 	// AllowLoopback and MaxBody, and the supervisor's Logger. Nil: no
 	// rendering.
 	Render *RenderConfig
+
+	// Prober, when set, runs the host-survey tasks a survey's dispatcher
+	// sends (survey.go); Hello advertises it. Nil: survey tasks are
+	// answered with an error.
+	Prober Prober
 }
 
 // Stats is a snapshot of a supervisor's counters.
@@ -130,6 +135,7 @@ type Stats struct {
 	Registered    bool             // a Welcome (or a Task) has arrived
 	Blacklisted   int64            // hosts and addresses blacklisted during the run for failing
 	Soft404Probes int64            // invented-path requests made to detect soft 404s
+	Surveyed      int64            // survey tasks probed and answered
 
 	Render *RenderStats // the browser pool's, nil when not a render node
 }
@@ -177,6 +183,11 @@ type Supervisor struct {
 	// flushMu orders flushes: one that returns has written every time
 	// recorded before it was called (see reserve).
 	flushMu sync.Mutex
+
+	// Survey tasks in progress (survey.go): one slot each, at most Capacity.
+	surveySlots chan struct{}
+	surveys     sync.WaitGroup
+	surveyed    atomic.Int64
 
 	runOnce   sync.Once
 	closeOnce sync.Once
@@ -327,6 +338,7 @@ func New(cfg Config) (*Supervisor, error) {
 		robotsFetcher: fetch.New(robotsFetch),
 		health:        hs,
 		soft404:       newSoft404s(),
+		surveySlots:   make(chan struct{}, cfg.Capacity),
 	}
 	if s.advert == "" {
 		s.advert = s.endpoint
@@ -363,6 +375,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	<-ctx.Done()
 	s.sched.stop()
 	wg.Wait()
+	s.surveys.Wait() // the reader that starts them has stopped
 	// The workers are done: write the times of their last requests, so a
 	// supervisor that takes the hosts over knows them.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheTimeout)
@@ -409,6 +422,7 @@ func (s *Supervisor) Stats() Stats {
 		Registered:    s.registered.Load(),
 		Blacklisted:   s.health.blacklisted.Load(),
 		Soft404Probes: s.soft404Probes.Load(),
+		Surveyed:      s.surveyed.Load(),
 		Failed:        make(map[string]int64),
 	}
 	s.failedMu.Lock()
@@ -449,6 +463,7 @@ func (s *Supervisor) hello() wire.Hello {
 		Mappings:   s.digest,
 		Started:    s.started,
 		Key:        s.cfg.Keys.Public,
+		Survey:     s.cfg.Prober != nil,
 	}
 }
 
@@ -477,6 +492,9 @@ func (s *Supervisor) receive(ctx context.Context) {
 		case wire.KindTask:
 			s.markRegistered()
 			s.accept(ctx, v.(*wire.Task))
+		case wire.KindSurveyTask:
+			s.markRegistered()
+			s.acceptSurvey(ctx, v.(*wire.SurveyTask))
 		default:
 			s.log.Warn("unexpected message on task socket dropped", "kind", kind.String())
 		}
