@@ -54,7 +54,6 @@ func (p *connectProber) Probe(ctx context.Context, t *wire.SurveyTask) wire.Surv
 	return r
 }
 
-
 func surveyResults(t *testing.T, d *dispatcher, n int) map[string]*wire.SurveyResult {
 	t.Helper()
 	got := map[string]*wire.SurveyResult{}
