@@ -1,7 +1,8 @@
 // Package store owns what outlives a run: the records with the values found
-// for them (and where each came from), and the caches that supervisors share
+// for them (and where each came from), the caches that supervisors share
 // (robots.txt bodies, each host's last crawl time and soft-404 probe
-// verdict).
+// verdict), and the result rows of host surveys (Surveys: one JSON document
+// per domain or ip:port, kept byte for byte).
 //
 // Two backends sit behind the same interfaces: an embedded SQLite file (the
 // default; nothing to install) and MongoDB for clusters. Open picks one from
@@ -54,7 +55,9 @@
 // timeout does not cover, is retried.
 // Within a process writes go through one connection (SQLite admits one writer
 // at a time anyway, and queueing in Go is cheaper than spinning on the file
-// lock) and reads through a small pool of read-only connections. The schema
+// lock) and reads through a small pool of read-only connections.
+// OpenSQLiteFile opens another component's own SQLite file (a survey's
+// state) the same way, with that component's migrations. The schema
 // is created at open and versioned with PRAGMA user_version; a file written
 // by a newer build is refused rather than misread. Commits use
 // synchronous=NORMAL: durable across a process crash, not across a power

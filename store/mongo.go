@@ -17,7 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 )
 
-// The MongoDB backend keeps six collections in the database the URI names
+// The MongoDB backend keeps seven collections in the database the URI names
 // ("backfill" when it names none):
 //
 //	records     {_id: record id, seq, fields: [{k, v}], order: [..], links: [..]}
@@ -26,6 +26,7 @@ import (
 //	robots      {_id: host, status, body, fetched_at, expires}
 //	last_crawl  {_id: <host>@<unix ms>, host, at}
 //	soft404     {_id: host, print, probed_at, expires}
+//	survey_rows {_id: <survey>@<key>, survey, key, at, doc} (mongo_survey.go)
 //	meta        {_id: "schema", version}
 //
 // Every write is a whole-document insert or replace keyed by _id, or a
@@ -170,7 +171,7 @@ func (s *mongoStore) setup(ctx context.Context) error {
 	if v.Version > mongoSchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build's %d", v.Version, mongoSchemaVersion)
 	}
-	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404"} {
+	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "survey_rows"} {
 		err := s.do(ctx, "create collection "+c, func(ctx context.Context) error {
 			err := s.db.CreateCollection(ctx, c)
 			if se := mongo.ServerError(nil); errors.As(err, &se) && se.HasErrorCode(48) { // NamespaceExists
@@ -193,6 +194,7 @@ func (s *mongoStore) setup(ctx context.Context) error {
 		{s.records, "records_by_seq", bson.D{{Key: "seq", Value: 1}, {Key: "_id", Value: 1}}},
 		{s.fields, "fields_by_record", bson.D{{Key: "record", Value: 1}}},
 		{s.lcr, "last_crawl_by_host", bson.D{{Key: "host", Value: 1}, {Key: "at", Value: -1}}},
+		{s.surveyRows(), "survey_rows_by_key", bson.D{{Key: "survey", Value: 1}, {Key: "key", Value: 1}}},
 	}
 	for _, ix := range indexes {
 		err := s.do(ctx, "create index "+ix.name, func(ctx context.Context) error {

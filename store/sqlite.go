@@ -71,6 +71,16 @@ var sqliteSchema = [][]string{
 			expires   TEXT NOT NULL
 		)`,
 	},
+	{
+		// host surveys' result rows (survey.go)
+		`CREATE TABLE IF NOT EXISTS survey_rows (
+			survey TEXT NOT NULL,
+			key    TEXT NOT NULL,
+			at     TEXT NOT NULL, -- fixed-width UTC, see formatTime
+			doc    TEXT NOT NULL, -- the row as JSON
+			PRIMARY KEY (survey, key)
+		) WITHOUT ROWID`,
+	},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every
@@ -192,7 +202,7 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 
 	// The schema must exist (and the file be in WAL mode) before any reader
 	// connects, so the writer goes first.
-	if err := retryBusy(ctx, sqliteBusyTimeout, func() error { return migrateSQLite(ctx, w) }); err != nil {
+	if err := retryBusy(ctx, sqliteBusyTimeout, func() error { return migrateSQLite(ctx, w, sqliteSchema) }); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
@@ -330,10 +340,11 @@ func retryBusy(ctx context.Context, limit time.Duration, f func() error) error {
 	}
 }
 
-// migrateSQLite brings the schema to the newest version in one immediate
+// migrateSQLite brings a file's schema (a list of migrations like
+// sqliteSchema) to the newest version in one immediate
 // transaction, so processes opening the same new file at once serialize here
 // and only the first one creates anything.
-func migrateSQLite(ctx context.Context, db *sql.DB) error {
+func migrateSQLite(ctx context.Context, db *sql.DB, schema [][]string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -343,14 +354,14 @@ func migrateSQLite(ctx context.Context, db *sql.DB) error {
 	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	if v > len(sqliteSchema) {
-		return fmt.Errorf("schema version %d is newer than this build's %d", v, len(sqliteSchema))
+	if v > len(schema) {
+		return fmt.Errorf("schema version %d is newer than this build's %d", v, len(schema))
 	}
-	if v == len(sqliteSchema) {
+	if v == len(schema) {
 		return nil
 	}
-	for ; v < len(sqliteSchema); v++ {
-		for _, stmt := range sqliteSchema[v] {
+	for ; v < len(schema); v++ {
+		for _, stmt := range schema[v] {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
 			}

@@ -118,7 +118,7 @@ func TestSQLiteRetryBusy(t *testing.T) {
 		db := writer(t, path)
 		var errs []error
 		err := retryBusy(ctx, time.Minute, func() error {
-			err := migrateSQLite(ctx, db)
+			err := migrateSQLite(ctx, db, sqliteSchema)
 			errs = append(errs, err)
 			release()
 			return err
@@ -139,7 +139,7 @@ func TestSQLiteRetryBusy(t *testing.T) {
 		path, _ := lock(t)
 		db := writer(t, path)
 		n := 0
-		err := retryBusy(ctx, 0, func() error { n++; return migrateSQLite(ctx, db) })
+		err := retryBusy(ctx, 0, func() error { n++; return migrateSQLite(ctx, db, sqliteSchema) })
 		if n != 1 || err == nil {
 			t.Errorf("%d attempts, err %v; want 1 attempt and SQLITE_BUSY", n, err)
 		}
@@ -152,7 +152,7 @@ func TestSQLiteRetryBusy(t *testing.T) {
 		err := retryBusy(cctx, time.Minute, func() error {
 			n++
 			cancel()
-			return migrateSQLite(ctx, db)
+			return migrateSQLite(ctx, db, sqliteSchema)
 		})
 		if n != 1 || !errors.Is(err, context.Canceled) {
 			t.Errorf("%d attempts, err %v; want 1 attempt and context.Canceled", n, err)

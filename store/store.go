@@ -95,6 +95,7 @@ type HostCache interface {
 type Store interface {
 	Records
 	HostCache
+	Surveys
 	// Backend names the backend ("sqlite", "mongodb") for logs and tests.
 	Backend() string
 	Close() error
