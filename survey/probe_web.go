@@ -65,6 +65,9 @@ func (p *Prober) probeWeb(ctx context.Context, c *connector, hosts []string) []w
 func (p *Prober) webProbe(ctx context.Context, c *connector, host, scheme string) (wire.WebProbe, bool) {
 	wp := wire.WebProbe{Host: host, Scheme: scheme}
 	cur := &url.URL{Scheme: scheme, Host: host, Path: "/"}
+	if port := schemePort(c.spec, scheme); port != 0 {
+		cur.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	}
 	start := time.Now()
 	method := http.MethodHead
 	for hops := 0; ; {
@@ -171,10 +174,14 @@ func (p *Prober) request(ctx context.Context, c *connector, u *url.URL, method s
 		DisableCompression:     true,
 	}
 	defer tr.CloseIdleConnections()
-	rctx, cancel := context.WithTimeout(ctx, c.spec.Timeout)
+	// Connecting, the TLS handshake and the response header each have
+	// Timeout; the request as a whole has all three.
+	rctx, cancel := context.WithTimeout(ctx, 3*c.spec.Timeout)
 	defer cancel()
+	connected := false
 	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
 		TLSHandshakeDone: func(_ tls.ConnectionState, err error) { tlsErr = err },
+		GotConn:          func(httptrace.GotConnInfo) { connected = true },
 	})
 	req, err := http.NewRequestWithContext(rctx, method, u.String(), nil)
 	if err != nil {
@@ -196,6 +203,8 @@ func (p *Prober) request(ctx context.Context, c *connector, u *url.URL, method s
 			return nil, webDialClass(dialState(dialErr, dialCtx, ctx)), dialErr.Error()
 		case tlsErr != nil:
 			return nil, WebTLS, tlsErr.Error()
+		case !connected && ctx.Err() == nil && u.Scheme == "http":
+			return nil, WebConnectTimeout, err.Error()
 		case ctx.Err() == nil && (rctx.Err() != nil || isTimeoutErr(err)):
 			return nil, WebTimeout, err.Error()
 		}
@@ -204,6 +213,14 @@ func (p *Prober) request(ctx context.Context, c *connector, u *url.URL, method s
 	io.CopyN(io.Discard, resp.Body, rangedGetBytes)
 	resp.Body.Close()
 	return resp, "", ""
+}
+
+// schemePort is the port the spec asks for scheme, 0 for its default.
+func schemePort(spec wire.SurveySpec, scheme string) int {
+	if scheme == "https" {
+		return spec.HTTPSPort
+	}
+	return spec.HTTPPort
 }
 
 // portOf is the port a URL connects to.

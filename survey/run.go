@@ -136,7 +136,7 @@ func (c Config) run(ctx context.Context, job, params string, plan func(context.C
 	if c.Store != nil {
 		pending = c.drainStore(context.WithoutCancel(ctx), st, cur)
 	}
-	sum, err := summarize(ctx, st, cur)
+	sum, err := summarize(context.WithoutCancel(ctx), st, cur)
 	if err != nil {
 		return nil, errors.Join(runErr, err)
 	}

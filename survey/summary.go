@@ -32,7 +32,7 @@ type Summary struct {
 	Outcomes  map[string]int `json:"outcomes,omitempty"` // answered, unresponsive, unresolved, excluded
 	Classes   map[string]int `json:"classes,omitempty"`  // "outcome/class" of the rows not answered
 	Addresses int            `json:"addresses,omitempty"`
-	Requests  int            `json:"requests,omitempty"`   // HTTP probes made (IP dedupe makes this smaller than the domains)
+	Probes    int            `json:"probes,omitempty"`     // HTTP probes made, one per address (or domain) and scheme: IP dedupe makes them fewer than the domains
 	SharedIP  int            `json:"shared_ip,omitempty"`  // rows answered by another domain's probe on the same address
 	Copied    int            `json:"copied,omitempty"`     // rows copied forward from the previous results
 	DNSCached int            `json:"dns_cached,omitempty"` // domains answered by the DNS cache
@@ -144,7 +144,7 @@ func (s *Summary) webRow(r WebRow, count func(kind, name string)) {
 	if r.SharedIP {
 		s.SharedIP++
 	} else if r.CopiedFrom == "" {
-		s.Requests += len(r.Probes)
+		s.Probes += len(r.Probes)
 	}
 	if r.Outcome != Answered {
 		return
@@ -166,7 +166,11 @@ func (s *Summary) webRow(r WebRow, count func(kind, name string)) {
 		count("server", product)
 		count("version", p.Server)
 	}
-	if to := crossDomain(r.Domain, p.FinalURL); to != "" {
+	probed := r.Domain
+	if r.SharedIP {
+		probed = r.ProbedAs // the final URL is that domain's
+	}
+	if to := crossDomain(probed, p.FinalURL); to != "" {
 		s.CrossDomain++
 		count("redirect", to)
 	}
@@ -229,8 +233,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if len(s.Classes) > 0 {
 			fmt.Fprintf(&b, "  not answered: %s\n", pairs(s.Classes, nil))
 		}
-		fmt.Fprintf(&b, "  addresses: %d; HTTP requests: %d; rows sharing an address's probe: %d; copied from before: %d; DNS from cache: %d\n",
-			s.Addresses, s.Requests, s.SharedIP, s.Copied, s.DNSCached)
+		fmt.Fprintf(&b, "  addresses: %d; HTTP probes: %d; rows sharing an address's probe: %d; copied from before: %d; DNS from cache: %d\n",
+			s.Addresses, s.Probes, s.SharedIP, s.Copied, s.DNSCached)
 		if s.HTTPS != nil {
 			fmt.Fprintf(&b, "  HTTPS: %d of %d answered domains (%.1f%%)\n", s.HTTPS.HTTPS, s.HTTPS.Answered, 100*s.HTTPS.Share)
 		}

@@ -46,6 +46,8 @@ type SurveySpec struct {
 	EveryHost    bool          `json:"every_host,omitempty"`    // web: probe every host, not only the first
 	MaxRedirects int           `json:"max_redirects,omitempty"` // web: redirects followed on the same host
 	Banner       int           `json:"banner,omitempty"`        // ports: bytes of banner read from an open port; 0: none
+	HTTPPort     int           `json:"http_port,omitempty"`     // web: the port of http probes; 0: 80
+	HTTPSPort    int           `json:"https_port,omitempty"`    // web: the port of https probes; 0: 443
 }
 
 // SurveyResult answers one SurveyTask.
