@@ -64,8 +64,11 @@ func (p *Prober) connect(ctx context.Context, ip netip.Addr, port int, spec wire
 // banner reads the first bytes a server sends; on a web port it asks with
 // a HEAD request first, as such servers wait for the client to speak.
 func banner(conn net.Conn, ip netip.Addr, port int, spec wire.SurveySpec) (string, string) {
+	// The dialer's connection sets its own read deadline on every read, so
+	// the wait is a timer that closes the connection.
 	wait := max(2*spec.Timeout, bannerWaitMin)
-	conn.SetDeadline(time.Now().Add(wait))
+	timer := time.AfterFunc(wait, func() { conn.Close() })
+	defer timer.Stop()
 	if webPorts[port] {
 		req := fmt.Sprintf("HEAD / HTTP/1.0\r\nHost: %s\r\nUser-Agent: %s\r\n\r\n", ip, spec.UserAgent)
 		if _, err := io.WriteString(conn, req); err != nil {
@@ -74,7 +77,7 @@ func banner(conn net.Conn, ip netip.Addr, port int, spec wire.SurveySpec) (strin
 	}
 	buf := make([]byte, min(spec.Banner, MaxBanner))
 	n, err := io.ReadAtLeast(conn, buf, len(buf))
-	if n == 0 && err != nil && !isTimeoutErr(err) && err != io.EOF {
+	if n == 0 && err != nil && !isTimeoutErr(err) && err != io.EOF && timer.Stop() {
 		return "", "banner: " + err.Error()
 	}
 	return printable(buf[:n]), ""

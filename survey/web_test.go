@@ -114,7 +114,7 @@ func TestWebSurvey(t *testing.T) {
 	}
 	var out bytes.Buffer
 	sum, err := survey.RunWeb(context.Background(), survey.WebConfig{
-		Config: survey.Config{StateDir: filepath.Join(dir, "state"), Out: &out, Cluster: local(t, 2, w), Spec: webSpec(w)},
+		Config:  survey.Config{StateDir: filepath.Join(dir, "state"), Out: &out, Cluster: local(t, 2, w), Spec: webSpec(w)},
 		Domains: domains, Resolver: resolver(t, w),
 	})
 	if err != nil {
