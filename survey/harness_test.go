@@ -79,10 +79,12 @@ func local(t testing.TB, n int, ca *surveytest.Web) survey.Cluster {
 	}
 }
 
-// webSpec is how the tests probe the zone.
+// webSpec is how the tests probe the zone. The delay between two
+// connections to an address gives its server the time to see the first
+// one closed, so its count of connections open at once is exact.
 func webSpec(w *surveytest.Web) wire.SurveySpec {
 	return wire.SurveySpec{Timeout: 400 * time.Millisecond, Schemes: []string{"http", "https"}, Headers: []string{"X-Powered-By"},
-		MaxRedirects: 3, UserAgent: testUA, HTTPPort: w.HTTPPort, HTTPSPort: w.HTTPSPort, Per24: 2}
+		MaxRedirects: 3, UserAgent: testUA, Delay: 50 * time.Millisecond, HTTPPort: w.HTTPPort, HTTPSPort: w.HTTPSPort, Per24: 2}
 }
 
 func resolver(t testing.TB, w *surveytest.Web) *survey.Resolver {

@@ -121,9 +121,11 @@ func TestPortSurvey(t *testing.T) {
 		if r := byKey[net.JoinHostPort(h.ip.String(), strconv.Itoa(h.greet))]; !strings.HasPrefix(r.Banner, "SSH-2.0-OpenSSH_9.6") || r.LatencyMS <= 0 {
 			t.Errorf("banner %q latency %v", r.Banner, r.LatencyMS)
 		}
+		h.mu.Lock()
 		if h.max > 1 {
 			t.Errorf("%s had %d connections at once", h.ip, h.max)
 		}
+		h.mu.Unlock()
 	}
 	for _, p := range ports {
 		r := byKey[net.JoinHostPort("10.1.2.3", strconv.Itoa(p))]

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"backfill/wire"
@@ -151,18 +152,24 @@ func (p *Prober) record(wp *wire.WebProbe, resp *http.Response, host string, c *
 func (p *Prober) request(ctx context.Context, c *connector, u *url.URL, method string) (*http.Response, string, string) {
 	addr := net.JoinHostPort(c.ip.String(), portOf(u))
 	var dialErr, tlsErr error
+	var (
+		connMu sync.Mutex
+		conn   net.Conn
+	)
 	dialCtx := ctx
 	tr := &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			dctx, cancel := context.WithTimeout(ctx, c.spec.Timeout)
 			defer cancel()
-			conn, err := p.fetcher.DialContext(dctx, network, addr)
+			c, err := p.fetcher.DialContext(dctx, network, addr)
+			connMu.Lock()
+			defer connMu.Unlock()
 			if err != nil {
-				dialErr = err
-				dialCtx = dctx
+				dialErr, dialCtx = err, dctx
 			}
-			return conn, err
+			conn = c
+			return c, err
 		},
 		// Certificates are recorded, not enforced: verification runs in
 		// record and its failure is a finding, not a reason to stop.
@@ -173,7 +180,16 @@ func (p *Prober) request(ctx context.Context, c *connector, u *url.URL, method s
 		DisableKeepAlives:      true,
 		DisableCompression:     true,
 	}
-	defer tr.CloseIdleConnections()
+	defer func() {
+		// The connection is closed when request returns, not later in the
+		// transport's own time: the next one to the address waits for it.
+		tr.CloseIdleConnections()
+		connMu.Lock()
+		if conn != nil {
+			conn.Close()
+		}
+		connMu.Unlock()
+	}()
 	// Connecting, the TLS handshake and the response header each have
 	// Timeout; the request as a whole has all three.
 	rctx, cancel := context.WithTimeout(ctx, 3*c.spec.Timeout)
@@ -197,6 +213,8 @@ func (p *Prober) request(ctx context.Context, c *connector, u *url.URL, method s
 	}
 	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
+	connMu.Lock()
+	defer connMu.Unlock()
 	if err != nil {
 		switch {
 		case dialErr != nil:

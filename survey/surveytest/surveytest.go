@@ -478,15 +478,22 @@ var selfSigned *tls.Config
 // startDNS serves the zone on a free loopback UDP port and the same TCP
 // port.
 func (w *Web) startDNS() error {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	addr := pc.LocalAddr().String()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
+	var pc net.PacketConn
+	var ln net.Listener
+	var addr string
+	for try := 0; ; try++ {
+		var err error
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			return err
+		}
+		addr = pc.LocalAddr().String()
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
 		pc.Close()
-		return err
+		if try == 20 {
+			return err
+		}
 	}
 	h := dns.HandlerFunc(w.answer)
 	udp := &dns.Server{PacketConn: pc, Handler: h}
