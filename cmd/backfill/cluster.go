@@ -9,6 +9,7 @@ import (
 
 	"backfill/dispatcher"
 	"backfill/supervisor"
+	"backfill/survey"
 )
 
 // cmdDispatcher runs only the dispatcher: supervisors in other processes or
@@ -102,6 +103,11 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	cfg.Listen = *listen
 	cfg.Advertise = *advertise
 	cfg.Keys, cfg.DispatcherKey, cfg.Insecure = keys, dispatcherKey, sec.insecure
+	// Every supervisor can also run host surveys, through the same guard
+	// and blacklist as its fetches.
+	prober := survey.NewProber(survey.ProberConfig{Fetch: cfg.Fetch, Logger: log})
+	defer prober.Close()
+	cfg.Prober = prober
 	s, err := supervisor.New(cfg)
 	if err != nil {
 		return err

@@ -45,6 +45,7 @@ var commands = []command{
 	{"status", "show a dispatcher's members, rates, queues and records complete", cmdStatus},
 	{"keygen", "write CURVE key pairs (NAME.key, NAME.pub) that secure a cluster", cmdKeygen},
 	{"export", "write the records with the values found", cmdExport},
+	{"survey", "survey hosts: web (web-server metadata of domains) or ports (TCP liveness)", cmdSurvey},
 	{"mappings", "author site mappings: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR], learn -o DIR", cmdMappings},
 	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo},
 	{"provision", "deploy a cluster to droplets: init FILE, render FILE -o DIR, check DIR", cmdProvision},
