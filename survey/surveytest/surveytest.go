@@ -40,6 +40,10 @@ type Options struct {
 	Domains   int           // default 2000
 	Addresses int           // default 200
 	SlowDNS   time.Duration // how long the slow names take to answer; default 2s
+	// Plain makes every address a normal server and every name resolve
+	// (benchmarks of throughput, where timeouts would only measure the
+	// timeout).
+	Plain bool
 }
 
 // Kinds of address: what its servers do.
@@ -105,7 +109,11 @@ func Start(tb testing.TB, opt Options) *Web {
 	tb.Cleanup(w.close)
 	for j := range opt.Addresses {
 		w.addrs = append(w.addrs, netip.AddrFrom4([4]byte{127, 1, byte(j / 250), byte(j%250 + 1)}))
-		w.kinds = append(w.kinds, kindOf(j))
+		k := kindOf(j)
+		if opt.Plain {
+			k = KindNormal
+		}
+		w.kinds = append(w.kinds, k)
 	}
 	tlsCfg, pool, err := certificates()
 	if err != nil {
@@ -541,13 +549,17 @@ func (w *Web) answer(rw dns.ResponseWriter, q *dns.Msg) {
 		}
 		addr = w.Addr(i)
 	default:
-		if _, err := fmt.Sscanf(name, "d%05d.test", &i); err != nil || i >= w.opt.Domains || NameClass(i) == NameNX {
+		class := NameNormal
+		if _, err := fmt.Sscanf(name, "d%05d.test", &i); err == nil && !w.opt.Plain {
+			class = NameClass(i)
+		}
+		if _, err := fmt.Sscanf(name, "d%05d.test", &i); err != nil || i >= w.opt.Domains || class == NameNX {
 			m.Rcode = dns.RcodeNameError
 			m.Ns = []dns.RR{soa}
 			rw.WriteMsg(m)
 			return
 		}
-		switch NameClass(i) {
+		switch class {
 		case NameServFail:
 			m.Rcode = dns.RcodeServerFailure
 			rw.WriteMsg(m)
