@@ -104,6 +104,7 @@ func planWeb(ctx context.Context, cfg WebConfig, st *state, cur run, prev *run) 
 		if p, ok := previous[d.name]; ok && cfg.MaxAge > 0 && p.Outcome != Unresolved &&
 			slices.Equal(p.DNS.IPs, a.IPs) && now.Sub(p.At) <= cfg.MaxAge {
 			p.CopiedFrom = prevName
+			p.DNS, p.DNSCached, p.DNSAt = a.Answer, a.Cached, a.At // the answer that was checked now
 			rows = append(rows, webRow(d.seq, p))
 			continue
 		}

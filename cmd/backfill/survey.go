@@ -347,10 +347,13 @@ func surveyPorts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	pc := survey.PortsConfig{Targets: items, Random: *random, Seed: *seed, Ports: pl, Blocklist: bl, AllowLoopback: f.allowLoop, Resolver: resolver}
 	if *dryRun {
 		w := bufio.NewWriter(stdout)
-		_, err := survey.PortTargets(ctx, pc, func(ip netip.Addr, port int) error {
+		rep, err := survey.PortTargets(ctx, pc, func(ip netip.Addr, port int) error {
 			_, err := fmt.Fprintln(w, netip.AddrPortFrom(ip, uint16(port)))
 			return err
 		})
+		for _, e := range rep.Errors {
+			fmt.Fprintf(stderr, "skipped: %s\n", e)
+		}
 		return errors.Join(translate(err), w.Flush())
 	}
 	r, err := f.open(ctx, stdout, stderr, wire.SurveySpec{Banner: *banner}, user.Prefixes)
