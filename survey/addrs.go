@@ -107,12 +107,6 @@ func DefaultBlocklist() Blocklist {
 	return b
 }
 
-// LoadBlocklist reads a blocklist file (one IP, CIDR or host name a line,
-// "#" comments), naming file:line on a bad entry.
-func LoadBlocklist(path string) (fetch.Blacklist, error) {
-	return fetch.LoadBlacklist(path)
-}
-
 // Add adds bl's entries to b; source names it in messages.
 func (b *Blocklist) Add(bl fetch.Blacklist, source string) {
 	var spans []span

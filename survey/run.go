@@ -3,7 +3,6 @@ package survey
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -212,9 +211,4 @@ func (c Config) drainStore(ctx context.Context, st *state, cur run) int {
 		return -1
 	}
 	return len(left)
-}
-
-// Describe names the run a summary is about, for logs.
-func (s *Summary) Describe() string {
-	return fmt.Sprintf("%s (%d rows, %s)", s.Run, s.Rows, s.Elapsed)
 }

@@ -32,6 +32,10 @@
 // plaintext peer of a CURVE socket never get a frame through (see zap.go
 // for how keys are checked per socket).
 //
+// Host surveys use the same pipes: a survey's dispatcher sends
+// SurveyTasks on a supervisor's task socket and gets SurveyResults on its
+// intake (survey.go).
+//
 // A frame is one ZeroMQ message: a version byte, a Kind byte and a body:
 // compact tagged fields for Tasks and Results, which are most of the
 // traffic, and JSON for the rest. Decode refuses anything else with an error wrapping ErrBadFrame, so
