@@ -75,15 +75,17 @@ func BenchmarkWebSurvey(b *testing.B) {
 }
 
 // headLoop is the ceiling: every domain resolved with Go's resolver
-// against the zone's server and asked HEAD / by http.Head, 64 at once,
-// with no dedupe, delay or per-address limit.
+// against the zone's server and asked HEAD / by http.Head (redirects not
+// followed), 64 at once, with no dedupe, delay or per-address limit.
 func headLoop(b *testing.B, w *surveytest.Web) {
 	res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, w.DNS)
 	}}
-	client := &http.Client{Timeout: 3 * benchTimeout, Transport: &http.Transport{DisableKeepAlives: true,
-		DialContext: (&net.Dialer{Resolver: res, Timeout: benchTimeout}).DialContext}}
+	client := &http.Client{Timeout: 3 * benchTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{DisableKeepAlives: true,
+			DialContext: (&net.Dialer{Resolver: res, Timeout: benchTimeout}).DialContext}}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range 64 {

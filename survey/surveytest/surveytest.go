@@ -21,6 +21,8 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -331,6 +333,7 @@ func (w *Web) serve(ln net.Listener, a netip.Addr, https bool) {
 	srv := &http.Server{
 		Handler:           http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { w.handle(rw, r, a, https) }),
 		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0), // probes that give up mid-handshake are expected
 		ConnState: func(_ net.Conn, s http.ConnState) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
