@@ -12,7 +12,6 @@
 package surveytest
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -347,12 +346,7 @@ func (w *Web) serve(ln net.Listener, a netip.Addr, https bool) {
 		},
 	}
 	go srv.Serve(ln)
-	w.closers = append(w.closers, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		srv.Close()
-	})
+	w.closers = append(w.closers, func() { srv.Close() }) // at once: hanging handlers are not waited for
 }
 
 // hang is how long a hanging server holds a request: longer than any
