@@ -110,25 +110,7 @@ func headLoop(b *testing.B, w *surveytest.Web) {
 // open on each of a few addresses, the rest refused), with 1 and 4
 // supervisors, and a plain loop of net.Dialer as the ceiling.
 func BenchmarkPortSurvey(b *testing.B) {
-	var ports []int
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.5.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	ports = append(ports, 1, 2)
+	ports := []int{surveytest.OpenPort(b, "127.5.0.1"), surveytest.OpenPort(b, "127.5.0.1"), 1, 2}
 	const addrs = 1024
 	probes := addrs * len(ports)
 	for _, sups := range []int{1, 4} {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"backfill/survey"
+	"backfill/survey/surveytest"
 	"backfill/wire"
 )
 
@@ -66,23 +67,8 @@ func newPortHost(t *testing.T, ip string) *portHost {
 	ln, _ := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	h.closed = ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	h.filtered = fullPort(t, ip)
+	h.filtered = surveytest.FilteredPort(t, ip)
 	return h
-}
-
-// fullPort is a port whose listener never accepts (its queue is full), so
-// a connect times out: a filtered port, on loopback.
-func fullPort(t *testing.T, ip string) int {
-	for try := 0; try < 20; try++ {
-		p := 40000 + int(time.Now().UnixNano()%20000)
-		ln, err := listenFullAt(ip, p)
-		if err == nil {
-			t.Cleanup(func() { ln.Close() })
-			return p
-		}
-	}
-	t.Fatal("no filtered port")
-	return 0
 }
 
 func TestPortSurvey(t *testing.T) {

@@ -145,25 +145,7 @@ func TestSurveyWebCluster(t *testing.T) {
 // kill -9 of a survey's dispatcher mid-run: started again on the same
 // state directory, it finishes with every ip:port once.
 func TestSurveyPortsClusterKill(t *testing.T) {
-	var open []int
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.4.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
-		open = append(open, ln.Addr().(*net.TCPAddr).Port)
-	}
-	ports := fmt.Sprintf("%d,%d,1", open[0], open[1])
+	ports := fmt.Sprintf("%d,%d,1", surveytest.OpenPort(t, "127.4.0.1"), surveytest.OpenPort(t, "127.4.0.1"))
 	dir := t.TempDir()
 	out := filepath.Join(dir, "ports.jsonl")
 	args := []string{"ports", "--cluster", "tcp://127.0.0.1:0", "--expect", "2", "--targets", "127.4.0.0/24", "--ports", ports,

@@ -289,7 +289,7 @@ func (w *Web) listenAll(tlsCfg *tls.Config) error {
 				case KindClosed:
 					continue
 				case KindFiltered:
-					ln, err = listenFull(a, port)
+					ln, err = ListenFull(a, port)
 				default:
 					ln, err = net.Listen("tcp", netip.AddrPortFrom(a, uint16(port)).String())
 				}
@@ -390,10 +390,10 @@ func (w *Web) handle(rw http.ResponseWriter, r *http.Request, a netip.Addr, http
 	rw.WriteHeader(http.StatusOK)
 }
 
-// listenFull opens a listener at a:port whose accept queue is full, so a
+// ListenFull opens a listener at a:port whose accept queue is full, so a
 // new connection is never answered: the kernel drops its SYN, and a
 // connect times out as on a filtered port.
-func listenFull(a netip.Addr, port int) (net.Listener, error) {
+func ListenFull(a netip.Addr, port int) (net.Listener, error) {
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -424,6 +424,43 @@ func listenFull(a netip.Addr, port int) (net.Listener, error) {
 		held = append(held, c)
 	}
 	return &fullListener{Listener: ln, held: held}, nil
+}
+
+// OpenPort listens on a free port of ip and accepts and closes every
+// connection, until the test ends: an open port.
+func OpenPort(tb testing.TB, ip string) int {
+	tb.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// FilteredPort is a port of ip whose listener never accepts (ListenFull),
+// until the test ends.
+func FilteredPort(tb testing.TB, ip string) int {
+	tb.Helper()
+	for try := 0; try < 20; try++ {
+		p := 40000 + int(time.Now().UnixNano()%20000)
+		ln, err := ListenFull(netip.MustParseAddr(ip), p)
+		if err == nil {
+			tb.Cleanup(func() { ln.Close() })
+			return p
+		}
+	}
+	tb.Fatal("surveytest: no port for a filtered listener")
+	return 0
 }
 
 type fullListener struct {
