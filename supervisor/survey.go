@@ -40,8 +40,11 @@ func (s *Supervisor) acceptSurvey(ctx context.Context, t *wire.SurveyTask) {
 		return
 	}
 	s.surveys.Go(func() {
-		defer func() { <-s.surveySlots }()
 		r := s.probe(ctx, t)
+		// The slot is free before the answer goes: the dispatcher sends
+		// the next task as soon as the answer arrives, and a slot still
+		// held then would drop that task until its lease expired.
+		<-s.surveySlots
 		if ctx.Err() != nil {
 			return // shutting down: the lease brings the task back
 		}
