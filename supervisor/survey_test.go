@@ -18,6 +18,7 @@ import (
 type connectProber struct {
 	now, peak atomic.Int32
 	release   chan struct{} // when not nil, every probe waits for it
+	entered   chan struct{} // when not nil, every probe says it began
 }
 
 func (p *connectProber) Probe(ctx context.Context, t *wire.SurveyTask) wire.SurveyResult {
@@ -28,6 +29,9 @@ func (p *connectProber) Probe(ctx context.Context, t *wire.SurveyTask) wire.Surv
 		if n <= m || p.peak.CompareAndSwap(m, n) {
 			break
 		}
+	}
+	if p.entered != nil {
+		p.entered <- struct{}{}
 	}
 	if t.Job == "panic" {
 		panic("probe exploded")
@@ -124,7 +128,7 @@ func TestSurveyTasksGoToTheProber(t *testing.T) {
 // lease to bring back, and a supervisor without a Prober says so.
 func TestSurveyTasksBoundedByCapacity(t *testing.T) {
 	d := newDispatcher(t, "tcp://127.0.0.1:*")
-	p := &connectProber{release: make(chan struct{})}
+	p := &connectProber{release: make(chan struct{}), entered: make(chan struct{}, 5)}
 	cfg := testConfig(t, d)
 	cfg.Prober = p
 	cfg.Capacity = 3
@@ -139,6 +143,13 @@ func TestSurveyTasksBoundedByCapacity(t *testing.T) {
 			t.Fatalf("dropped %d of the 2 tasks over capacity", r.sup.Stats().Dropped)
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	for range 3 { // the tasks held have all begun before any may end
+		select {
+		case <-p.entered:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d survey tasks began", p.now.Load())
+		}
 	}
 	close(p.release)
 	surveyResults(t, d, 3)
