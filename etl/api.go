@@ -29,12 +29,16 @@ type Set struct {
 
 // Mapping is one compiled site mapping.
 type Mapping struct {
-	Name        string
-	File        string // where it was loaded from, for messages
-	Render      bool   // pages need a JavaScript-capable supervisor
-	Priority    int    // higher is crawled first
-	Follow      bool   // generic outbound links of matching pages are followed (default true)
-	Description string
+	Name   string
+	File   string     // where it was loaded from, for messages
+	Render RenderMode // when its pages are rendered in a browser (see RenderMode)
+	// RenderResources lists the resource kinds (RenderResourceKinds) a
+	// browser rendering the mapping's pages may fetch besides scripts and
+	// their requests.
+	RenderResources []string
+	Priority        int  // higher is crawled first
+	Follow          bool // generic outbound links of matching pages are followed (default true)
+	Description     string
 
 	nameOff  int
 	patterns []*pattern // none: the mapping applies to every page but marks no URL as wanted
@@ -80,6 +84,11 @@ type Extraction struct {
 	Links    []string      // from url_parsers: absolute, normalized, deduplicated
 	OutLinks []string      // every http(s) link on the page (a/area href): absolute, normalized, deduplicated, binary file types removed
 	Errors   []FieldError  // processors that failed; other fields went on
+
+	// JSOnly says the page looks like a shell whose content JavaScript
+	// writes (see JSOnly). Set only when a mapping with url_patterns
+	// matched the page: elsewhere nothing would be taken from a rendering.
+	JSOnly bool `json:",omitempty"`
 
 	// Fingerprint is the page's content fingerprint for the content-seen
 	// test (see PageFingerprint), taken by Extract from the tree it
@@ -280,14 +289,4 @@ func (s *Set) Matches(rawURL string) (matched bool, priority int) {
 		matched = true
 	}
 	return matched, priority
-}
-
-// NeedsRender reports whether a mapping with Render matches rawURL.
-func (s *Set) NeedsRender(rawURL string) bool {
-	for _, m := range s.Mappings() {
-		if m.Render && m.MatchURL(rawURL) {
-			return true
-		}
-	}
-	return false
 }

@@ -68,7 +68,7 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 			ex.Fingerprint = bodyFingerprint(doc.Body)
 		}
 	}
-	follow := true
+	follow, specific := true, false
 	var links []string
 	for _, m := range s.Mappings() {
 		if o.only != "" && m.Name != o.only {
@@ -86,6 +86,10 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 		if !m.Generic() && !m.Follow {
 			follow = false
 		}
+		specific = specific || !m.Generic()
+	}
+	if specific {
+		ex.JSOnly = JSOnly(doc.Root)
 	}
 	ex.Links = dedupe(links)
 	if follow && doc.Root != nil {

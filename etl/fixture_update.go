@@ -15,7 +15,7 @@ import (
 
 // mappingKeyOrder is the order UpdateFixtures writes a mapping's keys in;
 // keys not listed (there are none in a valid file) follow in file order.
-var mappingKeyOrder = []string{"$schema", "$comment", "name", "description", "url_patterns", "url_parsers", "fields", "render", "priority", "follow", "fixtures"}
+var mappingKeyOrder = []string{"$schema", "$comment", "name", "description", "url_patterns", "url_parsers", "fields", "render", "render_resources", "priority", "follow", "fixtures"}
 
 // UpdateFixtures rewrites the expectations of every fixture in the mapping
 // file at path with what the mapping produces from the fixture's saved page

@@ -101,7 +101,7 @@ func TestLoadDirCollectsAllFiles(t *testing.T) {
 func TestLoadSeedFormat(t *testing.T) {
 	set := loadTestSet(t, "gravatar.json")
 	ms := set.Mappings()
-	if len(ms) != 1 || ms[0].Name != "gravatar" || !ms[0].Follow || ms[0].Render || ms[0].Priority != 0 {
+	if len(ms) != 1 || ms[0].Name != "gravatar" || !ms[0].Follow || ms[0].Render != RenderAuto || ms[0].Priority != 0 {
 		t.Fatalf("unexpected mappings %+v", ms)
 	}
 	if got := strings.Join(set.FieldNames(), ","); got != "location,name" {
@@ -139,7 +139,7 @@ func TestLoadExtensions(t *testing.T) {
 	if m == nil {
 		t.Fatal("mapping people-directory missing")
 	}
-	if !m.Render || m.Priority != 5 || m.Follow {
+	if m.Render != RenderAlways || m.Priority != 5 || m.Follow {
 		t.Errorf("options not loaded: %+v", m)
 	}
 	if ok, prio := set.Matches("https://people.example/p/ada"); !ok || prio != 5 {
@@ -153,6 +153,37 @@ func TestLoadExtensions(t *testing.T) {
 	}
 	if len(m.Fixtures()) != 1 || m.Fixtures()[0].Fields["name"][0] != "Ada Example" {
 		t.Errorf("fixtures not loaded: %+v", m.Fixtures())
+	}
+}
+
+// TestLoadRenderOptions checks render (modes, and booleans as older files
+// have them) and render_resources, and what the set answers from them.
+func TestLoadRenderOptions(t *testing.T) {
+	set := loadTestSet(t, "render.json")
+	for name, want := range map[string]RenderMode{
+		"legacy-true": RenderAlways, "legacy-false": RenderAuto, "never": RenderNever,
+		"always-images": RenderAlways, "auto-fonts": RenderAuto, "default": RenderAuto,
+	} {
+		if m := set.Mapping(name); m == nil || m.Render != want {
+			t.Errorf("mapping %s: render %v, want %v", name, m.Render, want)
+		}
+	}
+	for u, want := range map[string]bool{
+		"https://a.example/x": true, "https://b.example/x": false, "https://c.example/x": false,
+		"https://d.example/x": true, "https://e.example/x": false,
+	} {
+		if got := set.NeedsRender(u); got != want {
+			t.Errorf("NeedsRender(%s) = %v, want %v", u, got, want)
+		}
+	}
+	for u, want := range map[string]string{
+		"https://d.example/x":   "stylesheet,image",
+		"https://d.example/p/1": "stylesheet,image,font", // both mappings, in the order of RenderResourceKinds
+		"https://e.example/x":   "",
+	} {
+		if got := strings.Join(set.RenderResources(u), ","); got != want {
+			t.Errorf("RenderResources(%s) = %q, want %q", u, got, want)
+		}
 	}
 }
 

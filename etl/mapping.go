@@ -249,7 +249,7 @@ func describePointer(root *jnode, toks []string) (mapping, where string) {
 }
 
 var (
-	mappingKeys   = []string{"$schema", "$comment", "name", "description", "url_patterns", "url_parsers", "fields", "render", "priority", "follow", "fixtures"}
+	mappingKeys   = []string{"$schema", "$comment", "name", "description", "url_patterns", "url_parsers", "fields", "render", "render_resources", "priority", "follow", "fixtures"}
 	patternKeys   = []string{"$comment", "type", "pattern", "description"}
 	parserKeys    = []string{"$comment", "name", "description", "processors"}
 	fieldKeys     = []string{"$comment", "name", "description", "processors", "match", "type", "validate", "all"}
@@ -291,7 +291,10 @@ func (l *fileLoader) decodeMapping(n *jnode, ptr string) *Mapping {
 		m.Description, _ = l.str(d, ptr+"/description", "description")
 	}
 	if r := n.get("render"); r != nil {
-		m.Render = l.boolean(r, ptr+"/render", "render")
+		m.Render = l.decodeRender(r, ptr+"/render")
+	}
+	if r := n.get("render_resources"); r != nil {
+		m.RenderResources = l.decodeRenderResources(r, ptr+"/render_resources")
 	}
 	if f := n.get("follow"); f != nil {
 		m.Follow = l.boolean(f, ptr+"/follow", "follow")

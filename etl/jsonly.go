@@ -1,0 +1,204 @@
+package etl
+
+import (
+	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// Recognising a page whose content JavaScript writes: its HTML is a shell
+// that a browser fills in. The signs, any one of which is enough:
+//
+//   - an empty application root: an element that frameworks mount into
+//     (id root, app, __next, __nuxt, ___gatsby, app-root, or Angular's
+//     <app-root>) holding no more than a placeholder's worth of text, in a
+//     page with a script;
+//   - a <noscript> that asks for JavaScript ("enable JavaScript", "requires
+//     JavaScript", ...);
+//   - almost no text in the body, with a script present.
+//
+// Scripts count when a browser would run them: data blocks such as JSON-LD
+// (<script type="application/ld+json">) or templates are not scripts.
+
+const (
+	// jsShellText is the most visible text (bytes, runs of space counted
+	// once) that an application root or a whole body may hold and still
+	// count as empty: enough for "Loading…" or a short notice, less than
+	// the shortest profile.
+	jsShellText = 64
+)
+
+// appRootIDs are the ids of the elements frameworks mount pages into.
+var appRootIDs = []string{"root", "app", "__next", "__nuxt", "___gatsby", "app-root", "svelte", "main-app"}
+
+// noscriptAsks are phrases of a <noscript> that asks for JavaScript, in
+// lower case; the notice must also name JavaScript.
+var noscriptAsks = []string{"enable", "turn on", "switch on", "activate", "allow", "require", "need", "without", "must", "not supported", "doesn't work", "does not work", "won't work", "will not work"}
+
+// JSOnly reports whether the parsed page (html.Parse's tree, or Document's
+// Root) looks like a shell whose content JavaScript writes in. A nil root
+// is not such a page.
+func JSOnly(root *html.Node) bool {
+	if root == nil {
+		return false
+	}
+	var (
+		scripts, asks bool
+		body          *html.Node
+		roots         []*html.Node
+	)
+	// An iterative walk, so deeply nested pages cannot exhaust the stack.
+	stack := []*html.Node{root}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if n.Type == html.ElementNode {
+			switch n.DataAtom {
+			case atom.Script:
+				scripts = scripts || runnable(n)
+				continue
+			case atom.Noscript:
+				asks = asks || asksForJavaScript(n)
+				continue
+			case atom.Style, atom.Template:
+				continue
+			case atom.Body:
+				if body == nil {
+					body = n
+				}
+			}
+			if isAppRoot(n) {
+				roots = append(roots, n)
+			}
+		} else if n.Type != html.DocumentNode {
+			continue
+		}
+		for c := n.LastChild; c != nil; c = c.PrevSibling {
+			stack = append(stack, c)
+		}
+	}
+	if asks {
+		return true
+	}
+	if !scripts {
+		return false
+	}
+	for _, r := range roots {
+		if emptyOfText(r) {
+			return true
+		}
+	}
+	return body == nil || emptyOfText(body)
+}
+
+// emptyOfText reports whether n holds at most jsShellText of visible text.
+func emptyOfText(n *html.Node) bool {
+	var m textMeter
+	m.addTree(n)
+	return m.n <= jsShellText
+}
+
+// runnable reports whether a browser runs the script element: no type, a
+// JavaScript type, or a module.
+func runnable(n *html.Node) bool {
+	typ, ok := attr(n, "type")
+	if !ok {
+		return true
+	}
+	typ = strings.ToLower(strings.TrimSpace(typ))
+	if i := strings.IndexByte(typ, ';'); i >= 0 {
+		typ = strings.TrimSpace(typ[:i])
+	}
+	switch typ {
+	case "", "module", "text/javascript", "application/javascript", "text/ecmascript", "application/ecmascript",
+		"application/x-javascript", "text/x-javascript", "text/jscript", "text/livescript":
+		return true
+	}
+	return false
+}
+
+// isAppRoot reports an element frameworks mount a page into.
+func isAppRoot(n *html.Node) bool {
+	if n.Data == "app-root" {
+		return true
+	}
+	id, ok := attr(n, "id")
+	return ok && contains(appRootIDs, strings.TrimSpace(id))
+}
+
+// asksForJavaScript reports a <noscript> whose text asks for JavaScript.
+// With scripting on, as html.Parse has it, its content is one text node.
+func asksForJavaScript(n *html.Node) bool {
+	var b strings.Builder
+	for c := n.FirstChild; c != nil && b.Len() < 4096; c = c.NextSibling {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		} else {
+			b.WriteString(VisibleText(c))
+		}
+	}
+	t := strings.ToLower(b.String())
+	if !strings.Contains(t, "javascript") && !strings.Contains(t, "java script") {
+		return false
+	}
+	for _, p := range noscriptAsks {
+		if strings.Contains(t, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Namespace == "" && a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+// textMeter counts visible text in bytes, a run of white space as one,
+// and stops counting past jsShellText.
+type textMeter struct {
+	n     int
+	space bool // the last byte counted was a space
+}
+
+func (m *textMeter) add(s string) {
+	for i := 0; i < len(s) && m.n <= jsShellText; i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r', '\f':
+			if m.n > 0 && !m.space {
+				m.n++
+				m.space = true
+			}
+		default:
+			m.n++
+			m.space = false
+		}
+	}
+}
+
+// addTree counts the visible text under n (see VisibleText for what is
+// hidden).
+func (m *textMeter) addTree(n *html.Node) {
+	stack := []*html.Node{n}
+	for len(stack) > 0 && m.n <= jsShellText {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch c.Type {
+		case html.TextNode:
+			m.add(c.Data)
+			continue
+		case html.ElementNode:
+			if hiddenElement(c) {
+				continue
+			}
+		}
+		for k := c.LastChild; k != nil; k = k.PrevSibling {
+			stack = append(stack, k)
+		}
+	}
+}
