@@ -52,6 +52,7 @@ const (
 	resNotMod     = 18
 	resETag       = 19
 	resLastMo     = 20
+	resJSOnly     = 21
 
 	fieldMapping = 1
 	fieldName    = 2
@@ -258,6 +259,7 @@ func encodeResult(r *Result) []byte {
 	e.bool(resNotMod, r.NotModified)
 	e.string(resETag, r.ETag)
 	e.string(resLastMo, r.LastModified)
+	e.bool(resJSOnly, r.JSOnly)
 	return e
 }
 
@@ -331,6 +333,9 @@ func decodeResult(b []byte) (*Result, error) {
 			r.ETag, err = d.str()
 		case resLastMo:
 			r.LastModified, err = d.str()
+		case resJSOnly:
+			v, err = d.int()
+			r.JSOnly = v != 0
 		}
 		if err != nil {
 			return nil, err

@@ -26,6 +26,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			Links:  []Link{{URL: "http://b.example/", Parsed: true}}}},
 		{KindResult, &Result{TaskID: "t2", Lease: 8, URL: "http://c.example/", Status: 200, FetchedAt: at,
 			TextHash: []byte{0: 0xde, 7: 0xad, 15: 0xff}, Simhash: 1<<63 | 0xfeed, Words: 512}},
+		{KindResult, &Result{TaskID: "t3", Lease: 9, URL: "http://d.example/", Status: 200, FetchedAt: at, Mappings: []string{"m"}, JSOnly: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.kind.String(), func(t *testing.T) {

@@ -141,6 +141,12 @@ type Result struct {
 	NotModified  bool   `json:"not_modified,omitempty"`
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
+
+	// JSOnly says the page's HTML looks like a shell that JavaScript
+	// fills in (etl.JSOnly), on a page a mapping with url_patterns
+	// matched: the dispatcher renders it when a record still needs what
+	// the HTML did not give.
+	JSOnly bool `json:"js_only,omitempty"`
 }
 
 // Field is one mapping field's values on a page.
