@@ -150,10 +150,11 @@ type Summary struct {
 	RetryKept      int64
 	RetryExhausted int64
 
-	// RenderRetried counts this Run's pages sent again as render tasks: a
-	// mapping matched them but found none of its fields in the static
-	// HTML. RenderWanted counts such pages that were not, for want of a
-	// render-capable supervisor; their static result stands.
+	// RenderRetried counts this Run's pages sent again as render tasks:
+	// their HTML was a JavaScript shell and a record still lacked a field
+	// a matching mapping could find once rendered. RenderWanted counts
+	// such pages that were not, for want of a render-capable supervisor;
+	// their static result stands.
 	RenderRetried int64
 	RenderWanted  int64
 

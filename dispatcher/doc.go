@@ -113,12 +113,18 @@
 // incomplete record still wants them. A URL reached by a second record is
 // not fetched again: its cached extraction is applied at once.
 //
-// A page whose HTML matched a mapping (by its url_patterns) that found none
-// of its fields is what a page built by JavaScript looks like: while a
-// record still wants it and a render-capable supervisor is a member, it is
-// queued once more as a render task (the frontier's render flag remembers
-// it, so never twice); without one its static result stands, counted in
-// Summary.RenderWanted.
+// A page is rendered in a browser when a mapping that matches it says
+// "render": "always" (it is queued as a render task from the start), or
+// when its HTML looks like a shell that JavaScript fills in (the
+// supervisor's Result.JSOnly, from etl.JSOnly) and a record that wants it
+// still lacks a field that a matching mapping whose render is auto
+// declares and did not find there: then it is queued once more as a render
+// task (the frontier's render flag remembers it, so never twice), if a
+// render-capable supervisor is a member; without one its static result
+// stands, counted in Summary.RenderWanted. Mappings that found nothing on
+// a page say nothing by themselves: several mappings share a URL pattern
+// when a site has several layouts, and on each page all but one find
+// nothing (renderretry.go).
 //
 // # Links not followed
 //
