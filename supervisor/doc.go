@@ -83,17 +83,34 @@
 //
 // # Render nodes
 //
-// With Config.Render set, New starts a headless browser (see render.go: a
-// bounded pool of tabs, every connection of the browser made through the
-// fetch package's address guard), and Hello and Heartbeat say Render, so
-// the dispatcher sends this supervisor the tasks that need JavaScript. A
-// task marked Render takes the same path as any other — robots.txt
-// first, one request per turn, the host's delay before and after — except
-// that its one request is the browser loading the page, its scripts and
-// the data they fetch; the DOM it ends with is run through the mappings
-// like a fetched body. A browser that dies is started again on the next
-// render; Heartbeat.RenderRSS and Stats.Render report its memory (its
-// whole process tree), and Close leaves none of its processes behind.
+// With Config.Render set, New starts a headless browser (render.go: a
+// bounded pool of tabs), and Hello and Heartbeat say Render, so the
+// dispatcher sends this supervisor the tasks that need JavaScript. A task
+// marked Render takes the same turn as any other — robots.txt first, one
+// request, the host's delay — and its one request fetches the page's HTML
+// with the fetcher; when the page was fetched here a moment ago and looked
+// like a JavaScript shell (renderdocs.go), the HTML kept from then is used
+// and no request is made. The page is then loaded in a tab off the
+// workers, and the DOM it ends with is run through the mappings like a
+// fetched body. The browser makes no request itself: every request of the
+// page is paused and answered by the supervisor (renderintercept.go). The
+// ones a page may have — its scripts, the GET requests scripts make, and
+// the resource kinds its mappings list in render_resources — are queued on
+// their hosts in the scheduler like tasks, ahead of them (subrequest.go),
+// and made in a turn of their own under the same politeness as a page:
+// robots.txt, the delay, one request at a time per host, the address
+// guard; an answer one page had is shared with the next that asks
+// (rendercache.go). Everything else is refused without a request. A page's
+// deadline does not count the time its requests wait for their hosts
+// (pageclock.go). A browser that dies is started again on the next render;
+// Heartbeat.RenderRSS and Stats.Render report its memory (its whole
+// process tree) and its requests, and Close leaves none of its processes
+// behind.
+//
+// Every result of a page a mapping with url_patterns matched says whether
+// its HTML looks like a JavaScript shell (Result.JSOnly, etl.JSOnly): the
+// dispatcher decides from it, and from what the records still need,
+// whether the page is worth a render.
 //
 // # Host surveys
 //

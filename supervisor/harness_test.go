@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -82,7 +83,15 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	ctype := "text/html; charset=utf-8"
+	switch path.Ext(r.URL.Path) {
+	case ".js":
+		ctype = "application/javascript"
+	case ".json":
+		ctype = "application/json"
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+	}
+	w.Header().Set("Content-Type", ctype)
 	fmt.Fprint(w, body)
 }
 

@@ -5,16 +5,23 @@ package supervisor
 // is handed to the mappings as if it had been fetched.
 //
 // Data flow. Render takes a tab (a slot of a semaphore of Tabs), opens a new
-// target in the current browser, navigates, waits for the load event and
-// then for the network to go quiet (bounded), and serialises the DOM. The
-// browser reaches the web only through renderProxy, a forward proxy on
-// loopback whose every connection is dialed by the fetch package's guarded
-// dialer: the same Resolve overrides (ports included), the same refusal of
-// loopback, private and reserved addresses, for the page, its redirects, its
-// scripts and its images alike. Chromium itself resolves no name at all
-// (--host-resolver-rules maps every name to NOTFOUND; with a proxy it sends
-// names to the proxy unresolved), so a DNS answer can never point it at an
-// internal address behind the guard's back.
+// target in the current browser, has every request of the tab paused
+// before it leaves (the Fetch domain, renderintercept.go), navigates to the
+// page, waits for the load event and then for the network to go quiet
+// (bounded), and serialises the DOM. The browser never makes a request
+// itself: the page's HTML is the one the supervisor already fetched, the
+// requests the page goes on to make (its scripts, the data they load, the
+// resource kinds its mappings allow) are made by the supervisor under the
+// host's politeness and handed back, and everything else (images, fonts,
+// favicons, beacons, prefetches, websockets...) is refused without a
+// request. What the browser would send on its own goes to deadEnd, a proxy
+// that refuses everything (renderproxy.go), and it resolves no name itself
+// (--host-resolver-rules maps every name to NOTFOUND).
+//
+// Time. A page may spend PageTimeout rendering, not counting the time its
+// requests spend waiting for their hosts' turns and being fetched, which
+// is bounded by WaitMax (pageclock.go): a host's delay holds up a page, it
+// does not make it fail.
 //
 // Failure. The browser process is owned by the renderer: when it dies (the
 // DevTools connection drops, its context ends, or a call says the connection
@@ -28,11 +35,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -41,11 +45,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -60,8 +62,9 @@ const ClassRender = "render"
 
 // Defaults for RenderConfig fields left zero.
 const (
-	DefaultRenderTabs  = 2
-	DefaultPageTimeout = 20 * time.Second
+	DefaultRenderTabs    = 2
+	DefaultPageTimeout   = 20 * time.Second
+	DefaultRenderWaitMax = 2 * time.Minute
 )
 
 const (
@@ -75,11 +78,14 @@ const (
 	renderStartTimeout = 30 * time.Second // browser start, DevTools connection included
 	renderRestartGap   = time.Second      // a browser that failed to start is not tried again sooner
 	renderLeftoverMax  = 3 * time.Second  // how long Close hunts for outliving children
-	renderProxyMaxFail = 1024             // remembered dial failures (for classifying load errors)
 
-	// renderProxyHeader marks an answer made by the proxy itself, carrying
-	// the fetch class of the failed dial.
-	renderProxyHeader = "X-Backfill-Render-Proxy-Error"
+	// renderMaxRequests bounds the requests one page may have made for it
+	// (cache hits included); beyond, its requests are refused. A page that
+	// needs more is a crawler trap, or not worth its hosts' time.
+	renderMaxRequests = 64
+	// renderCacheBytes bounds the bodies kept for pages to share (see
+	// renderCache).
+	renderCacheBytes = 16 << 20
 )
 
 // browserNames are looked up on PATH, in order, when RenderConfig.Exec is
@@ -88,20 +94,16 @@ var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "go
 
 // RenderConfig configures a renderer. Zero values take the defaults.
 type RenderConfig struct {
-	Exec        string        // browser binary; default the first of browserNames on PATH
-	Tabs        int           // pages rendered at once; default 2
-	PageTimeout time.Duration // one page, navigation to serialised DOM; default 20s
-	MaxBody     int64         // DOM bytes kept, more is truncated; default fetch.DefaultMaxBody
-	UserAgent   string        // required; sent by the browser on every request
-
-	// Resolve maps "host:port" to "ip:port" like fetch.Config.Resolve; the
-	// proxy dials through it, so the port is honoured.
-	Resolve       map[string]string
-	AllowLoopback bool // permit 127.0.0.0/8 and ::1 (tests, demo)
-	// ResolveOnly refuses every host:port not in Resolve: tests set it so
-	// the browser, including its own background requests, reaches nothing
-	// but the fixture servers.
-	ResolveOnly bool
+	Exec string // browser binary; default the first of browserNames on PATH
+	Tabs int    // pages rendered at once; default 2
+	// PageTimeout bounds one page, navigation to serialised DOM, not
+	// counting the time its requests wait for their hosts and are fetched;
+	// default 20s. WaitMax bounds that time, all the page's requests
+	// together; default 2m.
+	PageTimeout time.Duration
+	WaitMax     time.Duration
+	MaxBody     int64  // DOM bytes kept, more is truncated; default fetch.DefaultMaxBody
+	UserAgent   string // required; what the page's scripts see as navigator.userAgent
 
 	Logger *slog.Logger // nil discards
 }
@@ -115,6 +117,15 @@ type RenderStats struct {
 	Failed   int64 // renders that returned an error
 	Restarts int64 // browsers started after the first
 	PID      int   // the browser's process id; 0 while none runs
+
+	// The requests of rendered pages: Fetched were handed to the
+	// supervisor to make (each a request to its host, unless robots.txt
+	// or the guard refused it), Shared were answered by an earlier page's
+	// request for the same URL (renderCache), Blocked were refused without
+	// a request (a resource kind no mapping allows, a method that sends
+	// data, more than a page may make), and Strays are the browser's own
+	// requests, which deadEnd refused.
+	Fetched, Shared, Blocked, Strays int64
 
 	// Memory of the browser's whole process tree, read from /proc. RSS
 	// sums each process's resident set, so pages shared between the
@@ -133,11 +144,14 @@ type renderer struct {
 	log    *slog.Logger
 	ctx    context.Context // parent of every browser; ended by Close
 	cancel context.CancelFunc
-	proxy  *renderProxy
+	proxy  *deadEnd
+	cache  *renderCache
 	tabs   chan struct{} // a slot per tab being rendered
 
 	busy, waiting    atomic.Int64
 	rendered, failed atomic.Int64
+	fetched, shared  atomic.Int64
+	blocked          atomic.Int64
 	restarts         atomic.Int64
 	pid              atomic.Int64
 
@@ -178,14 +192,17 @@ func newRenderer(ctx context.Context, cfg RenderConfig) (*renderer, error) {
 	if cfg.UserAgent == "" {
 		return nil, errors.New("renderer: no user agent")
 	}
-	if cfg.Tabs < 0 || cfg.PageTimeout < 0 || cfg.MaxBody < 0 {
-		return nil, fmt.Errorf("renderer: tabs %d, page timeout %v and max body %d must not be negative", cfg.Tabs, cfg.PageTimeout, cfg.MaxBody)
+	if cfg.Tabs < 0 || cfg.PageTimeout < 0 || cfg.WaitMax < 0 || cfg.MaxBody < 0 {
+		return nil, fmt.Errorf("renderer: tabs %d, page timeout %v, wait %v and max body %d must not be negative", cfg.Tabs, cfg.PageTimeout, cfg.WaitMax, cfg.MaxBody)
 	}
 	if cfg.Tabs == 0 {
 		cfg.Tabs = DefaultRenderTabs
 	}
 	if cfg.PageTimeout == 0 {
 		cfg.PageTimeout = DefaultPageTimeout
+	}
+	if cfg.WaitMax == 0 {
+		cfg.WaitMax = DefaultRenderWaitMax
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = fetch.DefaultMaxBody
@@ -202,11 +219,11 @@ func newRenderer(ctx context.Context, cfg RenderConfig) (*renderer, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", "renderer")
-	proxy, err := newRenderProxy(cfg, log)
+	proxy, err := newDeadEnd(log)
 	if err != nil {
 		return nil, fmt.Errorf("renderer: %w", err)
 	}
-	r := &renderer{cfg: cfg, log: log, proxy: proxy, tabs: make(chan struct{}, cfg.Tabs)}
+	r := &renderer{cfg: cfg, log: log, proxy: proxy, cache: newRenderCache(renderCacheBytes), tabs: make(chan struct{}, cfg.Tabs)}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	if _, err := r.browser(); err != nil {
 		r.Close()
@@ -216,31 +233,48 @@ func newRenderer(ctx context.Context, cfg RenderConfig) (*renderer, error) {
 	return r, nil
 }
 
-// Render loads rawURL in a tab and returns the DOM it ends with as a UTF-8
-// text/html body. It waits for a free tab until ctx ends. Failures are
-// *fetch.Error: ClassTimeout when the page misses its deadline, ClassRender
-// when the browser fails, the proxy's class (blocked-address, dns,
-// connect…) when the page could not be reached, ClassStatus (with the
-// Response) for a non-2xx answer and ClassNotHTML for a document that is
-// not HTML.
-func (r *renderer) Render(ctx context.Context, rawURL string) (*fetch.Response, error) {
-	resp, err := r.render(ctx, rawURL)
+// renderJob is a page to render and how its requests are made.
+type renderJob struct {
+	// doc is the page as the supervisor fetched it (final URL, status,
+	// headers, HTML decoded to UTF-8): the browser loads it from here.
+	doc *fetch.Response
+	// allow lists the resource kinds (etl.RenderResourceKinds) the
+	// mappings of the page let the browser have, besides scripts and the
+	// requests scripts make.
+	allow []string
+	// get makes one request of the page politely (Supervisor.subFetch):
+	// it returns when the host's turn came and the answer is in.
+	get func(ctx context.Context, rawURL string) (*fetch.Response, error)
+}
+
+// Render loads the page of job in a tab and returns the DOM it ends with
+// as a UTF-8 text/html body, with the page's status and headers. It waits
+// for a free tab until ctx ends. Failures are *fetch.Error: ClassTimeout
+// when the page misses its deadline, ClassRender when the browser fails,
+// ClassNotHTML for a document that is not HTML, ClassURL for one without
+// an http(s) URL.
+func (r *renderer) Render(ctx context.Context, job renderJob) (*fetch.Response, error) {
+	resp, err := r.render(ctx, job)
 	if err != nil {
 		r.failed.Add(1)
-		r.log.Debug("render failed", "url", rawURL, "err", err)
+		r.log.Debug("render failed", "url", job.doc.URL, "err", err)
 	} else {
 		r.rendered.Add(1)
 	}
 	return resp, err
 }
 
-func (r *renderer) render(ctx context.Context, rawURL string) (*fetch.Response, error) {
+func (r *renderer) render(ctx context.Context, job renderJob) (*fetch.Response, error) {
+	rawURL := job.doc.URL
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, &fetch.Error{Class: fetch.ClassURL, URL: rawURL, Err: err}
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 		return nil, &fetch.Error{Class: fetch.ClassURL, URL: rawURL, Err: errors.New("not an http(s) URL with a host")}
+	}
+	if ct := job.doc.ContentType; ct != "text/html" && ct != "application/xhtml+xml" {
+		return nil, &fetch.Error{Class: fetch.ClassNotHTML, URL: rawURL, Err: fmt.Errorf("document is %s, not HTML", ct)}
 	}
 
 	r.waiting.Add(1)
@@ -268,7 +302,7 @@ func (r *renderer) render(ctx context.Context, rawURL string) (*fetch.Response, 
 			}
 			return nil, &fetch.Error{Class: ClassRender, URL: rawURL, Err: err}
 		}
-		resp, err, died := r.renderOn(ctx, b, rawURL)
+		resp, err, died := r.renderOn(ctx, b, job)
 		if died {
 			r.retire(b)
 			if attempt == 0 && ctx.Err() == nil && r.ctx.Err() == nil {
@@ -353,10 +387,14 @@ func (r *renderer) start() (*browserProc, error) {
 		chromedp.UserDataDir(dir),
 		chromedp.UserAgent(r.cfg.UserAgent),
 		chromedp.ProxyServer("http://"+r.proxy.addr),
-		// Loopback is proxied too: the proxy decides what may be reached.
+		// Loopback goes to the dead end too: nothing is bypassed.
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		// The browser resolves nothing itself; names go to the proxy.
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"),
+		// Fewer of the browser's own requests (each refused by the dead
+		// end): chromedp's defaults (Translate, BlinkGenPropertyTrees) and
+		// the services that call home.
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,AutofillServerCommunication,CertificateTransparencyComponentUpdater"),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
@@ -455,6 +493,10 @@ func (r *renderer) Stats() RenderStats {
 		Failed:   r.failed.Load(),
 		Restarts: r.restarts.Load(),
 		PID:      pid,
+		Fetched:  r.fetched.Load(),
+		Shared:   r.shared.Load(),
+		Blocked:  r.blocked.Load(),
+		Strays:   r.proxy.strays.Load(),
 	}
 	if pid > 0 {
 		st.RSS, st.PSS = treeMemory(pid)
@@ -484,22 +526,38 @@ func (r *renderer) Close() error {
 		}
 		errs = append(errs, r.proxy.close())
 		r.closeErr = errors.Join(errs...)
-		r.log.Info("renderer stopped", "rendered", r.rendered.Load(), "failed", r.failed.Load(), "restarts", r.restarts.Load())
+		r.log.Info("renderer stopped", "rendered", r.rendered.Load(), "failed", r.failed.Load(), "restarts", r.restarts.Load(),
+			"requests", r.fetched.Load(), "shared", r.shared.Load(), "blocked", r.blocked.Load(), "strays", r.proxy.strays.Load())
 	})
 	return r.closeErr
 }
 
-// renderOn renders rawURL in a new tab of b. died reports that the browser
-// was lost during the attempt.
-func (r *renderer) renderOn(ctx context.Context, b *browserProc, rawURL string) (resp *fetch.Response, err error, died bool) {
-	tctx, tcancel := chromedp.NewContext(b.ctx)
-	defer tcancel() // closes the tab
-	rctx, rcancel := context.WithTimeout(tctx, r.cfg.PageTimeout)
-	defer rcancel()
-	defer context.AfterFunc(ctx, rcancel)()
-	start := time.Now()
+// renderOn renders job's page in a new tab of b. died reports that the
+// browser was lost during the attempt.
+func (r *renderer) renderOn(ctx context.Context, b *browserProc, job renderJob) (resp *fetch.Response, err error, died bool) {
+	rawURL := job.doc.URL
+	// A browser context of its own (an incognito profile) per page: no
+	// cookie, storage or cache passes from one page to the next, and its
+	// renderer's memory goes with it when the page is done.
+	tctx, tcancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	rctx, rcancel := context.WithCancelCause(tctx)
+	stopCaller := context.AfterFunc(ctx, func() { rcancel(context.Cause(ctx)) })
+	clock := newPageClock(r.cfg.PageTimeout, r.cfg.WaitMax)
+	stopClock := clock.watch(rctx, rcancel)
+	var ic *interceptor
+	// Ending a render: stop its requests' handlers and wait for them
+	// before the tab goes, so none is left talking to a closed tab.
+	defer func() {
+		stopCaller()
+		rcancel(nil)
+		if ic != nil {
+			ic.wait()
+		}
+		stopClock()
+		tcancel() // closes the tab
+	}()
 
-	w := &pageWatch{inflight: make(map[network.RequestID]bool), last: start}
+	w := &pageWatch{inflight: make(map[network.RequestID]bool), last: time.Now()}
 	fail := func(stage string, err error) (*fetch.Response, error, bool) {
 		fe, died := r.classify(ctx, rctx, b, w, rawURL, stage, err)
 		return nil, fe, died
@@ -507,17 +565,16 @@ func (r *renderer) renderOn(ctx context.Context, b *browserProc, rawURL string) 
 	if err := chromedp.Listen(rctx, w.event); err != nil {
 		return fail("opening a tab", err)
 	}
-	nav, err := chromedp.Run(rctx, chromedp.NavigateResponse(rawURL))
-	if err != nil {
+	if ic, err = r.intercept(rctx, job, clock); err != nil {
+		return fail("intercepting the tab's requests", err)
+	}
+	if _, err := chromedp.Run(rctx, chromedp.NavigateResponse(rawURL)); err != nil {
 		return fail("loading", err)
 	}
 	// Settling is a nicety: it stops in time to leave a fifth of the page
 	// deadline for reading the DOM, which is then taken as it is.
-	settle := renderIdleMax
-	if dl, ok := rctx.Deadline(); ok {
-		settle = min(settle, time.Until(dl)-r.cfg.PageTimeout/5)
-	}
-	if err := w.waitIdle(rctx, renderIdleQuiet, settle); err != nil {
+	settle := min(renderIdleMax, r.cfg.PageTimeout-clock.active()-r.cfg.PageTimeout/5)
+	if err := w.waitIdle(rctx, clock, renderIdleQuiet, settle); err != nil {
 		return fail("waiting for the network to settle", err)
 	}
 	dom, err := chromedp.Run(rctx, chromedp.Evaluate[domSnapshot](domScript(r.cfg.MaxBody)))
@@ -527,25 +584,16 @@ func (r *renderer) renderOn(ctx context.Context, b *browserProc, rawURL string) 
 
 	resp = &fetch.Response{
 		URL:         dom.URL,
+		Status:      job.doc.Status,
+		Header:      job.doc.Header,
 		ContentType: "text/html",
 		Charset:     "utf-8",
-		Elapsed:     time.Since(start),
+		Elapsed:     clock.elapsed(),
+		RemoteAddr:  job.doc.RemoteAddr,
+		Redirects:   job.doc.Redirects,
 	}
 	if !strings.HasPrefix(resp.URL, "http://") && !strings.HasPrefix(resp.URL, "https://") {
 		resp.URL = rawURL
-	}
-	var mime string
-	if nav != nil {
-		resp.Status = int(nav.Status)
-		resp.Header = headerOf(nav.Headers)
-		mime = strings.ToLower(strings.TrimSpace(nav.MimeType))
-		if nav.URL != "" && resp.URL == rawURL {
-			resp.URL = nav.URL
-		}
-		if class := resp.Header.Get(renderProxyHeader); class != "" {
-			// The proxy answered for a page it could not reach.
-			return nil, &fetch.Error{Class: fetch.Class(class), URL: rawURL, Err: r.proxy.failure(w.document(rawURL), class)}, false
-		}
 	}
 	// The page cut the DOM to MaxBody UTF-16 units; bytes can be more.
 	body := []byte(dom.HTML)
@@ -555,20 +603,13 @@ func (r *renderer) renderOn(ctx context.Context, b *browserProc, rawURL string) 
 		resp.Truncated = true
 	}
 	resp.Body = body
-
-	switch {
-	case mime != "" && mime != "text/html" && mime != "application/xhtml+xml":
-		return &fetch.Response{URL: resp.URL, Status: resp.Status, Header: resp.Header, ContentType: mime, Elapsed: resp.Elapsed},
-			&fetch.Error{Class: fetch.ClassNotHTML, URL: rawURL, Err: fmt.Errorf("document is %s, not HTML", mime)}, false
-	case resp.Status != 0 && (resp.Status < 200 || resp.Status > 299):
-		return resp, &fetch.Error{Class: fetch.ClassStatus, URL: rawURL, Err: fmt.Errorf("status %d", resp.Status)}, false
-	}
 	return resp, nil, false
 }
 
 // classify turns a failed step into a *fetch.Error, and says whether the
 // browser was lost.
 func (r *renderer) classify(ctx, rctx context.Context, b *browserProc, w *pageWatch, rawURL, stage string, err error) (*fetch.Error, bool) {
+	var late *pageLate
 	switch {
 	case r.ctx.Err() != nil:
 		return &fetch.Error{Class: fetch.ClassCanceled, URL: rawURL, Err: errors.New("renderer closed")}, false
@@ -576,17 +617,13 @@ func (r *renderer) classify(ctx, rctx context.Context, b *browserProc, w *pageWa
 		return &fetch.Error{Class: ClassRender, URL: rawURL, Err: fmt.Errorf("browser lost while %s: %w", stage, err)}, true
 	case ctx.Err() != nil:
 		return r.callerErr(ctx, rawURL, stage), false
-	case errors.Is(rctx.Err(), context.DeadlineExceeded):
-		return &fetch.Error{Class: fetch.ClassTimeout, URL: rawURL, Err: fmt.Errorf("page not rendered within %v (%s)", r.cfg.PageTimeout, stage)}, false
+	case errors.As(context.Cause(rctx), &late):
+		return &fetch.Error{Class: fetch.ClassTimeout, URL: rawURL, Err: fmt.Errorf("%v (%s)", late, stage)}, false
 	case w.hasCrashed():
 		return &fetch.Error{Class: ClassRender, URL: rawURL, Err: fmt.Errorf("tab crashed while %s", stage)}, false
 	}
 	var le *chromedp.LoadError
 	if errors.As(err, &le) {
-		doc := w.document(rawURL)
-		if fe := r.proxy.lastFailure(doc); fe != nil {
-			return &fetch.Error{Class: fe.Class, URL: rawURL, Err: fe}, false
-		}
 		return &fetch.Error{Class: netErrorClass(le.ErrorText), URL: rawURL, Err: err}, false
 	}
 	return &fetch.Error{Class: ClassRender, URL: rawURL, Err: fmt.Errorf("%s: %w", stage, err)}, false
@@ -692,8 +729,6 @@ type pageWatch struct {
 	mu       sync.Mutex
 	inflight map[network.RequestID]bool
 	last     time.Time // last request start or end
-	frame    cdp.FrameID
-	doc      string // the main frame's latest document request
 	crashed  bool
 }
 
@@ -704,10 +739,6 @@ func (w *pageWatch) event(ev any) {
 	case *network.EventRequestWillBeSent:
 		w.inflight[e.RequestID] = true
 		w.last = time.Now()
-		if e.Type == network.ResourceTypeDocument && e.Request != nil && (w.frame == "" || e.FrameID == w.frame) {
-			w.frame = e.FrameID
-			w.doc = e.Request.URL
-		}
 	case *network.EventLoadingFinished:
 		delete(w.inflight, e.RequestID)
 		w.last = time.Now()
@@ -720,16 +751,17 @@ func (w *pageWatch) event(ev any) {
 }
 
 // waitIdle waits until no request has been in flight for quiet, or for
-// max at most. Only ctx ending is an error.
-func (w *pageWatch) waitIdle(ctx context.Context, quiet, max time.Duration) error {
-	end := time.Now().Add(max)
+// max at most of the page's own time (a request waiting for its host's
+// turn does not count: see pageClock). Only ctx ending is an error.
+func (w *pageWatch) waitIdle(ctx context.Context, clock *pageClock, quiet, max time.Duration) error {
+	end := clock.active() + max
 	tick := time.NewTicker(renderIdlePoll)
 	defer tick.Stop()
 	for {
 		w.mu.Lock()
 		idle := len(w.inflight) == 0 && time.Since(w.last) >= quiet
 		w.mu.Unlock()
-		if idle || !time.Now().Before(end) {
+		if idle || clock.active() >= end {
 			return nil
 		}
 		select {
@@ -744,389 +776,4 @@ func (w *pageWatch) hasCrashed() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.crashed
-}
-
-// document is the URL the main frame last asked for, else fallback.
-func (w *pageWatch) document(fallback string) string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.doc != "" {
-		return w.doc
-	}
-	return fallback
-}
-
-// renderProxy is the browser's only way out: a forward proxy on loopback
-// (plain HTTP requests and CONNECT tunnels) that dials through the fetch
-// package's guard.
-type renderProxy struct {
-	addr    string
-	ln      net.Listener
-	srv     *http.Server
-	fetcher *fetch.Fetcher
-	rp      *httputil.ReverseProxy
-	tr      *http.Transport
-	cfg     RenderConfig
-	log     *slog.Logger
-
-	mu     sync.Mutex // guards closed, tunnels and wg.Add
-	closed bool
-	conns  map[net.Conn]struct{} // both ends of open tunnels
-	wg     sync.WaitGroup        // Serve, handlers and tunnel pumps
-
-	failMu sync.Mutex
-	fails  map[string]*fetch.Error // last dial failure by lower-case host:port
-}
-
-func newRenderProxy(cfg RenderConfig, log *slog.Logger) (*renderProxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("render proxy: %w", err)
-	}
-	p := &renderProxy{
-		addr: ln.Addr().String(),
-		ln:   ln,
-		fetcher: fetch.New(fetch.Config{
-			UserAgent:     cfg.UserAgent,
-			Resolve:       cfg.Resolve,
-			AllowLoopback: cfg.AllowLoopback,
-		}),
-		cfg:   cfg,
-		log:   log,
-		conns: make(map[net.Conn]struct{}),
-		fails: make(map[string]*fetch.Error),
-	}
-	p.tr = &http.Transport{
-		DialContext:            p.dial,
-		DisableCompression:     true, // bytes pass through as the browser asked for them
-		MaxIdleConnsPerHost:    4,
-		IdleConnTimeout:        30 * time.Second,
-		ResponseHeaderTimeout:  fetch.DefaultHeaderTimeout,
-		MaxResponseHeaderBytes: fetch.DefaultMaxHeaderBytes,
-	}
-	p.rp = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			// A proxy request carries its absolute URL already.
-			pr.Out.Host = pr.In.Host
-		},
-		Transport: p.tr,
-		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			p.refuse(w, err)
-		},
-	}
-	p.srv = &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		p.srv.Serve(ln) // returns when close closes the listener
-	}()
-	return p, nil
-}
-
-// refuse answers a request the proxy could not carry out, with the fetch
-// class in renderProxyHeader.
-func (p *renderProxy) refuse(w http.ResponseWriter, err error) {
-	class := fetch.ClassOf(err)
-	if class == fetch.ClassOther {
-		class = fetch.ClassConnect
-	}
-	w.Header().Set(renderProxyHeader, string(class))
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusBadGateway)
-	io.WriteString(w, err.Error())
-}
-
-func (p *renderProxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		http.Error(w, "proxy closed", http.StatusServiceUnavailable)
-		return
-	}
-	p.wg.Add(1)
-	p.mu.Unlock()
-	defer p.wg.Done()
-
-	switch {
-	case req.Method == http.MethodConnect:
-		p.tunnel(w, req)
-	case req.URL.Scheme == "http" && req.URL.Host != "":
-		p.rp.ServeHTTP(w, req)
-	default:
-		http.Error(w, "only proxy requests are served", http.StatusBadRequest)
-	}
-}
-
-// dial connects through the guard, honouring ResolveOnly, and remembers
-// failures so a load error can be classified.
-func (p *renderProxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	key := strings.ToLower(addr)
-	if p.cfg.ResolveOnly && !p.inResolve(key) {
-		err := &fetch.Error{Class: fetch.ClassBlocked, URL: addr, Err: errors.New("not among the resolve overrides")}
-		p.noteFailure(key, err)
-		p.log.Debug("render proxy refused", "addr", addr, "err", err)
-		return nil, err
-	}
-	c, err := p.fetcher.DialContext(ctx, network, addr)
-	if err != nil {
-		var fe *fetch.Error
-		if !errors.As(err, &fe) {
-			fe = &fetch.Error{Class: fetch.ClassConnect, URL: addr, Err: err}
-		}
-		p.noteFailure(key, fe)
-		p.log.Debug("render proxy dial failed", "addr", addr, "err", fe)
-		return nil, fe
-	}
-	return c, nil
-}
-
-func (p *renderProxy) inResolve(key string) bool {
-	for k := range p.cfg.Resolve {
-		if strings.EqualFold(k, key) {
-			return true
-		}
-	}
-	return false
-}
-
-func (p *renderProxy) noteFailure(key string, err *fetch.Error) {
-	p.failMu.Lock()
-	defer p.failMu.Unlock()
-	if len(p.fails) >= renderProxyMaxFail {
-		clear(p.fails)
-	}
-	p.fails[key] = err
-}
-
-// lastFailure is the last dial failure for rawURL's host:port, if any.
-func (p *renderProxy) lastFailure(rawURL string) *fetch.Error {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return nil
-	}
-	port := u.Port()
-	if port == "" {
-		port = "80"
-		if u.Scheme == "https" {
-			port = "443"
-		}
-	}
-	key := strings.ToLower(net.JoinHostPort(u.Hostname(), port))
-	p.failMu.Lock()
-	defer p.failMu.Unlock()
-	return p.fails[key]
-}
-
-// failure explains a proxy-made answer for rawURL.
-func (p *renderProxy) failure(rawURL, class string) error {
-	if fe := p.lastFailure(rawURL); fe != nil {
-		return fe
-	}
-	return fmt.Errorf("proxy could not reach the page (%s)", class)
-}
-
-// tunnel serves CONNECT: dial through the guard, then pump bytes both ways
-// until either side closes.
-func (p *renderProxy) tunnel(w http.ResponseWriter, req *http.Request) {
-	up, err := p.dial(req.Context(), "tcp", req.Host)
-	if err != nil {
-		p.refuse(w, err)
-		return
-	}
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		up.Close()
-		http.Error(w, "cannot tunnel", http.StatusInternalServerError)
-		return
-	}
-	down, brw, err := hj.Hijack()
-	if err != nil {
-		up.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		up.Close()
-		down.Close()
-		return
-	}
-	p.conns[up], p.conns[down] = struct{}{}, struct{}{}
-	p.wg.Add(1)
-	p.mu.Unlock()
-	closeBoth := func() {
-		p.mu.Lock()
-		delete(p.conns, up)
-		delete(p.conns, down)
-		p.mu.Unlock()
-		up.Close()
-		down.Close()
-	}
-	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
-		closeBoth()
-		p.wg.Done()
-		return
-	}
-	go func() {
-		defer p.wg.Done()
-		io.Copy(down, up)
-		closeBoth()
-	}()
-	io.Copy(up, brw.Reader) // buffered bytes first, then the connection
-	closeBoth()
-}
-
-// close stops the proxy and waits for every goroutine it started.
-func (p *renderProxy) close() error {
-	p.mu.Lock()
-	p.closed = true
-	conns := make([]net.Conn, 0, len(p.conns))
-	for c := range p.conns {
-		conns = append(conns, c)
-	}
-	p.mu.Unlock()
-	err := p.srv.Close()
-	for _, c := range conns {
-		c.Close()
-	}
-	p.wg.Wait()
-	p.tr.CloseIdleConnections()
-	p.fetcher.Close()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
-// The browser's process tree, read from /proc.
-
-// procInfo is what /proc/PID/stat says about a process.
-type procInfo struct {
-	pid, ppid int
-	state     byte
-}
-
-// readProcs lists the processes of the machine (Linux; empty elsewhere).
-func readProcs() []procInfo {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	out := make([]procInfo, 0, len(entries))
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name is in parentheses and may hold anything; the
-		// fields after the last ')' are fixed.
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		out = append(out, procInfo{pid: pid, ppid: ppid, state: f[0][0]})
-	}
-	return out
-}
-
-// treeMemory sums the resident and proportional set sizes of pid and all
-// its descendants.
-func treeMemory(pid int) (rss, pss uint64) {
-	children := make(map[int][]int)
-	for _, p := range readProcs() {
-		children[p.ppid] = append(children[p.ppid], p.pid)
-	}
-	page := uint64(os.Getpagesize())
-	queue := []int{pid}
-	seen := map[int]bool{}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		dir := "/proc/" + strconv.Itoa(p)
-		if b, err := os.ReadFile(dir + "/statm"); err == nil {
-			if f := strings.Fields(string(b)); len(f) > 1 {
-				if n, err := strconv.ParseUint(f[1], 10, 64); err == nil {
-					rss += n * page
-				}
-			}
-		}
-		if b, err := os.ReadFile(dir + "/smaps_rollup"); err == nil {
-			for line := range strings.Lines(string(b)) {
-				if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
-					if f := strings.Fields(rest); len(f) > 0 {
-						if kb, err := strconv.ParseUint(f[0], 10, 64); err == nil {
-							pss += kb << 10
-						}
-					}
-					break
-				}
-			}
-		}
-		queue = append(queue, children[p]...)
-	}
-	return rss, pss
-}
-
-// profileProcs lists the processes started with --user-data-dir=dir:
-// Chromium passes it to every child, so it finds the tree even after the
-// main process died and its children were reparented.
-func profileProcs(dir string) []int {
-	want := []byte("--user-data-dir=" + dir + "\x00")
-	var pids []int
-	self := os.Getpid()
-	for _, p := range readProcs() {
-		if p.pid == self || p.state == 'Z' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/cmdline")
-		if err != nil {
-			continue
-		}
-		if strings.Contains(string(b)+"\x00", string(want)) {
-			pids = append(pids, p.pid)
-		}
-	}
-	return pids
-}
-
-// killLeftovers kills the processes of profile dir until none is seen for a
-// few passes in a row (a child can fork as its parent dies), for at most
-// limit. It returns how many it killed.
-func killLeftovers(dir string, limit time.Duration) int {
-	const quietPasses = 3
-	deadline := time.Now().Add(limit)
-	killed := 0
-	for quiet := 0; quiet < quietPasses && time.Now().Before(deadline); {
-		pids := profileProcs(dir)
-		if len(pids) == 0 {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		for _, pid := range pids {
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				killed++
-			}
-		}
-		time.Sleep(10 * time.Millisecond) // a pass over /proc, not synchronisation
-	}
-	return killed
 }

@@ -12,38 +12,68 @@ import (
 	"backfill/wire"
 )
 
-// jsProfile is a profile page of the people mapping whose name and email
-// are written into the DOM by a script after load: the static HTML has
-// neither.
-const jsProfile = `<!doctype html>
-<html><head><title>Profile</title></head>
-<body>
+// jsShell is a profile page of the people mapping written by a script:
+// its HTML has neither name nor email. The script (jsApp, shared by every
+// profile) loads the name from the page's own host, the email from
+// api.test, and asks for data robots.txt disallows; the page also asks for
+// a stylesheet, an image and a font, and the browser for its favicon.
+func jsShell(slug string) string {
+	return `<!doctype html>
+<html><head><title>Profile</title><link rel="stylesheet" href="/style.css">
+<style>@font-face { font-family: P; src: url(/font.woff2); } body { font-family: P; }</style></head>
+<body data-slug="` + slug + `">
 <div id="app">Loading…</div>
-<script>
-setTimeout(function () {
-  var d = JSON.parse(document.getElementById('data').textContent);
-  var app = document.getElementById('app');
-  app.textContent = '';
-  var h = document.createElement('h1'); h.className = 'name'; h.textContent = d.name; app.appendChild(h);
-  var e = document.createElement('span'); e.className = 'email'; e.textContent = d.email; app.appendChild(e);
-}, 30);
-</script>
-<script type="application/json" id="data">{"name": "Ada Rendered", "email": "ada@js.test"}</script>
+<img src="/img/` + slug + `.png">
+<script src="/app.js"></script>
 </body></html>`
+}
 
-// TestRenderNode runs a supervisor with a browser: it advertises Render,
-// loads Render tasks in the browser (robots.txt still first), fetches other
-// tasks as they are, reports the browser's memory in heartbeats, and
-// leaves no browser process behind.
+const jsApp = `var slug = document.body.dataset.slug, app = document.getElementById('app');
+app.textContent = '';
+fetch('/api/' + slug + '.json').then(function (r) { return r.json(); }).then(function (d) {
+  var h = document.createElement('h1'); h.className = 'name'; h.textContent = d.name; app.appendChild(h);
+});
+fetch('http://api.test/people/' + slug + '.json').then(function (r) { return r.json(); }).then(function (d) {
+  var e = document.createElement('span'); e.className = 'email'; e.textContent = d.email; app.appendChild(e);
+});
+fetch('/private/` + `salaries.json').catch(function () {});`
+
+// TestRenderNode runs a supervisor with a browser against two hosts and
+// checks from the hosts' request logs that every request a rendered page
+// causes goes through the host's politeness: robots.txt first, the delay
+// between any two requests to a host, nothing requested twice (the page's
+// HTML fetched once, its static fetch's reused; the shared script once),
+// no resource kind the mappings do not allow (favicon, image, font,
+// stylesheet) requested at all, nothing robots.txt disallows requested.
+// The rendered pages yield the values their scripts load from both hosts;
+// the static fetch of a shell says it looks like one. The node advertises
+// Render, reports the browser's memory, and leaves no browser process
+// behind.
 func TestRenderNode(t *testing.T) {
 	needBrowser(t)
-	s := newSite(t, "jsnode.test", "User-agent: *\nDisallow: /private/\n", map[string]string{
-		"/people/ada":     jsProfile,
-		"/private/people": jsProfile,
+	web := newSite(t, "jsnode.test", "User-agent: *\nDisallow: /private/\n", map[string]string{
+		"/people/ada":            jsShell("ada"),
+		"/people/bo":             jsShell("bo"),
+		"/private/people":        jsShell("cy"),
+		"/app.js":                jsApp,
+		"/api/ada.json":          `{"name": "Ada Rendered"}`,
+		"/api/bo.json":           `{"name": "Bo Rendered"}`,
+		"/private/salaries.json": `{"secret": 1}`,
+		"/style.css":             `body { color: black }`,
+		"/img/ada.png":           "png",
+		"/img/bo.png":            "png",
+		"/font.woff2":            "font",
+		"/favicon.ico":           "icon",
+	})
+	api := newSite(t, "api.test", "", map[string]string{
+		"/people/ada.json": `{"email": "ada@js.test"}`,
+		"/people/bo.json":  `{"email": "bo@js.test"}`,
 	})
 	d := newDispatcher(t, freeEndpoint(t))
-	cfg := testConfig(t, d, s)
-	cfg.Render = &RenderConfig{Tabs: 1, PageTimeout: 15 * time.Second, ResolveOnly: true}
+	cfg := testConfig(t, d, web, api)
+	const delay = 250 * time.Millisecond
+	cfg.DefaultDelay = delay
+	cfg.Render = &RenderConfig{Tabs: 2, PageTimeout: 15 * time.Second}
 	r := start(t, cfg)
 	if r.sup.render == nil {
 		t.Fatal("Config.Render set, but no renderer started")
@@ -64,10 +94,13 @@ func TestRenderNode(t *testing.T) {
 			t.Fatalf("send task %s: %v", id, err)
 		}
 	}
-	send("rendered", true, "/people/ada")
+	// ada is fetched, then rendered from the HTML that fetch got; bo is
+	// rendered straight away (as a mapping with render always has it).
 	send("static", false, "/people/ada")
+	send("rendered", true, "/people/ada")
+	send("bo", true, "/people/bo")
 	send("blocked", true, "/private/people")
-	got := d.collect(3, 45*time.Second)
+	got := d.collect(4, 60*time.Second)
 
 	fields := func(res *wire.Result) map[string]string {
 		m := map[string]string{}
@@ -76,20 +109,65 @@ func TestRenderNode(t *testing.T) {
 		}
 		return m
 	}
-	if res := got["rendered"]; res.Class != "" {
-		t.Errorf("render task: class %q (%s), want none", res.Class, res.Error)
-	} else if f := fields(res); f["name"] != "Ada Rendered" || f["email"] != "ada@js.test" {
-		t.Errorf("render task fields %v, want the values the script wrote", f)
+	if res := got["static"]; res.Class != "" || len(res.Fields) != 0 || strings.Join(res.Mappings, ",") != "people" || !res.JSOnly {
+		t.Errorf("plain task: class %q, mappings %v, fields %v, js-only %v; want the people mapping matched with no field found on a shell",
+			res.Class, res.Mappings, fields(res), res.JSOnly)
 	}
-	if res := got["static"]; res.Class != "" || len(res.Fields) != 0 || strings.Join(res.Mappings, ",") != "people" {
-		t.Errorf("plain task: class %q, mappings %v, fields %v; want the people mapping matched with no field found",
-			res.Class, res.Mappings, fields(res))
+	for id, want := range map[string][2]string{"rendered": {"Ada Rendered", "ada@js.test"}, "bo": {"Bo Rendered", "bo@js.test"}} {
+		res := got[id]
+		if res.Class != "" {
+			t.Errorf("render task %s: class %q (%s), want none", id, res.Class, res.Error)
+		} else if f := fields(res); f["name"] != want[0] || f["email"] != want[1] {
+			t.Errorf("render task %s fields %v, want the values the script loaded from both hosts", id, f)
+		}
+		if res.JSOnly {
+			t.Errorf("render task %s says js-only: only a static fetch does", id)
+		}
 	}
 	if res := got["blocked"]; res.Class != ClassRobots {
 		t.Errorf("render task under /private/: class %q, want %q", res.Class, ClassRobots)
 	}
-	if s.requested("/private/people") {
-		t.Error("the browser loaded a page robots.txt disallows")
+
+	for _, s := range []*site{web, api} {
+		hits := s.log()
+		seen := map[string]int{}
+		for _, h := range hits {
+			seen[h.path]++
+			if h.ua != testUA {
+				t.Errorf("%s%s requested with User-Agent %q, want %q", s.name, h.path, h.ua, testUA)
+			}
+			if strings.HasPrefix(h.path, "/private/") {
+				t.Errorf("%s%s requested: robots.txt disallows it", s.name, h.path)
+			}
+			for _, blocked := range []string{"/favicon.ico", "/img/", "/font.woff2", "/style.css"} {
+				if strings.HasPrefix(h.path, blocked) {
+					t.Errorf("%s%s requested: no mapping allows that kind of resource", s.name, h.path)
+				}
+			}
+		}
+		for p, n := range seen {
+			if n > 1 {
+				t.Errorf("%s%s requested %d times, want once", s.name, p, n)
+			}
+		}
+		for i, g := range gaps(hits) {
+			if g < delay {
+				t.Errorf("%s: %v between requests %d and %d, delay %v (requests: %s)", s.name, g, i, i+1, delay, paths(hits))
+			}
+		}
+		if len(hits) == 0 || hits[0].path != "/robots.txt" {
+			t.Errorf("%s: first request %q, want robots.txt (requests: %s)", s.name, paths(hits), paths(hits))
+		}
+	}
+	for _, p := range []string{"/people/ada", "/people/bo", "/app.js", "/api/ada.json", "/api/bo.json"} {
+		if !web.requested(p) {
+			t.Errorf("jsnode.test%s never requested (requests: %s)", p, paths(web.log()))
+		}
+	}
+	for _, p := range []string{"/people/ada.json", "/people/bo.json"} {
+		if !api.requested(p) {
+			t.Errorf("api.test%s never requested (requests: %s)", p, paths(api.log()))
+		}
 	}
 
 	deadline := time.After(10 * time.Second)
@@ -104,9 +182,11 @@ func TestRenderNode(t *testing.T) {
 			t.Fatal("no heartbeat reported the browser's memory within 10s")
 		}
 	}
-	if st := r.sup.Stats(); st.Render == nil || st.Render.Rendered != 1 || st.Render.PID == 0 {
-		t.Errorf("Stats().Render = %+v, want one page rendered by a running browser", st.Render)
+	st := r.sup.Stats()
+	if st.Render == nil || st.Render.Rendered != 2 || st.Render.PID == 0 || st.Render.Blocked == 0 {
+		t.Errorf("Stats().Render = %+v, want two pages rendered by a running browser, requests blocked", st.Render)
 	}
+	t.Logf("render stats: %+v", *st.Render)
 
 	// The browser keeps its singleton socket in a directory of its own
 	// under TMPDIR, linked from the profile.
@@ -140,12 +220,12 @@ func TestRenderConfigDefaults(t *testing.T) {
 	fc := testConfig(t, newDispatcher(t, freeEndpoint(t))).Fetch
 	fc.MaxBody = 12345
 	rc := renderConfig(RenderConfig{}, fc, nil)
-	if rc.UserAgent != fc.UserAgent || !rc.AllowLoopback || rc.MaxBody != 12345 {
-		t.Errorf("renderConfig defaults = %+v, want the fetch config's user agent, loopback and body cap", rc)
+	if rc.UserAgent != fc.UserAgent || rc.MaxBody != 12345 {
+		t.Errorf("renderConfig defaults = %+v, want the fetch config's user agent and body cap", rc)
 	}
-	own := RenderConfig{UserAgent: "other/1.0 (+https://other.example/)", Resolve: map[string]string{"a.test:80": "127.0.0.1:1"}, MaxBody: 7}
+	own := RenderConfig{UserAgent: "other/1.0 (+https://other.example/)", MaxBody: 7}
 	rc = renderConfig(own, fc, nil)
-	if rc.UserAgent != own.UserAgent || rc.MaxBody != 7 || rc.Resolve["a.test:80"] != "127.0.0.1:1" {
+	if rc.UserAgent != own.UserAgent || rc.MaxBody != 7 {
 		t.Errorf("renderConfig overrode set fields: %+v", rc)
 	}
 }

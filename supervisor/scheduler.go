@@ -26,6 +26,7 @@ type host struct {
 
 	// Guarded by scheduler.mu.
 	tasks []*wire.Task // FIFO
+	subs  []*subReq    // FIFO; requests of pages being rendered, served before tasks (subrequest.go)
 	busy  bool         // held by a worker
 	ready time.Time    // earliest time the next turn may start
 	index int          // position in the ready heap; -1 when not in it
@@ -41,7 +42,7 @@ type host struct {
 
 // scheduler queues tasks per host and hands out hosts in order of readiness.
 // A host is in the ready heap exactly when it is not held by a worker and has
-// tasks; its key is the time its politeness delay ends. Workers take the
+// tasks or subrequests; its key is the time its politeness delay ends. Workers take the
 // earliest host whose time has come, so one slow or delayed host never holds
 // up the others, and the number of workers bounds concurrent fetches.
 type scheduler struct {
@@ -206,7 +207,7 @@ func (s *scheduler) release(h *host, ready time.Time) {
 	if s.stopped {
 		return
 	}
-	if len(h.tasks) > 0 {
+	if len(h.tasks) > 0 || len(h.subs) > 0 {
 		s.push(h)
 		s.notify()
 		return
@@ -224,7 +225,7 @@ func (s *scheduler) release(h *host, ready time.Time) {
 func (s *scheduler) sweep() {
 	now := time.Now()
 	for name, h := range s.hosts {
-		if !h.busy && len(h.tasks) == 0 && !h.ready.After(now) {
+		if !h.busy && len(h.tasks) == 0 && len(h.subs) == 0 && !h.ready.After(now) {
 			delete(s.hosts, name)
 		}
 	}

@@ -155,6 +155,13 @@ type Supervisor struct {
 	out     *wire.Sender
 	fetcher *fetch.Fetcher
 	render  *renderer // nil when not a render node
+	// On a render node: subFetcher makes the requests of rendered pages
+	// (no meta refresh: the browser follows its own), docs keeps the HTML
+	// of shells for their render task (renderdocs.go), and renders owns
+	// the goroutines that finish rendered pages off the workers.
+	subFetcher *fetch.Fetcher
+	docs       *renderDocs
+	renders    sync.WaitGroup
 	cache   store.HostCache
 	sched   *scheduler
 
@@ -340,6 +347,12 @@ func New(cfg Config) (*Supervisor, error) {
 		soft404:       newSoft404s(),
 		surveySlots:   make(chan struct{}, cfg.Capacity),
 	}
+	if rend != nil {
+		subFetch := cfg.Fetch
+		subFetch.IgnoreMetaRefresh = true
+		s.subFetcher = fetch.New(subFetch)
+		s.docs = newRenderDocs(renderDocsMax, renderDocsBytes, renderDocsTTL)
+	}
 	if s.advert == "" {
 		s.advert = s.endpoint
 	}
@@ -376,6 +389,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.sched.stop()
 	wg.Wait()
 	s.surveys.Wait() // the reader that starts them has stopped
+	s.renders.Wait() // their requests fail at once with the workers gone
 	// The workers are done: write the times of their last requests, so a
 	// supervisor that takes the hosts over knows them.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheTimeout)
@@ -400,6 +414,7 @@ func (s *Supervisor) Close() error {
 		s.sched.stop()
 		s.fetcher.Close()
 		s.robotsFetcher.Close()
+		s.subFetcher.Close()
 		var rerr error
 		if s.render != nil {
 			rerr = s.render.Close()
@@ -663,16 +678,12 @@ func renderMemory(st RenderStats) uint64 {
 }
 
 // renderConfig fills the zero fields of a render node's RenderConfig from
-// the supervisor's fetch settings, so the browser identifies itself and
-// reaches hosts the way the fetcher does.
+// the supervisor's fetch settings, so the browser identifies itself as the
+// fetcher does and keeps as much of a page.
 func renderConfig(rc RenderConfig, fc fetch.Config, log *slog.Logger) RenderConfig {
 	if rc.UserAgent == "" {
 		rc.UserAgent = fc.UserAgent
 	}
-	if rc.Resolve == nil {
-		rc.Resolve = fc.Resolve
-	}
-	rc.AllowLoopback = rc.AllowLoopback || fc.AllowLoopback
 	if rc.MaxBody == 0 {
 		rc.MaxBody = fc.MaxBody
 	}

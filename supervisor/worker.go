@@ -38,6 +38,9 @@ type page struct {
 	err     error
 	res     *wire.Result
 	soft404 *soft404Print // the host's answer to an invented path, if it answered 200
+	// render: resp is the page's HTML, to be loaded in the browser before
+	// extraction (a Render task on a render node).
+	render bool
 }
 
 // work is one worker: it takes the next ready host, gives it one turn (at
@@ -51,7 +54,14 @@ func (s *Supervisor) work(ctx context.Context) {
 		}
 		next, p := s.turnSafe(ctx, h)
 		s.sched.release(h, next)
-		if p != nil {
+		switch {
+		case p == nil:
+		case p.render && p.res == nil && p.err == nil:
+			// Rendering waits for the page's own requests, which workers
+			// make: it is finished off the workers, so that they stay
+			// free to make them (tabs bound how many render at once).
+			s.renders.Go(func() { s.finishSafe(ctx, p) })
+		default:
 			s.finishSafe(ctx, p)
 		}
 	}
@@ -71,6 +81,12 @@ func (s *Supervisor) turnSafe(ctx context.Context, h *host) (next time.Time, p *
 		next = time.Now().Add(s.cfg.DefaultDelay)
 		p = nil
 		if popped == nil {
+			if sr := s.sched.peekSub(h); sr != nil {
+				// A rendered page's request: the page learns of it.
+				s.sched.popSub(h)
+				sr.done <- subResult{err: &fetch.Error{Class: fetch.Class(ClassPanic), URL: sr.url, Err: fmt.Errorf("panic: %v", v)}}
+				return
+			}
 			// The turn failed before taking a task (reading the host's
 			// cached state, say). The task it was for is answered, so a
 			// host whose turns always panic still drains instead of
@@ -106,6 +122,9 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		if r := s.cachedRobots(ctx, h.name, now); r != nil {
 			h.robots = r
 		}
+	}
+	if sr := s.sched.peekSub(h); sr != nil {
+		return s.subTurn(ctx, h, sr, now), nil
 	}
 	first := s.sched.peek(h)
 	if first == nil {
@@ -159,6 +178,15 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		}
 		return now, &page{task: t, res: s.answer(t, ClassRobots, fmt.Sprintf("disallowed by robots.txt of %s", h.name))}
 	}
+	render := first.Render && s.render != nil
+	if render {
+		if doc := s.docs.take(first.URL); doc != nil {
+			// Its HTML is here from when it was fetched: no request.
+			t := s.popInto(h, popped)
+			soft, _ := s.soft404.known(h.name)
+			return now, &page{task: t, start: time.Now(), resp: doc, soft404: soft, render: true}
+		}
+	}
 	if at := s.nextStart(h, delay); at.After(now) {
 		return at, nil
 	}
@@ -178,18 +206,17 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		return next, nil
 	}
 	soft, _ := s.soft404.known(h.name)
-	return next, &page{task: t, start: start, resp: resp, err: err, soft404: soft}
+	return next, &page{task: t, start: start, resp: resp, err: err, soft404: soft, render: render}
 }
 
-// fetchPage makes the one request of a page's turn: in the browser for a
-// Render task on a render node, else with the fetcher. A render counts as
-// one request to the host, like a fetch: the browser's own requests for
-// the page's scripts and data are part of loading it. A Render task on a
-// node without a browser (the dispatcher routes none there) is fetched as
-// it is.
+// fetchPage makes the one request of a page's turn with the fetcher. A
+// Render task's page is fetched the same way: the browser loads the HTML
+// fetched here, and makes none of the page's requests itself (see
+// renderPage). A Render task on a node without a browser (the dispatcher
+// routes none there) is fetched as it is.
 func (s *Supervisor) fetchPage(ctx context.Context, t *wire.Task) (*fetch.Response, error) {
 	if t.Render && s.render != nil {
-		return s.render.Render(ctx, t.URL)
+		return s.fetcher.Get(ctx, t.URL) // a render needs the page itself, not a 304
 	}
 	if t.ETag != "" || t.LastModified != "" {
 		// A page fetched before: a 304 saves the body and the extraction
@@ -404,7 +431,7 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 				res = s.answer(p.task, ClassPanic, fmt.Sprintf("panic: %v", v))
 			}
 		}()
-		res = s.finish(p)
+		res = s.finish(ctx, p)
 	}()
 	if ctx.Err() != nil {
 		return // shutting down: the lease covers the task
@@ -422,8 +449,9 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 }
 
 // finish builds the Result of a page: its answer if already known, its
-// failure class, or what the mappings extracted from it.
-func (s *Supervisor) finish(p *page) *wire.Result {
+// failure class, or what the mappings extracted from it (once rendered,
+// for a page to render).
+func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 	if p.res != nil {
 		return p.res
 	}
@@ -462,6 +490,18 @@ func (s *Supervisor) finish(p *page) *wire.Result {
 	if pageURL == "" {
 		pageURL = t.URL
 	}
+	if p.render {
+		rendered, err := s.renderPage(ctx, pageURL, p.resp)
+		if err != nil {
+			res.Class, res.Error = string(fetch.ClassOf(err)), err.Error()
+			return res
+		}
+		p.resp = rendered
+		res.Bytes = int64(len(rendered.Body))
+		if rendered.URL != "" {
+			pageURL, res.FinalURL = rendered.URL, rendered.URL
+		}
+	}
 	extract := s.cfg.Mappings.Extract
 	if s.cfg.ContentSeen {
 		extract = s.cfg.Mappings.ExtractWithFingerprint
@@ -478,6 +518,12 @@ func (s *Supervisor) finish(p *page) *wire.Result {
 		res.FieldErrs = append(res.FieldErrs, e.String())
 	}
 	res.Links = mergeLinks(ex.Links, ex.OutLinks, maxResultLinks)
+	if !p.render {
+		res.JSOnly = ex.JSOnly
+		if ex.JSOnly && s.docs != nil {
+			s.docs.put(t.URL, p.resp)
+		}
+	}
 	if s.cfg.ContentSeen {
 		fp := ex.Fingerprint
 		res.TextHash, res.Simhash, res.Words = fp.Exact[:], fp.Sim, fp.Words
@@ -586,4 +632,11 @@ func approxSize(r *wire.Result) int {
 		n += len(e) + 4
 	}
 	return n
+}
+
+// renderPage loads a fetched page in the browser and returns the DOM it
+// ends with. The page's requests are made by subFetch, and the resource
+// kinds its mappings allow are let through.
+func (s *Supervisor) renderPage(ctx context.Context, pageURL string, doc *fetch.Response) (*fetch.Response, error) {
+	return s.render.Render(ctx, renderJob{doc: doc, allow: s.cfg.Mappings.RenderResources(pageURL), get: s.subFetch})
 }

@@ -352,22 +352,21 @@ func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *et
 }
 
 // renderFlags make a supervisor a render node: it loads the pages that
-// need JavaScript in headless Chromium. The browser identifies itself and
-// reaches hosts like the fetcher (--user-agent, --resolve, --allow-loopback).
+// need JavaScript in headless Chromium. The browser reaches no host
+// itself: the pages' requests are made by the supervisor's fetcher
+// (--user-agent, --resolve, --allow-loopback, the delay and robots.txt).
 type renderFlags struct {
-	on          bool
-	tabs        int
-	timeout     time.Duration
-	chromium    string
-	resolveOnly bool
+	on       bool
+	tabs     int
+	timeout  time.Duration
+	chromium string
 }
 
 func (r *renderFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.on, "render", false, "render JavaScript pages in headless Chromium here; the dispatcher sends such pages only to supervisors started with --render")
 	fs.IntVar(&r.tabs, "render-tabs", supervisor.DefaultRenderTabs, "with --render: browser tabs rendering at once")
-	fs.DurationVar(&r.timeout, "render-timeout", supervisor.DefaultPageTimeout, "with --render: deadline for rendering one page")
+	fs.DurationVar(&r.timeout, "render-timeout", supervisor.DefaultPageTimeout, "with --render: deadline for rendering one page, not counting the time its requests wait for their hosts")
 	fs.StringVar(&r.chromium, "chromium", "", "with --render: the browser binary (default: chromium, chromium-browser, google-chrome or google-chrome-stable on PATH)")
-	fs.BoolVar(&r.resolveOnly, "render-resolve-only", false, "with --render: the browser reaches only the hosts named by --resolve (tests)")
 }
 
 func (r *renderFlags) validate() error {
@@ -382,5 +381,5 @@ func (r *renderFlags) config() *supervisor.RenderConfig {
 	if !r.on {
 		return nil
 	}
-	return &supervisor.RenderConfig{Exec: r.chromium, Tabs: r.tabs, PageTimeout: r.timeout, ResolveOnly: r.resolveOnly}
+	return &supervisor.RenderConfig{Exec: r.chromium, Tabs: r.tabs, PageTimeout: r.timeout}
 }

@@ -21,8 +21,10 @@ import (
 // summary says the pages may need rendering, and once with --render, when
 // the dispatcher sends the profiles again to the render-capable supervisor
 // and the records end at SampleJS's truth. Either way the Crawl-delay holds
-// for the crawler's page requests, rendered ones included, and with
-// --render no browser process or profile is left afterwards.
+// for every request app.example gets, the browser's included (each
+// profile's data, no favicon), each profile page is requested once (the
+// render starts from the HTML its fetch got), and with --render no browser
+// process or profile is left afterwards.
 func TestRenderEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crawl with a browser")
@@ -62,10 +64,9 @@ func TestRenderEndToEnd(t *testing.T) {
 		name   string
 		flags  []string
 		filled bool
-		pages  int // requests per profile page
 	}{
-		{"without render", nil, false, 1},
-		{"with render", []string{"--render", "--render-tabs", "2", "--render-timeout", "15s", "--chromium", browser, "--render-resolve-only"}, true, 2},
+		{"without render", nil, false},
+		{"with render", []string{"--render", "--render-tabs", "2", "--render-timeout", "15s", "--chromium", browser}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stateDir := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
@@ -142,13 +143,13 @@ func TestRenderEndToEnd(t *testing.T) {
 				}
 			}
 
-			// The crawler's own requests (the page, not what its scripts
-			// load) keep the Crawl-delay; each profile is fetched, and
-			// with a render node rendered, once.
+			// Every request app.example got keeps the Crawl-delay, what
+			// the pages' scripts load included; each profile is fetched
+			// once, and with a render node its data too.
 			var last time.Time
 			perPage := map[string]int{}
 			for _, r := range web.Log() {
-				if r.Host != "app.example" || r.Time.Before(start) || strings.HasPrefix(r.Path, "/api/") || r.Path == "/favicon.ico" {
+				if r.Host != "app.example" || r.Time.Before(start) {
 					continue
 				}
 				if !strings.Contains(r.UserAgent, "backfill/") {
@@ -160,10 +161,25 @@ func TestRenderEndToEnd(t *testing.T) {
 				last = r.Time
 				perPage[r.Path]++
 			}
-			for _, p := range []string{"/u/maya", "/u/omar", "/u/pia"} {
-				if perPage[p] != tc.pages {
-					t.Errorf("%s requested %d times, want %d (requests: %v)", p, perPage[p], tc.pages, perPage)
+			for p, n := range perPage {
+				if n > 1 {
+					t.Errorf("%s requested %d times, want once (requests: %v)", p, n, perPage)
 				}
+			}
+			for _, slug := range []string{"maya", "omar", "pia"} {
+				if perPage["/u/"+slug] != 1 {
+					t.Errorf("/u/%s requested %d times, want once (requests: %v)", slug, perPage["/u/"+slug], perPage)
+				}
+				data := 0
+				if tc.filled {
+					data = 1
+				}
+				if perPage["/api/u/"+slug+".json"] != data {
+					t.Errorf("/api/u/%s.json requested %d times, want %d (requests: %v)", slug, perPage["/api/u/"+slug+".json"], data, perPage)
+				}
+			}
+			if perPage["/favicon.ico"] != 0 {
+				t.Errorf("/favicon.ico requested %d times: the browser's own request must not go out", perPage["/favicon.ico"])
 			}
 		})
 	}
