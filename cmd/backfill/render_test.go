@@ -126,7 +126,7 @@ func TestRenderEndToEnd(t *testing.T) {
 				if sum.RenderRetried != 0 || sum.RenderWanted != 3 {
 					t.Errorf("render retried %d, wanted %d; want 0 and 3", sum.RenderRetried, sum.RenderWanted)
 				}
-				if !strings.Contains(stdout.String(), "may need JavaScript") || !strings.Contains(stdout.String(), "--render") {
+				if !strings.Contains(stdout.String(), "need JavaScript") || !strings.Contains(stdout.String(), "--render") {
 					t.Errorf("summary does not tell the user to render:\n%s", stdout.String())
 				}
 			}

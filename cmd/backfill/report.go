@@ -62,13 +62,13 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 			s.RetryKept, s.RetryExhausted)
 	}
 	if s.RenderRetried > 0 {
-		fmt.Fprintf(w, "pages rendered again because their HTML lacked the data: %d\n", s.RenderRetried)
+		fmt.Fprintf(w, "pages rendered because their HTML was a JavaScript shell: %d\n", s.RenderRetried)
 	}
 	if s.Waiting > 0 {
 		fmt.Fprintf(w, "pages left waiting for a render node: %d (their mappings say render: start supervisors with --render)\n", s.Waiting)
 	}
 	if s.RenderWanted > 0 {
-		fmt.Fprintf(w, "pages that may need JavaScript, left unrendered: %d (start supervisors with --render on a machine with Chromium)\n", s.RenderWanted)
+		fmt.Fprintf(w, "pages that need JavaScript, left unrendered: %d (start supervisors with --render on a machine with Chromium)\n", s.RenderWanted)
 	}
 	if len(s.Errors) > 0 {
 		classes := make([]string, 0, len(s.Errors))
