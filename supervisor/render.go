@@ -70,14 +70,18 @@ const (
 const (
 	// A page counts as settled when no request of it has been in flight for
 	// renderIdleQuiet after the load event; pages that never settle (polling,
-	// long-lived requests) are taken as they are after renderIdleMax.
-	renderIdleQuiet = 500 * time.Millisecond
+	// long-lived requests) are taken as they are after renderIdleMax. A
+	// script's own requests keep it unsettled however long their hosts
+	// make them wait; the quiet only covers a script's work between one
+	// answer and its next request.
+	renderIdleQuiet = 300 * time.Millisecond
 	renderIdleMax   = 5 * time.Second
 	renderIdlePoll  = 50 * time.Millisecond
 
 	renderStartTimeout = 30 * time.Second // browser start, DevTools connection included
 	renderRestartGap   = time.Second      // a browser that failed to start is not tried again sooner
 	renderLeftoverMax  = 3 * time.Second  // how long Close hunts for outliving children
+	renderBrowserIdle  = time.Minute      // an unused browser is stopped after this long (restLater)
 
 	// renderMaxRequests bounds the requests one page may have made for it
 	// (cache hits included); beyond, its requests are refused. A page that
@@ -161,6 +165,13 @@ type renderer struct {
 	lastFail time.Time
 	lastErr  error
 	closed   bool
+	// idleAfter is how long the browser may go without a render before it
+	// is stopped (renderBrowserIdle); idle fires then. rested: the current
+	// browser is gone because it was idle, so the next start is no
+	// restart.
+	idleAfter time.Duration
+	idle      *time.Timer
+	rested    bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -223,7 +234,8 @@ func newRenderer(ctx context.Context, cfg RenderConfig) (*renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("renderer: %w", err)
 	}
-	r := &renderer{cfg: cfg, log: log, proxy: proxy, cache: newRenderCache(renderCacheBytes), tabs: make(chan struct{}, cfg.Tabs)}
+	r := &renderer{cfg: cfg, log: log, proxy: proxy, cache: newRenderCache(renderCacheBytes), tabs: make(chan struct{}, cfg.Tabs),
+		idleAfter: renderBrowserIdle}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	if _, err := r.browser(); err != nil {
 		r.Close()
@@ -254,12 +266,14 @@ type renderJob struct {
 // ClassNotHTML for a document that is not HTML, ClassURL for one without
 // an http(s) URL.
 func (r *renderer) Render(ctx context.Context, job renderJob) (*fetch.Response, error) {
+	start := time.Now()
 	resp, err := r.render(ctx, job)
 	if err != nil {
 		r.failed.Add(1)
 		r.log.Debug("render failed", "url", job.doc.URL, "err", err)
 	} else {
 		r.rendered.Add(1)
+		r.log.Debug("page rendered", "url", job.doc.URL, "took", time.Since(start), "tab", resp.Elapsed)
 	}
 	return resp, err
 }
@@ -292,6 +306,7 @@ func (r *renderer) render(ctx context.Context, job renderJob) (*fetch.Response, 
 	defer func() {
 		r.busy.Add(-1)
 		<-r.tabs
+		r.restLater()
 	}()
 
 	for attempt := 0; ; attempt++ {
@@ -349,13 +364,51 @@ func (r *renderer) browser() (*browserProc, error) {
 		return nil, err
 	}
 	r.lastFail, r.lastErr = time.Time{}, nil
-	if r.started > 0 {
+	if r.started > 0 && !r.rested {
 		r.restarts.Add(1)
 	}
 	r.started++
+	r.rested = false
 	r.cur = b
 	r.pid.Store(int64(b.pid))
 	return b, nil
+}
+
+// restLater has the browser stopped once it has gone idleAfter without a
+// render: a crawl renders in bursts, if at all, and an idle browser holds
+// hundreds of megabytes. The next render starts one again.
+func (r *renderer) restLater() {
+	if r.busy.Load() > 0 || r.waiting.Load() > 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.cur == nil {
+		return
+	}
+	if r.idle != nil {
+		r.idle.Stop()
+	}
+	r.idle = time.AfterFunc(r.idleAfter, r.rest)
+}
+
+// rest stops the browser if no render has started since restLater.
+func (r *renderer) rest() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// A render takes busy before it asks for the browser (under mu), so
+	// none is using this one when busy and waiting are 0 here.
+	b := r.cur
+	if r.closed || b == nil || r.busy.Load() > 0 || r.waiting.Load() > 0 {
+		return
+	}
+	r.cur = nil
+	r.rested = true
+	r.log.Debug("browser idle; stopped until the next render", "pid", b.pid, "idle", r.idleAfter)
+	if err := r.stop(b); err != nil {
+		r.log.Warn("stopping the idle browser", "err", err)
+	}
+	r.pid.Store(0) // once it is gone: Stats says no browser runs
 }
 
 // retire stops b if it is still the current browser, so the next render
@@ -512,6 +565,9 @@ func (r *renderer) Close() error {
 		r.cancel()
 		r.mu.Lock()
 		r.closed = true
+		if r.idle != nil {
+			r.idle.Stop()
+		}
 		b := r.cur
 		r.cur = nil
 		r.pid.Store(0)

@@ -459,6 +459,9 @@ func TestRenderPageDeadline(t *testing.T) {
 	shutDown(t, r, s, baseline)
 }
 
+// TestRenderRestartsDeadBrowser: a browser killed under the renderer is
+// replaced at the next render, and one left idle is stopped and started
+// again when needed.
 func TestRenderRestartsDeadBrowser(t *testing.T) {
 	needBrowser(t)
 	baseline := runtime.NumGoroutine()
@@ -501,6 +504,40 @@ func TestRenderRestartsDeadBrowser(t *testing.T) {
 			t.Fatalf("killed browser %d still in /proc", old)
 		}
 		time.Sleep(10 * time.Millisecond) // polling /proc
+	}
+
+	// An idle browser is stopped, profile and all, and the next render
+	// starts one again; that is no restart.
+	r.mu.Lock()
+	r.idleAfter = 100 * time.Millisecond
+	r.mu.Unlock()
+	if _, err := r.Render(context.Background(), s.job(t, "/js")); err != nil {
+		t.Fatalf("render before idling: %v", err)
+	}
+	r.mu.Lock()
+	dir := r.cur.dir
+	r.mu.Unlock()
+	deadline = time.Now().Add(10 * time.Second)
+	for r.Stats().PID != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the browser was not stopped when idle")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a counter
+	}
+	if pids := profileProcs(dir); len(pids) > 0 {
+		t.Errorf("processes of the idle browser left: %v", pids)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("profile of the idle browser left (stat: %v)", err)
+	}
+	r.mu.Lock()
+	r.idleAfter = time.Hour
+	r.mu.Unlock()
+	if resp, err := r.Render(context.Background(), s.job(t, "/js")); err != nil || !strings.Contains(string(resp.Body), "Rendered Town") {
+		t.Fatalf("render after idling: %v", err)
+	}
+	if st := r.Stats(); st.Restarts != 1 || st.PID == 0 {
+		t.Errorf("after idling: restarts %d pid %d, want 1 (the kill's) and a running browser", st.Restarts, st.PID)
 	}
 	shutDown(t, r, s, baseline)
 }

@@ -162,8 +162,8 @@ type Supervisor struct {
 	subFetcher *fetch.Fetcher
 	docs       *renderDocs
 	renders    sync.WaitGroup
-	cache   store.HostCache
-	sched   *scheduler
+	cache      store.HostCache
+	sched      *scheduler
 
 	// robotsFetcher fetches robots.txt: at most five redirects, no meta
 	// refresh, 500 KiB.
