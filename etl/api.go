@@ -86,8 +86,9 @@ type Extraction struct {
 	Errors   []FieldError  // processors that failed; other fields went on
 
 	// JSOnly says the page looks like a shell whose content JavaScript
-	// writes (see JSOnly). Set only when a mapping with url_patterns
-	// matched the page: elsewhere nothing would be taken from a rendering.
+	// writes (see JSOnly). It is looked for only when a rendering could
+	// add something: a mapping with url_patterns and render auto matched
+	// the page and left one of its fields empty.
 	JSOnly bool `json:",omitempty"`
 
 	// Fingerprint is the page's content fingerprint for the content-seen

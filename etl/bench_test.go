@@ -87,6 +87,21 @@ func BenchmarkExtract(b *testing.B) {
 			releaseArena(ar)
 		}
 	})
+	// jsonly is the JavaScript-shell check alone, which extract runs when
+	// a mapping left a field empty (not on this page).
+	b.Run("jsonly", func(b *testing.B) {
+		root, err := html.Parse(bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if JSOnly(root) {
+				b.Fatal("the benchmark page is no JavaScript shell")
+			}
+		}
+	})
 	b.Run("extract", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()

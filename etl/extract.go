@@ -68,7 +68,8 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 			ex.Fingerprint = bodyFingerprint(doc.Body)
 		}
 	}
-	follow, specific := true, false
+	// jsCheck: a rendering could add a field here (see Extraction.JSOnly).
+	follow, jsCheck := true, false
 	var links []string
 	for _, m := range s.Mappings() {
 		if o.only != "" && m.Name != o.only {
@@ -86,9 +87,9 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 		if !m.Generic() && !m.Follow {
 			follow = false
 		}
-		specific = specific || !m.Generic()
+		jsCheck = jsCheck || !m.Generic() && m.Render == RenderAuto && len(ex.Fields)-nFields < len(m.fields)
 	}
-	if specific {
+	if jsCheck {
 		ex.JSOnly = JSOnly(doc.Root)
 	}
 	ex.Links = dedupe(links)

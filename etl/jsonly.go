@@ -46,50 +46,51 @@ func JSOnly(root *html.Node) bool {
 	var (
 		scripts, asks bool
 		body          *html.Node
-		roots         []*html.Node
+		emptyRoot     bool
 	)
-	// An iterative walk, so deeply nested pages cannot exhaust the stack.
-	stack := []*html.Node{root}
-	for len(stack) > 0 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+	// A walk by the tree's own links, without a stack, so that deeply
+	// nested pages cannot exhaust one and the walk allocates nothing.
+	n := root
+	for {
+		descend := n.Type == html.DocumentNode
 		if n.Type == html.ElementNode {
 			switch n.DataAtom {
 			case atom.Script:
 				scripts = scripts || runnable(n)
-				continue
 			case atom.Noscript:
 				asks = asks || asksForJavaScript(n)
-				continue
 			case atom.Style, atom.Template:
-				continue
 			case atom.Body:
 				if body == nil {
 					body = n
 				}
+				descend = true
+			default:
+				if !emptyRoot && isAppRoot(n) && emptyOfText(n) {
+					emptyRoot = true
+				}
+				descend = true
 			}
-			if isAppRoot(n) {
-				roots = append(roots, n)
-			}
-		} else if n.Type != html.DocumentNode {
+		}
+		if descend && n.FirstChild != nil {
+			n = n.FirstChild
 			continue
 		}
-		for c := n.LastChild; c != nil; c = c.PrevSibling {
-			stack = append(stack, c)
+		for n != root && n.NextSibling == nil {
+			n = n.Parent
 		}
+		if n == root {
+			break
+		}
+		n = n.NextSibling
 	}
-	if asks {
+	switch {
+	case asks:
 		return true
-	}
-	if !scripts {
+	case !scripts:
 		return false
 	}
-	for _, r := range roots {
-		if emptyOfText(r) {
-			return true
-		}
-	}
-	return body == nil || emptyOfText(body)
+	return emptyRoot || body == nil || emptyOfText(body)
 }
 
 // emptyOfText reports whether n holds at most jsShellText of visible text.
@@ -182,23 +183,29 @@ func (m *textMeter) add(s string) {
 }
 
 // addTree counts the visible text under n (see VisibleText for what is
-// hidden).
-func (m *textMeter) addTree(n *html.Node) {
-	stack := []*html.Node{n}
-	for len(stack) > 0 && m.n <= jsShellText {
-		c := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		switch c.Type {
+// hidden), walking by the tree's links.
+func (m *textMeter) addTree(top *html.Node) {
+	n := top
+	for m.n <= jsShellText {
+		descend := false
+		switch n.Type {
 		case html.TextNode:
-			m.add(c.Data)
-			continue
+			m.add(n.Data)
 		case html.ElementNode:
-			if hiddenElement(c) {
-				continue
-			}
+			descend = n == top || !hiddenElement(n)
+		case html.DocumentNode:
+			descend = true
 		}
-		for k := c.LastChild; k != nil; k = k.PrevSibling {
-			stack = append(stack, k)
+		if descend && n.FirstChild != nil {
+			n = n.FirstChild
+			continue
 		}
+		for n != top && n.NextSibling == nil {
+			n = n.Parent
+		}
+		if n == top {
+			return
+		}
+		n = n.NextSibling
 	}
 }

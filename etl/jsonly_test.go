@@ -52,9 +52,10 @@ func TestJSOnly(t *testing.T) {
 }
 
 // TestExtractJSOnly checks that Extract reports the sign only on pages a
-// mapping with url_patterns matched.
+// mapping with url_patterns and render auto matched and left a field
+// empty.
 func TestExtractJSOnly(t *testing.T) {
-	set := loadTestSet(t, "extensions.json") // people-directory (patterns) and generic-og
+	set := loadTestSet(t, "render.json", "extensions.json") // mappings with each render mode, and a generic one
 	shell, err := os.ReadFile("testdata/jsonly/js-create-react-app.html")
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +69,10 @@ func TestExtractJSOnly(t *testing.T) {
 		body []byte
 		want bool
 	}{
-		{"https://people.example/p/ada", shell, true},
-		{"https://people.example/p/ada", static, false},
+		{"https://e.example/p/ada", shell, true},      // render auto, its field empty
+		{"https://e.example/p/ada", static, false},    // render auto, its field found (and no shell)
+		{"https://c.example/p/ada", shell, false},     // render never
+		{"https://a.example/p/ada", shell, false},     // render always: rendered anyway
 		{"https://other.example/p/ada", shell, false}, // only the generic mapping runs there
 	} {
 		if got := set.Extract(tc.url, tc.body, "text/html").JSOnly; got != tc.want {
