@@ -207,7 +207,11 @@ func (d *Dispatcher) revisit(ctx context.Context, id, norm, rec string, depth in
 				return fmt.Errorf("dispatcher: state cached result of %s: %w", norm, err)
 			}
 			d.reused++
-			d.work = append(d.work, applyItem{rec: rec, res: &res, depth: depth})
+			it := applyItem{rec: rec, res: &res, depth: depth}
+			if res.JSOnly { // a shell's static result: it may want rendering now
+				it.urlID = id
+			}
+			d.work = append(d.work, it)
 		}
 	case k.state == stateDropped || k.state == stateDone:
 		// Another record wants a task that was dropped, or one whose page

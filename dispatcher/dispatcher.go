@@ -264,6 +264,7 @@ type Dispatcher struct {
 	errs                                              map[string]int64
 	badLines                                          int
 	renderRetried, renderWanted                       int64
+	lateRenders                                       []lateRender // see renderLate
 
 	// link filters and what they refused since New
 	filter      *linkFilter

@@ -23,13 +23,21 @@ type cachedResult struct {
 	Source string       `json:"s"`
 	Fields []wire.Field `json:"f,omitempty"`
 	Links  []string     `json:"l,omitempty"`
+	// A page whose HTML was a JavaScript shell (wire.Result.JSOnly) keeps
+	// the sign and the mappings that matched it, so that a record reaching
+	// it later can still have it rendered (see renderLate).
+	JSOnly   bool     `json:"j,omitempty"`
+	Mappings []string `json:"m,omitempty"`
 }
 
-// applyItem is a page to apply to a record at a depth.
+// applyItem is a page to apply to a record at a depth. urlID is set when
+// the page is a cached shell that was never rendered: once applied, it may
+// need rendering for this record.
 type applyItem struct {
 	rec   string
 	res   *cachedResult
 	depth int
+	urlID string
 }
 
 // drainWork applies queued (page, record) pairs until none is left. Applying
@@ -41,6 +49,11 @@ func (d *Dispatcher) drainWork(ctx context.Context) error {
 		d.work = d.work[1:]
 		if err := d.apply(ctx, it); err != nil {
 			return err
+		}
+		if it.urlID != "" {
+			if err := d.renderLate(ctx, it.urlID, it.res); err != nil {
+				return err
+			}
 		}
 	}
 	d.work = nil
@@ -135,6 +148,9 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 			res.Fields = append(res.Fields, f)
 		}
 		res.Links = d.pageLinks(t.url, r.Links)
+		if r.JSOnly && !t.render {
+			res.JSOnly, res.Mappings = true, r.Mappings
+		}
 		dup, err := d.contentSeen(ctx, t, r)
 		if err != nil {
 			return err

@@ -210,3 +210,45 @@ func TestRenderOnlyWhenNeeded(t *testing.T) {
 		t.Errorf("summary render retried %d, wanted %d; want 2 and 0", e.sum.RenderRetried, e.sum.RenderWanted)
 	}
 }
+
+// TestRenderLateRecord: a shell fetched for a record that lacked nothing
+// a rendering could give is not rendered; a record that reaches it later
+// (here in a second run on the same state), and gets its cached static
+// result, has it rendered then, once.
+func TestRenderLateRecord(t *testing.T) {
+	const shell = "https://js.example/people/bo"
+	web := map[string]jsPage{
+		shell: {rendered: []wire.Field{fld("name", "Bo"), fld("email", "bo@js.example")}, jsOnly: true},
+	}
+	dir := t.TempDir()
+	runOnce := func(name, records string) ([]wire.Task, *env) {
+		t.Helper()
+		e := newEnv(t, dir, func(c *Config) { c.Fields = []string{"email", "phone"} })
+		e.load(name, records)
+		sup := newSup(t, "render-"+name, e.d.Endpoint(), 8, true, e.set.Digest())
+		e.run(context.Background())
+		if !sup.join(5 * time.Second) {
+			t.Fatal("no welcome")
+		}
+		tasks := playJS(t, e, []*testSup{sup}, web, 20*time.Second)
+		e.close()
+		return tasks, e
+	}
+	// r1 knows Bo's email and lacks only a phone, which no mapping of the
+	// page gives.
+	tasks, e := runOnce("r1.csv", csvOf("id,name,email,phone,links", "r1,Bo,bo@js.example,,"+shell))
+	if len(tasks) != 1 || tasks[0].URL != shell || tasks[0].Render {
+		t.Fatalf("run 1 tasks %+v, want one static fetch of the shell", tasks)
+	}
+	if e.sum.RenderRetried != 0 {
+		t.Errorf("run 1 rendered %d pages, want none", e.sum.RenderRetried)
+	}
+	// r2 lacks Bo's email: the cached shell is rendered for it.
+	tasks, e = runOnce("r2.csv", csvOf("id,name,email,phone,links", "r2,Bo,,,"+shell))
+	if len(tasks) != 1 || tasks[0].URL != shell || !tasks[0].Render {
+		t.Fatalf("run 2 tasks %+v, want one render of the shell", tasks)
+	}
+	if e.sum.RenderRetried != 1 {
+		t.Errorf("run 2 rendered %d pages, want 1", e.sum.RenderRetried)
+	}
+}

@@ -25,18 +25,8 @@ func (d *Dispatcher) retryRender(ctx context.Context, t *task, r *wire.Result) e
 	if t.render || !r.JSOnly {
 		return nil
 	}
-	fields := d.renderFields(r)
-	if len(fields) == 0 {
-		return nil
-	}
-	need, err := d.recordsNeed(ctx, t.id, fields)
-	if err != nil || !need {
+	if need, err := d.renderNeeded(ctx, t.id, t.url, r.Mappings, r.Fields); err != nil || !need {
 		return err
-	}
-	if !d.haveRenderer() {
-		d.renderWanted++
-		d.log.Debug("page needs JavaScript, but no supervisor renders", "url", t.url, "mappings", r.Mappings)
-		return nil
 	}
 	d.nextSeq++
 	if _, err := d.st.exec(ctx, "frontRender", d.nextSeq, t.id); err != nil {
@@ -51,20 +41,99 @@ func (d *Dispatcher) retryRender(ctx context.Context, t *task, r *wire.Result) e
 	return nil
 }
 
+// renderLate is retryRender for a record that reached a shell after its
+// page was fetched for others, and got its cached static result (a
+// rendered page's result replaces it): when the page was not worth a
+// render then, or its render task was dropped because the records that
+// wanted it completed, but the page is worth one now, it is queued again,
+// from the state, as a render task.
+func (d *Dispatcher) renderLate(ctx context.Context, urlID string, res *cachedResult) error {
+	var state int
+	if err := d.st.row(ctx, "frontGetState", urlID).Scan(&state); err != nil {
+		return fmt.Errorf("dispatcher: state: %w", err)
+	}
+	if state != stateDone && state != stateDropped {
+		return nil // queued or on its way: its answer goes to every record that reached it
+	}
+	if len(d.members) == 0 {
+		// Records are loaded before supervisors join: whether one
+		// renders is not known yet. Decided when a render-capable one
+		// joins (renderPending); without one, counted as wanted.
+		if need, err := d.recordsNeed(ctx, urlID, d.renderFields(res.Mappings, res.Fields)); err != nil || !need {
+			return err
+		}
+		d.lateRenders = append(d.lateRenders, lateRender{urlID, res})
+		return nil
+	}
+	if need, err := d.renderNeeded(ctx, urlID, res.Source, res.Mappings, res.Fields); err != nil || !need {
+		return err
+	}
+	d.nextSeq++
+	if _, err := d.st.exec(ctx, "frontRender", d.nextSeq, urlID); err != nil {
+		return err
+	}
+	d.renderRetried++
+	d.queuedN++
+	d.w.spilled, d.w.cursor = true, nil // refill takes it from the state
+	d.log.Debug("page queued again to be rendered", "url", res.Source, "mappings", res.Mappings)
+	return nil
+}
+
+// lateRender is a cached shell that a record reached before any
+// supervisor joined, and that may need rendering for it.
+type lateRender struct {
+	urlID string
+	res   *cachedResult
+}
+
+// renderPending decides the late renders put off until a supervisor
+// joined, now that a render-capable one has.
+func (d *Dispatcher) renderPending(ctx context.Context) error {
+	pending := d.lateRenders
+	d.lateRenders = nil
+	for _, l := range pending {
+		if err := d.renderLate(ctx, l.urlID, l.res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// renderNeeded reports whether a page whose HTML was a shell is worth a
+// render: a record that wants it still lacks a field that a rendering
+// could give (renderFields). Without a render-capable supervisor the
+// answer is no, and the page is counted in Summary.RenderWanted.
+func (d *Dispatcher) renderNeeded(ctx context.Context, urlID, pageURL string, mappings []string, found []wire.Field) (bool, error) {
+	fields := d.renderFields(mappings, found)
+	if len(fields) == 0 {
+		return false, nil
+	}
+	need, err := d.recordsNeed(ctx, urlID, fields)
+	if err != nil || !need {
+		return false, err
+	}
+	if !d.haveRenderer() {
+		d.renderWanted++
+		d.log.Debug("page needs JavaScript, but no supervisor renders", "url", pageURL, "mappings", mappings)
+		return false, nil
+	}
+	return true, nil
+}
+
 // renderFields is what a rendering of the page could add: the fields of
 // the mappings that matched it by url_patterns and leave rendering to the
 // dispatcher (render auto), that they did not find in its HTML. Generic
 // mappings run on every page and say nothing about it; mappings whose
 // render is never keep their pages as they are.
-func (d *Dispatcher) renderFields(r *wire.Result) map[string]bool {
-	found := make(map[[2]string]bool, len(r.Fields))
-	for _, f := range r.Fields {
+func (d *Dispatcher) renderFields(mappings []string, fields []wire.Field) map[string]bool {
+	found := make(map[[2]string]bool, len(fields))
+	for _, f := range fields {
 		if len(f.Values) > 0 {
 			found[[2]string{f.Mapping, f.Name}] = true
 		}
 	}
 	var out map[string]bool
-	for _, name := range r.Mappings {
+	for _, name := range mappings {
 		m := d.cfg.Mappings.Mapping(name)
 		if m == nil || m.Generic() || m.Render != etl.RenderAuto {
 			continue

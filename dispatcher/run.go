@@ -423,6 +423,9 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 	m.enqueue(wire.KindWelcome, wire.Welcome{Dispatcher: d.name, Run: d.runID})
 	d.log.Info("supervisor joined", "supervisor", m.name, "endpoint", m.endpoint, "capacity", m.capacity,
 		"render", m.render, "members", len(d.members))
+	if m.render {
+		return d.renderPending(ctx)
+	}
 	return nil
 }
 
@@ -596,7 +599,7 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 		RetryExhausted: d.retryExhausted,
 
 		RenderRetried: d.renderRetried,
-		RenderWanted:  d.renderWanted,
+		RenderWanted:  d.renderWanted + int64(len(d.lateRenders)),
 
 		Recrawled:   d.recrawled,
 		NotModified: d.notModified,
