@@ -48,8 +48,6 @@ func JSOnly(root *html.Node) bool {
 		body          *html.Node
 		emptyRoot     bool
 	)
-	// A walk by the tree's own links, without a stack, so that deeply
-	// nested pages cannot exhaust one and the walk allocates nothing.
 	n := root
 	for {
 		descend := n.Type == html.DocumentNode
@@ -72,17 +70,9 @@ func JSOnly(root *html.Node) bool {
 				descend = true
 			}
 		}
-		if descend && n.FirstChild != nil {
-			n = n.FirstChild
-			continue
-		}
-		for n != root && n.NextSibling == nil {
-			n = n.Parent
-		}
-		if n == root {
+		if n = nextWithin(n, root, descend); n == nil {
 			break
 		}
-		n = n.NextSibling
 	}
 	switch {
 	case asks:
@@ -196,16 +186,25 @@ func (m *textMeter) addTree(top *html.Node) {
 		case html.DocumentNode:
 			descend = true
 		}
-		if descend && n.FirstChild != nil {
-			n = n.FirstChild
-			continue
-		}
-		for n != top && n.NextSibling == nil {
-			n = n.Parent
-		}
-		if n == top {
+		if n = nextWithin(n, top, descend); n == nil {
 			return
 		}
-		n = n.NextSibling
 	}
+}
+
+// nextWithin is the node after n in document order within top, entering n's
+// children only when descend; nil past the end. Walking by the tree's own
+// links needs no stack, so deeply nested pages cannot exhaust one and the
+// walk allocates nothing.
+func nextWithin(n, top *html.Node, descend bool) *html.Node {
+	if descend && n.FirstChild != nil {
+		return n.FirstChild
+	}
+	for n != top && n.NextSibling == nil {
+		n = n.Parent
+	}
+	if n == top {
+		return nil
+	}
+	return n.NextSibling
 }

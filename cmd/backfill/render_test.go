@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,13 +28,7 @@ func TestRenderEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crawl with a browser")
 	}
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
+	browser := findChromium()
 	if browser == "" {
 		t.Skip("no Chromium on PATH (Debian package chromium; `make deps` installs it): the render test needs one")
 	}
