@@ -10,8 +10,8 @@ import (
 // overrides first, every resolved address through the address guard, the
 // DNS and connect timeouts, and the idle timeout on the connection. A
 // refused or failed dial is an *Error carrying its class. It exists so that
-// another client on this machine — the supervisor's render proxy, through
-// which the browser reaches the web — can reach only what Get may reach.
+// another client on this machine — the survey's probes — can reach only
+// what Get may reach.
 func (f *Fetcher) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := f.dial(ctx, network, addr)
 	if err == nil {
