@@ -264,7 +264,8 @@ type Dispatcher struct {
 	errs                                              map[string]int64
 	badLines                                          int
 	renderRetried, renderWanted                       int64
-	lateRenders                                       []lateRender // see renderLate
+	lateRenders                                       []lateRender    // see renderLate
+	wantedRender                                      map[string]bool // URL ids counted in renderWanted
 
 	// link filters and what they refused since New
 	filter      *linkFilter

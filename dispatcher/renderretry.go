@@ -62,6 +62,11 @@ func (d *Dispatcher) renderLate(ctx context.Context, urlID string, res *cachedRe
 		if need, err := d.recordsNeed(ctx, urlID, d.renderFields(res.Mappings, res.Fields)); err != nil || !need {
 			return err
 		}
+		for _, l := range d.lateRenders {
+			if l.urlID == urlID {
+				return nil
+			}
+		}
 		d.lateRenders = append(d.lateRenders, lateRender{urlID, res})
 		return nil
 	}
@@ -99,6 +104,19 @@ func (d *Dispatcher) renderPending(ctx context.Context) error {
 	return nil
 }
 
+// renderWantedTotal is Summary.RenderWanted: the pages that needed a
+// render no supervisor could give, those put off until one joined
+// included.
+func (d *Dispatcher) renderWantedTotal() int64 {
+	n := d.renderWanted
+	for _, l := range d.lateRenders {
+		if !d.wantedRender[l.urlID] {
+			n++
+		}
+	}
+	return n
+}
+
 // renderNeeded reports whether a page whose HTML was a shell is worth a
 // render: a record that wants it still lacks a field that a rendering
 // could give (renderFields). Without a render-capable supervisor the
@@ -113,7 +131,13 @@ func (d *Dispatcher) renderNeeded(ctx context.Context, urlID, pageURL string, ma
 		return false, err
 	}
 	if !d.haveRenderer() {
-		d.renderWanted++
+		if d.wantedRender == nil {
+			d.wantedRender = make(map[string]bool)
+		}
+		if !d.wantedRender[urlID] { // counted once, however many records reach it
+			d.wantedRender[urlID] = true
+			d.renderWanted++
+		}
 		d.log.Debug("page needs JavaScript, but no supervisor renders", "url", pageURL, "mappings", mappings)
 		return false, nil
 	}

@@ -49,7 +49,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	}()
 	d.mu.Lock()
 	d.pages, d.reused, d.late, d.expired, d.fieldErrs, d.refusedN, d.adopted, d.disagreeing = 0, 0, 0, 0, 0, 0, 0, 0
-	d.renderRetried, d.renderWanted = 0, 0
+	d.renderRetried, d.renderWanted, d.wantedRender = 0, 0, nil
 	d.notModified, d.refreshedN, d.changedN, d.unconfirmedN = 0, 0, 0, 0
 	d.errs = make(map[string]int64)
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
@@ -599,7 +599,7 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 		RetryExhausted: d.retryExhausted,
 
 		RenderRetried: d.renderRetried,
-		RenderWanted:  d.renderWanted + int64(len(d.lateRenders)),
+		RenderWanted:  d.renderWantedTotal(),
 
 		Recrawled:   d.recrawled,
 		NotModified: d.notModified,
