@@ -102,7 +102,8 @@
 // guard; an answer one page had is shared with the next that asks
 // (rendercache.go). Everything else is refused without a request. A page's
 // deadline does not count the time its requests wait for their hosts
-// (pageclock.go). A browser that dies is started again on the next render;
+// (pageclock.go). A browser that dies, or that was stopped after a minute
+// without a render, is started again on the next render;
 // Heartbeat.RenderRSS and Stats.Render report its memory (its whole
 // process tree) and its requests, and Close leaves none of its processes
 // behind.
