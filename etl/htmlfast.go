@@ -1344,26 +1344,13 @@ func fastDoctype(data string) (*html.Node, bool, bool) {
 	}
 	dt := probe.FirstChild
 	quirks := false
-	for n := probe.FirstChild; n != nil; n = nextNode(n) {
+	for n := probe.FirstChild; n != nil; n = nextWithin(n, nil, true) {
 		if n.Type == html.ElementNode && n.DataAtom == a.Table {
 			quirks = n.Parent != nil && n.Parent.DataAtom == a.P
 			break
 		}
 	}
 	return &html.Node{Type: html.DoctypeNode, Data: dt.Data, Attr: dt.Attr}, quirks, true
-}
-
-func nextNode(n *html.Node) *html.Node {
-	if n.FirstChild != nil {
-		return n.FirstChild
-	}
-	for n != nil && n.NextSibling == nil {
-		n = n.Parent
-	}
-	if n == nil {
-		return nil
-	}
-	return n.NextSibling
 }
 
 func (p *fastParser) beforeHTMLIM() bool {

@@ -192,8 +192,9 @@ func (m *textMeter) addTree(top *html.Node) {
 	}
 }
 
-// nextWithin is the node after n in document order within top, entering n's
-// children only when descend; nil past the end. Walking by the tree's own
+// nextWithin is the node after n in document order within top (the whole
+// tree when top is nil), entering n's children only when descend; nil past
+// the end. Walking by the tree's own
 // links needs no stack, so deeply nested pages cannot exhaust one and the
 // walk allocates nothing.
 func nextWithin(n, top *html.Node, descend bool) *html.Node {
