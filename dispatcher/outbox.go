@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"backfill/backoff"
 	"context"
 	"encoding/json"
 	"errors"
@@ -219,18 +220,8 @@ func (d *Dispatcher) outboxDone(ctx context.Context, group []pending, refused bo
 // error: a failure of the state (which the Run loop will meet too) or of
 // the store is logged and retried after a pause.
 func (d *Dispatcher) runOutbox(ctx context.Context) {
-	pause := outboxBackoffFirst
+	pause := backoff.New(outboxBackoffFirst, outboxBackoffMax)
 	failing := false
-	wait := func(dur time.Duration) bool {
-		t := time.NewTimer(dur)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
 	for ctx.Err() == nil {
 		groups, ok, err := d.outboxNext(ctx)
 		if !ok {
@@ -238,10 +229,9 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 		}
 		if err != nil {
 			d.log.Error("outbox: reading the state failed; will retry", "error", err)
-			if !wait(pause) {
+			if !pause.Wait(ctx) {
 				return
 			}
-			pause = min(2*pause, outboxBackoffMax)
 			continue
 		}
 		if len(groups) == 0 {
@@ -253,7 +243,7 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 			}
 			continue
 		}
-		backoff := false
+		failed := false
 		for _, g := range groups {
 			vals := make([]store.Value, len(g))
 			for i, p := range g {
@@ -271,7 +261,7 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 					failing = false
 					d.log.Info("store accepts writes again", "written", d.ob.written.Load(), "retried", d.ob.retried.Load())
 				}
-				pause = outboxBackoffFirst
+				pause.Reset()
 				continue
 			case ctx.Err() != nil:
 				return
@@ -290,17 +280,16 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 				d.log.Warn("store write failed; values kept in the state and retried with back-off",
 					"record", g[0].rec, "error", err)
 			} else {
-				d.log.Debug("store write failed again", "record", g[0].rec, "error", err, "pause", pause)
+				d.log.Debug("store write failed again", "record", g[0].rec, "error", err, "pause", pause.Peek())
 			}
-			backoff = true
+			failed = true
 			break
 		}
 		d.signalPass()
-		if backoff {
-			if !wait(pause) {
+		if failed {
+			if !pause.Wait(ctx) {
 				return
 			}
-			pause = min(2*pause, outboxBackoffMax)
 		}
 	}
 }

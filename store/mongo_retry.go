@@ -1,6 +1,7 @@
 package store
 
 import (
+	"backfill/backoff"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -14,7 +15,7 @@ import (
 )
 
 // Back-off between attempts of an operation the server could not take:
-// it doubles from the first to the longest pause.
+// it doubles from the first to the longest pause, with jitter.
 const (
 	mongoBackoffFirst = 50 * time.Millisecond
 	mongoBackoffMax   = 2 * time.Second
@@ -27,7 +28,7 @@ const (
 // repeated.
 func (s *mongoStore) do(ctx context.Context, op string, fn func(context.Context) error) error {
 	start := time.Now()
-	pause := mongoBackoffFirst
+	pause := backoff.New(mongoBackoffFirst, mongoBackoffMax)
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, s.timeout)
 		err := fn(actx)
@@ -44,21 +45,17 @@ func (s *mongoStore) do(ctx context.Context, op string, fn func(context.Context)
 		if !mongoTransient(err) {
 			return fmt.Errorf("store: %s: %w", op, mongoErr(err))
 		}
-		if time.Since(start)+pause > s.retryFor {
+		wait := pause.Next()
+		if time.Since(start)+wait > s.retryFor {
 			return fmt.Errorf("%w: %s: mongodb %s: gave up after %d attempts in %s: %v",
 				ErrUnavailable, op, s.where, attempt, time.Since(start).Round(time.Millisecond), mongoErr(err))
 		}
 		if attempt == 1 {
 			s.log.Warn("mongodb not answering; retrying with back-off", "op", op, "error", mongoErr(err))
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, wait) {
 			return fmt.Errorf("store: %s: %w", op, ctx.Err())
-		case <-t.C:
 		}
-		pause = min(2*pause, mongoBackoffMax)
 	}
 }
 

@@ -1,33 +1,22 @@
 package store
 
 import (
+	"backfill/sqlitedb"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net/url"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"time"
-
-	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
-	sqlite3 "modernc.org/sqlite/lib"
+	// also registers the "sqlite" database/sql driver
 )
-
-// sqliteBusyTimeout is how long a connection waits for another process's
-// write lock before giving up. A PutRecords of a large input holds the lock
-// for a few seconds, so this is generous.
-const sqliteBusyTimeout = 30 * time.Second
 
 // sqliteSchema lists the migrations: entry i moves a file from user_version i
 // to i+1. Append only; never edit a released entry.
-var sqliteSchema = [][]string{
-	{
+var sqliteSchema = []sqlitedb.Migration{
+	{SQL: []string{
 		`CREATE TABLE IF NOT EXISTS records (
 			id          TEXT    NOT NULL UNIQUE,
 			seq         INTEGER NOT NULL,
@@ -58,20 +47,20 @@ var sqliteSchema = [][]string{
 			host TEXT NOT NULL UNIQUE,
 			at   TEXT NOT NULL
 		)`,
-	},
-	{
+	}},
+	{SQL: []string{
 		// history: JSON array of the values a refresh replaced
 		`ALTER TABLE fields ADD COLUMN history TEXT NOT NULL DEFAULT '[]'`,
-	},
-	{
+	}},
+	{SQL: []string{
 		`CREATE TABLE IF NOT EXISTS soft404 (
 			host      TEXT NOT NULL UNIQUE,
 			print     BLOB NOT NULL, -- empty: the host answers missing paths properly
 			probed_at TEXT NOT NULL,
 			expires   TEXT NOT NULL
 		)`,
-	},
-	{
+	}},
+	{SQL: []string{
 		// host surveys' result rows (survey.go)
 		`CREATE TABLE IF NOT EXISTS survey_rows (
 			survey TEXT NOT NULL,
@@ -80,7 +69,7 @@ var sqliteSchema = [][]string{
 			doc    TEXT NOT NULL, -- the row as JSON
 			PRIMARY KEY (survey, key)
 		) WITHOUT ROWID`,
-	},
+	}},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every
@@ -186,12 +175,13 @@ var _ Store = (*sqliteStore)(nil)
 // openSQLite opens (creating if missing) the SQLite file named by uri, a file
 // path or a "file:" URI, and brings its schema up to date.
 func openSQLite(ctx context.Context, uri string) (Store, error) {
-	path, wdsn, rdsn, err := sqliteDSNs(uri)
+	f, err := sqlitedb.Parse(uri)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
-
-	w, err := sql.Open("sqlite", wdsn)
+	path := f.Path
+	// Foreign keys: a record's found fields go with it.
+	w, err := sql.Open("sqlite", f.DSN(append([]string{"foreign_keys(1)"}, sqlitedb.Writer...), sqlitedb.Immediate))
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
@@ -202,12 +192,12 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 
 	// The schema must exist (and the file be in WAL mode) before any reader
 	// connects, so the writer goes first.
-	if err := retryBusy(ctx, sqliteBusyTimeout, func() error { return migrateSQLite(ctx, w, sqliteSchema) }); err != nil {
+	if _, err := sqlitedb.Migrate(ctx, w, sqliteSchema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
 
-	r, err := sql.Open("sqlite", rdsn)
+	r, err := sql.Open("sqlite", f.DSN(append([]string{"foreign_keys(1)"}, sqlitedb.Reader...), nil))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
@@ -227,151 +217,6 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
 	return s, nil
-}
-
-// sqliteDSNs returns the file's path for messages and the driver DSNs of
-// the writer and the reader connections.
-func sqliteDSNs(uri string) (path, writer, reader string, err error) {
-	base, query, err := sqliteTarget(uri)
-	if err != nil {
-		return "", "", "", err
-	}
-	path = uri
-	if strings.HasPrefix(uri, "file:") {
-		path = strings.TrimPrefix(base, "file:")
-	}
-	// The driver runs every _pragma of a DSN in sorted order, so a user's
-	// "file:…?_pragma=synchronous(FULL)" would lose to ours; leave out each
-	// default the user sets.
-	user := map[string]bool{}
-	q, _ := url.ParseQuery(query) // sqliteTarget has parsed it already
-	for _, p := range q["_pragma"] {
-		user[pragmaName(p)] = true
-	}
-	timeout := fmt.Sprint(sqliteBusyTimeout.Milliseconds())
-	dsn := func(pragmas []string, extra url.Values) string {
-		v := url.Values{}
-		for _, p := range pragmas {
-			if !user[pragmaName(p)] {
-				v.Add("_pragma", p)
-			}
-		}
-		for k, vs := range extra {
-			v[k] = vs
-		}
-		if query == "" {
-			return base + "?" + v.Encode()
-		}
-		return base + "?" + v.Encode() + "&" + query
-	}
-	writer = dsn([]string{"busy_timeout(" + timeout + ")", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)"},
-		url.Values{"_txlock": {"immediate"}}) // writes never upgrade a read lock, so never deadlock
-	reader = dsn([]string{"busy_timeout(" + timeout + ")", "foreign_keys(1)", "query_only(1)"}, nil)
-	return path, writer, reader, nil
-}
-
-// pragmaName is the name in a _pragma value such as "busy_timeout(5000)"
-// or "synchronous = FULL", lowercased.
-func pragmaName(p string) string {
-	name, _, _ := strings.Cut(p, "(")
-	name, _, _ = strings.Cut(name, "=")
-	return strings.ToLower(strings.TrimSpace(name))
-}
-
-// sqliteTarget splits uri into a "file:" URI without query and the user's
-// query (possibly empty), refusing what cannot work: other schemes and
-// in-memory databases, which every connection of the pool would see as a
-// different, empty database.
-func sqliteTarget(uri string) (base, query string, err error) {
-	switch {
-	case uri == "":
-		return "", "", errors.New("store: open sqlite: empty path")
-	case strings.HasPrefix(uri, "file:"):
-		base, query, _ = strings.Cut(uri, "?")
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return "", "", fmt.Errorf("store: open sqlite %s: bad query: %w", uri, err)
-		}
-		if base == "file::memory:" || q.Get("mode") == "memory" {
-			return "", "", fmt.Errorf("store: open sqlite %s: in-memory databases are not supported; give a file path", uri)
-		}
-		return base, query, nil
-	case uri == ":memory:":
-		return "", "", fmt.Errorf("store: open sqlite %s: in-memory databases are not supported; give a file path", uri)
-	case strings.Contains(uri, "://"):
-		scheme, _, _ := strings.Cut(uri, "://")
-		return "", "", fmt.Errorf("store: open: unsupported store URI scheme %q (want a file path or a file: URI)", scheme)
-	}
-	if dir := filepath.Dir(uri); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", "", fmt.Errorf("store: open sqlite %s: %w", uri, err)
-		}
-	}
-	if fi, err := os.Stat(uri); err == nil && fi.IsDir() {
-		return "", "", fmt.Errorf("store: open sqlite %s: is a directory", uri)
-	}
-	// Escape the path so that '?', '#' and '%' in a file name are not read
-	// as URI syntax.
-	return "file:" + (&url.URL{Path: uri}).EscapedPath(), "", nil
-}
-
-// retryBusy runs f until it returns anything but SQLITE_BUSY, for at most
-// limit. The busy timeout does not cover a new file's first connections:
-// switching it to WAL fails at once with SQLITE_BUSY, without waiting, while
-// another process opening the same file holds its write lock.
-func retryBusy(ctx context.Context, limit time.Duration, f func() error) error {
-	deadline := time.Now().Add(limit)
-	wait := time.Millisecond
-	for {
-		err := f()
-		var se *sqlite.Error
-		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
-			return err
-		}
-		// Jitter keeps processes that collided from colliding again.
-		t := time.NewTimer(wait/2 + rand.N(wait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(err, ctx.Err())
-		case <-t.C:
-		}
-		wait = min(2*wait, 100*time.Millisecond)
-	}
-}
-
-// migrateSQLite brings a file's schema (a list of migrations like
-// sqliteSchema) to the newest version in one immediate
-// transaction, so processes opening the same new file at once serialize here
-// and only the first one creates anything.
-func migrateSQLite(ctx context.Context, db *sql.DB, schema [][]string) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var v int
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	if v > len(schema) {
-		return fmt.Errorf("schema version %d is newer than this build's %d", v, len(schema))
-	}
-	if v == len(schema) {
-		return nil
-	}
-	for ; v < len(schema); v++ {
-		for _, stmt := range schema[v] {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("migrate schema to version %d: %w", v+1, err)
-			}
-		}
-	}
-	// PRAGMA takes no bound parameters; v is our own integer.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
-		return fmt.Errorf("set schema version: %w", err)
-	}
-	return tx.Commit()
 }
 
 func (s *sqliteStore) Backend() string { return "sqlite" }

@@ -1,24 +1,19 @@
 package store
 
 import (
+	"backfill/sqlitedb"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // TestSQLiteConnectionSettings checks the pragmas each pool runs with, and
 // that a user's _pragma in a "file:" URI overrides a default.
 func TestSQLiteConnectionSettings(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "store.db")
-	busy := fmt.Sprint(sqliteBusyTimeout.Milliseconds())
+	busy := fmt.Sprint(sqlitedb.BusyTimeout.Milliseconds())
 	tests := []struct {
 		uri      string
 		wantSync string // PRAGMA synchronous: 1 NORMAL, 2 FULL
@@ -63,107 +58,4 @@ func TestSQLiteConnectionSettings(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestSQLiteRetryBusy holds a write lock on a new file, which makes the
-// writer's switch to WAL fail at once whatever the busy timeout, and
-// checks that retryBusy tries again until the lock is gone, gives up on
-// other errors and on a cancelled context.
-func TestSQLiteRetryBusy(t *testing.T) {
-	ctx := context.Background()
-	lock := func(t *testing.T) (path string, release func()) {
-		t.Helper()
-		path = filepath.Join(t.TempDir(), "new.db")
-		raw, err := sql.Open("sqlite", "file:"+path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := raw.Exec(`CREATE TABLE other (a)`); err != nil {
-			t.Fatal(err)
-		}
-		tx, err := raw.Begin()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(`INSERT INTO other VALUES (1)`); err != nil {
-			t.Fatal(err)
-		}
-		var once sync.Once
-		release = func() {
-			once.Do(func() {
-				tx.Rollback()
-				raw.Close()
-			})
-		}
-		t.Cleanup(release)
-		return path, release
-	}
-	writer := func(t *testing.T, path string) *sql.DB {
-		t.Helper()
-		_, w, _, err := sqliteDSNs(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := sql.Open("sqlite", w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1)
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-
-	t.Run("waits for the lock", func(t *testing.T) {
-		path, release := lock(t)
-		db := writer(t, path)
-		var errs []error
-		err := retryBusy(ctx, time.Minute, func() error {
-			err := migrateSQLite(ctx, db, sqliteSchema)
-			errs = append(errs, err)
-			release()
-			return err
-		})
-		if err != nil {
-			t.Fatalf("retryBusy: %v (attempts: %v)", err, errs)
-		}
-		var se *sqlite.Error
-		if len(errs) != 2 || !errors.As(errs[0], &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY {
-			t.Fatalf("attempts = %v, want SQLITE_BUSY and then success", errs)
-		}
-		var v int
-		if err := db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != len(sqliteSchema) {
-			t.Errorf("user_version = %d, %v; want %d", v, err, len(sqliteSchema))
-		}
-	})
-	t.Run("gives up at the limit", func(t *testing.T) {
-		path, _ := lock(t)
-		db := writer(t, path)
-		n := 0
-		err := retryBusy(ctx, 0, func() error { n++; return migrateSQLite(ctx, db, sqliteSchema) })
-		if n != 1 || err == nil {
-			t.Errorf("%d attempts, err %v; want 1 attempt and SQLITE_BUSY", n, err)
-		}
-	})
-	t.Run("gives up when cancelled", func(t *testing.T) {
-		path, _ := lock(t)
-		db := writer(t, path)
-		cctx, cancel := context.WithCancel(ctx)
-		n := 0
-		err := retryBusy(cctx, time.Minute, func() error {
-			n++
-			cancel()
-			return migrateSQLite(ctx, db, sqliteSchema)
-		})
-		if n != 1 || !errors.Is(err, context.Canceled) {
-			t.Errorf("%d attempts, err %v; want 1 attempt and context.Canceled", n, err)
-		}
-	})
-	t.Run("other errors at once", func(t *testing.T) {
-		n := 0
-		bad := errors.New("bad")
-		err := retryBusy(ctx, time.Minute, func() error { n++; return bad })
-		if n != 1 || err != bad {
-			t.Errorf("%d attempts, err %v; want 1 attempt and %v", n, err, bad)
-		}
-	})
 }

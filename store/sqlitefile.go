@@ -4,28 +4,29 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
+
+	"backfill/sqlitedb"
 )
 
 // OpenSQLiteFile opens (creating it and its directory) a SQLite file that
 // a component keeps its own state in, such as a survey's state.db, set up
-// as the store's own file is: WAL, synchronous=NORMAL (durable across a
-// process crash), the busy timeout, immediate write transactions, and the
-// schema brought to the newest of the given migrations (entry i moves a
-// file from user_version i to i+1; append only) in one transaction. The
-// pool has one connection: the caller is the file's one writer, and its
-// reads queue behind its writes.
+// as the store's own file is (package sqlitedb): WAL, synchronous=NORMAL
+// (durable across a process crash), the busy timeout, immediate write
+// transactions, and the schema brought to the newest of the given
+// migrations (entry i moves a file from user_version i to i+1; append
+// only) in one transaction. The pool has one connection: the caller is
+// the file's one writer, and its reads queue behind its writes.
 func OpenSQLiteFile(ctx context.Context, path string, schema [][]string) (*sql.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
-	_, dsn, _, err := sqliteDSNs("file:" + (&url.URL{Path: path}).EscapedPath())
+	f, err := sqlitedb.Parse(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", f.DSN(append([]string{"foreign_keys(1)"}, sqlitedb.Writer...), sqlitedb.Immediate))
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
@@ -33,7 +34,11 @@ func OpenSQLiteFile(ctx context.Context, path string, schema [][]string) (*sql.D
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxIdleTime(0)
 	db.SetConnMaxLifetime(0)
-	if err := retryBusy(ctx, sqliteBusyTimeout, func() error { return migrateSQLite(ctx, db, schema) }); err != nil {
+	steps := make([]sqlitedb.Migration, len(schema))
+	for i, stmts := range schema {
+		steps[i] = sqlitedb.Migration{SQL: stmts}
+	}
+	if _, err := sqlitedb.Migrate(ctx, db, steps); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}

@@ -126,9 +126,11 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return min(max(t.Sub(now), 0), maxRetryAfter), true
 }
 
-// backoff is the wait after n consecutive failures: base × 2^n, at most
-// ceiling.
-func backoff(base time.Duration, n int, ceiling time.Duration) time.Duration {
+// hostPause is the wait after n consecutive failures: base × 2^n, at most
+// ceiling. It is politeness, not a retry of our own: exact and without
+// jitter (package backoff), so a host's pause never falls below what its
+// failures earned.
+func hostPause(base time.Duration, n int, ceiling time.Duration) time.Duration {
 	if n <= 0 {
 		return 0
 	}
@@ -303,7 +305,7 @@ func (hs *health) observe(host string, resp *fetch.Response, err error, base tim
 	}
 	throttled := false
 	hh.record(tr)
-	wait := backoff(base, hh.failures(), hs.maxBackoff)
+	wait := hostPause(base, hh.failures(), hs.maxBackoff)
 	why := ""
 	if wait > 0 {
 		why = fmt.Sprintf("backing off %v after %d consecutive failures", wait, hh.failures())
@@ -314,7 +316,7 @@ func (hs *health) observe(host string, resp *fetch.Response, err error, base tim
 			wait, why = ra, fmt.Sprintf("answered %d with Retry-After %v", resp.Status, ra)
 		} else if tr == troubleThrottle {
 			// A 429 without a wait backs off like one more failure.
-			wait = backoff(base, hh.failures()+1, hs.maxBackoff)
+			wait = hostPause(base, hh.failures()+1, hs.maxBackoff)
 			why = fmt.Sprintf("answered 429; backing off %v", wait)
 		}
 	}

@@ -60,8 +60,8 @@ func TestBackoff(t *testing.T) {
 		{time.Second, 1000, 10 * time.Minute, 10 * time.Minute}, // no overflow
 	}
 	for _, tc := range cases {
-		if got := backoff(tc.base, tc.n, tc.ceiling); got != tc.want {
-			t.Errorf("backoff(%v, %d, %v) = %v, want %v", tc.base, tc.n, tc.ceiling, got, tc.want)
+		if got := hostPause(tc.base, tc.n, tc.ceiling); got != tc.want {
+			t.Errorf("hostPause(%v, %d, %v) = %v, want %v", tc.base, tc.n, tc.ceiling, got, tc.want)
 		}
 	}
 }

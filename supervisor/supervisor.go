@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"backfill/backoff"
 	"context"
 	"errors"
 	"fmt"
@@ -601,9 +602,10 @@ func (s *Supervisor) talk(ctx context.Context) {
 }
 
 // register sends Hello until a Welcome arrives, backing off from 200ms,
-// doubling, up to HelloMax. It reports false when ctx ended first.
+// doubling, up to HelloMax, with jitter (so supervisors that started
+// together do not call together). It reports false when ctx ended first.
 func (s *Supervisor) register(ctx context.Context) bool {
-	backoff := min(helloStart, s.cfg.HelloMax)
+	pause := backoff.New(min(helloStart, s.cfg.HelloMax), s.cfg.HelloMax)
 	answer := min(helloAnswer, s.cfg.HelloMax)
 	for {
 		err := s.send(ctx, wire.KindHello, s.hello(), answer)
@@ -619,18 +621,18 @@ func (s *Supervisor) register(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		args := []any{"dispatcher", s.cfg.Dispatcher, "retry_in", backoff}
+		wait := pause.Next()
+		args := []any{"dispatcher", s.cfg.Dispatcher, "retry_in", wait.Round(time.Millisecond)}
 		if err != nil {
 			args = append(args, "err", err)
 		}
-		s.log.Warn(fmt.Sprintf("dispatcher not answering at %s; retrying in %v", s.cfg.Dispatcher, backoff), args...)
-		if s.awaitWelcome(ctx, backoff) {
+		s.log.Warn(fmt.Sprintf("dispatcher not answering at %s; retrying in %v", s.cfg.Dispatcher, wait.Round(time.Millisecond)), args...)
+		if s.awaitWelcome(ctx, wait) {
 			return true
 		}
 		if ctx.Err() != nil {
 			return false
 		}
-		backoff = min(2*backoff, s.cfg.HelloMax)
 	}
 }
 

@@ -356,7 +356,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 		if prev != nil && prev.failures > 0 {
 			r.failures = prev.failures + 1
 		}
-		ttl = backoff(s.cfg.RobotsRetry, r.failures-1, s.cfg.RobotsTTL)
+		ttl = hostPause(s.cfg.RobotsRetry, r.failures-1, s.cfg.RobotsTTL)
 		if r.failures == 1 {
 			ttl = min(s.cfg.RobotsRetry, s.cfg.RobotsTTL)
 		}
