@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -14,8 +15,8 @@ import (
 // statement per link and table was most of a result's cost.
 const attachChunk = 64
 
-// knownURL is what the state knows of a URL already in the frontier, and
-// of one record's link to it.
+// knownURL is what the state knows of a URL already in the seen store,
+// and of one record's link to it.
 type knownURL struct {
 	state, depth int
 	last         int64
@@ -24,15 +25,16 @@ type knownURL struct {
 	recDepth     sql.NullInt64 // depth at which the record reached the URL before
 }
 
-// attachLinks records that rec reached each of links (normalized URLs) at
-// depth. A URL new to the crawl is queued; one already crawled has its
-// cached extraction applied to rec (queued as work); one queued or leased
-// just gains rec.
-func (d *Dispatcher) attachLinks(ctx context.Context, links []string, rec string, depth int) error {
+// attachLinks records that the record rec (its seq) reached each of links
+// (normalized URLs) at depth. A URL new to the crawl is queued; one
+// already crawled has its cached extraction applied to rec (queued as
+// work); one queued or leased just gains rec. recN is the record's count
+// of tasks queued, for its budget.
+func (d *Dispatcher) attachLinks(ctx context.Context, links []string, rec int64, recN *int, depth int) error {
 	links = d.keepLinks(links, depth)
 	for len(links) > 0 {
 		n := min(len(links), attachChunk)
-		if err := d.attachSome(ctx, links[:n], rec, depth); err != nil {
+		if err := d.attachSome(ctx, links[:n], rec, recN, depth); err != nil {
 			return err
 		}
 		links = links[n:]
@@ -40,30 +42,28 @@ func (d *Dispatcher) attachLinks(ctx context.Context, links []string, rec string
 	return nil
 }
 
-// attachSome attaches at most attachChunk links: one lookup for all of
-// them, then one insert per table for the new ones.
-func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec string, depth int) error {
-	ids := make([]string, 0, len(links))
+// attachSome attaches at most attachChunk links: one lookup for those the
+// seen store may hold, then one insert per table for the new ones.
+func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, recN *int, depth int) error {
+	keys := make([]int64, 0, len(links))
 	norms := make([]string, 0, len(links))
-	dup := make(map[string]bool, len(links))
 	for _, norm := range links {
-		id := urlID(norm)
-		if dup[id] {
+		key := urlKey(norm)
+		if slices.Contains(keys, key) {
 			continue
 		}
-		dup[id] = true
-		ids = append(ids, id)
+		keys = append(keys, key)
 		norms = append(norms, norm)
 	}
-	known, err := d.lookupURLs(ctx, ids, rec)
+	known, err := d.lookupURLs(ctx, keys, rec)
 	if err != nil {
 		return err
 	}
 	var fresh []*task
-	for i, id := range ids {
+	for i, key := range keys {
 		norm := norms[i]
-		if k, ok := known[id]; ok {
-			if err := d.attachKnown(ctx, id, norm, rec, depth, k); err != nil {
+		if k, ok := known[key]; ok {
+			if err := d.attachKnown(ctx, key, norm, rec, depth, k); err != nil {
 				return err
 			}
 			continue
@@ -73,15 +73,20 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec string,
 			d.log.Debug("link without a host ignored", "url", norm, "record", rec)
 			continue
 		}
-		if why := d.filter.budget(host, rec, depth); why != "" {
+		hc, err := d.hostCount(ctx, host)
+		if err != nil {
+			return err
+		}
+		if why := d.filter.budget(&hc.n, recN, depth); why != "" {
 			d.filtered[why]++
 			continue
 		}
+		hc.dirty = true
 		matched, prio := d.cfg.Mappings.Matches(norm)
-		t := &task{id: id, url: norm, host: host, domain: domain, depth: depth,
+		t := &task{key: key, url: norm, host: host, domain: domain, depth: depth,
 			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(norm)}
 		d.nextSeq++
-		t.seq = rankedSeq(d.filter.hostN[host], d.nextSeq)
+		t.seq = rankedSeq(hc.n, d.nextSeq)
 		fresh = append(fresh, t)
 	}
 	if len(fresh) == 0 {
@@ -97,36 +102,42 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec string,
 	return nil
 }
 
-// lookupURLs returns what the state knows of the URLs among ids that are
-// in the frontier. A URL has task_records rows only once it is in the
-// frontier, so one missing here is new to the crawl.
-func (d *Dispatcher) lookupURLs(ctx context.Context, ids []string, rec string) (map[string]knownURL, error) {
-	st, err := d.st.stmtN(ctx, "urlGet", len(ids), func(n int) string {
-		return `SELECT f.id, f.state, f.depth, s.last_crawled, s.class, s.result,
-			(SELECT depth FROM task_records WHERE url_id = f.id AND record_id = ?)
-			FROM frontier f JOIN seen s ON s.id = f.id WHERE f.id IN (` + placeholders(n, "?") + `)`
+// lookupURLs returns what the state knows of the URLs among keys that
+// are in the seen store. Those the seen store's filter rules out (see
+// seenFilter) are not looked up at all: on an intake of new records, or
+// a page of new links, that is every one of them.
+func (d *Dispatcher) lookupURLs(ctx context.Context, keys []int64, rec int64) (map[int64]knownURL, error) {
+	maybe := make([]any, 0, len(keys)+1)
+	maybe = append(maybe, rec)
+	for _, k := range keys {
+		if d.seenKeys.mayHave(k) {
+			maybe = append(maybe, k)
+		}
+	}
+	known := make(map[int64]knownURL)
+	if len(maybe) == 1 {
+		return known, nil
+	}
+	st, err := d.st.stmtN(ctx, "urlGet", len(maybe)-1, func(n int) string {
+		return `SELECT u.key, u.state, u.depth, u.last_crawled, u.class, u.result,
+			(SELECT depth FROM links WHERE url = u.key AND rec = ?)
+			FROM urls u WHERE u.key IN (` + placeholders(n, "?") + `)`
 	})
 	if err != nil {
 		return nil, err
 	}
-	args := make([]any, 0, len(ids)+1)
-	args = append(args, rec)
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	rows, err := st.QueryContext(ctx, args...)
+	rows, err := st.QueryContext(ctx, maybe...)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: state urls: %w", err)
 	}
 	defer rows.Close()
-	known := make(map[string]knownURL)
 	for rows.Next() {
-		var id string
+		var key int64
 		var k knownURL
-		if err := rows.Scan(&id, &k.state, &k.depth, &k.last, &k.class, &k.result, &k.recDepth); err != nil {
+		if err := rows.Scan(&key, &k.state, &k.depth, &k.last, &k.class, &k.result, &k.recDepth); err != nil {
 			return nil, fmt.Errorf("dispatcher: state urls: %w", err)
 		}
-		known[id] = k
+		known[key] = k
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("dispatcher: state urls: %w", err)
@@ -134,24 +145,22 @@ func (d *Dispatcher) lookupURLs(ctx context.Context, ids []string, rec string) (
 	return known, nil
 }
 
-// insertTasks puts new URLs in the state: rec's link to each, the seen
-// entry and the queued task, one statement per table.
-func (d *Dispatcher) insertTasks(ctx context.Context, ts []*task, rec string, depth int) error {
+// insertTasks puts new URLs in the state: rec's link to each and the
+// queued task in the seen store, one statement per table.
+func (d *Dispatcher) insertTasks(ctx context.Context, ts []*task, rec int64, depth int) error {
 	now := time.Now().UnixNano()
 	n := len(ts)
 	inserts := []struct {
 		name, head, row, tail string
 		args                  func(t *task) []any
 	}{
-		{"trIns", `INSERT INTO task_records(url_id, record_id, depth) VALUES `, "(?, ?, ?)",
-			` ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
-			func(t *task) []any { return []any{t.id, rec, depth} }},
-		{"seenInsN", `INSERT INTO seen(id, url, first_seen) VALUES `, "(?, ?, ?)", ` ON CONFLICT(id) DO NOTHING`,
-			func(t *task) []any { return []any{t.id, t.url, now} }},
-		{"frontInsN", `INSERT INTO frontier(id, url, host, domain, depth, matched, priority, render, seq, state) VALUES `,
-			"(?, ?, ?, ?, ?, ?, ?, ?, ?, 0)", ``,
+		{"linkIns", `INSERT INTO links(url, rec, depth) VALUES `, "(?, ?, ?)",
+			` ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < links.depth`,
+			func(t *task) []any { return []any{t.key, rec, depth} }},
+		{"urlIns", `INSERT INTO urls(key, url, depth, matched, priority, render, seq, state, first_seen) VALUES `,
+			"(?, ?, ?, ?, ?, ?, ?, 0, ?)", ``,
 			func(t *task) []any {
-				return []any{t.id, t.url, t.host, t.domain, t.depth, b2i(t.matched), t.priority, b2i(t.render), t.seq}
+				return []any{t.key, t.url, t.depth, b2i(t.matched), t.priority, b2i(t.render), t.seq, now}
 			}},
 	}
 	for _, in := range inserts {
@@ -159,13 +168,16 @@ func (d *Dispatcher) insertTasks(ctx context.Context, ts []*task, rec string, de
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, n*10)
+		args := make([]any, 0, n*8)
 		for _, t := range ts {
 			args = append(args, in.args(t)...)
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("dispatcher: state %s: %w", in.name, err)
 		}
+	}
+	for _, t := range ts {
+		d.seenKeys.add(t.key)
 	}
 	return nil
 }
@@ -183,22 +195,22 @@ func placeholders(n int, one string) string {
 	return b.String()
 }
 
-// attachKnown attaches rec to a URL the frontier already holds.
-func (d *Dispatcher) attachKnown(ctx context.Context, id, norm, rec string, depth int, k knownURL) error {
+// attachKnown attaches rec to a URL the seen store already holds.
+func (d *Dispatcher) attachKnown(ctx context.Context, key int64, norm string, rec int64, depth int, k knownURL) error {
 	if k.recDepth.Valid && int(k.recDepth.Int64) <= depth {
 		return nil // already reached by this record, no farther away
 	}
-	if _, err := d.st.exec(ctx, "trPut", id, rec, depth); err != nil {
+	if _, err := exec(ctx, d.st.q.linkPut, key, rec, depth); err != nil {
 		return err
 	}
-	return d.revisit(ctx, id, norm, rec, depth, k)
+	return d.revisit(ctx, key, norm, rec, depth, k)
 }
 
-// revisit gives rec, which reached a URL the frontier holds, what the URL
-// has: its cached extraction while that is fresh (see stale), else the
+// revisit gives rec, which reached a URL the seen store holds, what the
+// URL has: its cached extraction while that is fresh (see stale), else the
 // URL is queued again if it is done or dropped (a queued or leased task
 // will answer every record that reached it).
-func (d *Dispatcher) revisit(ctx context.Context, id, norm, rec string, depth int, k knownURL) error {
+func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec int64, depth int, k knownURL) error {
 	switch {
 	case k.last > 0 && !d.stale(k.last):
 		if k.class == "" && len(k.result) > 0 {
@@ -206,10 +218,10 @@ func (d *Dispatcher) revisit(ctx context.Context, id, norm, rec string, depth in
 			if err := json.Unmarshal(k.result, &res); err != nil {
 				return fmt.Errorf("dispatcher: state cached result of %s: %w", norm, err)
 			}
-			d.reused++
+			d.run.reused++
 			it := applyItem{rec: rec, res: &res, depth: depth}
 			if res.JSOnly { // a shell's static result: it may want rendering now
-				it.urlID = id
+				it.lateKey, it.late = key, true
 			}
 			d.work = append(d.work, it)
 		}
@@ -219,15 +231,15 @@ func (d *Dispatcher) revisit(ctx context.Context, id, norm, rec string, depth in
 		if k.last > 0 {
 			d.recrawled++
 		}
-		return d.requeueDone(ctx, id, min(depth, k.depth))
+		return d.requeueDone(ctx, key, norm, min(depth, k.depth))
 	case depth < k.depth:
-		if _, err := d.st.exec(ctx, "frontDepth", depth, id, depth); err != nil {
+		if _, err := exec(ctx, d.st.q.urlDepth, depth, key, depth); err != nil {
 			return err
 		}
-		if t := d.w.queued[id]; t != nil {
+		if t := d.w.queued[key]; t != nil {
 			t.depth = depth
 			d.w.reprioritize(t)
-		} else if t := d.w.leased[id]; t != nil {
+		} else if t := d.w.leased[key]; t != nil {
 			t.depth = depth
 		} else if k.state == stateQueued {
 			// Queued in SQLite only: it moved up in the order, maybe

@@ -14,8 +14,10 @@ const maxConflicts = 16
 
 // recState is a record's crawl state, cached for the length of a batch.
 type recState struct {
-	id       string
-	fields   map[string]string
+	seq      int64             // its key in the state
+	id       string            // its id in the store
+	fields   map[string]string // its own values of the match-key fields
+	queued   int               // tasks queued for it by this process (its budget)
 	targets  []string
 	filled   map[string]store.Value
 	complete bool

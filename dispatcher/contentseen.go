@@ -299,7 +299,7 @@ func (d *Dispatcher) contentSeen(ctx context.Context, t *task, r *wire.Result) (
 			kind, first = seenNew, ""
 		}
 	}
-	if _, err := d.st.exec(ctx, "fpIns", t.id, exact[:], int64(r.Simhash), r.Words, first); err != nil {
+	if _, err := exec(ctx, d.st.q.fpIns, t.url, exact[:], int64(r.Simhash), r.Words, first); err != nil {
 		return false, err
 	}
 	if kind == seenNew {
@@ -315,7 +315,7 @@ func (d *Dispatcher) contentSeen(ctx context.Context, t *task, r *wire.Result) (
 // which rebuilds the index a previous process had (see contentSeen).
 func (d *Dispatcher) loadFingerprints(ctx context.Context) error {
 	d.seen = newContentSeen()
-	rows, err := d.st.conn.QueryContext(ctx, `SELECT s.url, f.exact, f.sim, f.words FROM fingerprints f JOIN seen s ON s.id = f.url_id ORDER BY f.seq`)
+	rows, err := query(ctx, d.st.q.fpAll)
 	if err != nil {
 		return fmt.Errorf("dispatcher: state fingerprints: %w", err)
 	}

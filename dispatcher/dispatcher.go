@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -242,6 +243,7 @@ type Dispatcher struct {
 	firstLease int64 // the first lease of this process; below it, an earlier one's
 	nextSeq    int64
 	recSeq     int64
+	gen        int64 // this process's generation, for the budgets (budgets.go)
 	steps      int64 // batches handled by Run, for the log
 
 	lastJoin     time.Time // when the latest member joined
@@ -253,19 +255,28 @@ type Dispatcher struct {
 	nRecords, nComplete, nPartial int
 	queuedN                       int
 
-	// decoded records (written back by flush, kept up to recCacheCap) and
-	// the batch's pending (page, record) pairs
-	recCache map[string]*recState
+	// decoded records (written back by flush, kept up to recCacheCap),
+	// the hosts' budget counts (budgets.go) and the batch's pending
+	// (page, record) pairs
+	recCache map[int64]*recState
+	hosts    map[string]*hostCount
 	work     []applyItem
 
-	// counters of the current Run
-	pages, reused, late, expired, fieldErrs, refusedN int64
-	adopted, disagreeing                              int64
-	errs                                              map[string]int64
-	badLines                                          int
-	renderRetried, renderWanted                       int64
-	lateRenders                                       []lateRender    // see renderLate
-	wantedRender                                      map[string]bool // URL ids counted in renderWanted
+	// targetSets are the distinct target lists, by id in the state and by
+	// their JSON (target_sets); matchFields the fields some mapping marks
+	// match, the only own values the state keeps of a record.
+	targetSets  map[string]int64
+	targetNames map[int64][]string
+	matchFields []string
+
+	// seenKeys is the seen store's filter (seenfilter.go).
+	seenKeys *seenFilter
+
+	run      runCounts
+	badLines int
+	// lateRenders are cached shells reached before any supervisor
+	// joined, that may need rendering (renderLate).
+	lateRenders []lateRender
 
 	// link filters and what they refused since New
 	filter      *linkFilter
@@ -288,13 +299,23 @@ type Dispatcher struct {
 	started      time.Time
 	refreshOpen  int
 	refreshBegun bool
+	recrawled    int64
 
 	// failed pages of earlier runs, queued again once (retry.go)
-	retryBegun                         bool
-	retried                            map[string]int64
-	retryKept, retryExhausted          int64
-	recrawled, notModified             int64
-	refreshedN, changedN, unconfirmedN int64
+	retryBegun                bool
+	retried                   map[string]int64
+	retryKept, retryExhausted int64
+}
+
+// runCounts are the counters of one Run, reset together when Run starts.
+type runCounts struct {
+	pages, reused, late, expired, fieldErrs, refused, adopted int64
+	disagreeing                                               int64
+	errs                                                      map[string]int64
+	renderRetried, renderWanted                               int64
+	wantedRender                                              map[int64]bool // pages counted in renderWanted
+	// freshness: see Summary
+	notModified, refreshed, changed, unconfirmed int64
 }
 
 // New opens (or creates) the state in cfg.StateDir, binds the intake and
@@ -363,8 +384,9 @@ func New(cfg Config) (*Dispatcher, error) {
 		renderRing: newRing(0, nil),
 		refused:    make(map[string]bool),
 		failed:     make(chan sendFail, 64),
-		recCache:   make(map[string]*recState),
-		errs:       make(map[string]int64),
+		recCache:   make(map[int64]*recState),
+		hosts:      make(map[string]*hostCount),
+		run:        runCounts{errs: make(map[string]int64)},
 		retried:    make(map[string]int64),
 
 		filter:      filter,
@@ -392,13 +414,23 @@ func New(cfg Config) (*Dispatcher, error) {
 	return d, nil
 }
 
-// resume reads the counters back and re-queues tasks a previous process had
-// leased (only earlier builds wrote leases to the state).
+// resume reads the counters back, re-queues tasks a previous process had
+// leased (only earlier builds wrote leases to the state), sets up the seen
+// filter and the target sets, and fills the window.
 func (d *Dispatcher) resume(ctx context.Context) error {
 	s := d.st
-	if _, err := s.conn.ExecContext(ctx, `UPDATE frontier SET state = 0, lease = 0, deadline = 0, supervisor = '' WHERE state = 1`); err != nil {
-		return fmt.Errorf("dispatcher: re-queue leased tasks: %w", err)
+	if err := s.begin(ctx); err != nil {
+		return err
 	}
+	if err := d.resumeTx(ctx); err != nil {
+		s.rollback()
+		return err
+	}
+	return s.commit(ctx)
+}
+
+func (d *Dispatcher) resumeTx(ctx context.Context) error {
+	s := d.st
 	run, err := s.meta(ctx, "run")
 	if err != nil {
 		return err
@@ -420,42 +452,127 @@ func (d *Dispatcher) resume(ctx context.Context) error {
 	// of an earlier process can never match a new one.
 	d.nextLease = max(lease, time.Now().UnixNano())
 	d.firstLease = d.nextLease + 1
-	counts := []struct {
-		dst *int64
-		q   string
-	}{
-		{&d.nextSeq, `SELECT MAX(seq & ` + strconv.FormatInt(seqCounterMask, 10) + `) FROM frontier`},
-		{&d.recSeq, `SELECT MAX(seq) FROM records`},
+	if d.gen, err = s.meta(ctx, "gen"); err != nil {
+		return err
 	}
-	for _, c := range counts {
-		v, err := s.scalar(ctx, c.q)
-		if err != nil {
-			return err
-		}
-		*c.dst = v
+	d.gen = (d.gen + 1) & (1<<(62-genShift) - 1)
+	if err := s.setMeta(ctx, "gen", d.gen); err != nil {
+		return err
 	}
-	ints := []struct {
-		dst *int
-		q   string
-	}{
-		{&d.nRecords, `SELECT COUNT(*) FROM records`},
-		{&d.nComplete, `SELECT COUNT(*) FROM records WHERE complete = 1`},
-		{&d.nPartial, `SELECT COUNT(*) FROM records WHERE complete = 0 AND nfilled > 0`},
-		{&d.queuedN, `SELECT COUNT(*) FROM frontier WHERE state = 0`},
-		{&d.refreshOpen, `SELECT COUNT(*) FROM prior WHERE open = 1`},
+	if d.nextSeq, err = s.meta(ctx, "next_seq"); err != nil {
+		return err
 	}
-	for _, c := range ints {
-		v, err := s.scalar(ctx, c.q)
-		if err != nil {
-			return err
-		}
-		*c.dst = int(v)
+	if d.recSeq, err = s.scalar(ctx, `SELECT MAX(seq) FROM records`); err != nil {
+		return err
+	}
+	if err := d.readCounters(ctx); err != nil {
+		return err
+	}
+	if err := d.loadTargetSets(ctx); err != nil {
+		return err
+	}
+	d.matchFields = d.cfg.Mappings.MatchFields()
+	if err := d.setupSeenFilter(ctx); err != nil {
+		return err
 	}
 	if err := d.loadFingerprints(ctx); err != nil {
 		return err
 	}
 	d.w.spilled = d.queuedN > 0
 	return d.refill(ctx)
+}
+
+// counters are the Dispatcher's counts that the state keeps in meta, so a
+// resume need not count them over every row.
+func (d *Dispatcher) counters() []struct {
+	key string
+	n   *int
+	q   string // counts it when meta lacks it (a state of an earlier build)
+} {
+	return []struct {
+		key string
+		n   *int
+		q   string
+	}{
+		{"records", &d.nRecords, `SELECT COUNT(*) FROM records`},
+		{"complete", &d.nComplete, `SELECT COUNT(*) FROM records WHERE complete = 1`},
+		{"partial", &d.nPartial, `SELECT COUNT(*) FROM records WHERE complete = 0 AND nfilled > 0`},
+		{"queued", &d.queuedN, `SELECT COUNT(*) FROM urls WHERE state = 0`},
+		{"refresh_open", &d.refreshOpen, `SELECT COUNT(*) FROM prior WHERE open = 1`},
+	}
+}
+
+func (d *Dispatcher) readCounters(ctx context.Context) error {
+	for _, c := range d.counters() {
+		var v int64
+		err := d.st.q.metaGet.QueryRowContext(ctx, c.key).Scan(&v)
+		if errors.Is(err, errNoRows) {
+			v, err = d.st.scalar(ctx, c.q)
+		}
+		if err != nil {
+			return fmt.Errorf("dispatcher: state counter %s: %w", c.key, err)
+		}
+		*c.n = int(v)
+	}
+	return nil
+}
+
+// putCounters writes the counters and the lease and sequence numbers into
+// the open transaction.
+func (d *Dispatcher) putCounters(ctx context.Context) error {
+	for _, c := range d.counters() {
+		if err := d.st.setMeta(ctx, c.key, int64(*c.n)); err != nil {
+			return err
+		}
+	}
+	if err := d.st.setMeta(ctx, "next_seq", d.nextSeq); err != nil {
+		return err
+	}
+	return d.st.setMeta(ctx, "lease", d.nextLease)
+}
+
+// loadTargetSets reads the distinct target lists.
+func (d *Dispatcher) loadTargetSets(ctx context.Context) error {
+	d.targetSets, d.targetNames = make(map[string]int64), make(map[int64][]string)
+	rows, err := query(ctx, d.st.q.targetSets)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var names string
+		if err := rows.Scan(&id, &names); err != nil {
+			return fmt.Errorf("dispatcher: state target sets: %w", err)
+		}
+		var list []string
+		if err := json.Unmarshal([]byte(names), &list); err != nil {
+			return fmt.Errorf("dispatcher: state target set %d: %w", id, err)
+		}
+		d.targetSets[names], d.targetNames[id] = id, list
+	}
+	return rows.Err()
+}
+
+// targetSet returns the id of a target list, adding it if new.
+func (d *Dispatcher) targetSet(ctx context.Context, targets []string) (int64, error) {
+	b, _ := json.Marshal(targets)
+	if targets == nil {
+		b = []byte("[]")
+	}
+	if id, ok := d.targetSets[string(b)]; ok {
+		return id, nil
+	}
+	r, err := exec(ctx, d.st.q.targetSetIns, string(b))
+	if err != nil {
+		return 0, err
+	}
+	id, err := r.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("dispatcher: state target set: %w", err)
+	}
+	d.targetSets[string(b)], d.targetNames[id] = id, targets
+	return id, nil
 }
 
 // Endpoint is the intake endpoint actually bound (port resolved).
@@ -478,17 +595,35 @@ func (d *Dispatcher) Close() error {
 	d.wg.Wait()
 	err := d.recv.Close()
 	ctx := context.Background()
-	if err2 := d.st.setMeta(ctx, "lease", d.nextLease); err2 != nil {
-		err = errors.Join(err, err2)
+	// The counters, and the seen filter for a quick start next time; a
+	// filter that cannot be saved is rebuilt then.
+	err2 := d.st.begin(ctx)
+	if err2 == nil {
+		err2 = d.putCounters(ctx)
 	}
-	return errors.Join(err, d.st.close())
+	if err2 == nil {
+		if ferr := d.saveSeenFilter(ctx); ferr != nil {
+			d.log.Warn("seen filter not saved; the next start rebuilds it", "error", ferr)
+		}
+		err2 = d.st.commit(ctx)
+	}
+	d.st.rollback()
+	return errors.Join(err, err2, d.st.close())
 }
 
 // Load reads a records file (CSV with a header row, or JSON Lines) into the
 // state and the store, and queues each new record's links. Loading a file
 // again is harmless: records already known keep their state, so a resumed
-// run calls Load with the same file. A file that cannot be opened is an
-// error; a malformed line is reported in the LoadReport and skipped.
+// run calls Load with the same file, and the state remembers how far each
+// file was taken in (its size and modification time, the place after the
+// last record committed): a file taken in whole is not read again, and
+// one cut short by a crash is read on from there. A file that cannot be
+// opened is an error; a malformed line, or a record whose id an earlier
+// line of the file had, is reported in the LoadReport and skipped.
+//
+// Records are read on one goroutine while the previous batch is written
+// (loadBatch); each batch of loadBatchSize records is one state
+// transaction, committed after the store has the batch's records.
 func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) {
 	var rep LoadReport
 	f, err := os.Open(path)
@@ -496,41 +631,124 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		return rep, fmt.Errorf("dispatcher: records: %w", err)
 	}
 	defer f.Close()
-	report := func(e *LineError) {
-		if len(rep.Errors) < maxReported {
-			rep.Errors = append(rep.Errors, e)
+	fi, err := f.Stat()
+	if err != nil {
+		return rep, fmt.Errorf("dispatcher: records: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	prog, err := d.loadProgress(ctx, abs, fi)
+	if err != nil {
+		return rep, err
+	}
+	rep.Records, rep.Bad = prog.records, prog.bad
+	if prog.done {
+		d.log.Info("records file taken in before; not read again", "file", path, "records", rep.Records, "bad", rep.Bad)
+		return rep, nil
+	}
+	var rest io.Reader
+	if prog.pos.offset > 0 {
+		d.log.Info("records file taken in up to a place before; reading on from there", "file", path, "line", prog.pos.line, "records", rep.Records)
+		if rest, err = os.Open(path); err != nil {
+			return rep, fmt.Errorf("dispatcher: records: %w", err)
+		}
+		defer rest.(*os.File).Close()
+		if _, err := rest.(*os.File).Seek(prog.pos.offset, io.SeekStart); err != nil {
+			return rep, fmt.Errorf("dispatcher: records: %w", err)
 		}
 	}
-	var batch []store.Record
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		n, err := d.loadBatch(ctx, batch)
-		rep.New += n
-		batch = batch[:0]
-		return err
+
+	// The reader goroutine parses batches while loadBatch writes the last.
+	type batch struct {
+		recs  []store.Record
+		lines []int
+		end   filePos
+		bad   int
+		errs  []error
+		eof   bool
 	}
+	batches := make(chan *batch, 2)
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var readErr error
 	filtered := make(map[string]int64) // record links refused, by reason
-	err = readRecords(path, f, FormatAuto, func(r store.Record) error {
-		rep.Records++
-		batch = append(batch, r)
-		if len(batch) >= 500 {
-			return flush()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer close(batches)
+		b := &batch{}
+		send := func() bool {
+			select {
+			case batches <- b:
+				b = &batch{}
+				return true
+			case <-rctx.Done():
+				return false
+			}
 		}
-		return ctx.Err()
-	}, func(e *LineError) {
-		rep.Bad++
-		report(e)
-	}, func(e *LineError) {
-		if e.Filter != "" {
-			filtered[e.Filter]++
+		report := func(e *LineError) {
+			b.errs = append(b.errs, e)
 		}
-		report(e)
+		readErr = readRecordsFrom(path, f, rest, prog.pos, FormatAuto, func(r store.Record, line int, end filePos) error {
+			b.recs, b.lines, b.end = append(b.recs, r), append(b.lines, line), end
+			if len(b.recs) >= loadBatchSize && !send() {
+				return rctx.Err()
+			}
+			return nil
+		}, func(e *LineError) {
+			b.bad++
+			report(e)
+		}, func(e *LineError) {
+			if e.Filter != "" {
+				filtered[e.Filter]++ // read once the goroutine is done
+			}
+			report(e)
+		})
+		if readErr == nil {
+			b.eof, b.end = true, filePos{offset: fi.Size()}
+			send()
+		}
 	})
-	if err == nil {
-		err = flush()
+	note := func(errs []error) {
+		for _, e := range errs {
+			if len(rep.Errors) < maxReported {
+				rep.Errors = append(rep.Errors, e)
+			}
+		}
 	}
+	for b := range batches {
+		if err != nil {
+			continue // drain: the reader is stopping
+		}
+		note(b.errs)
+		next := prog
+		next.records += len(b.recs)
+		next.bad += b.bad
+		next.pos, next.done = b.end, b.eof
+		var n int
+		var dups []*LineError
+		n, dups, err = d.loadBatch(ctx, b.recs, b.lines, path, abs, fi, next)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			stop() // the reader stops at its next record
+			continue
+		}
+		rep.New += n
+		next.records -= len(dups)
+		next.bad += len(dups)
+		for _, e := range dups {
+			note([]error{e})
+		}
+		prog = next
+	}
+	wg.Wait()
+	if err == nil && readErr != nil {
+		err = readErr
+	}
+	rep.Records, rep.Bad = prog.records, prog.bad
 	d.mu.Lock()
 	d.badLines += rep.Bad
 	for why, n := range filtered {
@@ -544,74 +762,163 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 	return rep, nil
 }
 
+// loadBatchSize is how many records one state transaction of Load takes.
+const loadBatchSize = 2048
+
+// loadProg is how far a records file was taken in (the loads table).
+type loadProg struct {
+	num          int64 // the file's number (records.file)
+	pos          filePos
+	records, bad int
+	done         bool
+}
+
+// loadProgress reads how far the file at path (with fi's size and
+// modification time) was taken in; a file that changed since starts over.
+func (d *Dispatcher) loadProgress(ctx context.Context, path string, fi os.FileInfo) (loadProg, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var p loadProg
+	var size, mtime int64
+	var done int
+	err := d.st.q.loadGet.QueryRowContext(ctx, path).Scan(&p.num, &size, &mtime, &p.pos.offset, &p.pos.line, &p.records, &p.bad, &done)
+	if errors.Is(err, errNoRows) {
+		if err := d.st.q.loadNum.QueryRowContext(ctx).Scan(&p.num); err != nil {
+			return p, fmt.Errorf("dispatcher: state loads: %w", err)
+		}
+		return loadProg{num: p.num}, nil
+	}
+	if err != nil {
+		return p, fmt.Errorf("dispatcher: state loads: %w", err)
+	}
+	if size != fi.Size() || mtime != fi.ModTime().UnixNano() {
+		return loadProg{num: p.num}, nil // changed since: read it all again
+	}
+	p.done = done == 1
+	return p, nil
+}
+
 // loadBatch stores the records not yet known and queues their links, in
-// one state transaction.
-func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, error) {
+// one state transaction that also records prog, the place the file is
+// taken in to. The store gets the records before the transaction commits
+// (and before any value is set on them): a crash in between leaves them
+// in the store only, and the next Load puts them again (PutRecords is an
+// upsert). A record whose id another line of the same file has is
+// returned as a LineError naming the file as name.
+func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines []int, name, path string, fi os.FileInfo, prog loadProg) (int, []*LineError, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return 0, errors.New("dispatcher closed")
-	}
-	var fresh []store.Record
-	for _, r := range recs {
-		err := d.st.row(ctx, "recExists", r.ID).Scan(new(int))
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, errNoRows) {
-			return 0, fmt.Errorf("dispatcher: state: %w", err)
-		}
-		fresh = append(fresh, r)
-	}
-	if len(fresh) == 0 {
-		return 0, nil
+		return 0, nil, errors.New("dispatcher closed")
 	}
 	// A Run going on at the same time may hold the state transaction
 	// open: commit its work first, so that a failure here rolls back only
 	// this batch.
 	if err := d.commitState(ctx); err != nil {
-		return 0, err
-	}
-	for i := range fresh {
-		d.recSeq++
-		fresh[i].Seq = d.recSeq
-	}
-	// The store gets the records before any value is set on them.
-	if err := d.cfg.Store.PutRecords(ctx, fresh); err != nil {
-		d.recSeq -= int64(len(fresh))
-		return 0, fmt.Errorf("dispatcher: store records: %w", err)
+		return 0, nil, err
 	}
 	if err := d.st.begin(ctx); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	var fresh []store.Record
+	var dups []*LineError
+	nRecords, nComplete := d.nRecords, d.nComplete
 	err := func() error {
-		for _, r := range fresh {
-			targets := d.targets(r)
-			fields, _ := json.Marshal(r.Fields)
-			tj, _ := json.Marshal(targets)
-			complete := len(targets) == 0
-			if _, err := d.st.exec(ctx, "recIns", r.ID, r.Seq, fields, tj, b2i(complete), b2i(complete)); err != nil {
+		for i := range recs {
+			r := &recs[i]
+			targets := d.targets(*r)
+			ts, err := d.targetSet(ctx, targets)
+			if err != nil {
 				return err
 			}
+			own, err := d.ownValues(*r)
+			if err != nil {
+				return err
+			}
+			complete := len(targets) == 0
+			links := d.keepLinks(r.Links, 0)
+			queued := 0
+			if !complete {
+				queued = len(links) // charged up front: see linkFilter.budget
+			}
+			seq := d.recSeq + 1
+			res, err := exec(ctx, d.st.q.recIns, seq, r.ID, prog.num, lines[i], own, ts, b2i(complete), b2i(complete), genCount(d.gen, queued))
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 0 {
+				var file int64
+				var line int
+				if err := d.st.q.recFirst.QueryRowContext(ctx, r.ID).Scan(&file, &line); err != nil {
+					return fmt.Errorf("dispatcher: state record %q: %w", r.ID, err)
+				}
+				if file == prog.num && line != lines[i] {
+					dups = append(dups, &LineError{File: name, Line: lines[i], Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, line)})
+				}
+				continue // known: taken in before, from this line or another file
+			}
+			d.recSeq = seq
+			r.Seq = seq
+			fresh = append(fresh, *r)
 			d.nRecords++
 			if complete {
 				d.nComplete++
 				continue
 			}
-			if err := d.attachLinks(ctx, r.Links, r.ID, 0); err != nil {
+			var charged int
+			if err := d.attachLinks(ctx, links, seq, &charged, 0); err != nil {
 				return err
 			}
 		}
 		if err := d.drainWork(ctx); err != nil {
 			return err
 		}
-		return d.flush(ctx)
+		if err := d.flush(ctx); err != nil {
+			return err
+		}
+		if _, err := exec(ctx, d.st.q.loadPut, path, prog.num, fi.Size(), fi.ModTime().UnixNano(), prog.pos.offset, prog.pos.line,
+			prog.records-len(dups), prog.bad+len(dups), b2i(prog.done)); err != nil {
+			return err
+		}
+		// The store gets the records before any value is set on them.
+		if err := d.cfg.Store.PutRecords(ctx, fresh); err != nil {
+			return fmt.Errorf("dispatcher: store records: %w", err)
+		}
+		return nil
 	}()
+	if err == nil {
+		err = d.commitState(ctx)
+	}
 	if err != nil {
 		d.abandon()
-		return 0, err
+		d.recSeq -= int64(len(fresh))
+		d.nRecords, d.nComplete = nRecords, nComplete
+		return 0, nil, err
 	}
-	return len(fresh), d.st.commit(ctx)
+	return len(fresh), dups, nil
+}
+
+// ownValues is the JSON of r's own values of the match-key fields, the
+// only of its fields the state keeps (attribution compares pages with
+// them); nil when it has none.
+func (d *Dispatcher) ownValues(r store.Record) ([]byte, error) {
+	var own map[string]string
+	for _, name := range d.matchFields {
+		if v := r.Fields[name]; v != "" {
+			if own == nil {
+				own = make(map[string]string, len(d.matchFields))
+			}
+			own[name] = v
+		}
+	}
+	if own == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(own)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: record %q: %w", r.ID, err)
+	}
+	return b, nil
 }
 
 // targets are the fields to fill on r: Config.Fields that r lacks, or by

@@ -153,7 +153,7 @@ func TestDuplicatePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first string
-	err = db.QueryRow(`SELECT duplicate_of FROM fingerprints WHERE url_id = ?`, urlID(dup)).Scan(&first)
+	err = db.QueryRow(`SELECT duplicate_of FROM fingerprints WHERE url = ?`, dup).Scan(&first)
 	db.Close()
 	if err != nil || first != orig {
 		t.Errorf("state: %s duplicate of %q (%v), want %q", dup, first, err, orig)

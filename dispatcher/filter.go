@@ -53,9 +53,6 @@ type linkFilter struct {
 	hostCap   int     // tasks queued per host; <= 0 means no limit
 	recordCap int     // tasks queued per record; <= 0 means no limit
 	fanout    int     // distinct registrable domains, and other domains' hosts, on a page; <= 0 means no limit
-
-	hostN   map[string]int // tasks queued per host by this process
-	recordN map[string]int // tasks queued per record by this process
 }
 
 // limit turns a Config value into a limit: zero takes def, negative means
@@ -83,8 +80,6 @@ func newLinkFilter(cfg Config) (*linkFilter, []error, int, error) {
 		hostCap:   limit(cfg.HostBudget, DefaultHostBudget),
 		recordCap: limit(cfg.RecordBudget, DefaultRecordBudget),
 		fanout:    limit(cfg.MaxFanout, DefaultMaxFanout),
-		hostN:     make(map[string]int),
-		recordN:   make(map[string]int),
 	}
 	if cfg.Blacklist != "" {
 		// The supervisors read the same file: its addresses are theirs to
@@ -143,25 +138,23 @@ func (f *linkFilter) check(norm string, depth int) string {
 	return pathTrap(path, f.maxDepth, f.maxRepeat)
 }
 
-// budget returns why a link new to the crawl, for host and record at
-// depth, is not queued, or "" after charging it to both budgets. A
+// budget returns why a link new to the crawl, reached at depth, is not
+// queued, or "" after charging it to its host's count hostN and its
+// record's count recN (tasks queued by this process; see budgets.go). A
 // record's own links are charged but never refused.
-func (f *linkFilter) budget(host, record string, depth int) string {
+func (f *linkFilter) budget(hostN, recN *int, depth int) string {
 	if depth > 0 {
-		if f.hostCap > 0 && f.hostN[host] >= f.hostCap {
+		if f.hostCap > 0 && *hostN >= f.hostCap {
 			return FilterHostBudget
 		}
-		if f.recordCap > 0 && f.recordN[record] >= f.recordCap {
+		if f.recordCap > 0 && *recN >= f.recordCap {
 			return FilterRecordBudget
 		}
 	}
-	f.hostN[host]++
-	f.recordN[record]++
+	*hostN++
+	*recN++
 	return ""
 }
-
-// forget drops a completed record's count: it queues nothing more.
-func (f *linkFilter) forget(record string) { delete(f.recordN, record) }
 
 // pathTrap checks an escaped path (no query) against the trap limits: more
 // than maxDepth segments, or one segment more than maxRepeat times (an

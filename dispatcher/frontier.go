@@ -3,9 +3,10 @@ package dispatcher
 import (
 	"container/heap"
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/binary"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,12 +32,13 @@ type cursorKey struct {
 
 // task is one URL to crawl, in the window (queued) or leased.
 type task struct {
-	id, url, host, domain string
-	depth                 int
-	matched               bool
-	priority              int
-	render                bool
-	seq                   int64
+	key               int64 // urlKey(url); on the wire as its taskID
+	url, host, domain string
+	depth             int
+	matched           bool
+	priority          int
+	render            bool
+	seq               int64
 
 	// while leased
 	lease    int64
@@ -48,14 +50,14 @@ type task struct {
 	widx int        // index in window.worst
 }
 
-// key is t's place in frontier order.
-func (t *task) key() cursorKey {
+// place is t's place in frontier order.
+func (t *task) place() cursorKey {
 	return cursorKey{matched: t.matched, priority: t.priority, depth: t.depth, seq: t.seq}
 }
 
 // before is the frontier order: pages some mapping matches first (higher
 // mapping priority first), then shallower, then first come first served.
-func (t *task) before(u *task) bool { return t.key().before(u) }
+func (t *task) before(u *task) bool { return t.place().before(u) }
 
 // before reports that the place c comes before task t in frontier order.
 func (c cursorKey) before(t *task) bool {
@@ -90,10 +92,36 @@ func rankedSeq(rank int, counter int64) int64 {
 	return int64(min(max(rank, 0), seqRankMax))<<seqRankShift | counter&seqCounterMask
 }
 
-// urlID is the stable task id of a normalized URL.
-func urlID(norm string) string {
+// urlKey is the key of a normalized URL in the seen store and the
+// frontier: the first 8 bytes of its SHA-256, as an integer (SQLite's
+// rowid). At 64 bits two of ten million URLs share a key with a
+// probability of about 3·10⁻⁶.
+func urlKey(norm string) int64 {
 	sum := sha256.Sum256([]byte(norm))
-	return hex.EncodeToString(sum[:8])
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// taskID is a task's id on the wire: its key as 16 hex digits (what
+// earlier builds used as ids, so a result of an earlier process's lease
+// still names the same task).
+func taskID(key int64) string {
+	var b [16]byte
+	const digits = "0123456789abcdef"
+	u := uint64(key)
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[u&15]
+		u >>= 4
+	}
+	return string(b[:])
+}
+
+// parseTaskID is taskID's inverse; ok is false for anything else.
+func parseTaskID(id string) (key int64, ok bool) {
+	if len(id) != 16 {
+		return 0, false
+	}
+	u, err := strconv.ParseUint(id, 16, 64)
+	return int64(u), err == nil
 }
 
 // hostDomain returns the lower-case host[:port] that politeness applies to
@@ -216,8 +244,8 @@ func (h *readyHeap) Pop() any {
 // tasks grouped by host, and the leased tasks. It is owned by the
 // Dispatcher and used under its mutex.
 type window struct {
-	queued  map[string]*task // id → task in a host queue
-	leased  map[string]*task // id → task out on lease
+	queued  map[int64]*task // key → task in a host queue
+	leased  map[int64]*task // key → task out on lease
 	hosts   map[string]*hostQueue
 	ready   readyHeap
 	spilled bool // SQLite holds queued tasks that are not in the window
@@ -272,8 +300,8 @@ func (w *window) pruneHostLast(now time.Time) {
 
 func newWindow() *window {
 	return &window{
-		queued:       make(map[string]*task),
-		leased:       make(map[string]*task),
+		queued:       make(map[int64]*task),
+		leased:       make(map[int64]*task),
 		hosts:        make(map[string]*hostQueue),
 		hostInFlight: make(map[string]int),
 		hostHolder:   make(map[string]string),
@@ -285,10 +313,10 @@ func newWindow() *window {
 // add puts a task in the window (force: even when the window is full, for
 // tasks coming back from a lease).
 func (w *window) add(t *task, force bool) bool {
-	if _, ok := w.queued[t.id]; ok {
+	if _, ok := w.queued[t.key]; ok {
 		return true
 	}
-	if _, ok := w.leased[t.id]; ok {
+	if _, ok := w.leased[t.key]; ok {
 		return true
 	}
 	if !force && len(w.queued) >= windowCap {
@@ -298,12 +326,12 @@ func (w *window) add(t *task, force bool) bool {
 			// t belongs in the window more than its last task does: that
 			// one goes back to SQLite only (it is there already).
 			out = worst
-			w.remove(worst.id)
+			w.remove(worst.key)
 		}
 		if c := w.cursor; c != nil && !c.before(out) {
 			// Read it with the next refill: the cursor goes to just
 			// before it (seq is unique, so nothing between is skipped).
-			k := out.key()
+			k := out.place()
 			k.seq--
 			w.cursor = &k
 		}
@@ -323,7 +351,7 @@ func (w *window) add(t *task, force bool) bool {
 	t.hq = q
 	heap.Push(&q.tasks, t)
 	heap.Push(&w.worst, t)
-	w.queued[t.id] = t
+	w.queued[t.key] = t
 	switch q.where {
 	case parkNone:
 		w.makeReady(q)
@@ -334,12 +362,12 @@ func (w *window) add(t *task, force bool) bool {
 }
 
 // remove takes a queued task out of the window (its record completed).
-func (w *window) remove(id string) {
-	t := w.queued[id]
+func (w *window) remove(key int64) {
+	t := w.queued[key]
 	if t == nil {
 		return
 	}
-	delete(w.queued, id)
+	delete(w.queued, key)
 	heap.Remove(&w.worst, t.widx)
 	q := t.hq
 	heap.Remove(&q.tasks, t.idx)

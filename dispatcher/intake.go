@@ -30,14 +30,15 @@ type cachedResult struct {
 	Mappings []string `json:"m,omitempty"`
 }
 
-// applyItem is a page to apply to a record at a depth. urlID is set when
+// applyItem is a page to apply to a record at a depth. late is set when
 // the page is a cached shell that was never rendered: once applied, it may
 // need rendering for this record.
 type applyItem struct {
-	rec   string
-	res   *cachedResult
-	depth int
-	urlID string
+	rec     int64 // the record's seq
+	res     *cachedResult
+	depth   int
+	lateKey int64 // the page, when late is set
+	late    bool
 }
 
 // drainWork applies queued (page, record) pairs until none is left. Applying
@@ -50,8 +51,8 @@ func (d *Dispatcher) drainWork(ctx context.Context) error {
 		if err := d.apply(ctx, it); err != nil {
 			return err
 		}
-		if it.urlID != "" {
-			if err := d.renderLate(ctx, it.urlID, it.res); err != nil {
+		if it.late {
+			if err := d.renderLate(ctx, it.lateKey, it.res); err != nil {
 				return err
 			}
 		}
@@ -79,8 +80,8 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		if r.complete || it.depth+1 > d.cfg.Depth {
 			return nil
 		}
-		d.disagreeing++
-		return d.attachLinks(ctx, it.res.Links, r.id, it.depth+1)
+		d.run.disagreeing++
+		return d.attachRecordLinks(ctx, r, it.res.Links, it.depth+1)
 	}
 	wasPartial := !r.complete && len(r.filled) > 0
 	merge(r, it.res, it.depth, time.Now().UTC())
@@ -97,8 +98,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		if err := d.putRec(ctx, r); err != nil {
 			return err
 		}
-		d.filter.forget(r.id)
-		return d.dropTasks(ctx, r.id)
+		return d.dropTasks(ctx, r.seq)
 	}
 	if !wasPartial && len(r.filled) > 0 {
 		d.nPartial++
@@ -106,18 +106,32 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	if it.depth+1 > d.cfg.Depth {
 		return nil
 	}
-	return d.attachLinks(ctx, it.res.Links, r.id, it.depth+1)
+	return d.attachRecordLinks(ctx, r, it.res.Links, it.depth+1)
+}
+
+// attachRecordLinks attaches a page's links to the record r at depth,
+// charging its budget.
+func (d *Dispatcher) attachRecordLinks(ctx context.Context, r *recState, links []string, depth int) error {
+	n := r.queued
+	if err := d.attachLinks(ctx, links, r.seq, &r.queued, depth); err != nil {
+		return err
+	}
+	if r.queued != n {
+		r.dirty = true // the budget count is kept with the record
+	}
+	return nil
 }
 
 // commitResult applies one Result if it answers the current lease of its
 // task; anything else is late (or a duplicate) and only counted.
 func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.Time) error {
-	t := d.w.leased[r.TaskID]
-	if t == nil && r.Lease < d.firstLease {
-		t = d.adopt(r)
+	key, ok := parseTaskID(r.TaskID)
+	t := d.w.leased[key]
+	if ok && t == nil && r.Lease < d.firstLease {
+		t = d.adopt(key, r)
 	}
 	if t == nil || t.lease != r.Lease {
-		d.late++
+		d.run.late++
 		return nil
 	}
 	d.release(t)
@@ -140,7 +154,7 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 		}
 	}
 	if r.Class == "" && !notModified {
-		d.pages++
+		d.run.pages++
 		for _, f := range r.Fields {
 			if f.Name == "" || len(f.Values) == 0 {
 				continue
@@ -164,11 +178,11 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 			res.Links = nil
 		}
 	} else if r.Class != "" {
-		d.errs[r.Class]++
+		d.run.errs[r.Class]++
 		d.log.Debug("task failed", "url", t.url, "class", r.Class, "error", r.Error, "supervisor", r.Supervisor)
 	}
 	if len(r.FieldErrs) > 0 {
-		d.fieldErrs += int64(len(r.FieldErrs))
+		d.run.fieldErrs += int64(len(r.FieldErrs))
 		d.log.Debug("extraction errors", "url", t.url, "errors", r.FieldErrs)
 	}
 	var blob []byte
@@ -188,16 +202,13 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 	} else {
 		etag, lastMod = "", "" // no cached extraction for a 304 to stand for
 	}
-	if _, err := d.st.exec(ctx, "seenDone", at.UnixNano(), r.Class, r.Status, blob, etag, lastMod, t.id); err != nil {
-		return err
-	}
-	if _, err := d.st.exec(ctx, "frontState", stateDone, t.lease, 0, t.member, t.id); err != nil {
+	if _, err := exec(ctx, d.st.q.urlDone, at.UnixNano(), r.Class, r.Status, blob, etag, lastMod, t.key); err != nil {
 		return err
 	}
 	if r.Class != "" {
 		return nil
 	}
-	rows, err := d.st.query(ctx, "urlRecords", t.id)
+	rows, err := query(ctx, d.st.q.urlRecords, t.key)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,8 @@ func BenchmarkAttachLinks(b *testing.B) {
 			b.Fatal(err)
 		}
 		for h, ls := range pages {
-			if err := d.attachLinks(ctx, ls, fmt.Sprintf("r%d", h), 1); err != nil {
+			var charged int
+			if err := d.attachLinks(ctx, ls, int64(h+1), &charged, 1); err != nil {
 				b.Fatal(err)
 			}
 		}

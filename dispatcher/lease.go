@@ -9,7 +9,7 @@ import (
 
 // release ends t's lease: it frees its supervisor's and its host's slot.
 func (d *Dispatcher) release(t *task) {
-	delete(d.w.leased, t.id)
+	delete(d.w.leased, t.key)
 	d.w.hostLast[t.host] = handover{at: time.Now(), member: t.member}
 	if m := d.members[t.member]; m != nil {
 		m.inFlight--
@@ -30,20 +30,20 @@ func (d *Dispatcher) release(t *task) {
 // again yet) the answer is as good as any, and taking it spares the site a
 // second request for the page. The task is leased to the result's sender
 // for the moment commitResult takes to release it. nil if not queued.
-func (d *Dispatcher) adopt(r *wire.Result) *task {
-	t := d.w.queued[r.TaskID]
+func (d *Dispatcher) adopt(key int64, r *wire.Result) *task {
+	t := d.w.queued[key]
 	if t == nil {
 		return nil
 	}
-	d.w.remove(t.id)
+	d.w.remove(key)
 	d.queuedN--
 	t.lease, t.member = r.Lease, r.Supervisor
-	d.w.leased[t.id] = t
+	d.w.leased[key] = t
 	d.w.hostInFlight[t.host]++
 	if m := d.members[t.member]; m != nil {
 		m.inFlight++
 	}
-	d.adopted++
+	d.run.adopted++
 	return t
 }
 

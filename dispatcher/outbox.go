@@ -41,26 +41,6 @@ import (
 // When Run ends, it waits up to Config.StoreDrainTimeout for the outbox to
 // empty. What is left stays in state.db and is pushed when a Run starts
 // again; Summary.StorePending says how many values that is.
-const outboxSchema = `
-CREATE TABLE IF NOT EXISTS outbox (
-	record_id TEXT NOT NULL,
-	field     TEXT NOT NULL,
-	value     BLOB NOT NULL,              -- JSON of the store.Value
-	gen       INTEGER NOT NULL,           -- grows with every write of the row
-	refused   INTEGER NOT NULL DEFAULT 0, -- the store has no such record (this process)
-	PRIMARY KEY (record_id, field)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS outbox_ready ON outbox(refused, gen);
-`
-
-var outboxStatements = map[string]string{
-	"obPut": `INSERT INTO outbox(record_id, field, value, gen) VALUES(?, ?, ?, ?)
-		ON CONFLICT(record_id, field) DO UPDATE SET value = excluded.value, gen = excluded.gen, refused = 0`,
-	"obNext":   `SELECT record_id, field, value, gen FROM outbox WHERE refused = 0 ORDER BY gen LIMIT ?`,
-	"obAck":    `DELETE FROM outbox WHERE record_id = ? AND field = ? AND gen = ?`,
-	"obRefuse": `UPDATE outbox SET refused = 1 WHERE record_id = ? AND gen <= ?`,
-	"obCount":  `SELECT COALESCE(SUM(refused = 0), 0), COALESCE(SUM(refused = 1), 0) FROM outbox`,
-}
 
 const (
 	// outboxBatch is how many rows one pass of the goroutine reads.
@@ -86,21 +66,11 @@ type outbox struct {
 	written, retried, refused atomic.Int64
 }
 
-// setupOutbox creates the outbox table, prepares its statements and makes
+// setupOutbox makes
 // the rows a previous process left (refused ones included: the store may
 // have the records now) pending again. Called by New.
 func (d *Dispatcher) setupOutbox(ctx context.Context) error {
 	s := d.st
-	if _, err := s.conn.ExecContext(ctx, outboxSchema); err != nil {
-		return fmt.Errorf("dispatcher: state outbox schema: %w", err)
-	}
-	for name, q := range outboxStatements {
-		st, err := s.conn.PrepareContext(ctx, q)
-		if err != nil {
-			return fmt.Errorf("dispatcher: prepare %s: %w", name, err)
-		}
-		s.st[name] = st
-	}
 	if _, err := s.conn.ExecContext(ctx, `UPDATE outbox SET refused = 0 WHERE refused = 1`); err != nil {
 		return fmt.Errorf("dispatcher: state outbox: %w", err)
 	}
@@ -124,7 +94,7 @@ func (d *Dispatcher) enqueueValues(ctx context.Context, id string, vals []store.
 			return fmt.Errorf("dispatcher: record %q field %q: %w", id, v.Field, err)
 		}
 		d.ob.gen++
-		if _, err := d.st.exec(ctx, "obPut", id, v.Field, b, d.ob.gen); err != nil {
+		if _, err := exec(ctx, d.st.q.obPut, id, v.Field, b, d.ob.gen); err != nil {
 			return err
 		}
 	}
@@ -154,7 +124,7 @@ func (d *Dispatcher) outboxNext(ctx context.Context) (groups [][]pending, ok boo
 	if d.closed {
 		return nil, false, nil
 	}
-	rows, err := d.st.query(ctx, "obNext", outboxBatch)
+	rows, err := query(ctx, d.st.q.obNext, outboxBatch)
 	if err != nil {
 		return nil, true, err
 	}
@@ -172,7 +142,7 @@ func (d *Dispatcher) outboxNext(ctx context.Context) (groups [][]pending, ok boo
 			// person to look at, and go on with the rest.
 			bad++
 			d.log.Error("malformed value in the state's outbox left aside", "record", p.rec, "field", p.field, "error", err)
-			if _, err := d.st.exec(ctx, "obRefuse", p.rec, p.gen); err != nil {
+			if _, err := exec(ctx, d.st.q.obRefuse, p.rec, p.gen); err != nil {
 				return nil, true, err
 			}
 			continue
@@ -205,11 +175,11 @@ func (d *Dispatcher) outboxDone(ctx context.Context, group []pending, refused bo
 		for _, p := range group {
 			maxGen = max(maxGen, p.gen)
 		}
-		_, err := d.st.exec(ctx, "obRefuse", group[0].rec, maxGen)
+		_, err := exec(ctx, d.st.q.obRefuse, group[0].rec, maxGen)
 		return err
 	}
 	for _, p := range group {
-		if _, err := d.st.exec(ctx, "obAck", p.rec, p.field, p.gen); err != nil {
+		if _, err := exec(ctx, d.st.q.obAck, p.rec, p.field, p.gen); err != nil {
 			return err
 		}
 	}
@@ -308,7 +278,7 @@ func (d *Dispatcher) outboxCounts(ctx context.Context) (pendingN, refusedN int, 
 	if d.closed {
 		return 0, 0, errors.New("dispatcher closed")
 	}
-	err = d.st.row(ctx, "obCount").Scan(&pendingN, &refusedN)
+	err = d.st.q.obCount.QueryRowContext(ctx).Scan(&pendingN, &refusedN)
 	if err != nil {
 		return 0, 0, fmt.Errorf("dispatcher: state outbox: %w", err)
 	}

@@ -24,7 +24,15 @@ func ReadRecords(path string, fn func(store.Record) error) (LoadReport, error) {
 			rep.Errors = append(rep.Errors, e)
 		}
 	}
-	err = readRecords(path, f, FormatAuto, func(r store.Record) error {
+	// Load finds repeated ids through the state; here a map of them does.
+	first := make(map[string]int)
+	err = readRecords(path, f, FormatAuto, func(r store.Record, line int, _ filePos) error {
+		if l, dup := first[r.ID]; dup {
+			rep.Bad++
+			report(&LineError{File: path, Line: line, Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, l)})
+			return nil
+		}
+		first[r.ID] = line
 		rep.Records++
 		return fn(r)
 	}, func(e *LineError) {

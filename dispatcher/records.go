@@ -57,26 +57,50 @@ func detectFormat(name string, head []byte) Format {
 	return FormatCSV
 }
 
+// filePos is a place in a records file: the byte offset just after a
+// record (or the header) and the number of the line it ended on.
+type filePos struct {
+	offset int64
+	line   int
+}
+
+// recordFn takes one good record, the line it starts on and the place
+// just after it.
+type recordFn func(rec store.Record, line int, end filePos) error
+
 // readRecords parses records from r and calls fn for each good one, in
 // order. A malformed line is reported through bad (as a *LineError) and
 // skipped. warn reports a problem on a line whose record was still kept. The
 // returned error is for the whole file (unreadable, no header) or from fn.
-func readRecords(name string, r io.Reader, format Format, fn func(store.Record) error, bad func(*LineError), warn func(*LineError)) error {
+//
+// Ids are not checked for duplicates here: that takes a set of every id,
+// which for millions of records is the state's to keep (see Load).
+func readRecords(name string, r io.Reader, format Format, fn recordFn, bad func(*LineError), warn func(*LineError)) error {
+	return readRecordsFrom(name, r, nil, filePos{}, format, fn, bad, warn)
+}
+
+// readRecordsFrom is readRecords resuming at from (the place after a
+// record an earlier read reached; the zero place is the start). rest
+// reads the file from from.offset on; r reads it from the start, which a
+// CSV file needs for its header. With from zero rest is nil and r is read.
+func readRecordsFrom(name string, r io.Reader, rest io.Reader, from filePos, format Format, fn recordFn, bad func(*LineError), warn func(*LineError)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if format == FormatAuto {
 		head, _ := br.Peek(512)
 		format = detectFormat(name, head)
 	}
-	p := &recordParser{name: name, ids: make(map[string]int), bad: bad, warn: warn}
+	p := &recordParser{name: name, bad: bad, warn: warn}
 	if format == FormatJSONL {
-		return p.jsonl(br, fn)
+		if rest != nil {
+			br = bufio.NewReaderSize(rest, 64<<10)
+		}
+		return p.jsonl(br, from, fn)
 	}
-	return p.csv(br, fn)
+	return p.csv(br, rest, from, fn)
 }
 
 type recordParser struct {
 	name string
-	ids  map[string]int // id → line it was first seen on
 	seq  int64
 	bad  func(*LineError)
 	warn func(*LineError)
@@ -86,24 +110,19 @@ func (p *recordParser) lineErr(line int, format string, args ...any) *LineError 
 	return &LineError{File: p.name, Line: line, Reason: fmt.Sprintf(format, args...)}
 }
 
-// finish assigns the id, refuses duplicates and hands the record on.
-func (p *recordParser) finish(line int, rec store.Record, fn func(store.Record) error) error {
+// finish assigns the id and hands the record on.
+func (p *recordParser) finish(line int, end filePos, rec store.Record, fn recordFn) error {
 	id := strings.TrimSpace(rec.Fields["id"])
 	if id == "" {
 		id = strconv.Itoa(line)
 	}
-	if first, dup := p.ids[id]; dup {
-		p.bad(p.lineErr(line, "duplicate id %q (first on line %d)", id, first))
-		return nil
-	}
-	p.ids[id] = line
 	p.seq++
 	rec.ID = id
 	rec.Seq = p.seq
-	return fn(rec)
+	return fn(rec, line, end)
 }
 
-func (p *recordParser) csv(r io.Reader, fn func(store.Record) error) error {
+func (p *recordParser) csv(r io.Reader, rest io.Reader, from filePos, fn recordFn) error {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1 // checked here, so the message names the line
 	cr.ReuseRecord = false
@@ -129,6 +148,12 @@ func (p *recordParser) csv(r io.Reader, fn func(store.Record) error) error {
 		}
 		seen[h] = true
 	}
+	base := filePos{} // where cr started reading
+	if rest != nil {
+		cr = csv.NewReader(rest)
+		cr.FieldsPerRecord = -1
+		base = from
+	}
 	for {
 		row, err := cr.Read()
 		if err == io.EOF {
@@ -137,12 +162,14 @@ func (p *recordParser) csv(r io.Reader, fn func(store.Record) error) error {
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				p.bad(p.lineErr(pe.StartLine, "%v", pe.Err))
+				p.bad(p.lineErr(base.line+pe.StartLine, "%v", pe.Err))
 				continue
 			}
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
 		line, _ := cr.FieldPos(0)
+		line += base.line
+		end := filePos{offset: base.offset + cr.InputOffset(), line: line}
 		if len(row) != len(header) {
 			p.bad(p.lineErr(line, "%d columns, header has %d", len(row), len(header)))
 			continue
@@ -159,7 +186,12 @@ func (p *recordParser) csv(r io.Reader, fn func(store.Record) error) error {
 			}
 			p.addLink(&rec, line, v, false)
 		}
-		if err := p.finish(line, rec, fn); err != nil {
+		// A record may span lines (a quoted newline): it ends where the
+		// reader is now.
+		if l, _ := cr.FieldPos(len(row) - 1); base.line+l > end.line {
+			end.line = base.line + l
+		}
+		if err := p.finish(line, end, rec, fn); err != nil {
 			return err
 		}
 	}
@@ -213,10 +245,10 @@ func looksLikeURL(v string) bool {
 	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
 }
 
-func (p *recordParser) jsonl(br *bufio.Reader, fn func(store.Record) error) error {
-	line := 0
+func (p *recordParser) jsonl(br *bufio.Reader, from filePos, fn recordFn) error {
+	line, offset := from.line, from.offset
 	for {
-		raw, tooLong, err := readLine(br)
+		raw, n, tooLong, err := readLine(br)
 		if err == io.EOF {
 			return nil
 		}
@@ -224,6 +256,7 @@ func (p *recordParser) jsonl(br *bufio.Reader, fn func(store.Record) error) erro
 			return fmt.Errorf("%s:%d: %w", p.name, line+1, err)
 		}
 		line++
+		offset += int64(n)
 		if tooLong {
 			p.bad(p.lineErr(line, "line longer than %d bytes", maxLine))
 			continue
@@ -239,18 +272,19 @@ func (p *recordParser) jsonl(br *bufio.Reader, fn func(store.Record) error) erro
 			p.bad(p.lineErr(line, "%s", reason))
 			continue
 		}
-		if err := p.finish(line, rec, fn); err != nil {
+		if err := p.finish(line, filePos{offset: offset, line: line}, rec, fn); err != nil {
 			return err
 		}
 	}
 }
 
-// readLine reads one line without its terminator. A line over maxLine is
-// consumed and reported as too long.
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
+// readLine reads one line without its terminator, and says how many bytes
+// it consumed. A line over maxLine is consumed and reported as too long.
+func readLine(br *bufio.Reader) (line []byte, n int, tooLong bool, err error) {
 	var buf []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
+		n += len(chunk)
 		if len(buf)+len(chunk) > maxLine {
 			tooLong = true
 		} else {
@@ -261,13 +295,13 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 			continue
 		case err == io.EOF:
 			if len(buf) == 0 && !tooLong {
-				return nil, false, io.EOF
+				return nil, n, false, io.EOF
 			}
-			return bytes.TrimRight(buf, "\r\n"), tooLong, nil
+			return bytes.TrimRight(buf, "\r\n"), n, tooLong, nil
 		case err != nil:
-			return nil, false, err
+			return nil, n, false, err
 		}
-		return bytes.TrimRight(buf, "\r\n"), tooLong, nil
+		return bytes.TrimRight(buf, "\r\n"), n, tooLong, nil
 	}
 }
 

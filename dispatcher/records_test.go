@@ -23,7 +23,7 @@ type parsed struct {
 
 func parseAll(name string, data []byte, format Format) parsed {
 	var p parsed
-	p.err = readRecords(name, bytes.NewReader(data), format, func(r store.Record) error {
+	p.err = readRecords(name, bytes.NewReader(data), format, func(r store.Record, _ int, _ filePos) error {
 		p.recs = append(p.recs, r)
 		return nil
 	}, func(e *LineError) { p.bad = append(p.bad, e.Error()) },
@@ -41,15 +41,16 @@ func TestRecordsFiles(t *testing.T) {
 		field map[string]map[string]string
 	}{
 		{
+			// The parser passes duplicate ids on: Load refuses them
+			// (TestLoadDuplicateIDs).
 			file: "people.csv",
-			ids:  []string{"r1", "r2", "r3", "6"},
+			ids:  []string{"r1", "r2", "r3", "6", "r1"},
 			links: map[string][]string{
 				"r1": {"https://a.example/people/ann"},
 				"r2": {"https://b.example/", "https://c.example/x"},
 			},
 			bad: []string{
 				"people.csv:5: 4 columns, header has 5",
-				`people.csv:7: duplicate id "r1" (first on line 2)`,
 				`people.csv:8: extraneous or missing " in quoted-field`,
 			},
 			field: map[string]map[string]string{
@@ -59,14 +60,13 @@ func TestRecordsFiles(t *testing.T) {
 		},
 		{
 			file: "people.jsonl",
-			ids:  []string{"j1", "7", "4", "j11"},
+			ids:  []string{"j1", "7", "4", "j1", "j11"},
 			links: map[string][]string{
 				"j1":  {"https://a.example/people/ann"},
 				"7":   {"https://b.example/", "https://t.example/"},
 				"j11": {"https://e.example/"},
 			},
 			bad: []string{
-				`people.jsonl:5: duplicate id "j1" (first on line 1)`,
 				"people.jsonl:6: bad JSON",
 				"people.jsonl:7: not a JSON object",
 				"people.jsonl:8: links: element 3 is not a string",
@@ -92,7 +92,9 @@ func TestRecordsFiles(t *testing.T) {
 			byID := make(map[string]store.Record)
 			for i, r := range p.recs {
 				ids = append(ids, r.ID)
-				byID[r.ID] = r
+				if _, dup := byID[r.ID]; !dup {
+					byID[r.ID] = r
+				}
 				if r.Seq != int64(i+1) {
 					t.Errorf("record %s: Seq %d, want %d", r.ID, r.Seq, i+1)
 				}
@@ -144,7 +146,7 @@ func TestRecordsEdgeCases(t *testing.T) {
 		{"sniff jsonl", "records", "\n{\"id\":\"a\"}\n{\"id\":\"b\"}", []string{"a", "b"}, 0, ""},
 		{"sniff csv", "records", "id\nq\n", []string{"q"}, 0, ""},
 		{"line numbers as ids", "n.jsonl", "{\"x\":1}\n{\"x\":2}\n", []string{"1", "2"}, 0, ""},
-		{"id collides with a line number", "c.jsonl", "{\"id\":\"2\"}\n{\"x\":2}\n", []string{"2"}, 1, ""},
+		{"id collides with a line number", "c.jsonl", "{\"id\":\"2\"}\n{\"x\":2}\n", []string{"2", "2"}, 0, ""},
 		{"object id", "o.jsonl", "{\"id\":{\"a\":1}}\n", nil, 1, ""},
 		{"trailing garbage", "t.jsonl", "{\"id\":\"a\"} x\n", nil, 1, ""},
 		{"duplicate key", "k.jsonl", "{\"id\":\"a\",\"id\":\"b\"}\n", nil, 1, ""},
@@ -177,8 +179,8 @@ func TestRecordsEdgeCases(t *testing.T) {
 }
 
 // FuzzRecords feeds arbitrary bytes to both parsers: they must not panic,
-// every record must have a unique non-empty id, and every link must be an
-// http(s) URL.
+// every record must have a non-empty id (Load refuses duplicates), and
+// every link must be an http(s) URL.
 func FuzzRecords(f *testing.F) {
 	for _, name := range []string{"people.csv", "people.jsonl"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "records", name))
@@ -192,12 +194,10 @@ func FuzzRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, format := range []Format{FormatCSV, FormatJSONL} {
 			p := parseAll("fuzz", data, format)
-			ids := make(map[string]bool)
 			for _, r := range p.recs {
-				if r.ID == "" || ids[r.ID] {
-					t.Fatalf("format %d: empty or duplicate id %q", format, r.ID)
+				if r.ID == "" {
+					t.Fatalf("format %d: empty id", format)
 				}
-				ids[r.ID] = true
 				for _, l := range r.Links {
 					if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
 						t.Fatalf("format %d: link %q is not http(s)", format, l)
@@ -245,5 +245,56 @@ func TestLongRecordLink(t *testing.T) {
 	}
 	if n := e.sum.Filtered[FilterURLLength]; n != 2 {
 		t.Errorf("summary counts %d url-length links, want 2", n)
+	}
+}
+
+// TestLoadDuplicateIDs: Load takes the first record of an id and refuses
+// a later line with the same id, naming both lines; the store keeps the
+// first. Loading the file again reports the same records and adds none.
+func TestLoadDuplicateIDs(t *testing.T) {
+	tests := []struct {
+		file  string
+		dups  []string
+		first map[string]string // id → name the store keeps
+	}{
+		{"people.csv", []string{`people.csv:7: duplicate id "r1" (first on line 2)`}, map[string]string{"r1": "Ann Lee"}},
+		{"people.jsonl", []string{`people.jsonl:5: duplicate id "j1" (first on line 1)`}, map[string]string{"j1": "Ann Lee"}},
+		{"c.jsonl", []string{`c.jsonl:2: duplicate id "2" (first on line 1)`}, map[string]string{"2": ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			dir := t.TempDir()
+			data, err := os.ReadFile(filepath.Join("testdata", "records", tt.file))
+			if tt.file == "c.jsonl" {
+				data, err = []byte("{\"id\":\"2\"}\n{\"x\":2}\n"), nil
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEnv(t, dir, nil)
+			rep := e.load(tt.file, string(data))
+			var dups []string
+			for _, err := range rep.Errors {
+				if strings.Contains(err.Error(), "duplicate id") {
+					dups = append(dups, strings.TrimPrefix(err.Error(), dir+string(filepath.Separator)))
+				}
+			}
+			if !reflect.DeepEqual(dups, tt.dups) {
+				t.Errorf("duplicates reported %q, want %q", dups, tt.dups)
+			}
+			recs := e.records()
+			if len(recs) != rep.Records || rep.New != rep.Records {
+				t.Errorf("store has %d records; report: %d records, %d new", len(recs), rep.Records, rep.New)
+			}
+			for id, name := range tt.first {
+				if got := recs[id].Fields["name"]; got != name {
+					t.Errorf("record %s: name %q, want the first line's %q", id, got, name)
+				}
+			}
+			again := e.load(tt.file, string(data))
+			if again.Records != rep.Records || again.New != 0 || again.Bad != rep.Bad {
+				t.Errorf("loaded again: %+v, want %d records, none new, %d bad", again, rep.Records, rep.Bad)
+			}
+		})
 	}
 }

@@ -3,25 +3,36 @@ package dispatcher
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"backfill/store"
 )
 
-func (d *Dispatcher) loadRec(ctx context.Context, id string) (*recState, error) {
-	if r := d.recCache[id]; r != nil {
+// loadRec returns the record seq's state, from the cache or the state.
+func (d *Dispatcher) loadRec(ctx context.Context, seq int64) (*recState, error) {
+	if r := d.recCache[seq]; r != nil {
 		return r, nil
 	}
-	var fields, targets, filled []byte
+	var own, filled []byte
+	var targets, queued int64
 	var complete int
-	if err := d.st.row(ctx, "recGet", id).Scan(&fields, &targets, &filled, &complete); err != nil {
-		return nil, fmt.Errorf("dispatcher: state record %q: %w", id, err)
+	r := &recState{seq: seq, changed: make(map[string]bool)}
+	if err := d.st.q.recGet.QueryRowContext(ctx, seq).Scan(&r.id, &own, &targets, &filled, &complete, &queued); err != nil {
+		return nil, fmt.Errorf("dispatcher: state record %d: %w", seq, err)
 	}
-	r := &recState{id: id, complete: complete == 1, changed: make(map[string]bool)}
-	if err := errors.Join(json.Unmarshal(fields, &r.fields), json.Unmarshal(targets, &r.targets), json.Unmarshal(filled, &r.filled)); err != nil {
-		return nil, fmt.Errorf("dispatcher: state record %q: %w", id, err)
+	r.complete, r.queued = complete == 1, countOf(d.gen, queued)
+	r.targets = d.targetNames[targets]
+	if len(own) > 0 {
+		if err := json.Unmarshal(own, &r.fields); err != nil {
+			return nil, fmt.Errorf("dispatcher: state record %q: %w", r.id, err)
+		}
+	}
+	if len(filled) > 0 {
+		if err := json.Unmarshal(filled, &r.filled); err != nil {
+			return nil, fmt.Errorf("dispatcher: state record %q: %w", r.id, err)
+		}
 	}
 	if r.filled == nil {
 		r.filled = make(map[string]store.Value)
@@ -31,16 +42,19 @@ func (d *Dispatcher) loadRec(ctx context.Context, id string) (*recState, error) 
 			return nil, err
 		}
 	}
-	d.recCache[id] = r
+	d.recCache[seq] = r
 	return r, nil
 }
 
 func (d *Dispatcher) putRec(ctx context.Context, r *recState) error {
-	filled, err := json.Marshal(r.filled)
-	if err != nil {
-		return fmt.Errorf("dispatcher: record %q: %w", r.id, err)
+	var filled []byte
+	if len(r.filled) > 0 {
+		var err error
+		if filled, err = json.Marshal(r.filled); err != nil {
+			return fmt.Errorf("dispatcher: record %q: %w", r.id, err)
+		}
 	}
-	_, err = d.st.exec(ctx, "recPut", filled, len(r.filled), b2i(r.complete), r.id)
+	_, err := exec(ctx, d.st.q.recPut, filled, len(r.filled), b2i(r.complete), genCount(d.gen, r.queued), r.seq)
 	return err
 }
 
@@ -52,16 +66,16 @@ func (d *Dispatcher) putRec(ctx context.Context, r *recState) error {
 // batches: a record is usually reached by many pages in a row, and
 // reading and decoding it again for each was much of a result's cost.
 func (d *Dispatcher) flush(ctx context.Context) error {
-	ids := make([]string, 0, len(d.recCache))
-	for id, r := range d.recCache {
+	seqs := make([]int64, 0, len(d.recCache))
+	for seq, r := range d.recCache {
 		if r.dirty {
-			ids = append(ids, id)
+			seqs = append(seqs, seq)
 		}
 	}
-	sort.Strings(ids)
+	slices.Sort(seqs)
 	queued := false
-	for _, id := range ids {
-		r := d.recCache[id]
+	for _, seq := range seqs {
+		r := d.recCache[seq]
 		if err := d.putRec(ctx, r); err != nil {
 			return err
 		}
@@ -73,7 +87,7 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 			vals = append(vals, r.filled[f])
 		}
 		sort.Slice(vals, func(i, j int) bool { return vals[i].Field < vals[j].Field })
-		if err := d.enqueueValues(ctx, id, vals); err != nil {
+		if err := d.enqueueValues(ctx, r.id, vals); err != nil {
 			return err
 		}
 		queued = true
@@ -81,10 +95,13 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 	if queued {
 		d.kickOutbox()
 	}
-	for _, id := range ids {
-		r := d.recCache[id]
+	for _, seq := range seqs {
+		r := d.recCache[seq]
 		r.dirty = false
 		clear(r.changed)
+	}
+	if err := d.flushHosts(ctx); err != nil {
+		return err
 	}
 	if len(d.recCache) > recCacheCap {
 		clear(d.recCache) // every entry is clean now: nothing is lost
@@ -94,14 +111,14 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 
 // dropTasks takes a completed record's queued tasks out of the frontier,
 // unless another incomplete record still wants them.
-func (d *Dispatcher) dropTasks(ctx context.Context, rec string) error {
-	rows, err := d.st.query(ctx, "recordTasks", rec)
+func (d *Dispatcher) dropTasks(ctx context.Context, rec int64) error {
+	rows, err := query(ctx, d.st.q.recordTasks, rec)
 	if err != nil {
 		return err
 	}
-	var ids []string
+	var ids []int64
 	for rows.Next() {
-		var id string
+		var id int64
 		if err := rows.Scan(&id); err != nil {
 			rows.Close()
 			return fmt.Errorf("dispatcher: state: %w", err)
@@ -117,13 +134,13 @@ func (d *Dispatcher) dropTasks(ctx context.Context, rec string) error {
 			continue // out on lease: its result is taken when it comes
 		}
 		var wanted int
-		if err := d.st.row(ctx, "urlWanted", id).Scan(&wanted); err != nil {
+		if err := d.st.q.urlWanted.QueryRowContext(ctx, id).Scan(&wanted); err != nil {
 			return fmt.Errorf("dispatcher: state: %w", err)
 		}
 		if wanted == 1 {
 			continue
 		}
-		if _, err := d.st.exec(ctx, "frontState", stateDropped, 0, 0, "", id); err != nil {
+		if _, err := exec(ctx, d.st.q.urlDrop, id); err != nil {
 			return err
 		}
 		d.queuedN--

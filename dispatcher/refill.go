@@ -42,9 +42,9 @@ func (d *Dispatcher) refill(ctx context.Context) error {
 func (d *Dispatcher) refillChunk(ctx context.Context) (n int, full bool, err error) {
 	var rows *sql.Rows
 	if c := d.w.cursor; c != nil {
-		rows, err = d.st.query(ctx, "refillAfter", b2i(c.matched), c.priority, c.depth, c.seq, refillChunk)
+		rows, err = query(ctx, d.st.q.refillAfter, b2i(c.matched), c.priority, c.depth, c.seq, refillChunk)
 	} else {
-		rows, err = d.st.query(ctx, "refill", refillChunk)
+		rows, err = query(ctx, d.st.q.refill, refillChunk)
 	}
 	if err != nil {
 		return 0, false, err
@@ -53,19 +53,35 @@ func (d *Dispatcher) refillChunk(ctx context.Context) (n int, full bool, err err
 	for rows.Next() {
 		n++
 		t := &task{}
+		var u sql.NullString
 		var matched, render int
-		if err := rows.Scan(&t.id, &t.url, &t.host, &t.domain, &t.depth, &matched, &t.priority, &render, &t.seq); err != nil {
+		if err := rows.Scan(&t.key, &u, &t.depth, &matched, &t.priority, &render, &t.seq); err != nil {
 			return n, false, fmt.Errorf("dispatcher: state refill: %w", err)
 		}
 		t.matched, t.render = matched == 1, render == 1
-		if d.w.queued[t.id] == nil && d.w.leased[t.id] == nil {
-			if len(d.w.queued) >= windowCap {
-				return n, true, nil
-			}
-			d.w.add(t, true)
-		}
-		k := t.key()
+		k := t.place()
 		d.w.cursor = &k
+		if d.w.queued[t.key] != nil || d.w.leased[t.key] != nil {
+			continue
+		}
+		// The host and domain are derived again rather than stored with
+		// every queued URL: a parse costs less than the bytes would.
+		t.url = u.String
+		if t.host, t.domain = hostDomain(t.url); t.host == "" {
+			d.log.Warn("queued task without a URL dropped", "key", taskID(t.key))
+			if _, err := exec(ctx, d.st.q.urlDrop, t.key); err != nil {
+				return n, false, err
+			}
+			d.queuedN--
+			continue
+		}
+		if len(d.w.queued) >= windowCap {
+			// Read it again next time: the cursor goes back before it.
+			k.seq--
+			d.w.cursor = &k
+			return n, true, nil
+		}
+		d.w.add(t, true)
 	}
 	if err := rows.Err(); err != nil {
 		return n, false, fmt.Errorf("dispatcher: state refill: %w", err)

@@ -19,13 +19,13 @@ func TestRefillCursor(t *testing.T) {
 	d := &Dispatcher{st: st, w: newWindow()}
 	put := func(tk *task) {
 		t.Helper()
-		if _, err := st.conn.ExecContext(ctx, `INSERT INTO frontier(id, url, host, domain, depth, matched, priority, render, seq, state)
-			VALUES (?, ?, 'a.test', 'a.test', ?, ?, ?, 0, ?, 0)`, tk.id, tk.url, tk.depth, b2i(tk.matched), tk.priority, tk.seq); err != nil {
+		if _, err := st.conn.ExecContext(ctx, `INSERT INTO urls(key, url, depth, matched, priority, render, seq, state, first_seen)
+			VALUES (?, ?, ?, ?, ?, 0, ?, 0, 0)`, tk.key, tk.url, tk.depth, b2i(tk.matched), tk.priority, tk.seq); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mk := func(seq int64, depth int, matched bool) *task {
-		return &task{id: fmt.Sprintf("t%04d", seq), url: fmt.Sprintf("http://a.test/%d", seq), host: "a.test", domain: "a.test",
+		return &task{key: seq, url: fmt.Sprintf("http://a.test/%d", seq), host: "a.test", domain: "a.test",
 			depth: depth, matched: matched, seq: seq}
 	}
 
@@ -50,7 +50,7 @@ func TestRefillCursor(t *testing.T) {
 	// 1). A new task sorting after all of them spills to SQLite; one
 	// sorting before them takes the place of the window's last task,
 	// which goes back to SQLite, and the cursor moves to just before that.
-	if _, err := st.conn.ExecContext(ctx, `UPDATE frontier SET state = 2`); err != nil {
+	if _, err := st.conn.ExecContext(ctx, `UPDATE urls SET state = 2`); err != nil {
 		t.Fatal(err)
 	}
 	d.w = newWindow()
@@ -69,27 +69,27 @@ func TestRefillCursor(t *testing.T) {
 	}
 	// As if a refill had read them: the cursor is at the last.
 	last := mk(int64(n+10+windowCap-1), 1, false)
-	k := last.key()
+	k := last.place()
 	d.w.cursor = &k
 	early, late := mk(int64(n+1), 0, false), mk(int64(n+2), 3, false)
 	put(late)
 	if d.w.add(late, false) {
-		t.Fatalf("task %s, last in frontier order, added to a full window", late.id)
+		t.Fatalf("task %d, last in frontier order, added to a full window", late.key)
 	}
 	put(early)
 	if !d.w.add(early, false) {
-		t.Fatalf("task %s, first in frontier order, not added to a full window", early.id)
+		t.Fatalf("task %d, first in frontier order, not added to a full window", early.key)
 	}
-	if d.w.queued[last.id] != nil || len(d.w.queued) != windowCap || !d.w.spilled {
-		t.Fatalf("the window's last task %s stayed (%d queued, spilled %v)", last.id, len(d.w.queued), d.w.spilled)
+	if d.w.queued[last.key] != nil || len(d.w.queued) != windowCap || !d.w.spilled {
+		t.Fatalf("the window's last task %d stayed (%d queued, spilled %v)", last.key, len(d.w.queued), d.w.spilled)
 	}
 	if c := d.w.cursor; c == nil || !c.before(last) || c.before(mk(last.seq-1, 1, false)) {
-		t.Fatalf("cursor %+v, want just before the task given up (%+v)", c, last.key())
+		t.Fatalf("cursor %+v, want just before the task given up (%+v)", c, last.place())
 	}
 
 	// Everything in the window is dispatched and done: refill reads back
 	// the task given up and the one that spilled.
-	if _, err := st.conn.ExecContext(ctx, `UPDATE frontier SET state = 2 WHERE id NOT IN (?, ?)`, last.id, late.id); err != nil {
+	if _, err := st.conn.ExecContext(ctx, `UPDATE urls SET state = 2 WHERE key NOT IN (?, ?)`, last.key, late.key); err != nil {
 		t.Fatal(err)
 	}
 	c := d.w.cursor
@@ -99,8 +99,8 @@ func TestRefillCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tk := range []*task{last, late} {
-		if d.w.queued[tk.id] == nil {
-			t.Errorf("task %s (depth %d) not read back", tk.id, tk.depth)
+		if d.w.queued[tk.key] == nil {
+			t.Errorf("task %d (depth %d) not read back", tk.key, tk.depth)
 		}
 	}
 	if len(d.w.queued) != 2 || d.w.spilled {

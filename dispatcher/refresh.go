@@ -89,7 +89,7 @@ func (d *Dispatcher) taskValidators(ctx context.Context, t *task) (etag, lastMod
 	if d.cfg.RecrawlAfter <= 0 || t.render {
 		return "", "", nil
 	}
-	err = d.st.row(ctx, "seenValid", t.id).Scan(&etag, &lastModified)
+	err = d.st.q.urlValid.QueryRowContext(ctx, t.key).Scan(&etag, &lastModified)
 	if err == errNoRows {
 		return "", "", nil
 	}
@@ -114,7 +114,7 @@ func (d *Dispatcher) notModified304(ctx context.Context, t *task, r *wire.Result
 	var class string
 	var blob []byte
 	c := &cached304{}
-	err := d.st.row(ctx, "seenCached", t.id).Scan(&class, &blob, &c.etag, &c.lastModified)
+	err := d.st.q.urlCached.QueryRowContext(ctx, t.key).Scan(&class, &blob, &c.etag, &c.lastModified)
 	if err != nil && err != errNoRows {
 		return nil, fmt.Errorf("dispatcher: state cached result of %s: %w", t.url, err)
 	}
@@ -123,7 +123,7 @@ func (d *Dispatcher) notModified304(ctx context.Context, t *task, r *wire.Result
 		if err := json.Unmarshal(blob, c.res); err != nil {
 			return nil, fmt.Errorf("dispatcher: state cached result of %s: %w", t.url, err)
 		}
-		d.notModified++
+		d.run.notModified++
 		return c, nil
 	}
 	r.Class = ClassNotModifiedUncached
@@ -147,7 +147,7 @@ func historyOf(p, cand store.Value, now time.Time) []store.Prior {
 
 // loadPrior reads the open prior values of r's fields (see refresh).
 func (d *Dispatcher) loadPrior(ctx context.Context, r *recState) error {
-	rows, err := d.st.query(ctx, "priorGet", r.id)
+	rows, err := query(ctx, d.st.q.priorGet, r.seq)
 	if err != nil {
 		return err
 	}
@@ -185,16 +185,16 @@ func (d *Dispatcher) startRefresh(ctx context.Context, now time.Time) error {
 	var after int64
 	records, fields := 0, 0
 	for {
-		ids, last, err := d.filledRecords(ctx, after)
+		seqs, err := d.filledRecords(ctx, after)
 		if err != nil {
 			return err
 		}
-		if len(ids) == 0 {
+		if len(seqs) == 0 {
 			break
 		}
-		after = last
-		for _, id := range ids {
-			n, err := d.refreshRecord(ctx, id, cutoff)
+		after = seqs[len(seqs)-1]
+		for _, seq := range seqs {
+			n, err := d.refreshRecord(ctx, seq, cutoff)
 			if err != nil {
 				return err
 			}
@@ -214,34 +214,34 @@ func (d *Dispatcher) startRefresh(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-// filledRecords lists up to refreshChunk ids of records with filled values
-// after the sequence number after, in order, and the last one's number.
-func (d *Dispatcher) filledRecords(ctx context.Context, after int64) ([]string, int64, error) {
-	rows, err := d.st.conn.QueryContext(ctx, `SELECT id, seq FROM records WHERE nfilled > 0 AND seq > ? ORDER BY seq LIMIT ?`, after, refreshChunk)
+// filledRecords lists up to refreshChunk seqs of records with filled
+// values after the sequence number after, in order.
+func (d *Dispatcher) filledRecords(ctx context.Context, after int64) ([]int64, error) {
+	rows, err := query(ctx, d.st.q.filledRecords, after, refreshChunk)
 	if err != nil {
-		return nil, 0, fmt.Errorf("dispatcher: state records: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
-	var ids []string
-	var last int64
+	var seqs []int64
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id, &last); err != nil {
-			return nil, 0, fmt.Errorf("dispatcher: state records: %w", err)
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, fmt.Errorf("dispatcher: state records: %w", err)
 		}
-		ids = append(ids, id)
+		seqs = append(seqs, seq)
 	}
-	return ids, last, rows.Err()
+	return seqs, rows.Err()
 }
 
 // refreshRecord sets aside the record's target values found before cutoff
 // and revisits its own links and those values' sources. It returns how
 // many values it set aside.
-func (d *Dispatcher) refreshRecord(ctx context.Context, id string, cutoff time.Time) (int, error) {
-	r, err := d.loadRec(ctx, id)
+func (d *Dispatcher) refreshRecord(ctx context.Context, seq int64, cutoff time.Time) (int, error) {
+	r, err := d.loadRec(ctx, seq)
 	if err != nil {
 		return 0, err
 	}
+	id := r.id
 	var old []string
 	for f, v := range r.filled {
 		if _, open := r.prior[f]; open {
@@ -263,7 +263,7 @@ func (d *Dispatcher) refreshRecord(ctx context.Context, id string, cutoff time.T
 		if err != nil {
 			return 0, fmt.Errorf("dispatcher: record %q field %q: %w", id, f, err)
 		}
-		if _, err := d.st.exec(ctx, "priorPut", id, f, blob); err != nil {
+		if _, err := exec(ctx, d.st.q.priorPut, seq, f, blob); err != nil {
 			return 0, err
 		}
 		if r.prior == nil {
@@ -291,14 +291,14 @@ func (d *Dispatcher) refreshRecord(ctx context.Context, id string, cutoff time.T
 	r.complete, r.dirty = false, true
 
 	// The record's own links, then the sources of the values set aside.
-	rows, err := d.st.query(ctx, "ownLinks", id)
+	rows, err := query(ctx, d.st.q.ownLinks, seq)
 	if err != nil {
 		return 0, err
 	}
 	var links []string
 	for rows.Next() {
-		var urlID, u string
-		if err := rows.Scan(&urlID, &u); err != nil {
+		var u string
+		if err := rows.Scan(&u); err != nil {
 			rows.Close()
 			return 0, fmt.Errorf("dispatcher: state links of %q: %w", id, err)
 		}
@@ -333,7 +333,7 @@ func (d *Dispatcher) refreshRecord(ctx context.Context, id string, cutoff time.T
 		}
 	}
 	for _, u := range order {
-		if err := d.recheck(ctx, u, id, visit[u]); err != nil {
+		if err := d.recheck(ctx, u, r, visit[u]); err != nil {
 			return 0, err
 		}
 	}
@@ -343,23 +343,24 @@ func (d *Dispatcher) refreshRecord(ctx context.Context, id string, cutoff time.T
 // recheck revisits one URL for a record being refreshed, whether or not
 // the record reached it before. A source the frontier does not hold (a
 // page reached through a redirect) is attached as a new link.
-func (d *Dispatcher) recheck(ctx context.Context, norm, rec string, depth int) error {
-	id := urlID(norm)
-	known, err := d.lookupURLs(ctx, []string{id}, rec)
+func (d *Dispatcher) recheck(ctx context.Context, norm string, r *recState, depth int) error {
+	key := urlKey(norm)
+	known, err := d.lookupURLs(ctx, []int64{key}, r.seq)
 	if err != nil {
 		return err
 	}
-	k, ok := known[id]
+	k, ok := known[key]
 	if !ok {
-		return d.attachLinks(ctx, []string{norm}, rec, depth)
+		r.dirty = true // its budget may change
+		return d.attachLinks(ctx, []string{norm}, r.seq, &r.queued, depth)
 	}
-	if _, err := d.st.exec(ctx, "trPut", id, rec, depth); err != nil {
+	if _, err := exec(ctx, d.st.q.linkPut, key, r.seq, depth); err != nil {
 		return err
 	}
 	if k.recDepth.Valid && int(k.recDepth.Int64) < depth {
 		depth = int(k.recDepth.Int64)
 	}
-	return d.revisit(ctx, id, norm, rec, depth, k)
+	return d.revisit(ctx, key, norm, r.seq, depth, k)
 }
 
 // finishRefresh closes the open prior values once the crawl has nothing
@@ -367,11 +368,14 @@ func (d *Dispatcher) recheck(ctx context.Context, norm, rec string, depth int) e
 // it found nothing for. Callers hold mu with the state transaction open.
 func (d *Dispatcher) finishRefresh(ctx context.Context) error {
 	for d.refreshOpen > 0 {
-		rows, err := d.st.conn.QueryContext(ctx, `SELECT record_id, field FROM prior WHERE open = 1 ORDER BY record_id, field LIMIT ?`, refreshChunk)
+		rows, err := query(ctx, d.st.q.priorOpen, refreshChunk)
 		if err != nil {
-			return fmt.Errorf("dispatcher: state prior values: %w", err)
+			return err
 		}
-		type open struct{ rec, field string }
+		type open struct {
+			rec   int64
+			field string
+		}
 		var opens []open
 		for rows.Next() {
 			var o open
@@ -407,20 +411,20 @@ func (d *Dispatcher) finishRefresh(ctx context.Context) error {
 			return err
 		}
 	}
-	d.log.Info("refresh finished", "refreshed", d.refreshedN, "changed", d.changedN, "unconfirmed", d.unconfirmedN)
+	d.log.Info("refresh finished", "refreshed", d.run.refreshed, "changed", d.run.changed, "unconfirmed", d.run.unconfirmed)
 	return nil
 }
 
 // closePrior closes one record's open prior values.
-func (d *Dispatcher) closePrior(ctx context.Context, id string, fields []string) error {
-	r, err := d.loadRec(ctx, id)
+func (d *Dispatcher) closePrior(ctx context.Context, seq int64, fields []string) error {
+	r, err := d.loadRec(ctx, seq)
 	if err != nil {
 		return err
 	}
 	wasPartial := !r.complete && len(r.filled) > 0
 	for _, f := range fields {
-		if _, err := d.st.conn.ExecContext(ctx, `UPDATE prior SET open = 0 WHERE record_id = ? AND field = ?`, id, f); err != nil {
-			return fmt.Errorf("dispatcher: state prior value %q of %q: %w", f, id, err)
+		if _, err := exec(ctx, d.st.q.priorClose, seq, f); err != nil {
+			return fmt.Errorf("dispatcher: state prior value %q of %q: %w", f, r.id, err)
 		}
 		d.refreshOpen--
 		p, ok := r.prior[f]
@@ -435,11 +439,11 @@ func (d *Dispatcher) closePrior(ctx context.Context, id string, fields []string)
 			// The store never lost it.
 			r.filled[f] = p
 			r.dirty = true
-			d.unconfirmedN++
+			d.run.unconfirmed++
 		case v.Value == p.Value:
-			d.refreshedN++
+			d.run.refreshed++
 		default:
-			d.changedN++
+			d.run.changed++
 		}
 	}
 	if r.complete {

@@ -25,16 +25,16 @@ func (d *Dispatcher) retryRender(ctx context.Context, t *task, r *wire.Result) e
 	if t.render || !r.JSOnly {
 		return nil
 	}
-	if need, err := d.renderNeeded(ctx, t.id, t.url, r.Mappings, r.Fields); err != nil || !need {
+	if need, err := d.renderNeeded(ctx, t.key, t.url, r.Mappings, r.Fields); err != nil || !need {
 		return err
 	}
 	d.nextSeq++
-	if _, err := d.st.exec(ctx, "frontRender", d.nextSeq, t.id); err != nil {
+	if _, err := exec(ctx, d.st.q.urlRender, d.nextSeq, t.url, t.key); err != nil {
 		return err
 	}
 	t.render, t.seq = true, d.nextSeq
 	t.lease, t.member, t.deadline = 0, "", time.Time{}
-	d.renderRetried++
+	d.run.renderRetried++
 	d.queuedN++
 	d.w.add(t, true)
 	d.log.Debug("page queued again to be rendered", "url", t.url, "mappings", r.Mappings)
@@ -47,9 +47,9 @@ func (d *Dispatcher) retryRender(ctx context.Context, t *task, r *wire.Result) e
 // render then, or its render task was dropped because the records that
 // wanted it completed, but the page is worth one now, it is queued again,
 // from the state, as a render task.
-func (d *Dispatcher) renderLate(ctx context.Context, urlID string, res *cachedResult) error {
+func (d *Dispatcher) renderLate(ctx context.Context, key int64, res *cachedResult) error {
 	var state int
-	if err := d.st.row(ctx, "frontGetState", urlID).Scan(&state); err != nil {
+	if err := d.st.q.urlState.QueryRowContext(ctx, key).Scan(&state); err != nil {
 		return fmt.Errorf("dispatcher: state: %w", err)
 	}
 	if state != stateDone && state != stateDropped {
@@ -59,25 +59,27 @@ func (d *Dispatcher) renderLate(ctx context.Context, urlID string, res *cachedRe
 		// Records are loaded before supervisors join: whether one
 		// renders is not known yet. Decided when a render-capable one
 		// joins (renderPending); without one, counted as wanted.
-		if need, err := d.recordsNeed(ctx, urlID, d.renderFields(res.Mappings, res.Fields)); err != nil || !need {
+		if need, err := d.recordsNeed(ctx, key, d.renderFields(res.Mappings, res.Fields)); err != nil || !need {
 			return err
 		}
 		for _, l := range d.lateRenders {
-			if l.urlID == urlID {
+			if l.key == key {
 				return nil
 			}
 		}
-		d.lateRenders = append(d.lateRenders, lateRender{urlID, res})
+		d.lateRenders = append(d.lateRenders, lateRender{key, res})
 		return nil
 	}
-	if need, err := d.renderNeeded(ctx, urlID, res.Source, res.Mappings, res.Fields); err != nil || !need {
+	if need, err := d.renderNeeded(ctx, key, res.Source, res.Mappings, res.Fields); err != nil || !need {
 		return err
 	}
+	// A fetched page keeps no URL text in the state: the render task
+	// goes to the page's source (its URL, or where it redirected).
 	d.nextSeq++
-	if _, err := d.st.exec(ctx, "frontRender", d.nextSeq, urlID); err != nil {
+	if _, err := exec(ctx, d.st.q.urlRender, d.nextSeq, res.Source, key); err != nil {
 		return err
 	}
-	d.renderRetried++
+	d.run.renderRetried++
 	d.queuedN++
 	d.w.spilled, d.w.cursor = true, nil // refill takes it from the state
 	d.log.Debug("page queued again to be rendered", "url", res.Source, "mappings", res.Mappings)
@@ -87,8 +89,8 @@ func (d *Dispatcher) renderLate(ctx context.Context, urlID string, res *cachedRe
 // lateRender is a cached shell that a record reached before any
 // supervisor joined, and that may need rendering for it.
 type lateRender struct {
-	urlID string
-	res   *cachedResult
+	key int64
+	res *cachedResult
 }
 
 // renderPending decides the late renders put off until a supervisor
@@ -97,7 +99,7 @@ func (d *Dispatcher) renderPending(ctx context.Context) error {
 	pending := d.lateRenders
 	d.lateRenders = nil
 	for _, l := range pending {
-		if err := d.renderLate(ctx, l.urlID, l.res); err != nil {
+		if err := d.renderLate(ctx, l.key, l.res); err != nil {
 			return err
 		}
 	}
@@ -108,9 +110,9 @@ func (d *Dispatcher) renderPending(ctx context.Context) error {
 // render no supervisor could give, those put off until one joined
 // included.
 func (d *Dispatcher) renderWantedTotal() int64 {
-	n := d.renderWanted
+	n := d.run.renderWanted
 	for _, l := range d.lateRenders {
-		if !d.wantedRender[l.urlID] {
+		if !d.run.wantedRender[l.key] {
 			n++
 		}
 	}
@@ -121,22 +123,22 @@ func (d *Dispatcher) renderWantedTotal() int64 {
 // render: a record that wants it still lacks a field that a rendering
 // could give (renderFields). Without a render-capable supervisor the
 // answer is no, and the page is counted in Summary.RenderWanted.
-func (d *Dispatcher) renderNeeded(ctx context.Context, urlID, pageURL string, mappings []string, found []wire.Field) (bool, error) {
+func (d *Dispatcher) renderNeeded(ctx context.Context, key int64, pageURL string, mappings []string, found []wire.Field) (bool, error) {
 	fields := d.renderFields(mappings, found)
 	if len(fields) == 0 {
 		return false, nil
 	}
-	need, err := d.recordsNeed(ctx, urlID, fields)
+	need, err := d.recordsNeed(ctx, key, fields)
 	if err != nil || !need {
 		return false, err
 	}
 	if !d.haveRenderer() {
-		if d.wantedRender == nil {
-			d.wantedRender = make(map[string]bool)
+		if d.run.wantedRender == nil {
+			d.run.wantedRender = make(map[int64]bool)
 		}
-		if !d.wantedRender[urlID] { // counted once, however many records reach it
-			d.wantedRender[urlID] = true
-			d.renderWanted++
+		if !d.run.wantedRender[key] { // counted once, however many records reach it
+			d.run.wantedRender[key] = true
+			d.run.renderWanted++
 		}
 		d.log.Debug("page needs JavaScript, but no supervisor renders", "url", pageURL, "mappings", mappings)
 		return false, nil
@@ -177,14 +179,14 @@ func (d *Dispatcher) renderFields(mappings []string, fields []wire.Field) map[st
 
 // recordsNeed reports whether an incomplete record that wants the page
 // still lacks one of fields, after the page's static result was applied.
-func (d *Dispatcher) recordsNeed(ctx context.Context, urlID string, fields map[string]bool) (bool, error) {
-	rows, err := d.st.query(ctx, "urlRecords", urlID)
+func (d *Dispatcher) recordsNeed(ctx context.Context, key int64, fields map[string]bool) (bool, error) {
+	rows, err := query(ctx, d.st.q.urlRecords, key)
 	if err != nil {
 		return false, err
 	}
-	var ids []string
+	var ids []int64
 	for rows.Next() {
-		var id string
+		var id int64
 		var depth int
 		if err := rows.Scan(&id, &depth); err != nil {
 			rows.Close()

@@ -51,16 +51,12 @@ func transient(class string, status int) bool {
 // Run begins. Callers hold mu with the state transaction open.
 func (d *Dispatcher) retryFailed(ctx context.Context) error {
 	d.retryBegun = true
-	rows, err := d.st.conn.QueryContext(ctx, `SELECT f.id, f.depth, s.class, s.status, s.attempts
-		FROM frontier f JOIN seen s ON s.id = f.id
-		WHERE f.state = ? AND s.class != '' AND s.last_crawled < ?
-		AND EXISTS (SELECT 1 FROM task_records tr JOIN records r ON r.id = tr.record_id WHERE tr.url_id = f.id AND r.complete = 0)`,
-		stateDone, d.started.UnixNano())
+	rows, err := query(ctx, d.st.q.failedPages, stateDone, d.started.UnixNano())
 	if err != nil {
 		return fmt.Errorf("dispatcher: state failed pages: %w", err)
 	}
 	type failed struct {
-		id                     string
+		id                     int64
 		depth, status, attempt int
 		class                  string
 	}
@@ -94,7 +90,7 @@ func (d *Dispatcher) retryFailed(ctx context.Context) error {
 			d.retryExhausted++
 			continue
 		}
-		if err := d.requeueDone(ctx, f.id, f.depth); err != nil {
+		if err := d.requeueDone(ctx, f.id, "", f.depth); err != nil {
 			return err
 		}
 		d.retried[f.class]++
@@ -111,12 +107,17 @@ func (d *Dispatcher) retryFailed(ctx context.Context) error {
 	return nil
 }
 
-// requeueDone queues a done (or dropped) task again at depth. It is read
-// back from SQLite with the rest; its place in the order is not known
-// here, so the window reads from the start.
-func (d *Dispatcher) requeueDone(ctx context.Context, id string, depth int) error {
+// requeueDone queues a done (or dropped) task again at depth, with its
+// URL norm ("": the one the state kept, a failed page's). It is read back
+// from SQLite with the rest; its place in the order is not known here, so
+// the window reads from the start.
+func (d *Dispatcher) requeueDone(ctx context.Context, key int64, norm string, depth int) error {
 	d.nextSeq++
-	if _, err := d.st.exec(ctx, "frontRequeue", d.nextSeq, depth, id); err != nil {
+	var u any
+	if norm != "" {
+		u = norm
+	}
+	if _, err := exec(ctx, d.st.q.urlRequeue, d.nextSeq, depth, u, key); err != nil {
 		return err
 	}
 	d.queuedN++

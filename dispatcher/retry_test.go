@@ -149,16 +149,18 @@ func TestRetryAcrossRuns(t *testing.T) {
 	// back, and kept growing for the others.
 	for h, want := range map[string]int{u("busy"): 0, u("dns"): 4, u("gone"): 0, u("unwanted"): 1} {
 		var n int
-		if err := e.d.st.conn.QueryRowContext(context.Background(), `SELECT attempts FROM seen WHERE id = ?`, urlID(h)).Scan(&n); err != nil || n != want {
+		if err := e.d.st.conn.QueryRowContext(context.Background(), `SELECT attempts FROM urls WHERE key = ?`, urlKey(h)).Scan(&n); err != nil || n != want {
 			t.Errorf("%s: attempts %d (%v), want %d", h, n, err, want)
 		}
 	}
 }
 
 // TestStateMigration opens a state.db as the build before versioning left
-// it (seen without the validator and attempt columns, user_version 0):
-// the columns are added, the version set, and what was there is kept. A
-// state of a newer build is refused.
+// it (seen without the validator and attempt columns, user_version 0,
+// text ids): it is converted to the lean schema, and what was there is
+// kept — a queued task with its URL, a failed page with its URL and class,
+// a fetched page with its cached result but no URL, the records with their
+// targets, values and links. A state of a newer build is refused.
 func TestStateMigration(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.db")
@@ -166,19 +168,32 @@ func TestStateMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := strings.Replace(schema, `	etag          TEXT NOT NULL DEFAULT '',
-	last_modified TEXT NOT NULL DEFAULT '',
-	attempts      INTEGER NOT NULL DEFAULT 0
-`, "", 1)
-	old = strings.Replace(old, "result       BLOB,", "result       BLOB", 1)
-	if old == schema {
+	old := strings.Replace(schemaV1, `
+	result BLOB, etag TEXT NOT NULL DEFAULT '', last_modified TEXT NOT NULL DEFAULT '');`, `
+	result BLOB);`, 1)
+	if old == schemaV1 {
 		t.Fatal("the old schema is the new one: the test no longer models the old state")
 	}
-	if _, err := db.Exec(old); err != nil {
-		t.Fatalf("old schema: %v", err)
-	}
-	if _, err := db.Exec(`INSERT INTO seen(id, url, first_seen, class) VALUES('x', 'https://x.example/', 1, 'connect')`); err != nil {
-		t.Fatal(err)
+	queued, failed, done := "https://q.example/", "https://f.example/", "https://d.example/"
+	hex := func(u string) string { return taskID(urlKey(u)) }
+	for _, q := range []string{old, outboxSchema,
+		`INSERT INTO seen(id, url, first_seen, class, last_crawled, result) VALUES
+			('` + hex(queued) + `', '` + queued + `', 1, '', 0, NULL),
+			('` + hex(failed) + `', '` + failed + `', 1, 'connect', 5, NULL),
+			('` + hex(done) + `', '` + done + `', 1, '', 5, '{"s":"https://d.example/"}')`,
+		`INSERT INTO frontier(id, url, host, domain, depth, matched, priority, render, seq, state) VALUES
+			('` + hex(queued) + `', '` + queued + `', 'q.example', 'q.example', 1, 0, 0, 0, 7, 0),
+			('` + hex(failed) + `', '` + failed + `', 'f.example', 'f.example', 0, 0, 0, 0, 8, 2),
+			('` + hex(done) + `', '` + done + `', 'd.example', 'd.example', 0, 0, 0, 0, 9, 2)`,
+		`INSERT INTO records(id, seq, fields, targets, filled, nfilled, complete, skipped) VALUES
+			('r1', 1, '{"id":"r1","name":"Ann"}', '["email"]', '{}', 0, 0, 0),
+			('r2', 2, '{"id":"r2"}', '["email"]', '{"email":{"Field":"email","Value":"b@x.example"}}', 1, 1, 0)`,
+		`INSERT INTO task_records(url_id, record_id, depth) VALUES
+			('` + hex(failed) + `', 'r1', 0), ('` + hex(queued) + `', 'r1', 1), ('` + hex(done) + `', 'r2', 0)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("old state: %v\n%s", err, q)
+		}
 	}
 	db.Close()
 
@@ -187,21 +202,42 @@ func TestStateMigration(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open old state: %v", err)
 	}
-	var v, attempts int
-	var class, etag string
-	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateMigrations) {
-		t.Errorf("user_version %d (%v), want %d", v, err, len(stateMigrations))
+	var v int
+	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) {
+		t.Errorf("user_version %d (%v), want %d", v, err, len(stateSchema))
 	}
-	if err := st.conn.QueryRowContext(ctx, `SELECT class, etag, attempts FROM seen WHERE id = 'x'`).Scan(&class, &etag, &attempts); err != nil ||
-		class != "connect" || etag != "" || attempts != 0 {
-		t.Errorf("migrated row: %q %q %d (%v)", class, etag, attempts, err)
+	urls := []struct {
+		u, class string
+		state    int
+		keepsURL bool
+	}{{queued, "", stateQueued, true}, {failed, "connect", stateDone, true}, {done, "", stateDone, false}}
+	for _, w := range urls {
+		var u sql.NullString
+		var class string
+		var state, attempts int
+		if err := st.conn.QueryRowContext(ctx, `SELECT url, class, state, attempts FROM urls WHERE key = ?`, urlKey(w.u)).Scan(&u, &class, &state, &attempts); err != nil {
+			t.Fatalf("%s: %v", w.u, err)
+		}
+		if class != w.class || state != w.state || attempts != 0 || u.Valid != w.keepsURL || (u.Valid && u.String != w.u) {
+			t.Errorf("%s: url %v, class %q, state %d, attempts %d", w.u, u, class, state, attempts)
+		}
+	}
+	var links, ownLinks, nfilled int
+	var targets string
+	if err := st.conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM links`).Scan(&links); err != nil || links != 3 {
+		t.Errorf("%d links (%v), want 3", links, err)
+	}
+	if err := st.conn.QueryRowContext(ctx, `SELECT 1, t.names, (SELECT nfilled FROM records WHERE id = 'r2')
+		FROM records r JOIN target_sets t ON t.id = r.targets WHERE r.id = 'r1'`).Scan(&ownLinks, &targets, &nfilled); err != nil ||
+		ownLinks != 1 || targets != `["email"]` || nfilled != 1 {
+		t.Errorf("records: r1 own links %d, targets %s, r2 filled %d (%v)", ownLinks, targets, nfilled, err)
 	}
 	st.close()
 	// Opening it again changes nothing.
 	if st, err = openState(ctx, dir); err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	if _, err := st.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, len(stateMigrations)+1)); err != nil {
+	if _, err := st.conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, len(stateSchema)+1)); err != nil {
 		t.Fatal(err)
 	}
 	st.close()

@@ -48,10 +48,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		rwg.Wait()
 	}()
 	d.mu.Lock()
-	d.pages, d.reused, d.late, d.expired, d.fieldErrs, d.refusedN, d.adopted, d.disagreeing = 0, 0, 0, 0, 0, 0, 0, 0
-	d.renderRetried, d.renderWanted, d.wantedRender = 0, 0, nil
-	d.notModified, d.refreshedN, d.changedN, d.unconfirmedN = 0, 0, 0, 0
-	d.errs = make(map[string]int64)
+	d.run = runCounts{errs: make(map[string]int64)}
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
 		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest)
 	if !d.retryBegun && !d.closed {
@@ -279,7 +276,8 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 		for more := true; more; {
 			select {
 			case f := <-d.failed:
-				if t := d.w.leased[f.taskID]; t != nil && t.lease == f.lease {
+				if key, ok := parseTaskID(f.taskID); ok && d.w.leased[key] != nil && d.w.leased[key].lease == f.lease {
+					t := d.w.leased[key]
 					d.log.Debug("send failed; task re-queued", "url", t.url, "supervisor", t.member)
 					if err := d.requeue(ctx, t); err != nil {
 						return err
@@ -344,7 +342,7 @@ func (d *Dispatcher) commitState(ctx context.Context) error {
 	if !d.st.inTx {
 		return nil
 	}
-	if err := d.st.setMeta(ctx, "lease", d.nextLease); err != nil {
+	if err := d.putCounters(ctx); err != nil {
 		d.abandon()
 		return err
 	}
@@ -360,6 +358,7 @@ func (d *Dispatcher) commitState(ctx context.Context) error {
 func (d *Dispatcher) abandon() {
 	d.st.rollback()
 	clear(d.recCache)
+	clear(d.hosts)
 	d.work = nil
 	d.w.cursor = nil
 }
@@ -372,7 +371,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		return nil
 	}
 	if h.Mappings != d.digest {
-		d.refusedN++
+		d.run.refused++
 		key := h.Supervisor + "\x00" + h.Mappings
 		if !d.refused[key] {
 			d.refused[key] = true
@@ -457,7 +456,7 @@ func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 	d.w.pruneHostLast(now)
 	for _, t := range d.w.leased {
 		if now.After(t.deadline) {
-			d.expired++
+			d.run.expired++
 			d.log.Debug("lease expired; task re-queued", "url", t.url, "supervisor", t.member, "lease", t.lease)
 			if err := d.requeue(ctx, t); err != nil {
 				return err
@@ -521,12 +520,12 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 			continue
 		}
 		t := heap.Pop(&q.tasks).(*task)
-		delete(w.queued, t.id)
+		delete(w.queued, t.key)
 		heap.Remove(&w.worst, t.widx)
 		t.hq = nil
 		d.nextLease++
 		t.lease, t.member, t.deadline = d.nextLease, m.name, now.Add(d.cfg.Lease)
-		w.leased[t.id] = t
+		w.leased[t.key] = t
 		m.inFlight++
 		w.hostInFlight[t.host]++
 		w.hostHolder[t.host] = m.name
@@ -538,7 +537,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		wt := wire.Task{ID: t.id, Lease: t.lease, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
+		wt := wire.Task{ID: taskID(t.key), Lease: t.lease, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
 			ETag: etag, LastModified: lastMod}
 		if ho, ok := w.hostLast[t.host]; ok && ho.member != m.name {
 			wt.HostLast = ho.at // the host moved: hand its last request over
@@ -566,7 +565,7 @@ func (d *Dispatcher) progress(start time.Time) Progress {
 		InFlight: len(d.w.leased),
 		Waiting:  d.w.waitingRender(),
 		Members:  len(d.members),
-		Pages:    d.pages,
+		Pages:    d.run.pages,
 		Elapsed:  time.Since(start),
 	}
 }
@@ -578,15 +577,15 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 	defer d.mu.Unlock()
 	s := &Summary{
 		BadLines:    d.badLines,
-		Pages:       d.pages,
-		Reused:      d.reused,
-		Disagreeing: d.disagreeing,
-		Late:        d.late,
-		Adopted:     d.adopted,
-		Expired:     d.expired,
-		Errors:      maps.Clone(d.errs),
-		FieldErrors: d.fieldErrs,
-		Refused:     d.refusedN,
+		Pages:       d.run.pages,
+		Reused:      d.run.reused,
+		Disagreeing: d.run.disagreeing,
+		Late:        d.run.late,
+		Adopted:     d.run.adopted,
+		Expired:     d.run.expired,
+		Errors:      maps.Clone(d.run.errs),
+		FieldErrors: d.run.fieldErrs,
+		Refused:     d.run.refused,
 		Waiting:     d.w.waitingRender(),
 		Filtered:    maps.Clone(d.filtered),
 		LinkFarms:   d.linkFarms,
@@ -598,14 +597,14 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 		RetryKept:      d.retryKept,
 		RetryExhausted: d.retryExhausted,
 
-		RenderRetried: d.renderRetried,
+		RenderRetried: d.run.renderRetried,
 		RenderWanted:  d.renderWantedTotal(),
 
 		Recrawled:   d.recrawled,
-		NotModified: d.notModified,
-		Refreshed:   d.refreshedN,
-		Changed:     d.changedN,
-		Unconfirmed: d.unconfirmedN,
+		NotModified: d.run.notModified,
+		Refreshed:   d.run.refreshed,
+		Changed:     d.run.changed,
+		Unconfirmed: d.run.unconfirmed,
 	}
 	if s.Elapsed > 0 {
 		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()

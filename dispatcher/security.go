@@ -20,7 +20,7 @@ import (
 // Config.Insecure. Callers hold mu.
 func (d *Dispatcher) memberSecurity(h wire.Hello) (wire.Security, bool) {
 	refuse := func(why string) (wire.Security, bool) {
-		d.refusedN++
+		d.run.refused++
 		key := "security\x00" + h.Supervisor + "\x00" + h.Key + "\x00" + h.Endpoint
 		if !d.refused[key] {
 			d.refused[key] = true

@@ -43,8 +43,8 @@ func TestMemberSecurity(t *testing.T) {
 			continue
 		}
 		if !ok {
-			if d.refusedN != 1 {
-				t.Errorf("%s: refusal counted %d times, want 1", c.name, d.refusedN)
+			if d.run.refused != 1 {
+				t.Errorf("%s: refusal counted %d times, want 1", c.name, d.run.refused)
 			}
 			continue
 		}

@@ -5,107 +5,25 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"backfill/sqlitedb"
 )
 
-// Task states in the frontier table. A lease lives in the Dispatcher's
-// memory only: a task out on lease is queued as far as the state goes,
-// which is what it becomes when a dispatcher restarts. (Writing the lease
-// cost a statement per dispatched task and bought nothing.)
+// Task states in the urls table. A lease lives in the Dispatcher's memory
+// only: a task out on lease is queued as far as the state goes, which is
+// what it becomes when a dispatcher restarts. (Writing the lease cost a
+// statement per dispatched task and bought nothing.)
 const (
 	stateQueued  = 0
 	stateLeased  = 1 // written by earlier builds; New queues such tasks again
 	stateDone    = 2
 	stateDropped = 3 // every record that wanted it is complete
 )
-
-// schema is the state database. seen and frontier share the URL id: seen is
-// what is known about a URL (first seen, last crawl, outcome, the cached
-// extraction), frontier is the task that crawls it. task_records says which
-// records reached a URL and at what depth for each. fingerprints holds the
-// content fingerprint of every fetched page the content-seen test checked,
-// in the order checked (seq), with the URL it was a duplicate of, if any:
-// New replays them in that order to rebuild the test's index. seen's
-// etag and last_modified are the validators of the page's last good fetch,
-// sent with the task when the page is fetched again (see refresh.go), and
-// its attempts the fetches in a row that failed, across runs (retry.go);
-// prior holds, for a field a refresh is re-checking (open = 1), the value
-// it had before, from which the value found now gets its history.
-const schema = `
-CREATE TABLE IF NOT EXISTS meta (
-	key   TEXT PRIMARY KEY,
-	value INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS seen (
-	id           TEXT PRIMARY KEY,
-	url          TEXT NOT NULL,
-	first_seen   INTEGER NOT NULL,
-	last_crawled INTEGER NOT NULL DEFAULT 0,
-	class        TEXT NOT NULL DEFAULT '',
-	status       INTEGER NOT NULL DEFAULT 0,
-	result       BLOB,
-	etag          TEXT NOT NULL DEFAULT '',
-	last_modified TEXT NOT NULL DEFAULT '',
-	attempts      INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS frontier (
-	id         TEXT PRIMARY KEY,
-	url        TEXT NOT NULL,
-	host       TEXT NOT NULL,
-	domain     TEXT NOT NULL,
-	depth      INTEGER NOT NULL,
-	matched    INTEGER NOT NULL,
-	priority   INTEGER NOT NULL,
-	render     INTEGER NOT NULL,
-	seq        INTEGER NOT NULL,
-	state      INTEGER NOT NULL,
-	lease      INTEGER NOT NULL DEFAULT 0,
-	deadline   INTEGER NOT NULL DEFAULT 0,
-	supervisor TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS frontier_ready ON frontier(matched DESC, priority DESC, depth, seq) WHERE state = 0;
-CREATE TABLE IF NOT EXISTS task_records (
-	url_id    TEXT NOT NULL,
-	record_id TEXT NOT NULL,
-	depth     INTEGER NOT NULL,
-	PRIMARY KEY (url_id, record_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS task_records_record ON task_records(record_id);
-CREATE TABLE IF NOT EXISTS records (
-	id       TEXT PRIMARY KEY,
-	seq      INTEGER NOT NULL,
-	fields   BLOB NOT NULL,
-	targets  BLOB NOT NULL,
-	filled   BLOB NOT NULL,
-	nfilled  INTEGER NOT NULL,
-	complete INTEGER NOT NULL,
-	skipped  INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS records_seq ON records(seq);
-CREATE TABLE IF NOT EXISTS prior (
-	record_id TEXT NOT NULL,
-	field     TEXT NOT NULL,
-	value     BLOB NOT NULL,
-	open      INTEGER NOT NULL,
-	PRIMARY KEY (record_id, field)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS prior_open ON prior(open) WHERE open = 1;
-CREATE TABLE IF NOT EXISTS fingerprints (
-	seq          INTEGER PRIMARY KEY,
-	url_id       TEXT NOT NULL,
-	exact        BLOB NOT NULL,
-	sim          INTEGER NOT NULL,
-	words        INTEGER NOT NULL,
-	duplicate_of TEXT NOT NULL DEFAULT ''
-);
-`
 
 // state is the SQLite state database. It holds one connection; every use
 // is serialized by the Dispatcher's mutex, and writes are grouped into one
@@ -120,7 +38,8 @@ CREATE TABLE IF NOT EXISTS fingerprints (
 type state struct {
 	db      *sql.DB
 	conn    *sql.Conn
-	st      map[string]*sql.Stmt
+	q       stmts
+	n       map[string]*sql.Stmt // statements of n rows, see stmtN
 	inTx    bool
 	txStart time.Time // when the open transaction began
 	commits int64     // transactions committed, for the log
@@ -138,41 +57,102 @@ const (
 	// connection checkpoints by itself, should the checkpointer fall far
 	// behind; it bounds the log.
 	walBackstop = 50000
+	// stateCacheKiB is SQLite's page cache of the state connection.
+	stateCacheKiB = 32 << 10
 )
 
-var statements = map[string]string{
-	"metaGet":    `SELECT value FROM meta WHERE key = ?`,
-	"metaSet":    `INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`,
-	"recIns":     `INSERT INTO records(id, seq, fields, targets, filled, nfilled, complete, skipped) VALUES(?, ?, ?, ?, '{}', 0, ?, ?) ON CONFLICT(id) DO NOTHING`,
-	"recGet":     `SELECT fields, targets, filled, complete FROM records WHERE id = ?`,
-	"recPut":     `UPDATE records SET filled = ?, nfilled = ?, complete = ? WHERE id = ?`,
-	"recExists":  `SELECT 1 FROM records WHERE id = ?`,
-	"urlRecords": `SELECT record_id, depth FROM task_records WHERE url_id = ? ORDER BY record_id`,
-	"trPut":      `INSERT INTO task_records(url_id, record_id, depth) VALUES(?, ?, ?) ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
-	"fpIns":      `INSERT INTO fingerprints(url_id, exact, sim, words, duplicate_of) VALUES(?, ?, ?, ?, ?)`,
-	// seenDone counts a failed fetch in attempts and clears the count on
-	// a good one.
-	"seenDone": `UPDATE seen SET last_crawled = ?1, class = ?2, status = ?3, result = ?4, etag = ?5, last_modified = ?6,
-		attempts = CASE WHEN ?2 = '' THEN 0 ELSE attempts + 1 END WHERE id = ?7`,
-	"seenCached":    `SELECT class, result, etag, last_modified FROM seen WHERE id = ?`,
-	"seenValid":     `SELECT etag, last_modified FROM seen WHERE id = ? AND class = '' AND result IS NOT NULL`,
-	"priorPut":      `INSERT INTO prior(record_id, field, value, open) VALUES(?, ?, ?, 1) ON CONFLICT(record_id, field) DO UPDATE SET value = excluded.value, open = 1`,
-	"priorGet":      `SELECT field, value FROM prior WHERE record_id = ? AND open = 1`,
-	"ownLinks":      `SELECT tr.url_id, s.url FROM task_records tr JOIN seen s ON s.id = tr.url_id WHERE tr.record_id = ? AND tr.depth = 0`,
-	"frontDepth":    `UPDATE frontier SET depth = ? WHERE id = ? AND depth > ?`,
-	"frontState":    `UPDATE frontier SET state = ?, lease = ?, deadline = ?, supervisor = ? WHERE id = ?`,
-	"frontRequeue":  `UPDATE frontier SET state = 0, seq = ?, depth = ? WHERE id = ?`,
-	"frontRender":   `UPDATE frontier SET state = 0, render = 1, seq = ? WHERE id = ?`,
-	"frontGetState": `SELECT state FROM frontier WHERE id = ?`,
-	"recordTasks":   `SELECT tr.url_id FROM task_records tr JOIN frontier f ON f.id = tr.url_id WHERE tr.record_id = ? AND f.state = 0`,
-	"urlWanted":     `SELECT EXISTS(SELECT 1 FROM task_records tr JOIN records r ON r.id = tr.record_id WHERE tr.url_id = ? AND r.complete = 0)`,
-	"refill":        `SELECT id, url, host, domain, depth, matched, priority, render, seq FROM frontier WHERE state = 0 ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?`,
-	// refillAfter reads on after a place in the order (matched, priority,
-	// depth, seq); its terms use only the columns of frontier_ready, so
-	// the rows before the place are passed over in the index.
-	"refillAfter": `SELECT id, url, host, domain, depth, matched, priority, render, seq FROM frontier WHERE state = 0
-		AND (matched < ?1 OR (matched = ?1 AND (priority < ?2 OR (priority = ?2 AND (depth > ?3 OR (depth = ?3 AND seq > ?4))))))
-		ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?5`,
+// stmts are the state's prepared statements, one field each, prepared by
+// openState from stmtSQL.
+type stmts struct {
+	metaGet, metaSet *sql.Stmt
+
+	recIns, recGet, recPut, recFirst *sql.Stmt
+	targetSets, targetSetIns         *sql.Stmt
+
+	urlDone, urlDrop, urlCached, urlValid, urlState *sql.Stmt
+	urlRequeue, urlRender, urlDepth, urlWanted      *sql.Stmt
+	urlRecords, recordTasks, ownLinks, linkPut      *sql.Stmt
+	refill, refillAfter, failedPages                *sql.Stmt
+	hostGet, hostPut                                *sql.Stmt
+	priorPut, priorGet, priorOpen, priorClose       *sql.Stmt
+	filledRecords, fpIns, fpAll                     *sql.Stmt
+	loadGet, loadNum, loadPut                       *sql.Stmt
+	obPut, obNext, obAck, obRefuse, obCount         *sql.Stmt
+}
+
+// stmtSQL lists every statement of stmts with its SQL.
+func (q *stmts) stmtSQL() []struct {
+	dst **sql.Stmt
+	sql string
+} {
+	return []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&q.metaGet, `SELECT value FROM meta WHERE key = ?`},
+		{&q.metaSet, `INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`},
+
+		{&q.recIns, `INSERT INTO records(seq, id, file, line, own, targets, complete, skipped, queued) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`},
+		{&q.recGet, `SELECT id, own, targets, filled, complete, queued FROM records WHERE seq = ?`},
+		{&q.recPut, `UPDATE records SET filled = ?, nfilled = ?, complete = ?, queued = ? WHERE seq = ?`},
+		{&q.recFirst, `SELECT file, line FROM records WHERE id = ?`},
+		{&q.targetSets, `SELECT id, names FROM target_sets`},
+		{&q.targetSetIns, `INSERT INTO target_sets(names) VALUES(?)`},
+
+		// urlDone counts a failed fetch in attempts and clears the count on
+		// a good one (retry.go). A failed page keeps its URL: a rerun may
+		// fetch it again.
+		{&q.urlDone, `UPDATE urls SET state = 2, last_crawled = ?1, class = ?2, status = ?3, result = ?4, etag = ?5, last_modified = ?6,
+			attempts = CASE WHEN ?2 = '' THEN 0 ELSE attempts + 1 END, url = CASE WHEN ?2 = '' AND depth > 0 THEN NULL ELSE url END
+			WHERE key = ?7`},
+		{&q.urlDrop, `UPDATE urls SET state = 3, url = CASE WHEN depth = 0 THEN url END WHERE key = ?`},
+		{&q.urlCached, `SELECT class, result, etag, last_modified FROM urls WHERE key = ?`},
+		{&q.urlValid, `SELECT etag, last_modified FROM urls WHERE key = ? AND class = '' AND result IS NOT NULL`},
+		{&q.urlRequeue, `UPDATE urls SET state = 0, seq = ?, depth = ?, url = COALESCE(?, url) WHERE key = ?`},
+		{&q.urlRender, `UPDATE urls SET state = 0, render = 1, seq = ?, url = COALESCE(url, ?) WHERE key = ?`},
+		{&q.urlState, `SELECT state FROM urls WHERE key = ?`},
+		{&q.urlDepth, `UPDATE urls SET depth = ? WHERE key = ? AND depth > ?`},
+		{&q.urlWanted, `SELECT EXISTS(SELECT 1 FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = ? AND r.complete = 0)`},
+		{&q.urlRecords, `SELECT rec, depth FROM links WHERE url = ? ORDER BY rec`},
+		{&q.recordTasks, `SELECT l.url FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND u.state = 0`},
+		{&q.ownLinks, `SELECT u.url FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND l.depth = 0 AND u.url IS NOT NULL`},
+		{&q.linkPut, `INSERT INTO links(url, rec, depth) VALUES(?, ?, ?) ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < links.depth`},
+		// failedPages are the pages an earlier process failed to fetch
+		// that an incomplete record still wants (retry.go).
+		{&q.failedPages, `SELECT key, depth, class, status, attempts FROM urls
+			WHERE state = ? AND class != '' AND last_crawled < ? AND url IS NOT NULL
+			AND EXISTS (SELECT 1 FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = urls.key AND r.complete = 0)`},
+		{&q.refill, `SELECT key, url, depth, matched, priority, render, seq FROM urls WHERE state = 0 ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?`},
+		// refillAfter reads on after a place in the order (matched,
+		// priority, depth, seq); its terms use only the columns of
+		// urls_ready, so the rows before the place are passed over in the
+		// index.
+		{&q.refillAfter, `SELECT key, url, depth, matched, priority, render, seq FROM urls WHERE state = 0
+			AND (matched < ?1 OR (matched = ?1 AND (priority < ?2 OR (priority = ?2 AND (depth > ?3 OR (depth = ?3 AND seq > ?4))))))
+			ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?5`},
+		{&q.hostGet, `SELECT queued FROM hosts WHERE host = ?`},
+		{&q.hostPut, `INSERT INTO hosts(host, queued) VALUES(?, ?) ON CONFLICT(host) DO UPDATE SET queued = excluded.queued`},
+
+		{&q.priorPut, `INSERT INTO prior(rec, field, value, open) VALUES(?, ?, ?, 1) ON CONFLICT(rec, field) DO UPDATE SET value = excluded.value, open = 1`},
+		{&q.priorGet, `SELECT field, value FROM prior WHERE rec = ? AND open = 1`},
+		{&q.priorOpen, `SELECT rec, field FROM prior WHERE open = 1 ORDER BY rec, field LIMIT ?`},
+		{&q.priorClose, `UPDATE prior SET open = 0 WHERE rec = ? AND field = ?`},
+		{&q.filledRecords, `SELECT seq FROM records WHERE nfilled > 0 AND seq > ? ORDER BY seq LIMIT ?`},
+		{&q.fpIns, `INSERT INTO fingerprints(url, exact, sim, words, duplicate_of) VALUES(?, ?, ?, ?, ?)`},
+		{&q.fpAll, `SELECT url, exact, sim, words FROM fingerprints ORDER BY seq`},
+		{&q.loadGet, `SELECT num, size, mtime, offset, line, records, bad, done FROM loads WHERE path = ?`},
+		{&q.loadNum, `SELECT COALESCE(MAX(num), 0) + 1 FROM loads`},
+		{&q.loadPut, `INSERT INTO loads(path, num, size, mtime, offset, line, records, bad, done) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime, offset = excluded.offset,
+				line = excluded.line, records = excluded.records, bad = excluded.bad, done = excluded.done`},
+
+		{&q.obPut, `INSERT INTO outbox(record_id, field, value, gen) VALUES(?, ?, ?, ?)
+			ON CONFLICT(record_id, field) DO UPDATE SET value = excluded.value, gen = excluded.gen, refused = 0`},
+		{&q.obNext, `SELECT record_id, field, value, gen FROM outbox WHERE refused = 0 ORDER BY gen LIMIT ?`},
+		{&q.obAck, `DELETE FROM outbox WHERE record_id = ? AND field = ? AND gen = ?`},
+		{&q.obRefuse, `UPDATE outbox SET refused = 1 WHERE record_id = ? AND gen <= ?`},
+		{&q.obCount, `SELECT COALESCE(SUM(refused = 0), 0), COALESCE(SUM(refused = 1), 0) FROM outbox`},
+	}
 }
 
 func openState(ctx context.Context, dir string) (*state, error) {
@@ -183,29 +163,30 @@ func openState(ctx context.Context, dir string) (*state, error) {
 		return nil, fmt.Errorf("dispatcher: state directory: %w", err)
 	}
 	path := filepath.Join(dir, "state.db")
-	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(OFF)"
-	db, err := sql.Open("sqlite", base+"&_pragma=cache_size(-16384)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint("+strconv.Itoa(walBackstop)+")")
+	f, err := sqlitedb.Parse(path)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: open state: %w", err)
+	}
+	db, err := sql.Open("sqlite", f.DSN(append([]string{
+		"cache_size(-" + strconv.Itoa(stateCacheKiB) + ")", "temp_store(MEMORY)", "foreign_keys(OFF)",
+		"wal_autocheckpoint(" + strconv.Itoa(walBackstop) + ")",
+	}, sqlitedb.Writer...), sqlitedb.Immediate))
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
+	if _, err := sqlitedb.Migrate(ctx, db, stateSchema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("dispatcher: state schema in %s: %w", path, err)
+	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
 	}
-	s := &state{db: db, conn: conn, st: make(map[string]*sql.Stmt)}
-	if _, err := conn.ExecContext(ctx, schema); err != nil {
-		s.close()
-		return nil, fmt.Errorf("dispatcher: state schema in %s: %w", path, err)
-	}
-	if err := migrate(ctx, conn); err != nil {
-		s.close()
-		return nil, fmt.Errorf("dispatcher: state schema in %s: %w", path, err)
-	}
+	s := &state{db: db, conn: conn, n: make(map[string]*sql.Stmt)}
 	// Opened after the schema: the file is in WAL mode by now.
-	ckpt, err := sql.Open("sqlite", base)
+	ckpt, err := sql.Open("sqlite", f.DSN(sqlitedb.Writer, nil))
 	if err != nil {
 		s.close()
 		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
@@ -217,15 +198,20 @@ func openState(ctx context.Context, dir string) (*state, error) {
 		return nil, fmt.Errorf("dispatcher: open state %s: %w", path, err)
 	}
 	s.startCheckpointer(ckpt)
-	for name, q := range statements {
-		st, err := conn.PrepareContext(ctx, q)
+	for _, p := range s.q.stmtSQL() {
+		st, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {
 			s.close()
-			return nil, fmt.Errorf("dispatcher: prepare %s: %w", name, err)
+			return nil, fmt.Errorf("dispatcher: prepare %q: %w", firstLine(p.sql), err)
 		}
-		s.st[name] = st
+		*p.dst = st
 	}
 	return s, nil
+}
+
+func firstLine(q string) string {
+	l, _, _ := strings.Cut(q, "\n")
+	return l
 }
 
 func (s *state) close() error {
@@ -235,7 +221,12 @@ func (s *state) close() error {
 		<-s.ckptDone
 		cerr = s.ckpt.Close()
 	}
-	for _, st := range s.st {
+	for _, p := range s.q.stmtSQL() {
+		if *p.dst != nil {
+			(*p.dst).Close()
+		}
+	}
+	for _, st := range s.n {
 		st.Close()
 	}
 	var err error
@@ -312,40 +303,38 @@ func (s *state) commit(ctx context.Context) error {
 // statements stays small.
 func (s *state) stmtN(ctx context.Context, name string, n int, sqlFor func(n int) string) (*sql.Stmt, error) {
 	key := name + "/" + strconv.Itoa(n)
-	if st := s.st[key]; st != nil {
+	if st := s.n[key]; st != nil {
 		return st, nil
 	}
 	st, err := s.conn.PrepareContext(ctx, sqlFor(n))
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: prepare %s: %w", key, err)
 	}
-	s.st[key] = st
+	s.n[key] = st
 	return st, nil
 }
 
-func (s *state) exec(ctx context.Context, name string, args ...any) (sql.Result, error) {
-	r, err := s.st[name].ExecContext(ctx, args...)
+// exec runs a prepared statement, naming what failed by its first line.
+func exec(ctx context.Context, st *sql.Stmt, args ...any) (sql.Result, error) {
+	r, err := st.ExecContext(ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("dispatcher: state %s: %w", name, err)
+		return nil, fmt.Errorf("dispatcher: state: %w", err)
 	}
 	return r, nil
 }
 
-func (s *state) row(ctx context.Context, name string, args ...any) *sql.Row {
-	return s.st[name].QueryRowContext(ctx, args...)
-}
-
-func (s *state) query(ctx context.Context, name string, args ...any) (*sql.Rows, error) {
-	rows, err := s.st[name].QueryContext(ctx, args...)
+// query runs a prepared query.
+func query(ctx context.Context, st *sql.Stmt, args ...any) (*sql.Rows, error) {
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, fmt.Errorf("dispatcher: state %s: %w", name, err)
+		return nil, fmt.Errorf("dispatcher: state: %w", err)
 	}
 	return rows, nil
 }
 
 func (s *state) meta(ctx context.Context, key string) (int64, error) {
 	var v int64
-	err := s.row(ctx, "metaGet", key).Scan(&v)
+	err := s.q.metaGet.QueryRowContext(ctx, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -356,7 +345,7 @@ func (s *state) meta(ctx context.Context, key string) (int64, error) {
 }
 
 func (s *state) setMeta(ctx context.Context, key string, v int64) error {
-	_, err := s.exec(ctx, "metaSet", key, v)
+	_, err := exec(ctx, s.q.metaSet, key, v)
 	return err
 }
 
@@ -379,87 +368,4 @@ func (s *state) rollback() {
 	}
 	s.inTx = false
 	s.conn.ExecContext(context.Background(), "ROLLBACK")
-}
-
-// stateMigrations bring a state written by an earlier build up to this
-// build's: entry i moves it from PRAGMA user_version i to i+1. Append
-// only; never edit one that was released. schema (CREATE TABLE IF NOT
-// EXISTS) makes a new file whole before they run, and a file written
-// before the version was kept has some of their columns, so every step
-// adds only what is missing.
-var stateMigrations = []func(ctx context.Context, conn *sql.Conn) error{
-	// 1: the validators of a page's last good fetch (refresh.go)
-	addColumns("seen", "etag TEXT NOT NULL DEFAULT ''", "last_modified TEXT NOT NULL DEFAULT ''"),
-	// 2: failed fetches of a page in a row, across runs (retry.go)
-	addColumns("seen", "attempts INTEGER NOT NULL DEFAULT 0"),
-}
-
-// migrate runs the migrations a state lacks, in one transaction, and
-// refuses a state written by a newer build.
-func migrate(ctx context.Context, conn *sql.Conn) (err error) {
-	var v int
-	if err := conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	switch {
-	case v > len(stateMigrations):
-		return fmt.Errorf("schema version %d is newer than this build's %d", v, len(stateMigrations))
-	case v == len(stateMigrations):
-		return nil
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			conn.ExecContext(context.Background(), "ROLLBACK")
-		}
-	}()
-	for ; v < len(stateMigrations); v++ {
-		if err := stateMigrations[v](ctx, conn); err != nil {
-			return fmt.Errorf("migrate to version %d: %w", v+1, err)
-		}
-	}
-	// PRAGMA takes no bound parameters; v is our own integer.
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v)); err != nil {
-		return fmt.Errorf("set schema version: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	return nil
-}
-
-// addColumns is a migration adding columns (each "name TYPE ...") to
-// table, those it does not have yet.
-func addColumns(table string, cols ...string) func(context.Context, *sql.Conn) error {
-	return func(ctx context.Context, conn *sql.Conn) error {
-		have := make(map[string]bool)
-		rows, err := conn.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				rows.Close()
-				return err
-			}
-			have[name] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, col := range cols {
-			name, _, _ := strings.Cut(col, " ")
-			if have[name] {
-				continue
-			}
-			if _, err := conn.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+col); err != nil {
-				return fmt.Errorf("add %s.%s: %w", table, name, err)
-			}
-		}
-		return nil
-	}
 }

@@ -128,12 +128,12 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 		Started: start, Updated: now,
 		Records: d.nRecords, Complete: d.nComplete, Partial: d.nPartial,
 		Queued: d.queuedN, InFlight: len(d.w.leased), WaitingRender: d.w.waitingRender(),
-		Pages: d.pages, Errors: maps.Clone(d.errs), Expired: d.expired, Late: d.late,
+		Pages: d.run.pages, Errors: maps.Clone(d.run.errs), Expired: d.run.expired, Late: d.run.late,
 		Members: make([]MemberStatus, 0, len(d.members)),
 		Left:    append([]MemberStatus(nil), d.left...),
 	}
 	if el := now.Sub(start).Seconds(); el > 0 {
-		s.PagesPerSec = float64(d.pages) / el
+		s.PagesPerSec = float64(d.run.pages) / el
 	}
 	for _, m := range d.members {
 		s.Members = append(s.Members, m.status())

@@ -275,6 +275,23 @@ func (s *Set) FieldNames() []string {
 	return append([]string(nil), s.fields...)
 }
 
+// MatchFields lists, sorted, the field names some mapping marks as a match
+// key: the only values of a record that attribution compares pages with.
+func (s *Set) MatchFields() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range s.Mappings() {
+		for _, f := range m.fields {
+			if f.match {
+				out = append(out, f.name)
+			}
+		}
+	}
+	return sortedUnique(out)
+}
+
 // Matches reports whether any mapping's url_patterns match rawURL, and the
 // highest Priority among those that do. Generic mappings (no url_patterns)
 // run on every page but do not count here: they say nothing about whether

@@ -1,0 +1,83 @@
+package dispatcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// The budgets (filter.go) count the tasks this dispatcher process queued
+// per host and per record. The counts live on disk — hosts.queued, and
+// records.queued with the record's state — because a crawl of millions of
+// records over hundreds of thousands of hosts cannot keep a map of either
+// in memory; a bounded cache of hosts (hostCacheCap) sits in front, like
+// the record cache.
+//
+// Budgets are per process, as they always were: each count is stored with
+// the generation of the process that counted it (budgetGen, from meta,
+// one more on every New) in its high bits, and a count of an earlier
+// generation reads as zero. That spares a restart from resetting every
+// row.
+const (
+	hostCacheCap = 1 << 16
+	genShift     = 32
+	countMask    = 1<<genShift - 1
+)
+
+// genCount packs a count with the generation that counted it.
+func genCount(gen int64, n int) int64 { return gen<<genShift | int64(n)&countMask }
+
+// countOf unpacks v: its count if it is of generation gen, else 0.
+func countOf(gen, v int64) int {
+	if v>>genShift != gen {
+		return 0
+	}
+	return int(v & countMask)
+}
+
+// hostCount is one host's count in the cache.
+type hostCount struct {
+	n     int
+	dirty bool
+}
+
+// hostCount returns host's count, from the cache or the state. Callers
+// hold mu and set dirty when they change it.
+func (d *Dispatcher) hostCount(ctx context.Context, host string) (*hostCount, error) {
+	if hc := d.hosts[host]; hc != nil {
+		return hc, nil
+	}
+	var v int64
+	err := d.st.q.hostGet.QueryRowContext(ctx, host).Scan(&v)
+	if err != nil && !errors.Is(err, errNoRows) {
+		return nil, fmt.Errorf("dispatcher: state host %s: %w", host, err)
+	}
+	hc := &hostCount{n: countOf(d.gen, v)}
+	d.hosts[host] = hc
+	return hc, nil
+}
+
+// flushHosts writes the changed host counts (in host order, which is the
+// table's) and empties the cache once it outgrew hostCacheCap: every entry
+// is clean by then, so nothing is lost.
+func (d *Dispatcher) flushHosts(ctx context.Context) error {
+	var dirty []string
+	for h, hc := range d.hosts {
+		if hc.dirty {
+			dirty = append(dirty, h)
+		}
+	}
+	sort.Strings(dirty)
+	for _, h := range dirty {
+		hc := d.hosts[h]
+		if _, err := exec(ctx, d.st.q.hostPut, h, genCount(d.gen, hc.n)); err != nil {
+			return err
+		}
+		hc.dirty = false
+	}
+	if len(d.hosts) > hostCacheCap {
+		clear(d.hosts)
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package dispatcher
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"backfill/sqlitedb"
+
+	"modernc.org/sqlite"
+)
+
+// stateSchema is the state database's schema as migrations (see
+// sqlitedb): entry i moves a file from user_version i to i+1. Append only.
+//
+// Version 3 is the lean state of issue 14, sized for millions of records
+// on a small machine:
+//
+//   - urls is the seen-URL store and the frontier in one table, keyed by
+//     urlKey (8 bytes of the URL's SHA-256 as an integer, SQLite's rowid:
+//     no second index). The URL text is kept only while it is needed: a
+//     queued task's (to send it) and a record's own link's (a refresh
+//     revisits those); a fetched page beyond depth 0 keeps its key,
+//     outcome and cached extraction. urls_ready orders the queued tasks
+//     (partial: done ones leave it).
+//   - links says which record (by its seq) reached which URL at which
+//     depth; links_rec finds a record's URLs.
+//   - records holds a record's crawl state only: its id, file and line, its own
+//     values of the match-key fields (attribution compares pages with
+//     them), its target set (target_sets: most records share one), the
+//     values found and whether it is complete. The record itself — every
+//     field, the input's order and bytes — is in the store alone, which
+//     is what export reads back: one copy of the input, not two.
+//   - hosts and records.queued count the tasks queued per host and per
+//     record for the budgets, tagged with the dispatcher process that
+//     counted them (see budgetGen): budgets are per process.
+//   - loads remembers how far each records file was taken in, so a resume
+//     skips what it has (and a crash mid-intake carries on from there),
+//     and numbers the files for records.file: a record whose id another
+//     line of its own file has is a duplicate, one of another file is
+//     known.
+//   - meta holds counters a resume would otherwise count over every row.
+//
+// Versions 1 and 2 are the schema of earlier builds; a state they wrote is
+// converted in place.
+var stateSchema = []sqlitedb.Migration{
+	{SQL: []string{schemaV1, outboxSchema}, Func: addColumns("seen", "etag TEXT NOT NULL DEFAULT ''", "last_modified TEXT NOT NULL DEFAULT ''")},
+	// 2: failed fetches of a page in a row, across runs (retry.go)
+	{Func: addColumns("seen", "attempts INTEGER NOT NULL DEFAULT 0")},
+	{SQL: schemaV3},
+}
+
+// schemaV1 is the state of earlier builds (user_version 0, tables
+// created IF NOT EXISTS).
+const schemaV1 = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS seen (
+	id TEXT PRIMARY KEY, url TEXT NOT NULL, first_seen INTEGER NOT NULL,
+	last_crawled INTEGER NOT NULL DEFAULT 0, class TEXT NOT NULL DEFAULT '', status INTEGER NOT NULL DEFAULT 0,
+	result BLOB, etag TEXT NOT NULL DEFAULT '', last_modified TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS frontier (
+	id TEXT PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL, domain TEXT NOT NULL,
+	depth INTEGER NOT NULL, matched INTEGER NOT NULL, priority INTEGER NOT NULL, render INTEGER NOT NULL,
+	seq INTEGER NOT NULL, state INTEGER NOT NULL, lease INTEGER NOT NULL DEFAULT 0,
+	deadline INTEGER NOT NULL DEFAULT 0, supervisor TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS task_records (
+	url_id TEXT NOT NULL, record_id TEXT NOT NULL, depth INTEGER NOT NULL,
+	PRIMARY KEY (url_id, record_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS records (
+	id TEXT PRIMARY KEY, seq INTEGER NOT NULL, fields BLOB NOT NULL, targets BLOB NOT NULL,
+	filled BLOB NOT NULL, nfilled INTEGER NOT NULL, complete INTEGER NOT NULL, skipped INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS prior (
+	record_id TEXT NOT NULL, field TEXT NOT NULL, value BLOB NOT NULL, open INTEGER NOT NULL,
+	PRIMARY KEY (record_id, field)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fingerprints (
+	seq INTEGER PRIMARY KEY, url_id TEXT NOT NULL, exact BLOB NOT NULL, sim INTEGER NOT NULL,
+	words INTEGER NOT NULL, duplicate_of TEXT NOT NULL DEFAULT '');
+`
+
+// outboxSchema: see outbox.go. Unchanged since version 1.
+const outboxSchema = `
+CREATE TABLE IF NOT EXISTS outbox (
+	record_id TEXT NOT NULL,
+	field     TEXT NOT NULL,
+	value     BLOB NOT NULL,              -- JSON of the store.Value
+	gen       INTEGER NOT NULL,           -- grows with every write of the row
+	refused   INTEGER NOT NULL DEFAULT 0, -- the store has no such record (this process)
+	PRIMARY KEY (record_id, field)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS outbox_ready ON outbox(refused, gen);
+`
+
+// addColumns is a migration adding columns (each "name TYPE ...") to
+// table, those it does not have yet: a file written before the version
+// was kept may have some of them (CREATE TABLE IF NOT EXISTS leaves an
+// existing table as it is).
+func addColumns(table string, cols ...string) func(context.Context, *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		have := make(map[string]bool)
+		rows, err := tx.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return err
+			}
+			have[name] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, col := range cols {
+			name, _, _ := strings.Cut(col, " ")
+			if have[name] {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+col); err != nil {
+				return fmt.Errorf("add %s.%s: %w", table, name, err)
+			}
+		}
+		return nil
+	}
+}
+
+// schemaV3 creates the lean tables, converts what version 1 held and
+// drops its tables. backfill_url_key turns version 1's hex task ids into
+// urlKey's integers (both are the first 8 bytes of the URL's SHA-256).
+// Converted records keep every field as their own values (version 1 kept
+// them all; attribution reads only the match keys) and their seq as their
+// line.
+var schemaV3 = []string{
+	`CREATE TABLE target_sets (id INTEGER PRIMARY KEY, names TEXT NOT NULL UNIQUE)`,
+	`CREATE TABLE records_v2 (
+		seq      INTEGER PRIMARY KEY,
+		id       TEXT NOT NULL UNIQUE,
+		file     INTEGER NOT NULL DEFAULT 0,
+		line     INTEGER NOT NULL,
+		own      BLOB,
+		targets  INTEGER NOT NULL,
+		filled   BLOB,
+		nfilled  INTEGER NOT NULL DEFAULT 0,
+		complete INTEGER NOT NULL,
+		skipped  INTEGER NOT NULL,
+		queued   INTEGER NOT NULL DEFAULT 0)`,
+	`CREATE TABLE urls (
+		key           INTEGER PRIMARY KEY,
+		url           TEXT,
+		depth         INTEGER NOT NULL,
+		state         INTEGER NOT NULL,
+		matched       INTEGER NOT NULL,
+		priority      INTEGER NOT NULL,
+		render        INTEGER NOT NULL,
+		seq           INTEGER NOT NULL,
+		first_seen    INTEGER NOT NULL,
+		last_crawled  INTEGER NOT NULL DEFAULT 0,
+		class         TEXT NOT NULL DEFAULT '',
+		status        INTEGER NOT NULL DEFAULT 0,
+		result        BLOB,
+		etag          TEXT NOT NULL DEFAULT '',
+		last_modified TEXT NOT NULL DEFAULT '',
+		attempts      INTEGER NOT NULL DEFAULT 0)`,
+	`CREATE TABLE links (
+		url   INTEGER NOT NULL,
+		rec   INTEGER NOT NULL,
+		depth INTEGER NOT NULL,
+		PRIMARY KEY (url, rec)) WITHOUT ROWID`,
+	`CREATE TABLE hosts (host TEXT PRIMARY KEY, queued INTEGER NOT NULL) WITHOUT ROWID`,
+	`CREATE TABLE prior_v2 (
+		rec   INTEGER NOT NULL,
+		field TEXT NOT NULL,
+		value BLOB NOT NULL,
+		open  INTEGER NOT NULL,
+		PRIMARY KEY (rec, field)) WITHOUT ROWID`,
+	`CREATE TABLE fingerprints_v2 (
+		seq          INTEGER PRIMARY KEY,
+		url          TEXT NOT NULL,
+		exact        BLOB NOT NULL,
+		sim          INTEGER NOT NULL,
+		words        INTEGER NOT NULL,
+		duplicate_of TEXT NOT NULL DEFAULT '')`,
+	`CREATE TABLE loads (
+		path    TEXT PRIMARY KEY,
+		num     INTEGER NOT NULL UNIQUE,
+		size    INTEGER NOT NULL,
+		mtime   INTEGER NOT NULL,
+		offset  INTEGER NOT NULL,
+		line    INTEGER NOT NULL,
+		records INTEGER NOT NULL,
+		bad     INTEGER NOT NULL,
+		done    INTEGER NOT NULL) WITHOUT ROWID`,
+
+	`INSERT INTO target_sets(names) SELECT DISTINCT CAST(targets AS TEXT) FROM records`,
+	`INSERT INTO records_v2(seq, id, line, own, targets, filled, nfilled, complete, skipped)
+		SELECT r.seq, r.id, r.seq, r.fields, t.id, NULLIF(CAST(r.filled AS TEXT), '{}'), r.nfilled, r.complete, r.skipped
+		FROM records r JOIN target_sets t ON t.names = CAST(r.targets AS TEXT)`,
+	`INSERT INTO urls(key, url, depth, state, matched, priority, render, seq, first_seen,
+			last_crawled, class, status, result, etag, last_modified, attempts)
+		SELECT backfill_url_key(f.id), CASE WHEN f.state IN (0, 1) OR s.class != '' THEN f.url END, f.depth,
+			CASE f.state WHEN 1 THEN 0 ELSE f.state END, f.matched, f.priority, f.render, f.seq, s.first_seen,
+			s.last_crawled, s.class, s.status, s.result, s.etag, s.last_modified, s.attempts
+		FROM frontier f JOIN seen s ON s.id = f.id`,
+	`INSERT INTO links(url, rec, depth)
+		SELECT backfill_url_key(tr.url_id), r.seq, tr.depth FROM task_records tr JOIN records r ON r.id = tr.record_id`,
+	`INSERT INTO prior_v2(rec, field, value, open)
+		SELECT r.seq, p.field, p.value, p.open FROM prior p JOIN records r ON r.id = p.record_id`,
+	`INSERT INTO fingerprints_v2(seq, url, exact, sim, words, duplicate_of)
+		SELECT f.seq, s.url, f.exact, f.sim, f.words, f.duplicate_of FROM fingerprints f JOIN seen s ON s.id = f.url_id`,
+	`DROP TABLE seen`,
+	`DROP TABLE frontier`,
+	`DROP TABLE task_records`,
+	`DROP TABLE records`,
+	`DROP TABLE prior`,
+	`DROP TABLE fingerprints`,
+	`ALTER TABLE records_v2 RENAME TO records`,
+	`ALTER TABLE prior_v2 RENAME TO prior`,
+	`ALTER TABLE fingerprints_v2 RENAME TO fingerprints`,
+	`CREATE INDEX urls_ready ON urls(matched DESC, priority DESC, depth, seq) WHERE state = 0`,
+	`CREATE INDEX links_rec ON links(rec)`,
+	`CREATE INDEX prior_open ON prior(open) WHERE open = 1`,
+	// The counters a resume reads (see resume); an empty state has none.
+	`DELETE FROM meta WHERE key IN ('records', 'complete', 'partial', 'queued', 'refresh_open')`,
+}
+
+func init() {
+	// Version 1's task ids are 16 hex digits; their value is the key.
+	sqlite.MustRegisterDeterministicScalarFunction("backfill_url_key", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		s, ok := args[0].(string)
+		if !ok {
+			return nil, fmt.Errorf("backfill_url_key: %T, want a hex string", args[0])
+		}
+		u, err := strconv.ParseUint(s, 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("backfill_url_key: %w", err)
+		}
+		return int64(u), nil
+	})
+}
