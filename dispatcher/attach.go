@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // attachChunk is how many URLs attachLinks looks up, or inserts, with one
@@ -146,40 +145,16 @@ func (d *Dispatcher) lookupURLs(ctx context.Context, keys []int64, rec int64) (m
 }
 
 // insertTasks puts new URLs in the state: rec's link to each and the
-// queued task in the seen store, one statement per table.
+// queued task in the seen store.
 func (d *Dispatcher) insertTasks(ctx context.Context, ts []*task, rec int64, depth int) error {
-	now := time.Now().UnixNano()
-	n := len(ts)
-	inserts := []struct {
-		name, head, row, tail string
-		args                  func(t *task) []any
-	}{
-		{"linkIns", `INSERT INTO links(url, rec, depth) VALUES `, "(?, ?, ?)",
-			` ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < links.depth`,
-			func(t *task) []any { return []any{t.key, rec, depth} }},
-		{"urlIns", `INSERT INTO urls(key, url, depth, matched, priority, render, seq, state, first_seen) VALUES `,
-			"(?, ?, ?, ?, ?, ?, ?, 0, ?)", ``,
-			func(t *task) []any {
-				return []any{t.key, t.url, t.depth, b2i(t.matched), t.priority, b2i(t.render), t.seq, now}
-			}},
+	if err := d.insertURLs(ctx, ts); err != nil {
+		return err
 	}
-	for _, in := range inserts {
-		st, err := d.st.stmtN(ctx, in.name, n, func(n int) string { return in.head + placeholders(n, in.row) + in.tail })
-		if err != nil {
-			return err
-		}
-		args := make([]any, 0, n*8)
-		for _, t := range ts {
-			args = append(args, in.args(t)...)
-		}
-		if _, err := st.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("dispatcher: state %s: %w", in.name, err)
-		}
+	links := make([]seedLink, len(ts))
+	for i, t := range ts {
+		links[i] = seedLink{t.key, rec}
 	}
-	for _, t := range ts {
-		d.seenKeys.add(t.key)
-	}
-	return nil
+	return d.insertLinks(ctx, links, depth)
 }
 
 // placeholders is n copies of one, comma-separated.

@@ -69,12 +69,25 @@ func (d *Dispatcher) flushHosts(ctx context.Context) error {
 		}
 	}
 	sort.Strings(dirty)
-	for _, h := range dirty {
-		hc := d.hosts[h]
-		if _, err := exec(ctx, d.st.q.hostPut, h, genCount(d.gen, hc.n)); err != nil {
+	for _, size := range chunkSizes(len(dirty), rowChunk) {
+		part := dirty[:size]
+		dirty = dirty[size:]
+		st, err := d.st.stmtN(ctx, "hostPut", size, func(n int) string {
+			return `INSERT INTO hosts(host, queued) VALUES ` + placeholders(n, "(?, ?)") +
+				` ON CONFLICT(host) DO UPDATE SET queued = excluded.queued`
+		})
+		if err != nil {
 			return err
 		}
-		hc.dirty = false
+		args := make([]any, 0, 2*size)
+		for _, h := range part {
+			hc := d.hosts[h]
+			args = append(args, h, genCount(d.gen, hc.n))
+			hc.dirty = false
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("dispatcher: state hosts: %w", err)
+		}
 	}
 	if len(d.hosts) > hostCacheCap {
 		clear(d.hosts)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -244,6 +245,7 @@ type Dispatcher struct {
 	nextSeq    int64
 	recSeq     int64
 	gen        int64 // this process's generation, for the budgets (budgets.go)
+	seeded     int64 // records up to this seq have their links in the frontier (seeds.go)
 	steps      int64 // batches handled by Run, for the log
 
 	lastJoin     time.Time // when the latest member joined
@@ -462,6 +464,14 @@ func (d *Dispatcher) resumeTx(ctx context.Context) error {
 	if d.nextSeq, err = s.meta(ctx, "next_seq"); err != nil {
 		return err
 	}
+	if d.nextSeq == 0 { // a state of an earlier build
+		if d.nextSeq, err = s.scalar(ctx, `SELECT MAX(seq & `+strconv.FormatInt(seqCounterMask, 10)+`) FROM urls`); err != nil {
+			return err
+		}
+	}
+	if d.seeded, err = s.meta(ctx, "seeded"); err != nil {
+		return err
+	}
 	if d.recSeq, err = s.scalar(ctx, `SELECT MAX(seq) FROM records`); err != nil {
 		return err
 	}
@@ -526,6 +536,9 @@ func (d *Dispatcher) putCounters(ctx context.Context) error {
 		}
 	}
 	if err := d.st.setMeta(ctx, "next_seq", d.nextSeq); err != nil {
+		return err
+	}
+	if err := d.st.setMeta(ctx, "seeded", d.seeded); err != nil {
 		return err
 	}
 	return d.st.setMeta(ctx, "lease", d.nextLease)
@@ -669,7 +682,7 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		errs  []error
 		eof   bool
 	}
-	batches := make(chan *batch, 2)
+	batches := make(chan *batch, 1)
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var readErr error
@@ -762,8 +775,13 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 	return rep, nil
 }
 
-// loadBatchSize is how many records one state transaction of Load takes.
-const loadBatchSize = 2048
+// loadBatchSize is how many records loadBatch takes at a time, and
+// loadCommitEvery how long their transaction stays open (a crash loses
+// at most that much of the intake, which the next Load reads again).
+const (
+	loadBatchSize   = 4096
+	loadCommitEvery = time.Second
+)
 
 // loadProg is how far a records file was taken in (the loads table).
 type loadProg struct {
@@ -811,88 +829,39 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines [
 	if d.closed {
 		return 0, nil, errors.New("dispatcher closed")
 	}
-	// A Run going on at the same time may hold the state transaction
-	// open: commit its work first, so that a failure here rolls back only
-	// this batch.
-	if err := d.commitState(ctx); err != nil {
-		return 0, nil, err
-	}
 	if err := d.st.begin(ctx); err != nil {
 		return 0, nil, err
 	}
-	var fresh []store.Record
-	var dups []*LineError
-	nRecords, nComplete := d.nRecords, d.nComplete
-	err := func() error {
-		for i := range recs {
-			r := &recs[i]
-			targets := d.targets(*r)
-			ts, err := d.targetSet(ctx, targets)
-			if err != nil {
-				return err
-			}
-			own, err := d.ownValues(*r)
-			if err != nil {
-				return err
-			}
-			complete := len(targets) == 0
-			links := d.keepLinks(r.Links, 0)
-			queued := 0
-			if !complete {
-				queued = len(links) // charged up front: see linkFilter.budget
-			}
-			seq := d.recSeq + 1
-			res, err := exec(ctx, d.st.q.recIns, seq, r.ID, prog.num, lines[i], own, ts, b2i(complete), b2i(complete), genCount(d.gen, queued))
-			if err != nil {
-				return err
-			}
-			if n, _ := res.RowsAffected(); n == 0 {
-				var file int64
-				var line int
-				if err := d.st.q.recFirst.QueryRowContext(ctx, r.ID).Scan(&file, &line); err != nil {
-					return fmt.Errorf("dispatcher: state record %q: %w", r.ID, err)
-				}
-				if file == prog.num && line != lines[i] {
-					dups = append(dups, &LineError{File: name, Line: lines[i], Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, line)})
-				}
-				continue // known: taken in before, from this line or another file
-			}
-			d.recSeq = seq
-			r.Seq = seq
-			fresh = append(fresh, *r)
-			d.nRecords++
-			if complete {
-				d.nComplete++
-				continue
-			}
-			var charged int
-			if err := d.attachLinks(ctx, links, seq, &charged, 0); err != nil {
-				return err
-			}
-		}
-		if err := d.drainWork(ctx); err != nil {
-			return err
-		}
-		if err := d.flush(ctx); err != nil {
-			return err
-		}
-		if _, err := exec(ctx, d.st.q.loadPut, path, prog.num, fi.Size(), fi.ModTime().UnixNano(), prog.pos.offset, prog.pos.line,
-			prog.records-len(dups), prog.bad+len(dups), b2i(prog.done)); err != nil {
-			return err
-		}
-		// The store gets the records before any value is set on them.
-		if err := d.cfg.Store.PutRecords(ctx, fresh); err != nil {
-			return fmt.Errorf("dispatcher: store records: %w", err)
-		}
-		return nil
-	}()
+	nRecords, nComplete, recSeq := d.nRecords, d.nComplete, d.recSeq
+	fresh, dups, err := d.insertRecords(ctx, recs, lines, prog.num, name)
+	// The store takes the new records on its own connection meanwhile.
+	stored := make(chan error, 1)
 	if err == nil {
+		go func() { stored <- d.cfg.Store.PutRecords(ctx, fresh) }()
+	} else {
+		stored <- nil
+	}
+	if err == nil {
+		err = d.flush(ctx)
+	}
+	if err == nil {
+		_, err = exec(ctx, d.st.q.loadPut, path, prog.num, fi.Size(), fi.ModTime().UnixNano(), prog.pos.offset, prog.pos.line,
+			prog.records-len(dups), prog.bad+len(dups), b2i(prog.done))
+	}
+	// The store gets the records before any value is set on them, and
+	// before the state says they are taken in.
+	if serr := <-stored; serr != nil && err == nil {
+		err = fmt.Errorf("dispatcher: store records: %w", serr)
+	}
+	// Batches share a transaction for up to loadCommitEvery: a commit
+	// writes every page the batch changed, and the next batch changes
+	// many of the same pages again.
+	if err == nil && (prog.done || time.Since(d.st.txStart) >= loadCommitEvery) {
 		err = d.commitState(ctx)
 	}
 	if err != nil {
 		d.abandon()
-		d.recSeq -= int64(len(fresh))
-		d.nRecords, d.nComplete = nRecords, nComplete
+		d.recSeq, d.nRecords, d.nComplete = recSeq, nRecords, nComplete
 		return 0, nil, err
 	}
 	return len(fresh), dups, nil

@@ -12,7 +12,16 @@ import (
 // refillChunks chunks per call, so a refill costs about what it adds: it
 // used to read the whole window again each time, and the Run loop
 // dispatched nothing for the 200ms that took.
+//
+// Records not yet seeded (seeds.go) go first: their links are the crawl's
+// depth 0, before any link found on a page in frontier order, and
+// seeding them as the window drains keeps the frontier's tables small.
 func (d *Dispatcher) refill(ctx context.Context) error {
+	for d.unseeded() && len(d.w.queued) <= windowCap-refillChunk {
+		if _, err := d.seedMore(ctx); err != nil {
+			return err
+		}
+	}
 	if !d.w.spilled || len(d.w.queued) > windowCap-refillChunk {
 		return nil
 	}

@@ -291,22 +291,15 @@ func (d *Dispatcher) refreshRecord(ctx context.Context, seq int64, cutoff time.T
 	r.complete, r.dirty = false, true
 
 	// The record's own links, then the sources of the values set aside.
-	rows, err := query(ctx, d.st.q.ownLinks, seq)
-	if err != nil {
-		return 0, err
+	var blob []byte
+	if err := d.st.q.ownLinks.QueryRowContext(ctx, seq).Scan(&blob); err != nil {
+		return 0, fmt.Errorf("dispatcher: state links of %q: %w", id, err)
 	}
 	var links []string
-	for rows.Next() {
-		var u string
-		if err := rows.Scan(&u); err != nil {
-			rows.Close()
+	if len(blob) > 0 {
+		if err := json.Unmarshal(blob, &links); err != nil {
 			return 0, fmt.Errorf("dispatcher: state links of %q: %w", id, err)
 		}
-		links = append(links, u)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("dispatcher: state links of %q: %w", id, err)
 	}
 	sort.Strings(links)
 	visit := make(map[string]int, len(links)+len(sources))

@@ -227,7 +227,7 @@ func TestStateMigration(t *testing.T) {
 	if err := st.conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM links`).Scan(&links); err != nil || links != 3 {
 		t.Errorf("%d links (%v), want 3", links, err)
 	}
-	if err := st.conn.QueryRowContext(ctx, `SELECT 1, t.names, (SELECT nfilled FROM records WHERE id = 'r2')
+	if err := st.conn.QueryRowContext(ctx, `SELECT json_array_length(r.links), t.names, (SELECT nfilled FROM records WHERE id = 'r2')
 		FROM records r JOIN target_sets t ON t.id = r.targets WHERE r.id = 'r1'`).Scan(&ownLinks, &targets, &nfilled); err != nil ||
 		ownLinks != 1 || targets != `["email"]` || nfilled != 1 {
 		t.Errorf("records: r1 own links %d, targets %s, r2 filled %d (%v)", ownLinks, targets, nfilled, err)

@@ -308,7 +308,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 		return false, err
 	}
 	done := d.nComplete == d.nRecords ||
-		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0) ||
+		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded()) ||
 		d.onlyUnrenderableLeft()
 	if done || idle || now.Sub(d.st.txStart) >= commitEvery {
 		if err := d.commitState(ctx); err != nil {
@@ -639,7 +639,7 @@ func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, er
 // join, and the tasks wait for it.) They are counted in Summary.Waiting.
 // Callers hold mu.
 func (d *Dispatcher) onlyUnrenderableLeft() bool {
-	if d.cfg.Expect == 0 || len(d.members) < d.cfg.Expect || len(d.w.leased) > 0 || d.w.spilled {
+	if d.cfg.Expect == 0 || len(d.members) < d.cfg.Expect || len(d.w.leased) > 0 || d.w.spilled || d.unseeded() {
 		return false
 	}
 	for _, m := range d.members {

@@ -21,11 +21,13 @@ import (
 //
 //   - urls is the seen-URL store and the frontier in one table, keyed by
 //     urlKey (8 bytes of the URL's SHA-256 as an integer, SQLite's rowid:
-//     no second index). The URL text is kept only while it is needed: a
-//     queued task's (to send it) and a record's own link's (a refresh
-//     revisits those); a fetched page beyond depth 0 keeps its key,
-//     outcome and cached extraction. urls_ready orders the queued tasks
-//     (partial: done ones leave it).
+//     no second index). The URL text is kept only while the task is
+//     queued (to send it); a fetched page keeps its key, outcome and
+//     cached extraction. urls_ready orders the queued tasks (partial:
+//     done ones leave it).
+//   - records.links holds a record's own links (a refresh revisits them).
+//     They enter urls and links when the frontier reaches the record (see
+//     seeds.go), in record order, rather than when it is taken in.
 //   - links says which record (by its seq) reached which URL at which
 //     depth; links_rec finds a record's URLs.
 //   - records holds a record's crawl state only: its id, file and line, its own
@@ -143,6 +145,7 @@ var schemaV3 = []string{
 		file     INTEGER NOT NULL DEFAULT 0,
 		line     INTEGER NOT NULL,
 		own      BLOB,
+		links    BLOB,
 		targets  INTEGER NOT NULL,
 		filled   BLOB,
 		nfilled  INTEGER NOT NULL DEFAULT 0,
@@ -197,8 +200,11 @@ var schemaV3 = []string{
 		done    INTEGER NOT NULL) WITHOUT ROWID`,
 
 	`INSERT INTO target_sets(names) SELECT DISTINCT CAST(targets AS TEXT) FROM records`,
-	`INSERT INTO records_v2(seq, id, line, own, targets, filled, nfilled, complete, skipped)
-		SELECT r.seq, r.id, r.seq, r.fields, t.id, NULLIF(CAST(r.filled AS TEXT), '{}'), r.nfilled, r.complete, r.skipped
+	`INSERT INTO records_v2(seq, id, line, own, links, targets, filled, nfilled, complete, skipped)
+		SELECT r.seq, r.id, r.seq, r.fields,
+			(SELECT json_group_array(s.url) FROM task_records tr JOIN seen s ON s.id = tr.url_id
+				WHERE tr.record_id = r.id AND tr.depth = 0),
+			t.id, NULLIF(CAST(r.filled AS TEXT), '{}'), r.nfilled, r.complete, r.skipped
 		FROM records r JOIN target_sets t ON t.names = CAST(r.targets AS TEXT)`,
 	`INSERT INTO urls(key, url, depth, state, matched, priority, render, seq, first_seen,
 			last_crawled, class, status, result, etag, last_modified, attempts)
@@ -225,7 +231,9 @@ var schemaV3 = []string{
 	`CREATE INDEX links_rec ON links(rec)`,
 	`CREATE INDEX prior_open ON prior(open) WHERE open = 1`,
 	// The counters a resume reads (see resume); an empty state has none.
+	// Every converted record's links are in urls already.
 	`DELETE FROM meta WHERE key IN ('records', 'complete', 'partial', 'queued', 'refresh_open')`,
+	`INSERT INTO meta(key, value) SELECT 'seeded', COALESCE(MAX(seq), 0) FROM records`,
 }
 
 func init() {

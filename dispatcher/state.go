@@ -66,14 +66,14 @@ const (
 type stmts struct {
 	metaGet, metaSet *sql.Stmt
 
-	recIns, recGet, recPut, recFirst *sql.Stmt
-	targetSets, targetSetIns         *sql.Stmt
+	recSeeds, recGet, recPut, recFirst *sql.Stmt
+	targetSets, targetSetIns           *sql.Stmt
 
 	urlDone, urlDrop, urlCached, urlValid, urlState *sql.Stmt
 	urlRequeue, urlRender, urlDepth, urlWanted      *sql.Stmt
 	urlRecords, recordTasks, ownLinks, linkPut      *sql.Stmt
 	refill, refillAfter, failedPages                *sql.Stmt
-	hostGet, hostPut                                *sql.Stmt
+	hostGet                                         *sql.Stmt
 	priorPut, priorGet, priorOpen, priorClose       *sql.Stmt
 	filledRecords, fpIns, fpAll                     *sql.Stmt
 	loadGet, loadNum, loadPut                       *sql.Stmt
@@ -92,7 +92,7 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.metaGet, `SELECT value FROM meta WHERE key = ?`},
 		{&q.metaSet, `INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`},
 
-		{&q.recIns, `INSERT INTO records(seq, id, file, line, own, targets, complete, skipped, queued) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`},
+		{&q.recSeeds, `SELECT seq, links FROM records WHERE seq > ? AND complete = 0 AND links IS NOT NULL ORDER BY seq LIMIT ?`},
 		{&q.recGet, `SELECT id, own, targets, filled, complete, queued FROM records WHERE seq = ?`},
 		{&q.recPut, `UPDATE records SET filled = ?, nfilled = ?, complete = ?, queued = ? WHERE seq = ?`},
 		{&q.recFirst, `SELECT file, line FROM records WHERE id = ?`},
@@ -103,9 +103,9 @@ func (q *stmts) stmtSQL() []struct {
 		// a good one (retry.go). A failed page keeps its URL: a rerun may
 		// fetch it again.
 		{&q.urlDone, `UPDATE urls SET state = 2, last_crawled = ?1, class = ?2, status = ?3, result = ?4, etag = ?5, last_modified = ?6,
-			attempts = CASE WHEN ?2 = '' THEN 0 ELSE attempts + 1 END, url = CASE WHEN ?2 = '' AND depth > 0 THEN NULL ELSE url END
+			attempts = CASE WHEN ?2 = '' THEN 0 ELSE attempts + 1 END, url = CASE WHEN ?2 = '' THEN NULL ELSE url END
 			WHERE key = ?7`},
-		{&q.urlDrop, `UPDATE urls SET state = 3, url = CASE WHEN depth = 0 THEN url END WHERE key = ?`},
+		{&q.urlDrop, `UPDATE urls SET state = 3, url = NULL WHERE key = ?`},
 		{&q.urlCached, `SELECT class, result, etag, last_modified FROM urls WHERE key = ?`},
 		{&q.urlValid, `SELECT etag, last_modified FROM urls WHERE key = ? AND class = '' AND result IS NOT NULL`},
 		{&q.urlRequeue, `UPDATE urls SET state = 0, seq = ?, depth = ?, url = COALESCE(?, url) WHERE key = ?`},
@@ -115,7 +115,7 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.urlWanted, `SELECT EXISTS(SELECT 1 FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = ? AND r.complete = 0)`},
 		{&q.urlRecords, `SELECT rec, depth FROM links WHERE url = ? ORDER BY rec`},
 		{&q.recordTasks, `SELECT l.url FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND u.state = 0`},
-		{&q.ownLinks, `SELECT u.url FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND l.depth = 0 AND u.url IS NOT NULL`},
+		{&q.ownLinks, `SELECT links FROM records WHERE seq = ?`},
 		{&q.linkPut, `INSERT INTO links(url, rec, depth) VALUES(?, ?, ?) ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < links.depth`},
 		// failedPages are the pages an earlier process failed to fetch
 		// that an incomplete record still wants (retry.go).
@@ -131,7 +131,6 @@ func (q *stmts) stmtSQL() []struct {
 			AND (matched < ?1 OR (matched = ?1 AND (priority < ?2 OR (priority = ?2 AND (depth > ?3 OR (depth = ?3 AND seq > ?4))))))
 			ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?5`},
 		{&q.hostGet, `SELECT queued FROM hosts WHERE host = ?`},
-		{&q.hostPut, `INSERT INTO hosts(host, queued) VALUES(?, ?) ON CONFLICT(host) DO UPDATE SET queued = excluded.queued`},
 
 		{&q.priorPut, `INSERT INTO prior(rec, field, value, open) VALUES(?, ?, ?, 1) ON CONFLICT(rec, field) DO UPDATE SET value = excluded.value, open = 1`},
 		{&q.priorGet, `SELECT field, value FROM prior WHERE rec = ? AND open = 1`},

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,9 +20,9 @@ import (
 // mappingSet is the subset of the site-mapping format this contender needs
 // to do the same extraction work as backfill: url_patterns pick the
 // mappings that apply to a page, and each field's processor chain (xpath,
-// regex, replace, trim, lower, upper) runs on the page parsed once. A
-// processor type it does not know is refused at load, so the comparison
-// never silently does less work than backfill.
+// jsonld, regex, replace, email, trim, lower, upper) runs on the page
+// parsed once. A processor type it does not know is refused at load, so
+// the comparison never silently does less work than backfill.
 type mappingSet struct {
 	mappings []*siteMapping
 }
@@ -150,13 +151,15 @@ func compileChain(c rawChain) (*field, error) {
 
 func compileStep(kind string, raw json.RawMessage) (step, error) {
 	var p struct {
-		Expression  string  `json:"expression"`
-		First       bool    `json:"first"`
-		Pattern     string  `json:"pattern"`
-		Group       *int    `json:"group"`
-		All         bool    `json:"all"`
-		Replacement *string `json:"replacement"`
-		Cutset      string  `json:"cutset"`
+		Type        json.RawMessage `json:"type"`
+		Property    string          `json:"property"`
+		Expression  string          `json:"expression"`
+		First       bool            `json:"first"`
+		Pattern     string          `json:"pattern"`
+		Group       *int            `json:"group"`
+		All         bool            `json:"all"`
+		Replacement *string         `json:"replacement"`
+		Cutset      string          `json:"cutset"`
 	}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &p); err != nil {
@@ -214,6 +217,31 @@ func compileStep(kind string, raw json.RawMessage) (step, error) {
 			return textStep(func(s string) string { return strings.Trim(s, p.Cutset) }), nil
 		}
 		return textStep(collapseSpace), nil
+	case "jsonld":
+		var types []string
+		if len(p.Type) > 0 {
+			var one string
+			if json.Unmarshal(p.Type, &one) == nil {
+				types = []string{one}
+			} else if err := json.Unmarshal(p.Type, &types); err != nil {
+				return nil, fmt.Errorf("jsonld type: %w", err)
+			}
+		}
+		var prop []string
+		if p.Property != "" {
+			prop = strings.Split(p.Property, ".")
+		}
+		return jsonldStep(types, prop), nil
+	case "email":
+		return func(in []value) []value {
+			var out []value
+			for _, v := range in {
+				for _, e := range findEmails(v.text) {
+					out = append(out, value{text: e})
+				}
+			}
+			return out
+		}, nil
 	case "lower":
 		return textStep(strings.ToLower), nil
 	case "upper":
@@ -330,4 +358,145 @@ func (m *siteMapping) matches(u string) bool {
 		}
 	}
 	return false
+}
+
+// jsonldStep reads the page's <script type="application/ld+json"> blocks
+// (parsed once per page, kept on the document node's value), keeps the
+// objects of types (nested ones too, and those of an @graph) and takes
+// prop of each, as backfill's jsonld processor does.
+func jsonldStep(types, prop []string) step {
+	return func(in []value) []value {
+		var out []value
+		for _, v := range in {
+			if v.node == nil {
+				continue
+			}
+			for _, root := range ldBlocks(v.node) {
+				var objs []map[string]any
+				collectLD(root, types, &objs, 0)
+				for _, o := range objs {
+					var cur any = o
+					for _, seg := range prop {
+						cur = ldGet(cur, seg)
+					}
+					out = appendLD(out, cur)
+				}
+			}
+		}
+		return out
+	}
+}
+
+// ldBlocks parses the JSON-LD blocks under n.
+func ldBlocks(n *html.Node) []any {
+	var out []any
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && n.Data == "script" {
+			for _, a := range n.Attr {
+				if a.Key == "type" && strings.EqualFold(strings.TrimSpace(a.Val), "application/ld+json") && n.FirstChild != nil {
+					var v any
+					if json.Unmarshal([]byte(n.FirstChild.Data), &v) == nil {
+						out = append(out, v)
+					}
+				}
+			}
+			return
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func collectLD(v any, types []string, out *[]map[string]any, depth int) {
+	if depth > 32 {
+		return
+	}
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			collectLD(e, types, out, depth+1)
+		}
+	case map[string]any:
+		if ldIsType(t["@type"], types) {
+			*out = append(*out, t)
+		}
+		for k, e := range t {
+			if k != "@type" && k != "@context" {
+				collectLD(e, types, out, depth+1)
+			}
+		}
+	}
+}
+
+func ldIsType(v any, types []string) bool {
+	if len(types) == 0 {
+		return v != nil
+	}
+	switch t := v.(type) {
+	case string:
+		return slices.Contains(types, strings.TrimPrefix(t, "schema:"))
+	case []any:
+		for _, e := range t {
+			if ldIsType(e, types) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func ldGet(v any, key string) any {
+	if a, ok := v.([]any); ok && len(a) > 0 {
+		v = a[0]
+	}
+	if m, ok := v.(map[string]any); ok {
+		return m[key]
+	}
+	return nil
+}
+
+func appendLD(out []value, v any) []value {
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			out = appendLD(out, e)
+		}
+	case string:
+		out = append(out, value{text: t})
+	case float64, bool:
+		out = append(out, value{text: fmt.Sprint(t)})
+	case map[string]any:
+		if x, ok := t["@value"]; ok {
+			out = appendLD(out, x)
+		} else if x, ok := t["@id"]; ok {
+			out = appendLD(out, x)
+		}
+	}
+	return out
+}
+
+var (
+	emailRe  = regexp.MustCompile(`(?i)[a-z0-9][a-z0-9._%+\-]{0,63}@[a-z0-9](?:[a-z0-9\-]{0,62}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9\-]{0,62}[a-z0-9])?)*\.[a-z]{2,24}`)
+	obfAt    = regexp.MustCompile(`(?i)\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|<\s*at\s*>|\s+at\s+|\s+@\s+|\[@\]|\(@\))\s*`)
+	obfDot   = regexp.MustCompile(`(?i)\s*(?:\[\s*dot\s*\]|\(\s*dot\s*\)|\{\s*dot\s*\}|<\s*dot\s*>|\s+dot\s+|\[\.\]|\(\.\))\s*`)
+	obfWhole = regexp.MustCompile(`(?i)[a-z0-9._%+\-]+(?:\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|<\s*at\s*>|\[@\]|\(@\))\s*|\s+at\s+|\s+@\s+)[a-z0-9\-]+(?:(?:\s*(?:\[\s*dot\s*\]|\(\s*dot\s*\)|\{\s*dot\s*\}|<\s*dot\s*>|\[\.\]|\(\.\))\s*|\s+dot\s+|\.)[a-z0-9\-]+)+`)
+)
+
+// findEmails undoes the usual obfuscations ("name [at] host [dot] org")
+// and returns the addresses in s, lower-cased, as backfill's email
+// processor does.
+func findEmails(s string) []string {
+	s = html.UnescapeString(s)
+	s = obfWhole.ReplaceAllStringFunc(s, func(m string) string {
+		return obfDot.ReplaceAllString(obfAt.ReplaceAllString(m, "@"), ".")
+	})
+	var out []string
+	for _, m := range emailRe.FindAllString(s, -1) {
+		out = append(out, strings.ToLower(strings.TrimRight(m, ".")))
+	}
+	return out
 }

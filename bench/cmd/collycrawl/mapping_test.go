@@ -1,8 +1,18 @@
 package main
 
 import (
+	"backfill/etl"
+	"backfill/testweb"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/antchfx/htmlquery"
@@ -59,5 +69,73 @@ func TestLoadMappingsRefusesUnknownProcessor(t *testing.T) {
 	}
 	if _, err := loadMappings(dir, "*.json"); err == nil {
 		t.Fatal("loaded a mapping with a processor the contender cannot run")
+	}
+}
+
+// On the people web's profiles, in all five layouts, the contender finds
+// the same first value of every field as backfill's extraction, so the
+// crawl benchmark on that web compares the same work.
+func TestExtractPeopleLikeBackfill(t *testing.T) {
+	web, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: 10, Pages: 10, Records: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	dir := t.TempDir()
+	for name, data := range testweb.PeopleMappings() {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set, err := loadMappings(dir, "*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := etl.Load(testweb.PeopleMappings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if to, ok := web.Resolve()[addr]; ok {
+			addr = to
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}}
+	layouts := map[string]int{}
+	for i := 1; i <= 60; i++ {
+		u, layout := testweb.PeopleProfileURL(web, fmt.Sprintf("f%04d", i))
+		if u == "" || strings.Contains(u, "/private/") {
+			continue
+		}
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", u, resp.StatusCode, err)
+		}
+		layouts[layout]++
+		doc, err := htmlquery.Parse(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := set.extract(u, doc)
+		want := map[string]string{}
+		for _, f := range bf.Extract(u, body, "text/html").Fields {
+			if len(f.Values) > 0 && f.Values[0] != "" {
+				want[f.Mapping+"/"+f.Field] = f.Values[0]
+			}
+		}
+		if layout != testweb.LayoutJS && len(want) < 3 {
+			t.Errorf("%s (%s): backfill found only %v", u, layout, want)
+		}
+		if len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
+			t.Errorf("%s (%s): contender %v, backfill %v", u, layout, got, want)
+		}
+	}
+	if len(layouts) < 4 {
+		t.Errorf("profiles of %d layouts checked (%v), want all the static ones", len(layouts), layouts)
 	}
 }

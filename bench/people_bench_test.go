@@ -1,0 +1,285 @@
+//go:build unix
+
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"backfill/store"
+	"backfill/testweb"
+)
+
+// BenchmarkPeopleCrawl is the realistic crawl of issue 14: the people web
+// (testweb.StartPeople) of PEOPLE_HOSTS hosts × PEOPLE_PAGES profiles in
+// five layouts, PEOPLE_RECORDS records, five mappings sharing one URL
+// pattern (XPath, regex, the email processor, JSON-LD), depth 2, no delays,
+// PEOPLE_WORKERS parallel fetches. Pages are reached by many records (team
+// pages, colleagues' profiles), and every profile is matched by five
+// mappings of which four find nothing.
+//
+// Contenders, one after the other, each its own process:
+//
+//   - backfill: `backfill run` with its SQLite state and results store;
+//     it stops each record once its fields are filled. Its recall is
+//     measured against testweb.PeopleTruth (a correct crawl of the web's
+//     own model) and printed; a value the truth does not hold fails the
+//     run.
+//   - colly: cmd/collycrawl, the same extraction (all five mappings) on
+//     every page it fetches to the same depth — what a crawler that does
+//     not track records does; tuned: Async, Parallelism = workers on one
+//     LimitRule for every domain, MaxIdleConnsPerHost = workers, robots.txt
+//     obeyed, one parse per page for all mappings.
+//   - httploop: cmd/httploop, workers goroutines GETting the pages colly
+//     fetched and reading the bodies, no parsing: the machine's ceiling.
+//
+// It prints pages/s, CPU per page, peak RSS and wall time of each, and
+// the ratios: backfill/colly pages/s (goal ≥ 2.0), backfill/httploop
+// pages/s (goal ≥ 0.5) and the job time backfill/colly (goal ≤ 0.5).
+//
+//	cd bench && go test -run '^$' -bench PeopleCrawl -benchtime 1x -timeout 30m .
+func BenchmarkPeopleCrawl(b *testing.B) {
+	hosts := envInt(b, "PEOPLE_HOSTS", 400)
+	pages := envInt(b, "PEOPLE_PAGES", 200)
+	nrec := envInt(b, "PEOPLE_RECORDS", 3000)
+	depth := envInt(b, "PEOPLE_DEPTH", 2)
+	workers := envInt(b, "PEOPLE_WORKERS", 64)
+	latency := envDuration(b, "PEOPLE_LATENCY", 0)
+
+	web, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: hosts, Pages: pages, Records: nrec, Latency: latency})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer web.Close()
+	dir := b.TempDir()
+	cb := &crawlBench{web: web, dir: dir, workers: workers}
+	records := testweb.PeopleRecords(web)
+	cb.records = writeFile(b, dir, "records.csv", records)
+	seeds, err := recordLinks(records)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cb.seeds = writeFile(b, dir, "seeds.txt", []byte(strings.Join(seeds, "\n")+"\n"))
+	maps := filepath.Join(dir, "mappings")
+	if err := os.MkdirAll(maps, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for name, data := range testweb.PeopleMappings() {
+		writeFile(b, maps, name, data)
+	}
+	var res strings.Builder
+	var hostPorts []string
+	for hp := range web.Resolve() {
+		hostPorts = append(hostPorts, hp)
+	}
+	sort.Strings(hostPorts)
+	for _, hp := range hostPorts {
+		line := hp + ":" + web.Resolve()[hp]
+		res.WriteString(line + "\n")
+		cb.resolveA = append(cb.resolveA, "--resolve", line)
+	}
+	cb.resolve = writeFile(b, dir, "resolve.txt", []byte(res.String()))
+	truth := testweb.PeopleTruth(web, testweb.PeopleCrawl{Depth: depth})
+	fmt.Printf("people: %d hosts × %d profiles, %d records, depth %d, %d workers, latency %s, GOMAXPROCS %d\n",
+		hosts, pages, nrec, depth, workers, latency, runtime.GOMAXPROCS(0))
+
+	results := map[string]peopleOutcome{}
+	var collyPages []string
+	b.Run("backfill", func(b *testing.B) {
+		bin := goBuild(b, "..", "./cmd/backfill", filepath.Join(dir, "backfill"))
+		var o peopleOutcome
+		for i := 0; i < b.N; i++ {
+			state := filepath.Join(dir, fmt.Sprintf("state-%d", i))
+			args := []string{"run", "--records", cb.records, "--mappings", maps,
+				"--depth", strconv.Itoa(depth), "--state-dir", state,
+				"--delay", "0", "--workers", strconv.Itoa(workers),
+				// With no delay a host answers in a millisecond: a few of
+				// its tasks in flight keep it busy while results make their
+				// round trip through the dispatcher.
+				"--host-in-flight", "4",
+				"--allow-loopback", "--log-level", "warn"}
+			o = cb.runPeople(b, exec.Command(bin, append(args, cb.resolveA...)...))
+			o.found, o.want, o.wrong = peopleRecall(b, filepath.Join(state, "results.db"), truth)
+			if o.wrong > 0 {
+				b.Fatalf("backfill filled %d values a correct crawl does not find", o.wrong)
+			}
+		}
+		o.report(b)
+		results["backfill"] = o
+	})
+	b.Run("colly", func(b *testing.B) {
+		bin := goBuild(b, ".", "./cmd/collycrawl", filepath.Join(dir, "collycrawl"))
+		var o peopleOutcome
+		for i := 0; i < b.N; i++ {
+			o = cb.runPeople(b, exec.Command(bin, "-seeds", cb.seeds, "-resolve", cb.resolve,
+				"-mappings", maps, "-mappings-glob", "*.json", "-parallelism", strconv.Itoa(workers),
+				"-depth", strconv.Itoa(depth)))
+			var sum struct{ Extracted int }
+			if err := json.Unmarshal(o.stdout, &sum); err != nil || sum.Extracted == 0 {
+				b.Fatalf("colly summary %q: %v", o.stdout, err)
+			}
+		}
+		o.report(b)
+		results["colly"] = o
+		collyPages = o.urls
+	})
+	b.Run("httploop", func(b *testing.B) {
+		if len(collyPages) == 0 {
+			b.Skip("needs colly's pages")
+		}
+		bin := goBuild(b, ".", "./cmd/httploop", filepath.Join(dir, "httploop"))
+		urls := writeFile(b, dir, "urls.txt", []byte(strings.Join(collyPages, "\n")+"\n"))
+		var o peopleOutcome
+		for i := 0; i < b.N; i++ {
+			o = cb.runPeople(b, exec.Command(bin, "-urls", urls, "-resolve", cb.resolve, "-workers", strconv.Itoa(workers)))
+		}
+		o.report(b)
+		results["httploop"] = o
+	})
+
+	for _, n := range []string{"backfill", "colly", "httploop"} {
+		o, ok := results[n]
+		if !ok {
+			continue
+		}
+		fmt.Printf("people: %-9s %6d pages (%d requests, %d robots.txt, %d failed) in %8s: %8.1f pages/s, CPU %.3f ms/page, peak RSS %6.1f MiB\n",
+			n, o.pages, o.requests, o.robots, o.failed, o.wall.Round(time.Millisecond), o.pagesPerSec(), o.cpuPerPage(), o.rssMiB)
+	}
+	if bf, ok := results["backfill"]; ok {
+		fmt.Printf("people: backfill filled %d of %d values (recall %.3f), %d wrong\n", bf.found, bf.want, float64(bf.found)/float64(max(bf.want, 1)), bf.wrong)
+		if c, ok := results["colly"]; ok {
+			fmt.Printf("people: backfill/colly: pages/s ×%.2f, job time ×%.2f, CPU per page ×%.2f, peak RSS ×%.2f\n",
+				bf.pagesPerSec()/c.pagesPerSec(), bf.wall.Seconds()/c.wall.Seconds(), bf.cpuPerPage()/c.cpuPerPage(), bf.rssMiB/c.rssMiB)
+		}
+		if h, ok := results["httploop"]; ok {
+			fmt.Printf("people: backfill/httploop: pages/s ×%.2f\n", bf.pagesPerSec()/h.pagesPerSec())
+		}
+	}
+}
+
+// peopleOutcome is one contender's run on the people web.
+type peopleOutcome struct {
+	outcome
+	cpu                time.Duration // user + system
+	urls               []string      // distinct pages fetched
+	found, want, wrong int           // backfill's values against the truth
+}
+
+func (o peopleOutcome) cpuPerPage() float64 {
+	return float64(o.cpu.Microseconds()) / 1000 / float64(max(o.pages, 1))
+}
+
+func (o peopleOutcome) report(b *testing.B) {
+	b.ReportMetric(o.pagesPerSec(), "pages/s")
+	b.ReportMetric(o.rssMiB, "peakRSS-MiB")
+	b.ReportMetric(float64(o.pages), "pages")
+	b.ReportMetric(o.cpuPerPage(), "cpu-ms/page")
+}
+
+// runPeople runs one contender and counts, from the web's log, the
+// distinct pages it fetched (robots.txt and soft-404 probes excluded).
+func (cb *crawlBench) runPeople(b *testing.B, cmd *exec.Cmd) peopleOutcome {
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), contenderTimeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		if cmd.Process != nil {
+			cmd.Process.Kill()
+		}
+	})
+	defer stop()
+	before := len(cb.web.Log())
+	b.StartTimer()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	err := cmd.Wait()
+	wall := time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(cmd.Path), err, tail([]byte(stdout.String())), tail([]byte(stderr.String())))
+	}
+	o := peopleOutcome{outcome: outcome{wall: wall, stdout: []byte(strings.TrimSpace(stdout.String()))}}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		o.rssMiB = float64(ru.Maxrss) / 1024
+		o.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	seen := map[string]bool{}
+	for _, r := range cb.web.Log()[before:] {
+		if r.Path == "/robots.txt" {
+			o.robots++
+			continue
+		}
+		o.requests++
+		if strings.HasPrefix(r.Path, "/backfill-probe-") {
+			o.probes++
+			continue
+		}
+		if r.Status != 200 {
+			o.failed++
+		}
+		u := "http://" + r.Host + r.Path
+		if !seen[u] {
+			seen[u] = true
+			o.urls = append(o.urls, u)
+		}
+	}
+	o.pages = len(seen)
+	sort.Strings(o.urls)
+	return o
+}
+
+// peopleRecall compares the values backfill stored with the truth: found
+// are the truth's non-empty values it filled, want all of them, wrong the
+// values it filled that the truth does not hold.
+func peopleRecall(b *testing.B, results string, truth map[string]map[string]string) (found, want, wrong int) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, results)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	got := map[string]map[string]string{}
+	err = st.Records(ctx, func(r store.Record) error {
+		m := map[string]string{}
+		for f, v := range r.Found {
+			m[f] = v.Value
+		}
+		got[r.ID] = m
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for id, fields := range truth {
+		for f, v := range fields {
+			g := got[id][f]
+			switch {
+			case v != "" && g == v:
+				found++
+				want++
+			case v != "":
+				want++
+				if g != "" {
+					wrong++
+				}
+			case g != "":
+				wrong++
+			}
+		}
+	}
+	return found, want, wrong
+}
