@@ -228,12 +228,13 @@ type Dispatcher struct {
 	left       []MemberStatus // dropped members, for the status file
 	statusWarn bool           // a failed status write was logged
 
-	// ring holds every live member and renderRing the render-capable
-	// ones; route finds a domain's owner on one of them. Both change only
-	// with members, in register and drop, which also bump epoch so host
-	// queues look their owner up again.
-	ring       *ring
-	renderRing *ring
+	// domains balances the registrable domains over every live member and
+	// renderDomains over the render-capable ones (balance.go); route
+	// finds a domain's owner on one of them. Members change only in
+	// register and drop, which also bump epoch so host queues look their
+	// owner up again.
+	domains       *balancer
+	renderDomains *balancer
 
 	ctx    context.Context // members' sender goroutines
 	cancel context.CancelFunc
@@ -376,20 +377,20 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	d := &Dispatcher{
-		cfg:        cfg,
-		log:        log,
-		st:         st,
-		digest:     cfg.Mappings.Digest(),
-		w:          newWindow(),
-		members:    make(map[string]*member),
-		ring:       newRing(0, nil),
-		renderRing: newRing(0, nil),
-		refused:    make(map[string]bool),
-		failed:     make(chan sendFail, 64),
-		recCache:   make(map[int64]*recState),
-		hosts:      make(map[string]*hostCount),
-		run:        runCounts{errs: make(map[string]int64)},
-		retried:    make(map[string]int64),
+		cfg:           cfg,
+		log:           log,
+		st:            st,
+		digest:        cfg.Mappings.Digest(),
+		w:             newWindow(),
+		members:       make(map[string]*member),
+		domains:       newBalancer(),
+		renderDomains: newBalancer(),
+		refused:       make(map[string]bool),
+		failed:        make(chan sendFail, 64),
+		recCache:      make(map[int64]*recState),
+		hosts:         make(map[string]*hostCount),
+		run:           runCounts{errs: make(map[string]int64)},
+		retried:       make(map[string]int64),
 
 		filter:      filter,
 		filtered:    make(map[string]int64),

@@ -72,14 +72,18 @@
 // endpoint must be loopback unless Config.Insecure (security.go).
 //
 // Every task of one registrable domain goes to one supervisor, its owner
-// on a consistent-hash ring with virtual nodes (ring.go): one ring of all
-// live members for plain tasks, one of the render-capable members for
-// render tasks (without any, those wait). One
+// by consistent hashing with bounded loads (balance.go on ring.go): the
+// first member clockwise from the domain's hash on a ring of virtual nodes
+// that holds less than its capacity's share of the domains plus 2 %. One
+// balancer covers all live members for plain tasks, one the
+// render-capable members for render tasks (without any, those wait). One
 // owner per domain is what keeps politeness across machines: two
-// supervisors never crawl one site at once. The ring is what keeps
-// membership changes cheap: a joining supervisor takes about 1/n of the
-// domains, a leaving one hands over only the domains it owned, and every
-// other domain keeps its owner, its queue and its hosts' crawl delays. A
+// supervisors never crawl one site at once. Owners stick, which is what
+// keeps membership changes cheap: a joining supervisor takes about 1/n of
+// the domains, a leaving one hands over only the domains it owned, and
+// every other domain keeps its owner, its queue and its hosts' crawl
+// delays; the bound is what keeps the split even when there are only a
+// few hundred domains. A
 // host that moves waits until its old owner has answered every task of it
 // it held, and its first tasks to the new owner carry the time the old one
 // last answered (or was dropped): politeness moves with the host even

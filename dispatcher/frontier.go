@@ -289,6 +289,19 @@ type handover struct {
 // longest Crawl-delay supervisors honour (60 s by default).
 const handoverKeep = 5 * time.Minute
 
+// busyDomains are the domains of the window's queued and leased tasks
+// (the balancers keep owners for those).
+func (w *window) busyDomains() map[string]bool {
+	busy := make(map[string]bool)
+	for _, q := range w.hosts {
+		busy[q.domain] = true
+	}
+	for _, t := range w.leased {
+		busy[t.domain] = true
+	}
+	return busy
+}
+
 // pruneHostLast drops the hand-over times no delay can still need.
 func (w *window) pruneHostLast(now time.Time) {
 	for h, ho := range w.hostLast {

@@ -107,16 +107,15 @@ func (m *member) stop() {
 	}
 }
 
-// route returns the live member that owns domain: its owner on the ring of
-// render-capable members for a render task, on the ring of all members
-// otherwise; nil while that ring is empty (the task waits). The rings are
-// the Dispatcher's, rebuilt on every register and drop. Callers hold mu.
+// route returns the live member that owns domain: its owner among the
+// render-capable members for a render task, among all members otherwise
+// (balance.go); nil while there is none (the task waits). Callers hold mu.
 func (d *Dispatcher) route(domain string, render bool) *member {
-	r := d.ring
+	b := d.domains
 	if render {
-		r = d.renderRing
+		b = d.renderDomains
 	}
-	return d.members[r.owner(domain)]
+	return d.members[b.route(domain)]
 }
 
 // mix64 spreads FNV's output over all bits (a finalizer from splitmix64).

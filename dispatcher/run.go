@@ -396,6 +396,10 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		m.lastSeen = now
 		if m.capacity != capacity {
 			m.capacity = capacity
+			d.domains.join(m.name, capacity) // a new weight; nothing moves
+			if m.render {
+				d.renderDomains.join(m.name, capacity)
+			}
 			d.w.unparkMember(m)
 		}
 		if hello { // our Welcome was lost, or it has not connected yet
@@ -409,9 +413,9 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		return nil
 	}
 	d.members[m.name] = m
-	d.ring = d.ring.with(m.name)
+	d.domains.join(m.name, m.capacity)
 	if m.render {
-		d.renderRing = d.renderRing.with(m.name)
+		d.renderDomains.join(m.name, m.capacity)
 	}
 	d.lastJoin = now
 	if !hello {
@@ -433,8 +437,8 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 	m.stop()
 	d.noteLeft(m, reason, time.Now())
 	delete(d.members, m.name)
-	d.ring = d.ring.without(m.name)
-	d.renderRing = d.renderRing.without(m.name)
+	d.domains.leave(m.name)
+	d.renderDomains.leave(m.name)
 	d.epoch++
 	n := 0
 	for _, t := range maps.Clone(d.w.leased) {
@@ -451,9 +455,15 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 	return nil
 }
 
-// expire re-queues tasks whose lease ran out and drops silent members.
+// expire re-queues tasks whose lease ran out, drops silent members and
+// bounds what the window and the balancers remember.
 func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 	d.w.pruneHostLast(now)
+	if max(len(d.domains.owner), len(d.renderDomains.owner)) > assignedCap {
+		busy := d.w.busyDomains()
+		d.domains.prune(func(dom string) bool { return busy[dom] })
+		d.renderDomains.prune(func(dom string) bool { return busy[dom] })
+	}
 	for _, t := range d.w.leased {
 		if now.After(t.deadline) {
 			d.run.expired++
