@@ -250,11 +250,15 @@ func (cb *clusterBench) run(b *testing.B, id string, r clusterRun) clusterOutcom
 	}
 	o.pages = len(seen)
 	// BENCH_LOG_DIR keeps each run's request log (TSV: arrival in µs from
-	// the first request, host, path, status, supervisor) for analysis.
+	// the first request, host, path, status, supervisor) and the
+	// dispatcher's log for analysis.
 	if dir := os.Getenv("BENCH_LOG_DIR"); dir != "" && len(o.log) > 0 {
 		var buf bytes.Buffer
 		for _, q := range o.log {
 			fmt.Fprintf(&buf, "%d\t%s\t%s\t%d\t%s\n", q.Time.Sub(o.log[0].Time).Microseconds(), q.Host, q.Path, q.Status, supOf(q.UserAgent))
+		}
+		if err := os.WriteFile(filepath.Join(dir, id+"-dispatcher.log"), dlog.Bytes(), 0o644); err != nil {
+			b.Errorf("keep dispatcher log: %v", err)
 		}
 		if err := os.WriteFile(filepath.Join(dir, id+".tsv"), buf.Bytes(), 0o644); err != nil {
 			b.Errorf("keep request log: %v", err)

@@ -170,6 +170,10 @@ func (d *Dispatcher) outboxDone(ctx context.Context, group []pending, refused bo
 	if d.closed {
 		return nil
 	}
+	return d.outboxDoneLocked(ctx, group, refused)
+}
+
+func (d *Dispatcher) outboxDoneLocked(ctx context.Context, group []pending, refused bool) error {
 	if refused {
 		maxGen := int64(0)
 		for _, p := range group {
@@ -184,6 +188,55 @@ func (d *Dispatcher) outboxDone(ctx context.Context, group []pending, refused bo
 		}
 	}
 	return nil
+}
+
+// pushBatch pushes every group with one write of a store that takes
+// batches (store.FieldBatcher), then acknowledges them, and marks the
+// records the store does not have, under one hold of the mutex. It
+// reports the store's error, if the write failed.
+func (d *Dispatcher) pushBatch(ctx context.Context, fb store.FieldBatcher, groups [][]pending) error {
+	batch := make([]store.RecordValues, len(groups))
+	n := 0
+	for i, g := range groups {
+		batch[i] = store.RecordValues{ID: g[0].rec, Values: groupValues(g)}
+		n += len(g)
+	}
+	missing, err := fb.SetFieldsBatch(ctx, batch)
+	if err != nil {
+		return err
+	}
+	gone := make(map[string]bool, len(missing))
+	for _, id := range missing {
+		gone[id] = true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	for _, g := range groups {
+		if gone[g[0].rec] {
+			n -= len(g)
+			d.ob.refused.Add(int64(len(g)))
+			d.log.Error("store has no such record; its values stay in the state and are tried again on the next start",
+				"record", g[0].rec, "values", len(g))
+		}
+		if err := d.outboxDoneLocked(ctx, g, gone[g[0].rec]); err != nil {
+			d.log.Error("outbox: acknowledging in the state failed; the values will be pushed again", "record", g[0].rec, "error", err)
+		}
+	}
+	d.ob.written.Add(int64(n))
+	return nil
+}
+
+// groupValues are one record's pending values, sorted by field.
+func groupValues(g []pending) []store.Value {
+	vals := make([]store.Value, len(g))
+	for i, p := range g {
+		vals[i] = p.val
+	}
+	sort.Slice(vals, func(i, j int) bool { return vals[i].Field < vals[j].Field })
+	return vals
 }
 
 // runOutbox pushes pending values until ctx is done. It never returns an
@@ -214,13 +267,31 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 			continue
 		}
 		failed := false
-		for _, g := range groups {
-			vals := make([]store.Value, len(g))
-			for i, p := range g {
-				vals[i] = p.val
+		if fb, ok := d.cfg.Store.(store.FieldBatcher); ok {
+			// One write for the whole pass: a store that takes batches
+			// (the SQLite file) commits once, not once per record.
+			err := d.pushBatch(ctx, fb, groups)
+			switch {
+			case err == nil:
+				if failing {
+					failing = false
+					d.log.Info("store accepts writes again", "written", d.ob.written.Load(), "retried", d.ob.retried.Load())
+				}
+				pause.Reset()
+			case ctx.Err() != nil:
+				return
+			default:
+				d.ob.retried.Add(1)
+				if !failing {
+					failing = true
+					d.log.Warn("store write failed; values kept in the state and retried with back-off", "records", len(groups), "error", err)
+				}
+				failed = true
 			}
-			sort.Slice(vals, func(i, j int) bool { return vals[i].Field < vals[j].Field })
-			err := d.cfg.Store.SetFields(ctx, g[0].rec, vals)
+			groups = nil
+		}
+		for _, g := range groups {
+			err := d.cfg.Store.SetFields(ctx, g[0].rec, groupValues(g))
 			switch {
 			case err == nil:
 				if err := d.outboxDone(ctx, g, false); err != nil {

@@ -171,6 +171,7 @@ func (s *sqliteStore) closeStmts() error {
 }
 
 var _ Store = (*sqliteStore)(nil)
+var _ FieldBatcher = (*sqliteStore)(nil)
 
 // openSQLite opens (creating if missing) the SQLite file named by uri, a file
 // path or a "file:" URI, and brings its schema up to date.
@@ -258,50 +259,96 @@ func (s *sqliteStore) PutRecords(ctx context.Context, recs []Record) error {
 }
 
 func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Value) error {
-	type row struct{ at, conflicts, history string }
-	rows := make([]row, len(vals))
-	for i, v := range vals {
-		if v.Field == "" {
-			return fmt.Errorf("store: set fields on record %q: value %d: empty field name", recordID, i)
-		}
-		c, err := encodeConflicts(v.Conflicts)
-		if err != nil {
-			return fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
-		}
-		at, err := formatTime(v.At)
-		if err != nil {
-			return fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
-		}
-		h, err := encodeHistory(v.History)
-		if err != nil {
-			return fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
-		}
-		rows[i] = row{at, c, h}
+	rows, err := encodeValues(recordID, vals)
+	if err != nil {
+		return err
 	}
-	err := s.write(ctx, fmt.Sprintf("set fields on record %q", recordID), func(tx *sql.Tx) error {
-		var one int
-		err := tx.StmtContext(ctx, s.ws.recordExists).QueryRowContext(ctx, recordID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if len(vals) == 0 {
-			return nil
-		}
-		stmt := tx.StmtContext(ctx, s.ws.setField)
-		for i, v := range vals {
-			if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history); err != nil {
-				return fmt.Errorf("field %q: %w", v.Field, err)
-			}
-		}
-		return nil
+	err = s.write(ctx, fmt.Sprintf("set fields on record %q", recordID), func(tx *sql.Tx) error {
+		return s.setFields(ctx, tx, recordID, vals, rows)
 	})
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("%w: set fields on record %q", ErrNotFound, recordID)
 	}
 	return err
+}
+
+// SetFieldsBatch is SetFields for many records in one transaction, so a
+// batch costs one commit rather than one per record. A record the store
+// does not have is left out and named in missing; the others are written.
+func (s *sqliteStore) SetFieldsBatch(ctx context.Context, batch []RecordValues) (missing []string, err error) {
+	rows := make([][]valueRow, len(batch))
+	for i, rv := range batch {
+		if rows[i], err = encodeValues(rv.ID, rv.Values); err != nil {
+			return nil, err
+		}
+	}
+	err = s.write(ctx, fmt.Sprintf("set fields on %d records", len(batch)), func(tx *sql.Tx) error {
+		missing = missing[:0]
+		for i, rv := range batch {
+			err := s.setFields(ctx, tx, rv.ID, rv.Values, rows[i])
+			if errors.Is(err, ErrNotFound) {
+				missing = append(missing, rv.ID)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("record %q: %w", rv.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return missing, nil
+}
+
+// valueRow is a Value's columns that need encoding.
+type valueRow struct{ at, conflicts, history string }
+
+func encodeValues(recordID string, vals []Value) ([]valueRow, error) {
+	rows := make([]valueRow, len(vals))
+	for i, v := range vals {
+		if v.Field == "" {
+			return nil, fmt.Errorf("store: set fields on record %q: value %d: empty field name", recordID, i)
+		}
+		c, err := encodeConflicts(v.Conflicts)
+		if err != nil {
+			return nil, fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
+		}
+		at, err := formatTime(v.At)
+		if err != nil {
+			return nil, fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
+		}
+		h, err := encodeHistory(v.History)
+		if err != nil {
+			return nil, fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
+		}
+		rows[i] = valueRow{at, c, h}
+	}
+	return rows, nil
+}
+
+// setFields writes one record's values in tx; ErrNotFound when the store
+// does not have the record.
+func (s *sqliteStore) setFields(ctx context.Context, tx *sql.Tx, recordID string, vals []Value, rows []valueRow) error {
+	var one int
+	err := tx.StmtContext(ctx, s.ws.recordExists).QueryRowContext(ctx, recordID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if len(vals) == 0 {
+		return nil
+	}
+	stmt := tx.StmtContext(ctx, s.ws.setField)
+	for i, v := range vals {
+		if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history); err != nil {
+			return fmt.Errorf("field %q: %w", v.Field, err)
+		}
+	}
+	return nil
 }
 
 // write runs fn in one immediate transaction on the writer connection.

@@ -459,3 +459,50 @@ func TestSQLitePutLastCrawls(t *testing.T) {
 		storetest.CheckLastCrawls(ctx, t, s, st.name, st.want)
 	}
 }
+
+// TestSQLiteSetFieldsBatch: one batch writes the values of every record
+// the store has, names those it does not, and reads back as SetFields
+// would have written them; a bad value fails the batch and writes nothing.
+func TestSQLiteSetFieldsBatch(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.PutRecords(ctx, []store.Record{{ID: "a", Seq: 1}, {ID: "b", Seq: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	fb := st.(store.FieldBatcher)
+	missing, err := fb.SetFieldsBatch(ctx, []store.RecordValues{
+		{ID: "a", Values: []store.Value{{Field: "email", Value: "a@x.example", Source: "https://x.example/a", At: at}}},
+		{ID: "ghost", Values: []store.Value{{Field: "email", Value: "g@x.example", At: at}}},
+		{ID: "b", Values: []store.Value{{Field: "email", Value: "b@x.example", At: at}, {Field: "title", Value: "Chief", At: at,
+			Conflicts: []store.Conflict{{Value: "Boss", Source: "https://y.example/b", Depth: 1}}}}},
+	})
+	if err != nil || len(missing) != 1 || missing[0] != "ghost" {
+		t.Fatalf("batch: missing %v, err %v; want [ghost], nil", missing, err)
+	}
+	got := map[string]map[string]store.Value{}
+	if err := st.Records(ctx, func(r store.Record) error { got[r.ID] = r.Found; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if v := got["a"]["email"]; v.Value != "a@x.example" || v.Source != "https://x.example/a" || !v.At.Equal(at) {
+		t.Errorf("a.email = %+v", v)
+	}
+	if v := got["b"]["title"]; v.Value != "Chief" || len(v.Conflicts) != 1 || v.Conflicts[0].Value != "Boss" {
+		t.Errorf("b.title = %+v", v)
+	}
+	if _, err := fb.SetFieldsBatch(ctx, []store.RecordValues{
+		{ID: "a", Values: []store.Value{{Field: "phone", Value: "1", At: at}}},
+		{ID: "b", Values: []store.Value{{Field: "", Value: "x", At: at}}},
+	}); err == nil {
+		t.Fatal("a batch with an empty field name was taken")
+	}
+	got = map[string]map[string]store.Value{}
+	st.Records(ctx, func(r store.Record) error { got[r.ID] = r.Found; return nil })
+	if _, ok := got["a"]["phone"]; ok {
+		t.Error("a failed batch wrote part of itself")
+	}
+}

@@ -61,6 +61,21 @@ type Records interface {
 	Records(ctx context.Context, fn func(Record) error) error
 }
 
+// RecordValues are values to set on one record.
+type RecordValues struct {
+	ID     string
+	Values []Value
+}
+
+// FieldBatcher is a Records backend that sets the values of many records
+// in one write (the SQLite file: one commit for all). missing names the
+// records it does not have, which it left out; the rest are written.
+// Callers that hold values for many records use it when the backend has
+// it, and SetFields a record at a time otherwise.
+type FieldBatcher interface {
+	SetFieldsBatch(ctx context.Context, batch []RecordValues) (missing []string, err error)
+}
+
 // Robots is a cached robots.txt answer for one host.
 type Robots struct {
 	Status    int    // HTTP status of the last fetch; 0 when unreachable
