@@ -65,6 +65,22 @@ func main() {
 // gcPercent is backfill's default GOGC; see main.
 const gcPercent = 200
 
+// memoryLimits are the soft limits of the Go heap (runtime/debug
+// SetMemoryLimit) of the commands that crawl, unless GOMEMLIMIT is set.
+// GOGC 200 lets the heap grow to three times what is live, and at a few
+// thousand pages a second a supervisor's live data (a body per worker, the
+// pages being parsed) swings enough that its resident memory climbed past
+// 150 MiB though little of it was live; near its limit the collector runs
+// sooner and gives freed memory back. The limits leave room for what the
+// Go heap does not hold: the binary's own pages (about 30 MiB resident)
+// and SQLite's page caches (the dispatcher's state keeps 32 MiB). See
+// docs/scale.md for the figures they hold a process to.
+var memoryLimits = map[string]int64{
+	"dispatcher": 128 << 20,
+	"supervisor": 96 << 20,
+	"run":        192 << 20,
+}
+
 func mainExit(args []string, stdout, stderr io.Writer) int {
 	defer profile(stderr)()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -77,6 +93,9 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 	for _, c := range commands {
 		if c.name != args[0] {
 			continue
+		}
+		if limit, ok := memoryLimits[c.name]; ok && os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(limit)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
