@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -302,10 +303,34 @@ func (w *window) busyDomains() map[string]bool {
 	return busy
 }
 
-// pruneHostLast drops the hand-over times no delay can still need.
+// hostLastCap bounds the hand-over times kept. A crawl answering
+// thousands of tasks a second over millions of hosts (most of them
+// refused at once) would otherwise keep every host of the last
+// handoverKeep; past the cap the oldest half goes. A host whose time is
+// forgotten early loses it only if it also changes owner within its
+// delay, when its new owner still has the shared host cache's
+// last-crawl time.
+const hostLastCap = 1 << 16
+
+// pruneHostLast drops the hand-over times no delay can still need, and
+// the oldest half when more than hostLastCap are kept.
 func (w *window) pruneHostLast(now time.Time) {
 	for h, ho := range w.hostLast {
 		if now.Sub(ho.at) > handoverKeep {
+			delete(w.hostLast, h)
+		}
+	}
+	if len(w.hostLast) <= hostLastCap {
+		return
+	}
+	ages := make([]time.Time, 0, len(w.hostLast))
+	for _, ho := range w.hostLast {
+		ages = append(ages, ho.at)
+	}
+	slices.SortFunc(ages, time.Time.Compare)
+	cut := ages[len(ages)/2]
+	for h, ho := range w.hostLast {
+		if ho.at.Before(cut) {
 			delete(w.hostLast, h)
 		}
 	}
