@@ -305,7 +305,8 @@ type Dispatcher struct {
 	recrawled    int64
 
 	// failed pages of earlier runs, queued again once (retry.go)
-	retryBegun                bool
+	retryBegun, retryPending  bool
+	retryAfter                int64 // key of the last failed page looked at
 	retried                   map[string]int64
 	retryKept, retryExhausted int64
 }

@@ -10,8 +10,13 @@
 // its links (every http(s) URL value, or a links column/list). Its targets
 // are the fields to fill: Config.Fields, else every field the mappings can
 // produce, minus the fields the record already has. The record goes to the
-// store (PutRecords) and to the state database, and its links are queued at
-// depth 0. A malformed line is reported as "file:line: reason" and skipped.
+// store (PutRecords), which holds the one copy of it, and its crawl state
+// to the state database, in batches of thousands a transaction (seeds.go).
+// A malformed line, or a repeated id, is reported as "file:line: reason"
+// and skipped. The state remembers how far each file was taken in: a
+// resumed Load reads nothing again, and one a crash cut short reads on.
+// A record's links enter the frontier at depth 0 when the frontier
+// reaches the record, in record order, as the window drains.
 //
 // Run then loops:
 //
@@ -30,21 +35,30 @@
 //
 // # The state
 //
-// state.db in Config.StateDir holds the seen URLs (normalized URL → first
-// seen, last crawled, outcome class and status, failed fetches in a row,
-// cached extraction), the
-// frontier (one task per URL: host, registrable domain, depth, priority,
-// state queued/done/dropped and the lease that finished it; a lease in
-// progress lives in memory only), task_records (which record
-// reached which URL at which depth) and the record state (targets, filled
-// values with provenance, complete). A new Dispatcher on the same directory
-// resumes: tasks that were leased are queued again, done URLs are never
-// fetched again, and loading the same records file again changes nothing,
-// except that when Run begins, pages that failed in an earlier process for
-// a reason that may pass (a host down, a 5xx) are queued again, a bounded
-// number of times (retry.go). The schema is versioned by PRAGMA
-// user_version, and a state of an earlier build is migrated when opened
-// (state.go).
+// state.db in Config.StateDir holds, in the lean schema of schema.go: the
+// seen-URL store and frontier in one table (urls: per URL, keyed by 8
+// bytes of its hash, first seen, last crawled, outcome class and status,
+// failed fetches in a row, cached extraction, depth, priority and state
+// queued/done/dropped; the URL's text only while it may be sent again),
+// links (which record reached which URL at which depth), the records'
+// crawl state (id, line, own links, match-key values, target set, filled
+// values with provenance, complete), the hosts' budget counts, the load
+// progress of each records file, and counters. A lease in progress lives
+// in memory only. A seen filter (seenfilter.go) in front of urls answers
+// most "is this URL new?" questions without a lookup. A new Dispatcher on
+// the same directory resumes: tasks that were leased are queued again,
+// done URLs are never fetched again, and loading the same records file
+// again changes nothing, except that when Run begins, pages that failed
+// in an earlier process for a reason that may pass (a host down, a 5xx)
+// are queued again, a bounded number of times (retry.go). The schema is
+// versioned by PRAGMA user_version (sqlitedb), and a state of an earlier
+// build is converted when opened.
+//
+// Memory is bounded by configuration, not by the crawl's size: a window
+// of tasks, caches of records and hosts, the seen filter (16 MiB), the
+// balancers' assignments and the hand-over times are each capped, and
+// everything per record, URL or host is on disk. docs/scale.md has the
+// figures.
 //
 // Only a bounded window of queued tasks (windowCap) lives in memory, grouped
 // by host and ordered: pages some mapping's url_patterns match first (higher

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"sort"
 
@@ -46,12 +47,24 @@ func transient(class string, status int) bool {
 	return class == classBlacklisted
 }
 
+// retryChunk is how many failed pages retryFailed looks at in one step.
+const retryChunk = 4096
+
 // retryFailed queues again the failed pages of earlier processes, as the
-// comment at the top of this file says. It runs once per Dispatcher, when
-// Run begins. Callers hold mu with the state transaction open.
+// comment at the top of this file says, retryChunk of them (in key order,
+// through the urls_failed index) per call: Run calls it when it begins
+// and then once per step until every failed page was looked at, so a
+// state with millions of them still starts handing out tasks at once.
+// Callers hold mu with the state transaction open.
 func (d *Dispatcher) retryFailed(ctx context.Context) error {
-	d.retryBegun = true
-	rows, err := query(ctx, d.st.q.failedPages, stateDone, d.started.UnixNano())
+	if !d.retryBegun {
+		d.retryBegun, d.retryPending = true, true
+		d.retryAfter = math.MinInt64 // keys are hashes: half of them negative
+	}
+	if !d.retryPending {
+		return nil
+	}
+	rows, err := query(ctx, d.st.q.failedPages, d.started.UnixNano(), d.retryAfter, retryChunk)
 	if err != nil {
 		return fmt.Errorf("dispatcher: state failed pages: %w", err)
 	}
@@ -61,13 +74,19 @@ func (d *Dispatcher) retryFailed(ctx context.Context) error {
 		class                  string
 	}
 	var fs []failed
+	n := 0
 	for rows.Next() {
 		var f failed
-		if err := rows.Scan(&f.id, &f.depth, &f.class, &f.status, &f.attempt); err != nil {
+		var wanted bool
+		if err := rows.Scan(&f.id, &f.depth, &f.class, &f.status, &f.attempt, &wanted); err != nil {
 			rows.Close()
 			return fmt.Errorf("dispatcher: state failed pages: %w", err)
 		}
-		fs = append(fs, f)
+		n++
+		d.retryAfter = f.id
+		if wanted {
+			fs = append(fs, f)
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -95,7 +114,11 @@ func (d *Dispatcher) retryFailed(ctx context.Context) error {
 		}
 		d.retried[f.class]++
 	}
-	if len(fs) > 0 {
+	if n == retryChunk {
+		return nil // more next step
+	}
+	d.retryPending = false
+	if len(d.retried) > 0 || d.retryKept > 0 || d.retryExhausted > 0 {
 		classes := make([]string, 0, len(d.retried))
 		for c := range d.retried {
 			classes = append(classes, fmt.Sprintf("%s=%d", c, d.retried[c]))

@@ -307,8 +307,14 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 		d.abandon()
 		return false, err
 	}
+	if d.retryPending {
+		if err := d.retryFailed(ctx); err != nil {
+			d.abandon()
+			return false, err
+		}
+	}
 	done := d.nComplete == d.nRecords ||
-		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded()) ||
+		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending) ||
 		d.onlyUnrenderableLeft()
 	if done || idle || now.Sub(d.st.txStart) >= commitEvery {
 		if err := d.commitState(ctx); err != nil {

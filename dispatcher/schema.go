@@ -228,6 +228,7 @@ var schemaV3 = []string{
 	`ALTER TABLE prior_v2 RENAME TO prior`,
 	`ALTER TABLE fingerprints_v2 RENAME TO fingerprints`,
 	`CREATE INDEX urls_ready ON urls(matched DESC, priority DESC, depth, seq) WHERE state = 0`,
+	`CREATE INDEX urls_failed ON urls(key) WHERE state = 2 AND class != ''`,
 	`CREATE INDEX links_rec ON links(rec)`,
 	`CREATE INDEX prior_open ON prior(open) WHERE open = 1`,
 	// The counters a resume reads (see resume); an empty state has none.

@@ -117,11 +117,14 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.recordTasks, `SELECT l.url FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND u.state = 0`},
 		{&q.ownLinks, `SELECT links FROM records WHERE seq = ?`},
 		{&q.linkPut, `INSERT INTO links(url, rec, depth) VALUES(?, ?, ?) ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < links.depth`},
-		// failedPages are the pages an earlier process failed to fetch
-		// that an incomplete record still wants (retry.go).
-		{&q.failedPages, `SELECT key, depth, class, status, attempts FROM urls
-			WHERE state = ? AND class != '' AND last_crawled < ? AND url IS NOT NULL
-			AND EXISTS (SELECT 1 FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = urls.key AND r.complete = 0)`},
+		// failedPages are the pages an earlier process failed to fetch, in
+		// key order after a place (the urls_failed index holds them),
+		// with whether an incomplete record still wants each (retry.go).
+		{&q.failedPages, `SELECT key, depth, class, status, attempts,
+			EXISTS (SELECT 1 FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = urls.key AND r.complete = 0)
+			FROM urls INDEXED BY urls_failed
+			WHERE state = 2 AND class != '' AND key > ?2 AND last_crawled < ?1 AND url IS NOT NULL
+			ORDER BY key LIMIT ?3`},
 		{&q.refill, `SELECT key, url, depth, matched, priority, render, seq FROM urls WHERE state = 0 ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?`},
 		// refillAfter reads on after a place in the order (matched,
 		// priority, depth, seq); its terms use only the columns of
