@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,12 @@ type clusterOutcome struct {
 	pagesBySup map[string]int
 	hostsBySup map[string]int
 	shared     int
+	// The dispatcher's CPU (user + system) over the run, and what its
+	// status file said every half second while the crawl was in full
+	// swing (the middle four fifths): per supervisor, the tasks it held
+	// (in flight: queued on it or being fetched) on average and at least.
+	dispCPU  time.Duration
+	inFlight map[string][2]float64 // mean, min
 }
 
 func (o clusterOutcome) pagesPerSec() float64 { return float64(o.pages) / o.wall.Seconds() }
@@ -211,15 +218,67 @@ func (cb *clusterBench) run(b *testing.B, id string, r clusterRun) clusterOutcom
 		sups = append(sups, s)
 		souts = append(souts, out)
 	}
+	statusPath := filepath.Join(state, "dispatcher", "status.json")
+	var statusSamples []map[string]int
+	stopStatus := make(chan struct{})
+	statusDone := make(chan struct{})
+	go func() {
+		defer close(statusDone)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopStatus:
+				return
+			case <-t.C:
+			}
+			var st struct {
+				State   string
+				Members []struct {
+					Name     string
+					InFlight int `json:"in_flight"`
+				}
+			}
+			data, err := os.ReadFile(statusPath)
+			if err != nil || json.Unmarshal(data, &st) != nil || st.State != "running" || len(st.Members) == 0 {
+				continue
+			}
+			m := map[string]int{}
+			for _, mm := range st.Members {
+				m[mm.Name] = mm.InFlight
+			}
+			statusSamples = append(statusSamples, m)
+		}
+	}()
 	err := <-dispDone
 	wall := time.Since(start)
+	close(stopStatus)
+	<-statusDone
 	stopSups()
 	if err != nil {
 		b.Fatalf("dispatcher: %v\nstdout:\n%s\nlog:\n%s", err, tail(dout.Bytes()), tail(dlog.Bytes()))
 	}
 
 	o := clusterOutcome{wall: wall, log: cb.web.Log()[before:],
-		pagesBySup: map[string]int{}, hostsBySup: map[string]int{}}
+		pagesBySup: map[string]int{}, hostsBySup: map[string]int{}, inFlight: map[string][2]float64{}}
+	if ru, ok := disp.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		o.dispCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if n := len(statusSamples); n >= 5 {
+		mid := statusSamples[n/10 : n-n/10]
+		sums, mins := map[string]float64{}, map[string]float64{}
+		for _, m := range mid {
+			for name, v := range m {
+				sums[name] += float64(v)
+				if cur, ok := mins[name]; !ok || float64(v) < cur {
+					mins[name] = float64(v)
+				}
+			}
+		}
+		for name := range sums {
+			o.inFlight[name] = [2]float64{sums[name] / float64(len(mid)), mins[name]}
+		}
+	}
 	seen := map[string]bool{}
 	owner := map[string]string{}
 	for _, q := range o.log {
@@ -376,6 +435,14 @@ func BenchmarkScaleOut(b *testing.B) {
 			fmt.Printf("scale-out: %d supervisor(s): %d pages (%d requests: %d robots.txt, %d probes, %d failed) in %s: %.1f pages/s (latency ceiling of %d workers %.0f requests/s); pages by supervisor %s; hosts %s\n",
 				n, o.pages, o.requests, o.robots, o.probes, o.failed, o.wall.Round(time.Millisecond), o.pagesPerSec(),
 				n*workers, ceiling, spread(o.pagesBySup), spread(o.hostsBySup))
+			var held []string
+			for _, name := range slices.Sorted(maps.Keys(o.inFlight)) {
+				v := o.inFlight[name]
+				held = append(held, fmt.Sprintf("%s mean %.1f min %.0f", name, v[0], v[1]))
+			}
+			fmt.Printf("scale-out: %d supervisor(s): dispatcher CPU %.1f s over %s (%.1f %% of one core, %.3f ms/page); tasks held by each supervisor (%d workers): %s\n",
+				n, o.dispCPU.Seconds(), o.wall.Round(time.Millisecond), 100*o.dispCPU.Seconds()/o.wall.Seconds(),
+				o.dispCPU.Seconds()*1000/float64(max(o.pages, 1)), workers, strings.Join(held, "; "))
 		})
 	}
 	for k, r1 := range rates[1] {
