@@ -59,10 +59,15 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 		return err
 	}
 	var fresh []*task
+	var knownLinks []seedLink // links to known URLs, put with one statement
 	for i, key := range keys {
 		norm := norms[i]
 		if k, ok := known[key]; ok {
-			if err := d.attachKnown(ctx, key, norm, rec, depth, k); err != nil {
+			if k.recDepth.Valid && int(k.recDepth.Int64) <= depth {
+				continue // already reached by this record, no farther away
+			}
+			knownLinks = append(knownLinks, seedLink{key, rec})
+			if err := d.revisit(ctx, key, norm, rec, depth, k); err != nil {
 				return err
 			}
 			continue
@@ -87,6 +92,9 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 		d.nextSeq++
 		t.seq = rankedSeq(hc.n, d.nextSeq)
 		fresh = append(fresh, t)
+	}
+	if err := d.insertLinks(ctx, knownLinks, depth); err != nil {
+		return err
 	}
 	if len(fresh) == 0 {
 		return nil

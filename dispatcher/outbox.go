@@ -214,18 +214,47 @@ func (d *Dispatcher) pushBatch(ctx context.Context, fb store.FieldBatcher, group
 	if d.closed {
 		return nil
 	}
+	var acked []pending
 	for _, g := range groups {
-		if gone[g[0].rec] {
-			n -= len(g)
-			d.ob.refused.Add(int64(len(g)))
-			d.log.Error("store has no such record; its values stay in the state and are tried again on the next start",
-				"record", g[0].rec, "values", len(g))
+		if !gone[g[0].rec] {
+			acked = append(acked, g...)
+			continue
 		}
-		if err := d.outboxDoneLocked(ctx, g, gone[g[0].rec]); err != nil {
-			d.log.Error("outbox: acknowledging in the state failed; the values will be pushed again", "record", g[0].rec, "error", err)
+		n -= len(g)
+		d.ob.refused.Add(int64(len(g)))
+		d.log.Error("store has no such record; its values stay in the state and are tried again on the next start",
+			"record", g[0].rec, "values", len(g))
+		if err := d.outboxDoneLocked(ctx, g, true); err != nil {
+			d.log.Error("outbox: marking a refused record failed", "record", g[0].rec, "error", err)
 		}
 	}
+	if err := d.ackMany(ctx, acked); err != nil {
+		d.log.Error("outbox: acknowledging in the state failed; the values will be pushed again", "values", len(acked), "error", err)
+	}
 	d.ob.written.Add(int64(n))
+	return nil
+}
+
+// ackMany deletes the rows the store acknowledged (if unchanged since), a
+// few hundred a statement. Callers hold mu.
+func (d *Dispatcher) ackMany(ctx context.Context, ps []pending) error {
+	for _, size := range chunkSizes(len(ps), rowChunk/2) {
+		part := ps[:size]
+		ps = ps[size:]
+		st, err := d.st.stmtN(ctx, "obAckN", size, func(n int) string {
+			return `DELETE FROM outbox WHERE (record_id, field, gen) IN (VALUES ` + placeholders(n, "(?, ?, ?)") + `)`
+		})
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, 3*size)
+		for _, p := range part {
+			args = append(args, p.rec, p.field, p.gen)
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("dispatcher: state outbox: %w", err)
+		}
+	}
 	return nil
 }
 
