@@ -1,12 +1,13 @@
 package store
 
 import (
-	"backfill/sqlitedb"
 	"context"
 	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"backfill/sqlitedb"
 )
 
 // TestSQLiteConnectionSettings checks the pragmas each pool runs with, and
