@@ -252,38 +252,7 @@ func (cb *crawlBench) measure(b *testing.B, command func(i int) *exec.Cmd) outco
 }
 
 func (cb *crawlBench) runOnce(b *testing.B, cmd *exec.Cmd) outcome {
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	ctx, cancel := context.WithTimeout(context.Background(), contenderTimeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		if cmd.Process != nil {
-			cmd.Process.Kill()
-		}
-	})
-	defer stop()
-
-	before := len(cb.web.Log())
-	b.StartTimer()
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("start %s: %v", cmd.Path, err)
-	}
-	err := cmd.Wait()
-	wall := time.Since(start)
-	b.StopTimer()
-	if err != nil {
-		b.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(cmd.Path), err, tail(stdout.Bytes()), tail(stderr.Bytes()))
-	}
-
-	o := outcome{wall: wall, stdout: bytes.TrimSpace(stdout.Bytes())}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxrss := float64(ru.Maxrss) // KiB on Linux
-		if runtime.GOOS == "darwin" {
-			maxrss /= 1024 // bytes there
-		}
-		o.rssMiB = maxrss / 1024
-	}
+	o, before, _ := cb.runProcess(b, cmd)
 	seen := map[string]bool{}
 	for _, r := range cb.web.Log()[before:] {
 		if r.Path == "/robots.txt" {
@@ -302,10 +271,49 @@ func (cb *crawlBench) runOnce(b *testing.B, cmd *exec.Cmd) outcome {
 	}
 	o.pages = len(seen)
 	if float64(o.pages) < minShare*float64(cb.expected) {
-		b.Fatalf("%s fetched %d distinct pages of %d (%d requests, %d failed); a partial crawl is not comparable\nstdout:\n%s\nstderr:\n%s",
-			filepath.Base(cmd.Path), o.pages, cb.expected, o.requests, o.failed, tail(stdout.Bytes()), tail(stderr.Bytes()))
+		b.Fatalf("%s fetched %d distinct pages of %d (%d requests, %d failed); a partial crawl is not comparable\nstdout:\n%s",
+			filepath.Base(cmd.Path), o.pages, cb.expected, o.requests, o.failed, tail(o.stdout))
 	}
 	return o
+}
+
+// runProcess runs one contender under the timer and returns its wall time,
+// peak RSS and stdout, where its requests begin in the web's log, and its
+// CPU (user + system). A contender that fails fails the benchmark.
+func (cb *crawlBench) runProcess(b *testing.B, cmd *exec.Cmd) (o outcome, before int, cpu time.Duration) {
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), contenderTimeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		if cmd.Process != nil {
+			cmd.Process.Kill()
+		}
+	})
+	defer stop()
+
+	before = len(cb.web.Log())
+	b.StartTimer()
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	err := cmd.Wait()
+	wall := time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(cmd.Path), err, tail(stdout.Bytes()), tail(stderr.Bytes()))
+	}
+	o = outcome{wall: wall, stdout: bytes.TrimSpace(stdout.Bytes())}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		maxrss := float64(ru.Maxrss) // KiB on Linux
+		if runtime.GOOS == "darwin" {
+			maxrss /= 1024 // bytes there
+		}
+		o.rssMiB = maxrss / 1024
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return o, before, cpu
 }
 
 // goBuild builds pkg of the module in dir into out, outside the timer.

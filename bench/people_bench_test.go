@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -190,33 +189,8 @@ func (o peopleOutcome) report(b *testing.B) {
 // runPeople runs one contender and counts, from the web's log, the
 // distinct pages it fetched (robots.txt and soft-404 probes excluded).
 func (cb *crawlBench) runPeople(b *testing.B, cmd *exec.Cmd) peopleOutcome {
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	ctx, cancel := context.WithTimeout(context.Background(), contenderTimeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, func() {
-		if cmd.Process != nil {
-			cmd.Process.Kill()
-		}
-	})
-	defer stop()
-	before := len(cb.web.Log())
-	b.StartTimer()
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		b.Fatalf("start %s: %v", cmd.Path, err)
-	}
-	err := cmd.Wait()
-	wall := time.Since(start)
-	b.StopTimer()
-	if err != nil {
-		b.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(cmd.Path), err, tail([]byte(stdout.String())), tail([]byte(stderr.String())))
-	}
-	o := peopleOutcome{outcome: outcome{wall: wall, stdout: []byte(strings.TrimSpace(stdout.String()))}}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		o.rssMiB = float64(ru.Maxrss) / 1024
-		o.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	base, before, cpu := cb.runProcess(b, cmd)
+	o := peopleOutcome{outcome: base, cpu: cpu}
 	seen := map[string]bool{}
 	for _, r := range cb.web.Log()[before:] {
 		if r.Path == "/robots.txt" {

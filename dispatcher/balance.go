@@ -68,16 +68,7 @@ func (b *balancer) walk(domain string, fn func(m string) bool) {
 	if r == nil || len(r.points) == 0 {
 		return
 	}
-	h := ringHash(domain)
-	lo, hi := 0, len(r.points)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if r.points[mid] < h {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
+	lo := r.first(domain)
 	met := make([]bool, len(r.members))
 	left := len(r.members)
 	for i := 0; i < len(r.points) && left > 0; i++ {

@@ -422,15 +422,7 @@ func New(cfg Config) (*Dispatcher, error) {
 // leased (only earlier builds wrote leases to the state), sets up the seen
 // filter and the target sets, and fills the window.
 func (d *Dispatcher) resume(ctx context.Context) error {
-	s := d.st
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	if err := d.resumeTx(ctx); err != nil {
-		s.rollback()
-		return err
-	}
-	return s.commit(ctx)
+	return d.inTx(ctx, d.resumeTx)
 }
 
 func (d *Dispatcher) resumeTx(ctx context.Context) error {

@@ -127,8 +127,14 @@ func (r *ring) owner(domain string) string {
 	if r == nil || len(r.points) == 0 {
 		return ""
 	}
+	return r.members[r.owners[r.first(domain)]]
+}
+
+// first is the index of the first point at or clockwise after
+// hash(domain); past the last point it wraps to the first. The ring must
+// have points.
+func (r *ring) first(domain string) int {
 	h := ringHash(domain)
-	// First point with hash >= h; past the last point wraps to the first.
 	lo, hi := 0, len(r.points)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
@@ -141,7 +147,7 @@ func (r *ring) owner(domain string) string {
 	if lo == len(r.points) {
 		lo = 0
 	}
-	return r.members[r.owners[lo]]
+	return lo
 }
 
 // with returns a ring that also holds member; r itself when member is

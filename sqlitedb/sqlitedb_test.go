@@ -15,6 +15,23 @@ import (
 
 var schema = []Migration{{SQL: []string{`CREATE TABLE t (a)`}}, {SQL: []string{`ALTER TABLE t ADD COLUMN b`}}}
 
+// writer opens a writer's connection to path, as the store and the
+// dispatcher do.
+func writer(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	f, err := Parse(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", f.DSN(Writer, Immediate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func migrateOnce(ctx context.Context, db *sql.DB) error {
 	_, err := migrate(ctx, db, schema)
 	return err
@@ -53,21 +70,6 @@ func TestRetryBusy(t *testing.T) {
 		t.Cleanup(release)
 		return path, release
 	}
-	writer := func(t *testing.T, path string) *sql.DB {
-		t.Helper()
-		f, err := Parse(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := sql.Open("sqlite", f.DSN(Writer, Immediate))
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1)
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-
 	t.Run("waits for the lock", func(t *testing.T) {
 		path, release := lock(t)
 		db := writer(t, path)
@@ -128,19 +130,6 @@ func TestRetryBusy(t *testing.T) {
 // refused untouched.
 func TestMigrate(t *testing.T) {
 	ctx := context.Background()
-	open := func(t *testing.T, path string) *sql.DB {
-		f, err := Parse(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := sql.Open("sqlite", f.DSN(Writer, Immediate))
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1)
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
 	var funcs int
 	steps := []Migration{
 		{SQL: []string{`CREATE TABLE t (a)`}},
@@ -151,7 +140,7 @@ func TestMigrate(t *testing.T) {
 		}},
 	}
 	path := filepath.Join(t.TempDir(), "m.db")
-	db := open(t, path)
+	db := writer(t, path)
 	tests := []struct {
 		name     string
 		steps    []Migration
