@@ -525,7 +525,13 @@ func (d *Dispatcher) readCounters(ctx context.Context) error {
 // the open transaction.
 func (d *Dispatcher) putCounters(ctx context.Context) error {
 	for _, c := range d.counters() {
-		if err := d.st.setMeta(ctx, c.key, int64(*c.n)); err != nil {
+		v := int64(*c.n)
+		if c.n == &d.queuedN {
+			// A task out on lease is queued as far as the state goes (a
+			// restart queues it again), so it counts here.
+			v += int64(len(d.w.leased))
+		}
+		if err := d.st.setMeta(ctx, c.key, v); err != nil {
 			return err
 		}
 	}
