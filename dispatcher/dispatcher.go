@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,6 +90,11 @@ type Config struct {
 	// DefaultStoreDrainTimeout.
 	StoreDrainTimeout time.Duration
 
+	// Strict refuses a records file with any malformed line, before
+	// loading any of it; otherwise malformed lines are reported, kept
+	// (in the store, for export) and the rest is crawled.
+	Strict bool
+
 	Logger   *slog.Logger // nil discards
 	Progress func(Progress)
 }
@@ -100,89 +106,108 @@ const DefaultExpectTimeout = 2 * time.Minute
 // DefaultListen is the intake endpoint when Config.Listen is empty.
 const DefaultListen = "tcp://127.0.0.1:5550"
 
-// Summary is the outcome of a Run. Record counts cover every record in the
-// state (Records = Complete + Partial + Untouched; Skipped, the records that
-// had nothing to fill from the start, are counted in Complete). Page
-// counters cover this Run only.
+// Summary is the outcome of a crawl, as of the end of a Run. A crawl may
+// take several dispatcher processes (stopped, or dead, and resumed on the
+// same state): the counters cover them all (see totals.go), and Restarts
+// says how many there were after the first. Record counts cover every
+// record in the state (Records = Complete + Partial + Untouched; Skipped,
+// the records that had nothing to fill from the start, are counted in
+// Complete). The JSON keys are what `--summary` writes.
 type Summary struct {
-	Records      int
-	Complete     int
-	Partial      int
-	Untouched    int
-	Skipped      int
-	UntouchedIDs []string // first 50, in input order
-	BadLines     int      // malformed input lines skipped by Load
-	Pages        int64    // pages fetched and extracted (Class "")
-	Reused       int64    // cached extractions applied to another record
+	Records   int `json:"records"`
+	Complete  int `json:"complete"`
+	Partial   int `json:"partial"`
+	Untouched int `json:"untouched"`
+	Skipped   int `json:"already_complete"`
+	// Finished says the crawl has no work left; false when Run was
+	// stopped (the next Run on the state resumes it).
+	Finished bool `json:"finished"`
+	Restarts int  `json:"restarts"` // dispatcher processes of this crawl before the last one
+	// UntouchedIDs are the first 50 records with nothing found, in input
+	// order. Reasons counts the incomplete records (partial or untouched)
+	// by why their missing fields stayed missing (the Reason* constants),
+	// with the first ReasonIDs ids of each.
+	UntouchedIDs []string               `json:"untouched_ids,omitempty"`
+	Reasons      map[string]ReasonCount `json:"incomplete_by_reason,omitempty"`
+	BadLines     int                    `json:"malformed_lines"` // malformed input lines Load read (kept for export, not crawled)
+	Pages        int64                  `json:"pages"`           // pages fetched and extracted (Class "")
+	Reused       int64                  `json:"reused"`          // cached extractions applied to another record
 	// Disagreeing counts the pages applied to a record whose match key
 	// named someone else: their values were refused, their links followed.
-	Disagreeing int64
-	Late        int64 // late or duplicate results ignored
+	Disagreeing int64 `json:"disagreeing"`
+	Late        int64 `json:"late"` // late or duplicate results ignored
 	// Adopted counts results for leases of an earlier dispatcher process
 	// (this one restarted) whose task was still queued: applied, so the
 	// page is not fetched again.
-	Adopted     int64
-	Expired     int64 // leases that expired and were re-sent
-	Errors      map[string]int64
-	FieldErrors int64
-	Refused     int64 // registrations refused (mapping digest differs, or key not authorized)
-	Waiting     int   // render tasks left with no render-capable supervisor
+	Adopted     int64            `json:"adopted"`
+	Expired     int64            `json:"expired"` // leases that expired and were re-sent
+	Errors      map[string]int64 `json:"errors"`
+	FieldErrors int64            `json:"field_errors"`
+	// Refused counts what was refused: pages whose values a record
+	// refused because a match key disagreed, and supervisors' registrations
+	// (mapping digest differs, key not authorized). RefusedBy splits it:
+	// "match-key", "registration".
+	Refused   int64            `json:"refused"`
+	RefusedBy map[string]int64 `json:"refused_by,omitempty"`
+	Waiting   int              `json:"waiting_render"` // render tasks left with no render-capable supervisor
 	// Filtered counts the links not followed, by reason (the Filter*
-	// constants), since New: Load's as well as Run's. LinkFarms counts the
-	// pages whose links were not expanded; BadTopSites the malformed lines
-	// skipped in the top-sites file.
-	Filtered    map[string]int64
-	LinkFarms   int64
-	BadTopSites int
-	// Duplicates counts the fetched pages, since New, whose text was
-	// already seen at another URL (the same, or within a few simhash bits):
-	// their values were applied but their links not expanded.
-	Duplicates  int64
-	Elapsed     time.Duration
-	PagesPerSec float64
+	// constants). LinkFarms counts the pages whose links were not
+	// expanded; BadTopSites the malformed lines skipped in the top-sites
+	// file.
+	Filtered    map[string]int64 `json:"filtered"`
+	LinkFarms   int64            `json:"link_farms"`
+	BadTopSites int              `json:"malformed_top_sites_lines"`
+	// Duplicates counts the fetched pages whose text was already seen at
+	// another URL (the same, or within a few simhash bits): their values
+	// were applied but their links not expanded.
+	Duplicates int64 `json:"duplicates"`
+	// Elapsed is the crawl's working time, every process's Runs added up;
+	// ElapsedSeconds is it in seconds, for JSON.
+	Elapsed        time.Duration `json:"-"`
+	ElapsedSeconds float64       `json:"elapsed_seconds"`
+	PagesPerSec    float64       `json:"pages_per_sec"`
 
 	// Failed pages of earlier runs (see retry.go), when this Run began:
 	// Retried counts, by the class they failed with, those queued again;
 	// RetryKept those kept as they were because their failure is
 	// permanent (a 404, a robots.txt rule: Config.RetryFailed retries
 	// them), RetryExhausted those that failed Config.RetryAttempts times.
-	Retried        map[string]int64
-	RetryKept      int64
-	RetryExhausted int64
+	Retried        map[string]int64 `json:"retried,omitempty"`
+	RetryKept      int64            `json:"retry_kept"`
+	RetryExhausted int64            `json:"retry_exhausted"`
 
-	// RenderRetried counts this Run's pages sent again as render tasks:
-	// their HTML was a JavaScript shell and a record still lacked a field
-	// a matching mapping could find once rendered. RenderWanted counts
-	// such pages that were not, for want of a render-capable supervisor;
-	// their static result stands.
-	RenderRetried int64
-	RenderWanted  int64
+	// RenderRetried counts pages sent again as render tasks: their HTML
+	// was a JavaScript shell and a record still lacked a field a matching
+	// mapping could find once rendered. RenderWanted counts such pages
+	// that were not, for want of a render-capable supervisor; their
+	// static result stands.
+	RenderRetried int64 `json:"render_retried"`
+	RenderWanted  int64 `json:"render_wanted"`
 
-	// Store writes of this Run (see outbox.go): StoreWritten values the
-	// store acknowledged, StoreRetried failed pushes tried again.
+	// Store writes of the last Run (see outbox.go): StoreWritten values
+	// the store acknowledged, StoreRetried failed pushes tried again.
 	// StorePending values still waiting when Run returned, kept in the
 	// state and pushed on the next start; StoreRefused values of records
 	// the store does not have (the state and the store are of different
 	// crawls), also kept.
-	StoreWritten int64
-	StoreRetried int64
-	StorePending int
-	StoreRefused int
+	StoreWritten int64 `json:"store_written"`
+	StoreRetried int64 `json:"store_retried"`
+	StorePending int   `json:"store_pending"`
+	StoreRefused int   `json:"store_refused"`
 
-	// Freshness. Recrawled counts the pages queued again since New (by
-	// Load as well as Run) because their last crawl was older than
-	// Config.RecrawlAfter. This Run's: NotModified counts the
-	// answers to conditional requests that said the page had not changed
-	// (their cached extraction was applied). With Config.Refresh,
+	// Freshness. Recrawled counts the pages queued again because their
+	// last crawl was older than Config.RecrawlAfter. NotModified counts
+	// the answers to conditional requests that said the page had not
+	// changed (their cached extraction was applied). With Config.Refresh,
 	// Refreshed counts the fields re-checked whose value was found again
 	// unchanged, Changed those whose value changed (the old one went to
 	// the field's History), and Unconfirmed those the refresh found no
 	// value for (the old value stays).
-	Recrawled   int64
-	NotModified int64
-	Refreshed   int64
-	Changed     int64
-	Unconfirmed int64
+	Recrawled   int64 `json:"recrawled"`
+	NotModified int64 `json:"not_modified"`
+	Refreshed   int64 `json:"refreshed"`
+	Changed     int64 `json:"changed"`
+	Unconfirmed int64 `json:"unconfirmed"`
 }
 
 // Progress is a snapshot passed to Config.Progress while Run works.
@@ -197,10 +222,14 @@ type Progress struct {
 
 // LoadReport says what Load read.
 type LoadReport struct {
-	Records int     // good records in the file (new and already known)
-	New     int     // records not seen before (0 on a resumed load)
-	Bad     int     // malformed lines, skipped
-	Errors  []error // "file:line: reason", malformed lines and ignored values; at most maxReported
+	Records int // good records in the file (new and already known)
+	New     int // records not seen before (0 on a resumed load)
+	Bad     int // malformed lines: not crawled for, exported marked
+	// NothingToFill counts the new records that had no target field
+	// (none of their empty fields is one the mappings produce, nor one
+	// of Config.Fields): complete from the start.
+	NothingToFill int
+	Errors        []error // "file:line: reason", malformed lines and ignored values; at most maxReported
 }
 
 const maxReported = 1000
@@ -222,6 +251,8 @@ type Dispatcher struct {
 	epoch   int64
 	refused map[string]bool
 	failed  chan sendFail
+
+	refusalLogged map[string]loggedRefusal // refused handshakes logged (security.go)
 
 	left       []MemberStatus // dropped members, for the status file
 	statusWarn bool           // a failed status write was logged
@@ -258,14 +289,17 @@ type Dispatcher struct {
 	recCache map[string]*recState
 	work     []applyItem
 
-	// counters of the current Run
+	// counters of the current Run; base holds the crawl's totals before
+	// it, runStart when it started (zero between Runs): see totals.go
 	pages, reused, late, expired, fieldErrs, refusedN int64
-	adopted, disagreeing                              int64
+	adopted, keyRefused, disagreeing                  int64
 	errs                                              map[string]int64
 	badLines                                          int
 	renderRetried, renderWanted                       int64
 	lateRenders                                       []lateRender    // see renderLate
 	wantedRender                                      map[string]bool // URL ids counted in renderWanted
+	base                                              totals
+	runStart                                          time.Time
 
 	// link filters and what they refused since New
 	filter      *linkFilter
@@ -348,10 +382,19 @@ func New(cfg Config) (*Dispatcher, error) {
 			"top_sites", len(filter.top), "malformed_top_sites_lines", nbad)
 	}
 	ctx := context.Background()
-	st, err := openState(ctx, cfg.StateDir)
+	if cfg.StateDir == "" {
+		return nil, errors.New("dispatcher: no state directory")
+	}
+	lock, err := lockState(cfg.StateDir)
 	if err != nil {
 		return nil, err
 	}
+	st, err := openState(ctx, cfg.StateDir)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	st.lock = lock
 	d := &Dispatcher{
 		cfg:        cfg,
 		log:        log,
@@ -366,6 +409,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		recCache:   make(map[string]*recState),
 		errs:       make(map[string]int64),
 		retried:    make(map[string]int64),
+
+		refusalLogged: make(map[string]loggedRefusal),
 
 		filter:      filter,
 		filtered:    make(map[string]int64),
@@ -412,6 +457,9 @@ func (d *Dispatcher) resume(ctx context.Context) error {
 		}
 	}
 	d.runID = fmt.Sprintf("%016x", run)
+	if err := d.loadTotals(ctx); err != nil {
+		return err
+	}
 	lease, err := s.meta(ctx, "lease")
 	if err != nil {
 		return err
@@ -425,7 +473,7 @@ func (d *Dispatcher) resume(ctx context.Context) error {
 		q   string
 	}{
 		{&d.nextSeq, `SELECT MAX(seq & ` + strconv.FormatInt(seqCounterMask, 10) + `) FROM frontier`},
-		{&d.recSeq, `SELECT MAX(seq) FROM records`},
+		{&d.recSeq, `SELECT MAX(seq) FROM (SELECT MAX(seq) AS seq FROM records UNION ALL SELECT MAX(seq) FROM malformed)`},
 	}
 	for _, c := range counts {
 		v, err := s.scalar(ctx, c.q)
@@ -481,16 +529,27 @@ func (d *Dispatcher) Close() error {
 	if err2 := d.st.setMeta(ctx, "lease", d.nextLease); err2 != nil {
 		err = errors.Join(err, err2)
 	}
+	if err2 := d.saveTotals(ctx); err2 != nil {
+		err = errors.Join(err, err2)
+	}
 	return errors.Join(err, d.st.close())
 }
 
 // Load reads a records file (CSV with a header row, or JSON Lines) into the
 // state and the store, and queues each new record's links. Loading a file
 // again is harmless: records already known keep their state, so a resumed
-// run calls Load with the same file. A file that cannot be opened is an
-// error; a malformed line is reported in the LoadReport and skipped.
+// run calls Load with the same file. A file that cannot be opened, is not
+// CSV or JSON Lines, or holds no record is an error; a malformed line is
+// reported in the LoadReport and kept in the store, in its place and
+// marked, for export to give back (with Config.Strict, a file with any
+// malformed line is refused before anything is loaded).
 func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) {
 	var rep LoadReport
+	if d.cfg.Strict {
+		if err := checkStrict(path); err != nil {
+			return rep, err
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return rep, fmt.Errorf("dispatcher: records: %w", err)
@@ -506,14 +565,17 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		if len(batch) == 0 {
 			return nil
 		}
-		n, err := d.loadBatch(ctx, batch)
+		n, none, err := d.loadBatch(ctx, batch)
 		rep.New += n
+		rep.NothingToFill += none
 		batch = batch[:0]
 		return err
 	}
 	filtered := make(map[string]int64) // record links refused, by reason
 	err = readRecords(path, f, FormatAuto, func(r store.Record) error {
-		rep.Records++
+		if r.Error == "" {
+			rep.Records++
+		}
 		batch = append(batch, r)
 		if len(batch) >= 500 {
 			return flush()
@@ -537,6 +599,9 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		d.filtered[why] += n
 	}
 	d.mu.Unlock()
+	if err == nil && rep.Records == 0 {
+		err = fmt.Errorf("%s: %w: every one of its %d lines is malformed", path, ErrNoRecords, rep.Bad)
+	}
 	if err != nil {
 		return rep, fmt.Errorf("dispatcher: records: %w", err)
 	}
@@ -544,33 +609,69 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 	return rep, nil
 }
 
+// checkStrict reads path through and refuses it if any line is malformed,
+// listing them (up to maxReported).
+func checkStrict(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("dispatcher: records: %w", err)
+	}
+	defer f.Close()
+	var lines []string
+	n := 0
+	err = readRecords(path, f, FormatAuto, func(store.Record) error { return nil }, func(e *LineError) {
+		n++
+		if len(lines) < maxReported {
+			lines = append(lines, e.Error())
+		}
+	}, func(*LineError) {})
+	if err != nil {
+		return fmt.Errorf("dispatcher: records: %w", err)
+	}
+	if n > 0 {
+		more := ""
+		if n > len(lines) {
+			more = fmt.Sprintf("\n  … and %d more", n-len(lines))
+		}
+		return fmt.Errorf("dispatcher: records: %s: %d malformed line(s); nothing loaded (strict):\n  %s%s",
+			path, n, strings.Join(lines, "\n  "), more)
+	}
+	return nil
+}
+
 // loadBatch stores the records not yet known and queues their links, in
-// one state transaction.
-func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, error) {
+// one state transaction. Malformed lines go to the store too (export gives
+// them back) and to the state's malformed table, never to the crawl.
+func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (n, nothingToFill int, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return 0, errors.New("dispatcher closed")
+		return 0, 0, errors.New("dispatcher closed")
 	}
 	var fresh []store.Record
 	for _, r := range recs {
-		err := d.st.row(ctx, "recExists", r.ID).Scan(new(int))
+		var err error
+		if r.Error != "" {
+			err = d.st.row(ctx, "badExists", r.ID, r.ID).Scan(new(int))
+		} else {
+			err = d.st.row(ctx, "recExists", r.ID).Scan(new(int))
+		}
 		if err == nil {
 			continue
 		}
 		if !errors.Is(err, errNoRows) {
-			return 0, fmt.Errorf("dispatcher: state: %w", err)
+			return 0, 0, fmt.Errorf("dispatcher: state: %w", err)
 		}
 		fresh = append(fresh, r)
 	}
 	if len(fresh) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	// A Run going on at the same time may hold the state transaction
 	// open: commit its work first, so that a failure here rolls back only
 	// this batch.
 	if err := d.commitState(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for i := range fresh {
 		d.recSeq++
@@ -579,13 +680,20 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, e
 	// The store gets the records before any value is set on them.
 	if err := d.cfg.Store.PutRecords(ctx, fresh); err != nil {
 		d.recSeq -= int64(len(fresh))
-		return 0, fmt.Errorf("dispatcher: store records: %w", err)
+		return 0, 0, fmt.Errorf("dispatcher: store records: %w", err)
 	}
 	if err := d.st.begin(ctx); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	err := func() error {
+	err = func() error {
 		for _, r := range fresh {
+			if r.Error != "" {
+				if _, err := d.st.exec(ctx, "badIns", r.ID, r.Seq); err != nil {
+					return err
+				}
+				continue
+			}
+			n++
 			targets := d.targets(r)
 			fields, _ := json.Marshal(r.Fields)
 			tj, _ := json.Marshal(targets)
@@ -596,6 +704,7 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, e
 			d.nRecords++
 			if complete {
 				d.nComplete++
+				nothingToFill++
 				continue
 			}
 			if err := d.attachLinks(ctx, r.Links, r.ID, 0); err != nil {
@@ -609,9 +718,9 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record) (int, e
 	}()
 	if err != nil {
 		d.abandon()
-		return 0, err
+		return 0, 0, err
 	}
-	return len(fresh), d.st.commit(ctx)
+	return n, nothingToFill, d.st.commit(ctx)
 }
 
 // targets are the fields to fill on r: Config.Fields that r lacks, or by

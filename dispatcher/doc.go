@@ -10,8 +10,14 @@
 // its links (every http(s) URL value, or a links column/list). Its targets
 // are the fields to fill: Config.Fields, else every field the mappings can
 // produce, minus the fields the record already has. The record goes to the
-// store (PutRecords) and to the state database, and its links are queued at
-// depth 0. A malformed line is reported as "file:line: reason" and skipped.
+// store (PutRecords) with its text exactly as read (store.Record.Raw, what
+// export gives back) and to the state database, and its links are queued
+// at depth 0. A malformed line (records.go: wrong columns, bad quoting or
+// JSON, not UTF-8, a duplicate id, over MaxRecordBytes) is reported as
+// "file:line: reason" and kept in the store in its place, marked, never
+// crawled for; Config.Strict refuses the file instead. A file that is not
+// text, or holds no record, is refused. One Dispatcher at a time holds a
+// state directory (statelock.go).
 //
 // Run then loops:
 //
@@ -151,6 +157,18 @@
 // duplicate's fields still go to its records; its links are not followed,
 // and it is recorded as a duplicate of the first page in the state, whose
 // fingerprints are reloaded on resume.
+//
+// # Outcomes
+//
+// A page whose values a record refuses is kept (the refusals table) and
+// counted. When Run ends, outcomes.go works out, from what became of each
+// incomplete record's pages, why its missing fields stayed missing (the
+// Reason* constants: a refused page, pages without values or without a
+// matching mapping, pages still queued, robots.txt, failures, no links),
+// writes each record's store.Outcome for export, and counts them by reason
+// in Summary.Reasons. With a debug logger every decision is logged per
+// record. The counters of the summary and the status are the crawl's,
+// across the dispatcher processes it took (totals.go).
 //
 // # Status
 //

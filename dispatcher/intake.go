@@ -75,8 +75,17 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	if err != nil {
 		return err
 	}
-	if !attributable(r, it.res, it.depth) {
-		if r.complete || it.depth+1 > d.cfg.Depth {
+	ok, why := attributable(r, it.res, it.depth)
+	if !ok {
+		// The page describes someone else: no values. The refusal is
+		// kept for the record's outcome (outcomes.go).
+		if r.complete {
+			return nil
+		}
+		if err := d.refuse(ctx, r, it, why); err != nil {
+			return err
+		}
+		if it.depth+1 > d.cfg.Depth {
 			return nil
 		}
 		d.disagreeing++
@@ -84,6 +93,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	}
 	wasPartial := !r.complete && len(r.filled) > 0
 	merge(r, it.res, it.depth, time.Now().UTC())
+	d.logApplied(ctx, r, it)
 	if r.complete {
 		return nil // a late page may still improve provenance, nothing more
 	}
@@ -166,6 +176,9 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 	} else if r.Class != "" {
 		d.errs[r.Class]++
 		d.log.Debug("task failed", "url", t.url, "class", r.Class, "error", r.Error, "supervisor", r.Supervisor)
+		if err := d.logFailed(ctx, t.id, t.url, r.Class, r.Error); err != nil {
+			return err
+		}
 	}
 	if len(r.FieldErrs) > 0 {
 		d.fieldErrs += int64(len(r.FieldErrs))

@@ -107,6 +107,31 @@ func (m *member) stop() {
 	}
 }
 
+// byeWait bounds the send of one member's Bye.
+const byeWait = 250 * time.Millisecond
+
+// farewell tells every member that the run is finished, with a Bye: a
+// supervisor started to exit when done does, the others wait quietly for
+// the next run instead of heart-beating at a dispatcher that is gone. The
+// sends go straight to each member's socket (safe beside its sender
+// goroutine), outside mu.
+func (d *Dispatcher) farewell() {
+	d.mu.Lock()
+	var senders []*wire.Sender
+	for _, m := range d.members {
+		if m.sender != nil {
+			senders = append(senders, m.sender)
+		}
+	}
+	bye := wire.Bye{Dispatcher: d.name, Run: d.runID}
+	d.mu.Unlock()
+	for _, s := range senders {
+		if err := s.Send(wire.KindBye, bye, byeWait); err != nil {
+			d.log.Debug("bye not sent", "supervisor", s.Endpoint(), "error", err)
+		}
+	}
+}
+
 // route returns the live member that owns domain: its owner on the ring of
 // render-capable members for a render task, on the ring of all members
 // otherwise; nil while that ring is empty (the task waits). The rings are

@@ -118,6 +118,9 @@ func (d *Dispatcher) setupOutbox(ctx context.Context) error {
 // hold mu, inside the state transaction.
 func (d *Dispatcher) enqueueValues(ctx context.Context, id string, vals []store.Value) error {
 	for _, v := range vals {
+		if m := d.cfg.Mappings.Mapping(v.Mapping); m != nil {
+			v.Type = m.FieldType(v.Field) // for export: a number is written as one
+		}
 		b, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("dispatcher: record %q field %q: %w", id, v.Field, err)
@@ -217,8 +220,12 @@ func (d *Dispatcher) outboxDone(ctx context.Context, group []pending, refused bo
 
 // runOutbox pushes pending values until ctx is done. It never returns an
 // error: a failure of the state (which the Run loop will meet too) or of
-// the store is logged and retried after a pause.
+// the store is logged and retried after a pause. Its state statements run
+// under a context that is never cancelled, as the Run loop's do: they are
+// short, and an acknowledgement cut off by the end of the Run would be
+// logged as a failure and the value pushed again for nothing.
 func (d *Dispatcher) runOutbox(ctx context.Context) {
+	sctx := context.WithoutCancel(ctx)
 	pause := outboxBackoffFirst
 	failing := false
 	wait := func(dur time.Duration) bool {
@@ -232,7 +239,7 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 		}
 	}
 	for ctx.Err() == nil {
-		groups, ok, err := d.outboxNext(ctx)
+		groups, ok, err := d.outboxNext(sctx)
 		if !ok {
 			return
 		}
@@ -263,7 +270,7 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 			err := d.cfg.Store.SetFields(ctx, g[0].rec, vals)
 			switch {
 			case err == nil:
-				if err := d.outboxDone(ctx, g, false); err != nil {
+				if err := d.outboxDone(sctx, g, false); err != nil {
 					d.log.Error("outbox: acknowledging in the state failed; the values will be pushed again", "record", g[0].rec, "error", err)
 				}
 				d.ob.written.Add(int64(len(g)))
@@ -279,7 +286,7 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 				d.ob.refused.Add(int64(len(g)))
 				d.log.Error("store has no such record; its values stay in the state and are tried again on the next start",
 					"record", g[0].rec, "values", len(g), "error", err)
-				if err := d.outboxDone(ctx, g, true); err != nil {
+				if err := d.outboxDone(sctx, g, true); err != nil {
 					d.log.Error("outbox: marking a refused record failed", "record", g[0].rec, "error", err)
 				}
 				continue

@@ -9,22 +9,30 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"backfill/etl"
 	"backfill/store"
 )
 
 type parsed struct {
-	recs []store.Record
-	bad  []string
-	warn []string
-	err  error
+	recs      []store.Record // good ones
+	malformed []store.Record
+	all       []store.Record // both, in order
+	bad       []string
+	warn      []string
+	err       error
 }
 
 func parseAll(name string, data []byte, format Format) parsed {
 	var p parsed
 	p.err = readRecords(name, bytes.NewReader(data), format, func(r store.Record) error {
-		p.recs = append(p.recs, r)
+		p.all = append(p.all, r)
+		if r.Error != "" {
+			p.malformed = append(p.malformed, r)
+		} else {
+			p.recs = append(p.recs, r)
+		}
 		return nil
 	}, func(e *LineError) { p.bad = append(p.bad, e.Error()) },
 		func(e *LineError) { p.warn = append(p.warn, e.Error()) })
@@ -50,7 +58,7 @@ func TestRecordsFiles(t *testing.T) {
 			bad: []string{
 				"people.csv:5: 4 columns, header has 5",
 				`people.csv:7: duplicate id "r1" (first on line 2)`,
-				`people.csv:8: extraneous or missing " in quoted-field`,
+				`people.csv:8: column 4: extraneous or missing " in quoted-field`,
 			},
 			field: map[string]map[string]string{
 				"r3": {"name": "Cy, Jr", "email": "", "links": ""},
@@ -90,12 +98,17 @@ func TestRecordsFiles(t *testing.T) {
 			}
 			var ids []string
 			byID := make(map[string]store.Record)
-			for i, r := range p.recs {
-				ids = append(ids, r.ID)
-				byID[r.ID] = r
+			for i, r := range p.all {
 				if r.Seq != int64(i+1) {
 					t.Errorf("record %s: Seq %d, want %d", r.ID, r.Seq, i+1)
 				}
+			}
+			for _, r := range p.recs {
+				ids = append(ids, r.ID)
+				byID[r.ID] = r
+			}
+			if len(p.malformed) != len(p.bad) {
+				t.Errorf("%d malformed records for %d bad lines", len(p.malformed), len(p.bad))
 			}
 			if !reflect.DeepEqual(ids, tt.ids) {
 				t.Errorf("ids = %q, want %q", ids, tt.ids)
@@ -136,8 +149,11 @@ func TestRecordsEdgeCases(t *testing.T) {
 		nbad    int
 		wantErr string
 	}{
-		{"empty csv", "e.csv", "", nil, 0, ""},
-		{"header only", "h.csv", "id,name\n", nil, 0, ""},
+		{"empty csv", "e.csv", "", nil, 0, "e.csv: no records: the file is empty"},
+		{"blank jsonl", "e.jsonl", "\n  \n", nil, 0, "e.jsonl: no records: the file is empty"},
+		{"header only", "h.csv", "id,name\n", nil, 0, "h.csv: no records: the file holds a header and no record"},
+		{"binary garbage", "g.csv", "PK\x03\x04\x00\x14junk", nil, 0, "g.csv: not CSV or JSON Lines: binary data (a NUL byte at offset 4)"},
+		{"header not utf-8", "l.csv", "id,caf\xe9\n1,x\n", nil, 0, "l.csv:1: header: not valid UTF-8 (byte 0xE9 at column 7): records files must be UTF-8 (convert with iconv, e.g. iconv -f latin1 -t utf-8)"},
 		{"duplicate column", "d.csv", "id,name,name\n1,a,b\n", nil, 0, `d.csv:1: header: duplicate column "name"`},
 		{"unnamed column", "u.csv", "id,,x\n", nil, 0, "u.csv:1: header: column 2 has no name"},
 		{"bom and crlf", "b.csv", "\xef\xbb\xbfid,url\r\nx,https://a.example/\r\n", []string{"x"}, 0, ""},
@@ -148,7 +164,9 @@ func TestRecordsEdgeCases(t *testing.T) {
 		{"object id", "o.jsonl", "{\"id\":{\"a\":1}}\n", nil, 1, ""},
 		{"trailing garbage", "t.jsonl", "{\"id\":\"a\"} x\n", nil, 1, ""},
 		{"duplicate key", "k.jsonl", "{\"id\":\"a\",\"id\":\"b\"}\n", nil, 1, ""},
-		{"long line", "l.jsonl", "{\"id\":\"" + strings.Repeat("x", maxLine) + "\"}\n{\"id\":\"ok\"}\n", []string{"ok"}, 1, ""},
+		{"long line", "l.jsonl", "{\"id\":\"" + strings.Repeat("x", MaxRecordBytes) + "\"}\n{\"id\":\"ok\"}\n", []string{"ok"}, 1, ""},
+		{"long csv record", "l.csv", "id,v\n1,\"" + strings.Repeat("x\n", MaxRecordBytes/2) + "\"\n2,ok\n", []string{"2"}, 1, ""},
+		{"latin-1 line", "l.csv", "id,name\n1,Jos\xe9\n2,Ana\n", []string{"2"}, 1, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,11 +211,28 @@ func FuzzRecords(f *testing.F) {
 		for _, format := range []Format{FormatCSV, FormatJSONL} {
 			p := parseAll("fuzz", data, format)
 			ids := make(map[string]bool)
-			for _, r := range p.recs {
+			for i, r := range p.all {
 				if r.ID == "" || ids[r.ID] {
 					t.Fatalf("format %d: empty or duplicate id %q", format, r.ID)
 				}
 				ids[r.ID] = true
+				if r.Seq != int64(i+1) {
+					t.Fatalf("format %d: record %q has seq %d at %d", format, r.ID, r.Seq, i+1)
+				}
+				if r.Error != "" {
+					if len(r.Fields) > 0 || len(r.Links) > 0 {
+						t.Fatalf("malformed record %q has fields or links", r.ID)
+					}
+					continue
+				}
+				if !utf8.Valid(r.Raw) {
+					t.Fatalf("record %q kept text that is not UTF-8", r.ID)
+				}
+				if format == FormatCSV {
+					if cells, err := store.SplitCSVRecord(r.Raw); err != nil || len(cells) != len(r.Order) {
+						t.Fatalf("record %q: raw %q splits into %q, %v for %d columns", r.ID, r.Raw, cells, err, len(r.Order))
+					}
+				}
 				for _, l := range r.Links {
 					if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
 						t.Fatalf("format %d: link %q is not http(s)", format, l)
@@ -245,5 +280,57 @@ func TestLongRecordLink(t *testing.T) {
 	}
 	if n := e.sum.Filtered[FilterURLLength]; n != 2 {
 		t.Errorf("summary counts %d url-length links, want 2", n)
+	}
+}
+
+// TestRecordsKeepRaw checks that each record keeps its text exactly as
+// read (what export writes back), and that malformed lines keep theirs,
+// their place and their reason.
+func TestRecordsKeepRaw(t *testing.T) {
+	csvData := "id,name,note\n1, Ada ,\"two\r\nlines\"\r\n2,Bob,x\n3,Cy\n4,Dee,\"a\"b\"\n"
+	p := parseAll("x.csv", []byte(csvData), FormatAuto)
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	type row struct{ id, raw, err string }
+	var got []row
+	for _, r := range p.all {
+		got = append(got, row{r.ID, string(r.Raw), r.Error})
+		if r.Format != store.FormatCSV {
+			t.Errorf("record %s: format %q", r.ID, r.Format)
+		}
+	}
+	want := []row{
+		{"1", "1, Ada ,\"two\r\nlines\"", ""},
+		{"2", "2,Bob,x", ""},
+		{"line 5", "3,Cy", "x.csv:5: 2 columns, header has 3"},
+		{"line 6", "4,Dee,\"a\"b\"", `x.csv:6: column 10: extraneous or missing " in quoted-field`},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("csv records:\ngot  %q\nwant %q", got, want)
+	}
+	if n := p.recs[0].Fields["name"]; n != "Ada" {
+		t.Errorf("name field %q, want it trimmed for the crawl", n)
+	}
+
+	jsonData := "\xef\xbb\xbf{\"id\": 1, \"n\": 1e3, \"f\": 0.10}\n{\"id\": \"x\", \"v\": \"caf\xe9\"}\n{bad\n"
+	p = parseAll("x.jsonl", []byte(jsonData), FormatAuto)
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	got = got[:0]
+	for _, r := range p.all {
+		got = append(got, row{r.ID, string(r.Raw), r.Error})
+	}
+	want = []row{
+		{"1", `{"id": 1, "n": 1e3, "f": 0.10}`, ""},
+		{"line 2", "{\"id\": \"x\", \"v\": \"caf\xe9\"}", "x.jsonl:2: not valid UTF-8 (byte 0xE9 at column 22): records files must be UTF-8 (convert with iconv, e.g. iconv -f latin1 -t utf-8)"},
+		{"line 3", "{bad", "x.jsonl:3: bad JSON: invalid character 'b'"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("jsonl records:\ngot  %q\nwant %q", got, want)
+	}
+	if n := p.recs[0].Fields["n"]; n != "1e3" {
+		t.Errorf("number field %q, want it as written", n)
 	}
 }

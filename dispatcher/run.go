@@ -48,12 +48,12 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		rwg.Wait()
 	}()
 	d.mu.Lock()
-	d.pages, d.reused, d.late, d.expired, d.fieldErrs, d.refusedN, d.adopted, d.disagreeing = 0, 0, 0, 0, 0, 0, 0, 0
-	d.renderRetried, d.renderWanted, d.wantedRender = 0, 0, nil
-	d.notModified, d.refreshedN, d.changedN, d.unconfirmedN = 0, 0, 0, 0
-	d.errs = make(map[string]int64)
+	d.foldTotals() // what came before this Run (Load's filters included) joins the totals
+	d.runStart = start
+	d.wantedRender = nil // a page is counted once a Run
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
-		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest)
+		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest,
+		"restarts", d.base.starts-1)
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
 			d.mu.Unlock()
@@ -116,6 +116,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		snap := err == nil && !done && now.Sub(lastStatus) >= StatusEvery
 		if snap {
 			lastStatus = now
+			d.noteRefusals(now)
 			st = d.status(StateRunning, start, now)
 		}
 		d.mu.Unlock()
@@ -142,17 +143,32 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	if !d.closed {
 		// Every step that finished left the state consistent: commit them,
 		// whether Run ends done, cancelled or on an intake error. (A step
-		// that failed has rolled the transaction back already.)
-		if err := d.commitState(context.WithoutCancel(ctx)); err != nil {
+		// that failed has rolled the transaction back already.) A crawl
+		// with no work left is finished: the next Dispatcher on the
+		// state starts a new one (totals.go).
+		qctx := context.WithoutCancel(ctx)
+		err := d.st.begin(qctx)
+		if err == nil && finished && runErr == nil {
+			err = d.st.setMeta(qctx, metaFinished, 1)
+		}
+		if err == nil {
+			err = d.commitState(qctx)
+		}
+		if err != nil {
+			d.abandon()
 			runErr = errors.Join(runErr, err)
 		}
 	}
 	d.mu.Unlock()
+	if finished && runErr == nil {
+		d.farewell()
+	}
 	stored := d.drainOutbox(ctx, outbox)
-	sum, err := d.summary(context.WithoutCancel(ctx), start)
+	sum, err := d.summary(context.WithoutCancel(ctx))
 	if err != nil && runErr == nil {
 		runErr = err
 	}
+	sum.Finished = finished && runErr == nil
 	stored.fill(sum)
 	final := StateFinished
 	if runErr != nil {
@@ -345,6 +361,10 @@ func (d *Dispatcher) commitState(ctx context.Context) error {
 		return nil
 	}
 	if err := d.st.setMeta(ctx, "lease", d.nextLease); err != nil {
+		d.abandon()
+		return err
+	}
+	if err := d.saveTotals(ctx); err != nil {
 		d.abandon()
 		return err
 	}
@@ -566,58 +586,80 @@ func (d *Dispatcher) progress(start time.Time) Progress {
 		InFlight: len(d.w.leased),
 		Waiting:  d.w.waitingRender(),
 		Members:  len(d.members),
-		Pages:    d.pages,
+		Pages:    d.total(&d.pages),
 		Elapsed:  time.Since(start),
 	}
 }
 
-// summary reads the record counts from the state and adds this Run's
-// counters.
-func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, error) {
+// summary reads the record counts and outcomes from the state, writes the
+// outcomes to the store, adds the crawl's counters, and ends the Run's
+// share of the totals.
+func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := &Summary{
+		Restarts:    int(d.base.starts - 1),
 		BadLines:    d.badLines,
-		Pages:       d.pages,
-		Reused:      d.reused,
-		Disagreeing: d.disagreeing,
-		Late:        d.late,
-		Adopted:     d.adopted,
-		Expired:     d.expired,
-		Errors:      maps.Clone(d.errs),
-		FieldErrors: d.fieldErrs,
-		Refused:     d.refusedN,
+		Pages:       d.total(&d.pages),
+		Reused:      d.total(&d.reused),
+		Disagreeing: d.total(&d.disagreeing),
+		Late:        d.total(&d.late),
+		Adopted:     d.total(&d.adopted),
+		Expired:     d.total(&d.expired),
+		Errors:      sumMaps(d.base.errs, d.errs),
+		FieldErrors: d.total(&d.fieldErrs),
 		Waiting:     d.w.waitingRender(),
-		Filtered:    maps.Clone(d.filtered),
-		LinkFarms:   d.linkFarms,
-		Duplicates:  d.duplicates,
+		Filtered:    sumMaps(d.base.filtered, d.filtered),
+		LinkFarms:   d.total(&d.linkFarms),
+		Duplicates:  d.total(&d.duplicates),
 		BadTopSites: d.badTopSites,
-		Elapsed:     time.Since(start),
+		Elapsed:     d.elapsed(),
 
 		Retried:        maps.Clone(d.retried),
 		RetryKept:      d.retryKept,
 		RetryExhausted: d.retryExhausted,
 
-		RenderRetried: d.renderRetried,
-		RenderWanted:  d.renderWantedTotal(),
+		RenderRetried: d.total(&d.renderRetried),
+		RenderWanted:  d.base.n["render_wanted"] + d.renderWantedTotal(),
 
-		Recrawled:   d.recrawled,
-		NotModified: d.notModified,
-		Refreshed:   d.refreshedN,
-		Changed:     d.changedN,
-		Unconfirmed: d.unconfirmedN,
+		Recrawled:   d.total(&d.recrawled),
+		NotModified: d.total(&d.notModified),
+		Refreshed:   d.total(&d.refreshedN),
+		Changed:     d.total(&d.changedN),
+		Unconfirmed: d.total(&d.unconfirmedN),
 	}
+	s.RefusedBy = map[string]int64{}
+	if n := d.total(&d.keyRefused); n > 0 {
+		s.RefusedBy["match-key"] = n
+	}
+	if n := d.total(&d.refusedN); n > 0 {
+		s.RefusedBy["registration"] = n
+	}
+	if n := d.recv.Refused(); n > 0 {
+		s.RefusedBy["handshake"] = n
+	}
+	for _, n := range s.RefusedBy {
+		s.Refused += n
+	}
+	s.ElapsedSeconds = s.Elapsed.Seconds()
 	if s.Elapsed > 0 {
 		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()
 	}
+	d.foldTotals()
 	if d.closed {
 		return s, nil
+	}
+	if err := d.saveTotals(ctx); err != nil {
+		return s, err
 	}
 	err := d.st.conn.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(complete), 0), COALESCE(SUM(skipped), 0),
 		COALESCE(SUM(complete = 0 AND nfilled > 0), 0), COALESCE(SUM(complete = 0 AND nfilled = 0), 0) FROM records`).
 		Scan(&s.Records, &s.Complete, &s.Skipped, &s.Partial, &s.Untouched)
 	if err != nil {
 		return s, fmt.Errorf("dispatcher: summary: %w", err)
+	}
+	if s.Reasons, err = d.outcomes(ctx, true); err != nil {
+		return s, err
 	}
 	rows, err := d.st.conn.QueryContext(ctx, `SELECT id FROM records WHERE complete = 0 AND nfilled = 0 ORDER BY seq LIMIT 50`)
 	if err != nil {

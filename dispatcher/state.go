@@ -129,6 +129,8 @@ type state struct {
 	ckptKick chan struct{} // size 1: a commit happened
 	ckptStop context.CancelFunc
 	ckptDone chan struct{}
+
+	lock *stateLock // the state directory's, released by close
 }
 
 const (
@@ -147,6 +149,9 @@ var statements = map[string]string{
 	"recGet":     `SELECT fields, targets, filled, complete FROM records WHERE id = ?`,
 	"recPut":     `UPDATE records SET filled = ?, nfilled = ?, complete = ? WHERE id = ?`,
 	"recExists":  `SELECT 1 FROM records WHERE id = ?`,
+	"badExists":  `SELECT 1 FROM malformed WHERE id = ? UNION ALL SELECT 1 FROM records WHERE id = ?`,
+	"badIns":     `INSERT INTO malformed(id, seq) VALUES(?, ?) ON CONFLICT(id) DO NOTHING`,
+	"refusalIns": `INSERT INTO refusals(record_id, page, field, page_value, record_value) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"urlRecords": `SELECT record_id, depth FROM task_records WHERE url_id = ? ORDER BY record_id`,
 	"trPut":      `INSERT INTO task_records(url_id, record_id, depth) VALUES(?, ?, ?) ON CONFLICT(url_id, record_id) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < task_records.depth`,
 	"fpIns":      `INSERT INTO fingerprints(url_id, exact, sim, words, duplicate_of) VALUES(?, ?, ?, ?, ?)`,
@@ -242,7 +247,7 @@ func (s *state) close() error {
 	if s.conn != nil {
 		err = s.conn.Close()
 	}
-	return errors.Join(cerr, err, s.db.Close())
+	return errors.Join(cerr, err, s.db.Close(), s.lock.release())
 }
 
 // startCheckpointer runs the checkpointer goroutine on its own connection
@@ -392,6 +397,39 @@ var stateMigrations = []func(ctx context.Context, conn *sql.Conn) error{
 	addColumns("seen", "etag TEXT NOT NULL DEFAULT ''", "last_modified TEXT NOT NULL DEFAULT ''"),
 	// 2: failed fetches of a page in a row, across runs (retry.go)
 	addColumns("seen", "attempts INTEGER NOT NULL DEFAULT 0"),
+	// 3: malformed input lines kept in the store for export (which are
+	// there, and their place in the input order); the pages a record
+	// refused because a match key disagreed, and the records whose outcome
+	// the store holds (outcomes.go)
+	createTables(
+		`CREATE TABLE IF NOT EXISTS malformed (
+			id  TEXT PRIMARY KEY,
+			seq INTEGER NOT NULL
+		) WITHOUT ROWID`,
+		`CREATE TABLE IF NOT EXISTS refusals (
+			record_id    TEXT NOT NULL,
+			page         TEXT NOT NULL,
+			field        TEXT NOT NULL,
+			page_value   TEXT NOT NULL,
+			record_value TEXT NOT NULL,
+			PRIMARY KEY (record_id, page)
+		) WITHOUT ROWID`,
+		`CREATE TABLE IF NOT EXISTS outcomes (
+			record_id TEXT PRIMARY KEY
+		) WITHOUT ROWID`),
+}
+
+// createTables is a migration creating tables (CREATE TABLE IF NOT EXISTS
+// statements).
+func createTables(stmts ...string) func(context.Context, *sql.Conn) error {
+	return func(ctx context.Context, conn *sql.Conn) error {
+		for _, q := range stmts {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // migrate runs the migrations a state lacks, in one transaction, and

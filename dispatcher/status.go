@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -47,14 +46,21 @@ type Status struct {
 	InFlight      int `json:"in_flight"`      // tasks leased to supervisors
 	WaitingRender int `json:"waiting_render"` // render tasks no member can take
 
-	Pages       int64            `json:"pages"` // this Run's pages fetched and extracted
-	PagesPerSec float64          `json:"pages_per_sec"`
-	Errors      map[string]int64 `json:"errors,omitempty"`
-	Expired     int64            `json:"expired"` // leases that ran out and were re-sent
-	Late        int64            `json:"late"`    // late or duplicate results ignored
+	// The crawl's, over every dispatcher process it took (see totals.go):
+	// Restarts is how many processes came before this one.
+	Restarts       int              `json:"restarts"`
+	Pages          int64            `json:"pages"` // pages fetched and extracted
+	PagesPerSec    float64          `json:"pages_per_sec"`
+	ElapsedSeconds float64          `json:"elapsed_seconds"` // working time
+	Errors         map[string]int64 `json:"errors,omitempty"`
+	Expired        int64            `json:"expired"` // leases that ran out and were re-sent
+	Late           int64            `json:"late"`    // late or duplicate results ignored
 
 	Members []MemberStatus `json:"members"`
 	Left    []MemberStatus `json:"left,omitempty"` // members dropped during this Run, latest last
+	// Refused are the handshakes the intake refused (a CURVE intake
+	// only), by reason and peer, the most recent first.
+	Refused []wire.Refusal `json:"refused_peers,omitempty"`
 }
 
 // MemberStatus is one supervisor as the dispatcher sees it. Fetched,
@@ -128,12 +134,16 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 		Started: start, Updated: now,
 		Records: d.nRecords, Complete: d.nComplete, Partial: d.nPartial,
 		Queued: d.queuedN, InFlight: len(d.w.leased), WaitingRender: d.w.waitingRender(),
-		Pages: d.pages, Errors: maps.Clone(d.errs), Expired: d.expired, Late: d.late,
+		Restarts: int(d.base.starts - 1), Pages: d.total(&d.pages), Errors: sumMaps(d.base.errs, d.errs),
+		Expired: d.total(&d.expired), Late: d.total(&d.late),
 		Members: make([]MemberStatus, 0, len(d.members)),
 		Left:    append([]MemberStatus(nil), d.left...),
+		Refused: d.recv.Refusals(),
 	}
-	if el := now.Sub(start).Seconds(); el > 0 {
-		s.PagesPerSec = float64(d.pages) / el
+	el := d.elapsed()
+	s.ElapsedSeconds = el.Seconds()
+	if el > 0 {
+		s.PagesPerSec = float64(s.Pages) / el.Seconds()
 	}
 	for _, m := range d.members {
 		s.Members = append(s.Members, m.status())

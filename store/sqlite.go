@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -81,6 +82,20 @@ var sqliteSchema = [][]string{
 			PRIMARY KEY (survey, key)
 		) WITHOUT ROWID`,
 	},
+	{
+		// the input exactly as read (see Record.Raw), its format, and
+		// the reason of a malformed line
+		`ALTER TABLE records ADD COLUMN format TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE records ADD COLUMN raw BLOB`,
+		`ALTER TABLE records ADD COLUMN error TEXT NOT NULL DEFAULT ''`,
+		// the mapping field's declared type
+		`ALTER TABLE fields ADD COLUMN type TEXT NOT NULL DEFAULT ''`,
+		// why a record was left incomplete: JSON of an Outcome
+		`CREATE TABLE IF NOT EXISTS outcomes (
+			record  TEXT NOT NULL PRIMARY KEY REFERENCES records (id) ON DELETE CASCADE,
+			outcome TEXT NOT NULL
+		) WITHOUT ROWID`,
+	},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every
@@ -101,7 +116,7 @@ type sqliteStore struct {
 
 // writeStmts are prepared on the writer, readStmts on the reader pool.
 type writeStmts struct {
-	putRecord, recordExists, setField, putRobots, putLastCrawl, putSoft404 *sql.Stmt
+	putRecord, recordExists, setField, putRobots, putLastCrawl, putSoft404, putOutcome, delOutcome *sql.Stmt
 }
 
 type readStmts struct {
@@ -111,16 +126,21 @@ type readStmts struct {
 var writeSQL = map[string]string{
 	// ON CONFLICT DO UPDATE rather than INSERT OR REPLACE: a replace
 	// deletes the row first, and the cascade would drop its found fields.
-	"putRecord": `INSERT INTO records (id, seq, fields, field_order, links)
-			VALUES (?, ?, ?, ?, ?)
+	"putRecord": `INSERT INTO records (id, seq, fields, field_order, links, format, raw, error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, fields = excluded.fields,
-				field_order = excluded.field_order, links = excluded.links`,
+				field_order = excluded.field_order, links = excluded.links,
+				format = excluded.format, raw = excluded.raw, error = excluded.error`,
 	"recordExists": `SELECT 1 FROM records WHERE id = ?`,
-	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history, type)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (record, field) DO UPDATE SET value = excluded.value, source = excluded.source,
 				mapping = excluded.mapping, depth = excluded.depth, at = excluded.at, conflicts = excluded.conflicts,
-				history = excluded.history`,
+				history = excluded.history, type = excluded.type`,
+	// Only for a record the store has: an outcome never creates one.
+	"putOutcome": `INSERT INTO outcomes (record, outcome) SELECT id, ? FROM records WHERE id = ?
+			ON CONFLICT (record) DO UPDATE SET outcome = excluded.outcome`,
+	"delOutcome": `DELETE FROM outcomes WHERE record = ?`,
 	"putRobots": `INSERT INTO robots (host, status, body, fetched_at, expires) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (host) DO UPDATE SET status = excluded.status, body = excluded.body,
 				fetched_at = excluded.fetched_at, expires = excluded.expires`,
@@ -158,6 +178,8 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 		prep(s.w, &s.ws.putRobots, "putRobots", writeSQL["putRobots"]),
 		prep(s.w, &s.ws.putLastCrawl, "putLastCrawl", writeSQL["putLastCrawl"]),
 		prep(s.w, &s.ws.putSoft404, "putSoft404", writeSQL["putSoft404"]),
+		prep(s.w, &s.ws.putOutcome, "putOutcome", writeSQL["putOutcome"]),
+		prep(s.w, &s.ws.delOutcome, "delOutcome", writeSQL["delOutcome"]),
 		prep(s.r, &s.rs.robots, "robots", readSQL["robots"]),
 		prep(s.r, &s.rs.lastCrawl, "lastCrawl", readSQL["lastCrawl"]),
 		prep(s.r, &s.rs.soft404, "soft404", readSQL["soft404"]),
@@ -173,7 +195,7 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 func (s *sqliteStore) closeStmts() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{s.ws.putRecord, s.ws.recordExists, s.ws.setField, s.ws.putRobots,
-		s.ws.putLastCrawl, s.ws.putSoft404, s.rs.robots, s.rs.lastCrawl, s.rs.soft404} {
+		s.ws.putLastCrawl, s.ws.putSoft404, s.ws.putOutcome, s.ws.delOutcome, s.rs.robots, s.rs.lastCrawl, s.rs.soft404} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -310,9 +332,29 @@ func sqliteTarget(uri string) (base, query string, err error) {
 	if fi, err := os.Stat(uri); err == nil && fi.IsDir() {
 		return "", "", fmt.Errorf("store: open sqlite %s: is a directory", uri)
 	}
+	if err := dirWritable(filepath.Dir(uri)); err != nil {
+		return "", "", fmt.Errorf("store: open sqlite %s: %w", uri, err)
+	}
 	// Escape the path so that '?', '#' and '%' in a file name are not read
 	// as URI syntax.
 	return "file:" + (&url.URL{Path: uri}).EscapedPath(), "", nil
+}
+
+// dirWritable checks that files can be created in dir, as SQLite must (the
+// database, its -wal and -shm files): otherwise it says only "unable to
+// open database file".
+func dirWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // retryBusy runs f until it returns anything but SQLITE_BUSY, for at most
@@ -404,7 +446,8 @@ func (s *sqliteStore) PutRecords(ctx context.Context, recs []Record) error {
 	return s.write(ctx, "put records", func(tx *sql.Tx) error {
 		stmt := tx.StmtContext(ctx, s.ws.putRecord)
 		for i, r := range rows {
-			if _, err := stmt.ExecContext(ctx, r.id, recs[i].Seq, r.fields, r.order, r.links); err != nil {
+			rec := recs[i]
+			if _, err := stmt.ExecContext(ctx, r.id, rec.Seq, r.fields, r.order, r.links, rec.Format, rawColumn(rec.Raw), rec.Error); err != nil {
 				return fmt.Errorf("record %q: %w", r.id, err)
 			}
 		}
@@ -447,7 +490,7 @@ func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Val
 		}
 		stmt := tx.StmtContext(ctx, s.ws.setField)
 		for i, v := range vals {
-			if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history); err != nil {
+			if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history, v.Type); err != nil {
 				return fmt.Errorf("field %q: %w", v.Field, err)
 			}
 		}
@@ -485,12 +528,13 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 	}
 	defer tx.Rollback()
 
-	recs, err := tx.QueryContext(ctx, `SELECT id, seq, fields, field_order, links FROM records ORDER BY seq, id`)
+	recs, err := tx.QueryContext(ctx, `SELECT r.id, r.seq, r.fields, r.field_order, r.links, r.format, r.raw, r.error, o.outcome
+		FROM records r LEFT JOIN outcomes o ON o.record = r.id ORDER BY r.seq, r.id`)
 	if err != nil {
 		return fmt.Errorf("store: records: %w", err)
 	}
 	defer recs.Close()
-	vals, err := tx.QueryContext(ctx, `SELECT f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history
+	vals, err := tx.QueryContext(ctx, `SELECT f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history, f.type
 		FROM records r JOIN fields f ON f.record = r.id ORDER BY r.seq, r.id`)
 	if err != nil {
 		return fmt.Errorf("store: records: %w", err)
@@ -507,7 +551,7 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 			return vals.Err()
 		}
 		var at, conflicts, history string
-		if err := vals.Scan(&pendingID, &pending.Field, &pending.Value, &pending.Source, &pending.Mapping, &pending.Depth, &at, &conflicts, &history); err != nil {
+		if err := vals.Scan(&pendingID, &pending.Field, &pending.Value, &pending.Source, &pending.Mapping, &pending.Depth, &at, &conflicts, &history, &pending.Type); err != nil {
 			return err
 		}
 		var err error
@@ -530,12 +574,20 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 		var (
 			rec                  Record
 			fields, order, links string
+			outcome              sql.NullString
 		)
-		if err := recs.Scan(&rec.ID, &rec.Seq, &fields, &order, &links); err != nil {
+		if err := recs.Scan(&rec.ID, &rec.Seq, &fields, &order, &links, &rec.Format, &rec.Raw, &rec.Error, &outcome); err != nil {
 			return fmt.Errorf("store: records: %w", err)
 		}
 		if err := decodeRecordColumns(&rec, fields, order, links); err != nil {
 			return fmt.Errorf("store: records: record %q: %w", rec.ID, err)
+		}
+		if outcome.Valid {
+			o, err := decodeOutcome(rec.ID, outcome.String)
+			if err != nil {
+				return fmt.Errorf("store: records: record %q: column outcome: %w", rec.ID, err)
+			}
+			rec.Outcome = o
 		}
 		rec.Found = map[string]Value{}
 		for pendingID == rec.ID {
@@ -552,6 +604,41 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 		return fmt.Errorf("store: records: %w", err)
 	}
 	return nil
+}
+
+func (s *sqliteStore) SetOutcomes(ctx context.Context, outs []Outcome) error {
+	texts := make([]string, len(outs))
+	for i, o := range outs {
+		if o.Record == "" {
+			return fmt.Errorf("store: set outcomes: outcome %d: empty record id", i)
+		}
+		if o.Reason == "" {
+			continue
+		}
+		t, err := encodeOutcome(o)
+		if err != nil {
+			return fmt.Errorf("store: set outcomes: record %q: %w", o.Record, err)
+		}
+		texts[i] = t
+	}
+	if len(outs) == 0 {
+		return nil
+	}
+	return s.write(ctx, fmt.Sprintf("set %d outcomes", len(outs)), func(tx *sql.Tx) error {
+		put, del := tx.StmtContext(ctx, s.ws.putOutcome), tx.StmtContext(ctx, s.ws.delOutcome)
+		for i, o := range outs {
+			var err error
+			if o.Reason == "" {
+				_, err = del.ExecContext(ctx, o.Record)
+			} else {
+				_, err = put.ExecContext(ctx, texts[i], o.Record)
+			}
+			if err != nil {
+				return fmt.Errorf("record %q: %w", o.Record, err)
+			}
+		}
+		return nil
+	})
 }
 
 func (s *sqliteStore) Robots(ctx context.Context, host string) (Robots, error) {

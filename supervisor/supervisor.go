@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/robots"
@@ -109,6 +111,11 @@ type Config struct {
 
 	Logger *slog.Logger // nil discards
 
+	// ExitWhenDone makes Run return (nil) once the dispatcher says its
+	// run is finished (a Bye). Without it a supervisor is a long-lived
+	// service: it waits, quietly, for the dispatcher's next run.
+	ExitWhenDone bool
+
 	// Render, when set, makes this a render node: New starts a bounded
 	// pool of headless browser tabs, Hello and Heartbeat advertise it, and
 	// tasks marked Render are loaded in the browser instead of fetched.
@@ -174,6 +181,7 @@ type Supervisor struct {
 
 	registered atomic.Bool
 	welcome    chan struct{} // size 1: a Welcome arrived
+	bye        chan struct{} // size 1: the dispatcher's run finished
 
 	fetched   atomic.Int64
 	robots    atomic.Int64
@@ -338,6 +346,7 @@ func New(cfg Config) (*Supervisor, error) {
 		cache:    cache,
 		sched:    newScheduler(cfg.Capacity),
 		welcome:  make(chan struct{}, 1),
+		bye:      make(chan struct{}, 1),
 		failed:   make(map[string]int64),
 
 		lastPending: make(map[string]time.Time),
@@ -365,10 +374,24 @@ func New(cfg Config) (*Supervisor, error) {
 // Endpoint is the bound task endpoint, with the port resolved.
 func (s *Supervisor) Endpoint() string { return s.endpoint }
 
-// Run registers with the dispatcher and works until ctx is done, then stops
-// every goroutine it started and closes the sockets. Tasks still queued are
-// dropped: their leases expire and the dispatcher sends them again. Run may
-// be called once.
+// errDone ends Run without an error: the dispatcher's run is finished and
+// Config.ExitWhenDone is set.
+var errDone = errors.New("supervisor: the dispatcher's run is finished")
+
+// stopGrace bounds what a stopping supervisor still does: send the
+// results of the pages it has fetched (so they are not fetched again), and
+// write the last-crawl times of its hosts. Stopping takes at most about
+// twice this.
+const stopGrace = 750 * time.Millisecond
+
+// Run registers with the dispatcher and works until ctx is done, one of its
+// goroutines fails (the task socket breaks: it would go on heart-beating
+// while deaf to tasks), or, with Config.ExitWhenDone, the dispatcher's run
+// is finished. It then stops every goroutine it started, sends the
+// results of the pages already fetched, and closes the sockets. Tasks
+// still queued are dropped: their leases expire and the dispatcher sends
+// them again. Run returns the goroutine's error, nil otherwise; it may be
+// called once.
 func (s *Supervisor) Run(ctx context.Context) error {
 	ran := false
 	s.runOnce.Do(func() { ran = true })
@@ -378,21 +401,24 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.log.Info("supervisor starting", "endpoint", s.advert, "dispatcher", s.cfg.Dispatcher,
 		"workers", s.cfg.Workers, "capacity", s.cfg.Capacity, "mappings", s.digest, "render", s.render != nil)
 
-	var wg sync.WaitGroup
-	wg.Go(func() { s.receive(ctx) })
-	wg.Go(func() { s.talk(ctx) })
-	wg.Go(func() { s.flushLoop(ctx) })
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.receive(gctx) })
+	g.Go(func() error { s.talk(gctx); return nil })
+	g.Go(func() error { s.flushLoop(gctx); return nil })
 	for range s.cfg.Workers {
-		wg.Go(func() { s.work(ctx) })
+		g.Go(func() error { s.work(gctx); return nil })
 	}
-	<-ctx.Done()
+	<-gctx.Done()
 	s.sched.stop()
-	wg.Wait()
+	runErr := g.Wait()
 	s.surveys.Wait() // the reader that starts them has stopped
 	s.renders.Wait() // their requests fail at once with the workers gone
+	if errors.Is(runErr, errDone) {
+		runErr = nil
+	}
 	// The workers are done: write the times of their last requests, so a
 	// supervisor that takes the hosts over knows them.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheTimeout)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
 	s.flushLastCrawls(fctx)
 	cancel()
 	st := s.Stats() // before Close, which ends the browser
@@ -403,7 +429,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			"render_restarts", r.Restarts, "render_rss", renderMemory(*r))
 	}
 	s.log.Info("supervisor stopped", args...)
-	return err
+	return errors.Join(runErr, err)
 }
 
 // Close releases the sockets, the fetcher and the browser (no process of
@@ -482,9 +508,11 @@ func (s *Supervisor) hello() wire.Hello {
 	}
 }
 
-// receive owns the task socket: it reads Welcomes and Tasks until ctx is
-// done.
-func (s *Supervisor) receive(ctx context.Context) {
+// receive owns the task socket: it reads Welcomes, Tasks and Byes until
+// ctx is done. A socket that fails is fatal: Run stops with its error. A
+// Bye ends it with errDone under Config.ExitWhenDone; otherwise talk goes
+// back to waiting for a dispatcher.
+func (s *Supervisor) receive(ctx context.Context) error {
 	for ctx.Err() == nil {
 		kind, v, err := s.in.Recv(recvPoll)
 		switch {
@@ -494,10 +522,10 @@ func (s *Supervisor) receive(ctx context.Context) {
 			s.log.Warn("bad frame on task socket dropped", "err", err)
 			continue
 		case err != nil:
-			if ctx.Err() == nil {
-				s.log.Error("task socket failed", "err", err)
+			if ctx.Err() != nil {
+				return nil
 			}
-			return
+			return fmt.Errorf("supervisor %s: task socket: %w", s.cfg.Name, err)
 		}
 		switch kind {
 		case wire.KindWelcome:
@@ -510,10 +538,23 @@ func (s *Supervisor) receive(ctx context.Context) {
 		case wire.KindSurveyTask:
 			s.markRegistered()
 			s.acceptSurvey(ctx, v.(*wire.SurveyTask))
+		case wire.KindBye:
+			b := v.(*wire.Bye)
+			if s.cfg.ExitWhenDone {
+				s.log.Info("the dispatcher's run is finished; exiting", "dispatcher", b.Dispatcher, "run", b.Run)
+				return errDone
+			}
+			s.log.Info("the dispatcher's run is finished; waiting for its next run", "dispatcher", b.Dispatcher, "run", b.Run)
+			s.registered.Store(false)
+			select {
+			case s.bye <- struct{}{}:
+			default:
+			}
 		default:
 			s.log.Warn("unexpected message on task socket dropped", "kind", kind.String())
 		}
 	}
+	return nil
 }
 
 // markRegistered notes that the dispatcher knows us: a Welcome, or a Task
@@ -574,7 +615,7 @@ func taskHost(raw string) (string, error) {
 // dispatcher answers, then a Heartbeat every interval. Workers send Results
 // on the same Sender themselves (it is safe for concurrent use).
 func (s *Supervisor) talk(ctx context.Context) {
-	if !s.register(ctx) {
+	if !s.register(ctx, false) {
 		return
 	}
 	tick := time.NewTicker(s.cfg.Heartbeat)
@@ -584,6 +625,14 @@ func (s *Supervisor) talk(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.bye:
+			// Its run is over: no heartbeats to a dispatcher that is
+			// gone, only a quiet Hello now and then for the next one.
+			if !s.register(ctx, true) {
+				return
+			}
+			failing = false
+			continue
 		case <-tick.C:
 		}
 		err := s.send(ctx, wire.KindHeartbeat, s.heartbeat(), s.cfg.Heartbeat)
@@ -601,11 +650,14 @@ func (s *Supervisor) talk(ctx context.Context) {
 }
 
 // register sends Hello until a Welcome arrives, backing off from 200ms,
-// doubling, up to HelloMax. It reports false when ctx ended first.
-func (s *Supervisor) register(ctx context.Context) bool {
+// doubling, up to HelloMax. It reports false when ctx ended first. It
+// says so when the dispatcher does not answer: at once, with a hint at the
+// keys after the first few attempts, and then only now and then, or never
+// when quiet (waiting for a dispatcher's next run).
+func (s *Supervisor) register(ctx context.Context, quiet bool) bool {
 	backoff := min(helloStart, s.cfg.HelloMax)
 	answer := min(helloAnswer, s.cfg.HelloMax)
-	for {
+	for attempt := 1; ; attempt++ {
 		err := s.send(ctx, wire.KindHello, s.hello(), answer)
 		if ctx.Err() != nil {
 			return false
@@ -619,11 +671,7 @@ func (s *Supervisor) register(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		args := []any{"dispatcher", s.cfg.Dispatcher, "retry_in", backoff}
-		if err != nil {
-			args = append(args, "err", err)
-		}
-		s.log.Warn(fmt.Sprintf("dispatcher not answering at %s; retrying in %v", s.cfg.Dispatcher, backoff), args...)
+		s.noAnswer(attempt, quiet, backoff, err)
 		if s.awaitWelcome(ctx, backoff) {
 			return true
 		}
@@ -631,6 +679,36 @@ func (s *Supervisor) register(ctx context.Context) bool {
 			return false
 		}
 		backoff = min(2*backoff, s.cfg.HelloMax)
+	}
+}
+
+// hintAfter is the attempt after which a supervisor that gets no answer
+// says what to check; noAnswerEvery is how often it says so again.
+const (
+	hintAfter     = 3
+	noAnswerEvery = 20
+)
+
+// noAnswer reports a Hello left unanswered. A CURVE handshake the
+// dispatcher refuses looks exactly like a dispatcher that is not there,
+// so with keys the hint names both.
+func (s *Supervisor) noAnswer(attempt int, quiet bool, backoff time.Duration, err error) {
+	args := []any{"dispatcher", s.cfg.Dispatcher, "retry_in", backoff, "attempts", attempt}
+	if err != nil {
+		args = append(args, "err", err)
+	}
+	switch {
+	case quiet:
+		s.log.Debug("waiting for the dispatcher's next run", args...)
+	case attempt == hintAfter && !s.cfg.Keys.IsZero():
+		args = append(args, "our_key", s.cfg.Keys.Public, "dispatcher_key", s.cfg.DispatcherKey)
+		s.log.Warn(fmt.Sprintf("no answer from %s: check the dispatcher's public key and that ours is authorised", s.cfg.Dispatcher), args...)
+	case attempt == hintAfter:
+		s.log.Warn(fmt.Sprintf("no answer from %s: check that the dispatcher runs there and that this host can reach it", s.cfg.Dispatcher), args...)
+	case attempt == 1 || attempt%noAnswerEvery == 0:
+		s.log.Warn(fmt.Sprintf("dispatcher not answering at %s; retrying in %v", s.cfg.Dispatcher, backoff), args...)
+	default:
+		s.log.Debug("dispatcher not answering", args...)
 	}
 }
 

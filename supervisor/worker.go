@@ -317,7 +317,7 @@ func (s *Supervisor) cachedRobots(ctx context.Context, name string, now time.Tim
 	r := parseRobots(c.Status, c.Body, s.token)
 	r.expires = c.Expires
 	if r.disallowAll {
-		r.reason = fmt.Sprintf("%s; disallowing all of %s until a retry succeeds (next at %s)",
+		r.reason = fmt.Sprintf("%s; nothing is fetched from %s until a retry succeeds (next at %s)",
 			r.reason, name, c.Expires.UTC().Format(time.RFC3339))
 	}
 	return r
@@ -365,7 +365,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 		if w := notBefore.Sub(start); w > ttl {
 			ttl = min(w, MaxRobotsTTL)
 		}
-		r.reason = fmt.Sprintf("%s; disallowing all of %s until a retry succeeds (next in %v)", r.reason, h.name, ttl.Round(time.Millisecond))
+		r.reason = fmt.Sprintf("%s; nothing is fetched from %s until a retry succeeds (next in %v)", r.reason, h.name, ttl.Round(time.Millisecond))
 	}
 	r.expires = start.Add(ttl)
 	h.robots = r
@@ -434,7 +434,15 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 		res = s.finish(ctx, p)
 	}()
 	if ctx.Err() != nil {
-		return // shutting down: the lease covers the task
+		// Stopping: a page fetched is worth its result (fetching it
+		// again would cost its host a request), if it goes out at once.
+		// A failure may be the stop's own doing: the lease covers it.
+		if res.Class != "" {
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
+		defer cancel()
 	}
 	if res.Class == "" {
 		s.fetched.Add(1)

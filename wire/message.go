@@ -19,6 +19,7 @@ const (
 
 	KindSurveyTask   Kind = 6 // survey dispatcher → supervisor: probe one address (survey.go)
 	KindSurveyResult Kind = 7 // supervisor → survey dispatcher: what the probes found
+	KindBye          Kind = 8 // dispatcher → supervisor: the run is finished, no more tasks
 )
 
 func (k Kind) String() string {
@@ -37,6 +38,8 @@ func (k Kind) String() string {
 		return "survey-task"
 	case KindSurveyResult:
 		return "survey-result"
+	case KindBye:
+		return "bye"
 	}
 	return "unknown"
 }
@@ -78,6 +81,15 @@ type Heartbeat struct {
 
 // Welcome acknowledges a Hello on the supervisor's task socket.
 type Welcome struct {
+	Dispatcher string `json:"dispatcher"`
+	Run        string `json:"run"`
+}
+
+// Bye tells a member that the dispatcher's run is finished: no task will
+// come. A supervisor exits on it when asked to (ExitWhenDone), else waits
+// quietly for the next run. A dispatcher that is stopped, not finished,
+// says nothing: it will resume.
+type Bye struct {
 	Dispatcher string `json:"dispatcher"`
 	Run        string `json:"run"`
 }

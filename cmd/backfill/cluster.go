@@ -53,7 +53,8 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return err
 }
 
-// cmdSupervisor runs one supervisor until it is stopped (SIGINT/SIGTERM).
+// cmdSupervisor runs one supervisor until it is stopped (SIGINT/SIGTERM),
+// or with --exit-when-done until its dispatcher's run is finished.
 func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("supervisor", stderr)
 	var (
@@ -73,6 +74,7 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	listen := fs.String("listen", "tcp://127.0.0.1:*", "ZeroMQ endpoint where this supervisor receives tasks")
 	advertise := fs.String("advertise", "", "endpoint the dispatcher should dial for tasks (default: the bound --listen endpoint)")
 	stateDir := fs.String("state-dir", "backfill-state", "directory for the default cache store")
+	exitWhenDone := fs.Bool("exit-when-done", false, "exit once the dispatcher's run is finished (default: keep running, a service waiting for the dispatcher's next run)")
 	var sec securityFlags
 	sec.registerSupervisor(fs)
 	if err := parse(fs, args); err != nil {
@@ -108,6 +110,7 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	prober := survey.NewProber(survey.ProberConfig{Fetch: cfg.Fetch, Logger: log})
 	defer prober.Close()
 	cfg.Prober = prober
+	cfg.ExitWhenDone = *exitWhenDone
 	s, err := supervisor.New(cfg)
 	if err != nil {
 		return err

@@ -34,7 +34,13 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if lf.level == "info" {
 		lf.level = "warn" // the demo prints its own story
 	}
-	log, err := lf.logger(stderr)
+	var bar *progressBar
+	logOut := stderr
+	if isTerminal(stderr) {
+		bar = newProgressBar(stderr)
+		logOut = bar.logWriter()
+	}
+	log, err := lf.loggerTo(stderr, logOut)
 	if err != nil {
 		return err
 	}
@@ -69,8 +75,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "fixture web on %s: %s\n", web.Addr(), strings.Join(web.Hosts(), ", "))
 	fmt.Fprintf(stdout, "mappings: %d bundled; Crawl-delay %ds on every host\n\nbefore:\n", len(set.Mappings()), *delay)
 	cfg := dispatcher.Config{StateDir: dir, Listen: "tcp://127.0.0.1:*", Mappings: set, Store: st, Depth: 1, Logger: log}
-	if isTerminal(stderr) {
-		cfg.Progress = newProgressBar(stderr).update
+	if bar != nil {
+		cfg.Progress = bar.update
 	}
 	shown := func(*dispatcher.Dispatcher) error {
 		if err := printRecords(ctx, stdout, st, nil); err != nil {

@@ -56,15 +56,21 @@ func (l *logFlags) register(fs *flag.FlagSet) {
 }
 
 func (l *logFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	return l.loggerTo(stderr, stderr)
+}
+
+// loggerTo is logger writing to out (a progress bar's log writer) in the
+// format stderr calls for.
+func (l *logFlags) loggerTo(stderr, out io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
 		return nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, l.level, err)
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if isTerminal(stderr) {
-		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(out, opts)), nil
 	}
-	return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	return slog.New(slog.NewJSONHandler(out, opts)), nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -133,6 +139,12 @@ func loadMappingDir(dir string) (*etl.Set, error) {
 	set, err := etl.LoadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load mappings from %s:\n%w", dir, err)
+	}
+	if len(set.Mappings()) == 0 {
+		return nil, fmt.Errorf("mappings directory %s holds no mapping (*.json files; see docs/mappings.md)", dir)
+	}
+	if len(set.FieldNames()) == 0 {
+		return nil, fmt.Errorf("mappings in %s have no fields: nothing could be filled (a mapping's \"fields\" lists what it extracts)", dir)
 	}
 	return set, nil
 }

@@ -31,6 +31,9 @@ func writeSummary(w io.Writer, s *dispatcher.Summary, path string) error {
 }
 
 func printSummary(w io.Writer, s *dispatcher.Summary) {
+	if !s.Finished {
+		fmt.Fprint(w, "\nthe crawl stopped before it finished; so far:")
+	}
 	fmt.Fprintf(w, "\nrecords: %d  complete: %d (already complete: %d)  partial: %d  untouched: %d  malformed lines: %d\n",
 		s.Records, s.Complete, s.Skipped, s.Partial, s.Untouched, s.BadLines)
 	fmt.Fprintf(w, "pages fetched: %d  extractions reused: %d  late results ignored: %d  field errors: %d\n",
@@ -38,7 +41,14 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 	if s.Disagreeing > 0 {
 		fmt.Fprintf(w, "pages about someone else (values refused, links followed): %d\n", s.Disagreeing)
 	}
-	fmt.Fprintf(w, "wall time: %s  pages/s: %.1f\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec)
+	restarts := ""
+	if s.Restarts > 0 {
+		restarts = fmt.Sprintf("  (the whole crawl: %d dispatcher restart(s))", s.Restarts)
+	}
+	fmt.Fprintf(w, "working time: %s  pages/s: %.1f%s\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec, restarts)
+	if s.Refused > 0 {
+		fmt.Fprintf(w, "refused: %d  (%s)\n", s.Refused, countsLine(s.RefusedBy))
+	}
 	if s.Adopted > 0 {
 		fmt.Fprintf(w, "answers to the previous dispatcher process applied (not fetched again): %d\n", s.Adopted)
 	}
@@ -89,12 +99,19 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		fmt.Fprintf(w, "links not followed: %s  (link farms: %d, malformed top-sites lines: %d)\n",
 			countsLine(s.Filtered), s.LinkFarms, s.BadTopSites)
 	}
-	if len(s.UntouchedIDs) > 0 {
-		more := ""
-		if s.Untouched > len(s.UntouchedIDs) {
-			more = fmt.Sprintf(" … and %d more", s.Untouched-len(s.UntouchedIDs))
+	if len(s.Reasons) > 0 {
+		fmt.Fprintln(w, "incomplete records by reason (export --provenance says why for each):")
+		for _, r := range dispatcher.ReasonOrder() {
+			c, ok := s.Reasons[r]
+			if !ok {
+				continue
+			}
+			more := ""
+			if c.Records > len(c.IDs) {
+				more = fmt.Sprintf(" … and %d more", c.Records-len(c.IDs))
+			}
+			fmt.Fprintf(w, "  %-18s %d: %s%s\n", r, c.Records, strings.Join(c.IDs, ", "), more)
 		}
-		fmt.Fprintf(w, "nothing found for: %s%s\n", strings.Join(s.UntouchedIDs, ", "), more)
 	}
 }
 
@@ -116,14 +133,19 @@ func countsLine(m map[string]int64) string {
 }
 
 // progressBar draws records complete with an ETA on a terminal, redrawing
-// one line in place.
+// one line in place. Log lines go through it (logWriter): it clears the
+// bar, writes the line, and draws the bar again below it, so a log line
+// never prints over the bar, nor the bar over a log line.
 type progressBar struct {
-	mu   sync.Mutex
-	w    io.Writer
-	last time.Time
+	mu    sync.Mutex
+	w     io.Writer
+	last  time.Time
+	shown string // the line on screen; "" when none
 }
 
 func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w} }
+
+const clearLine = "\r\x1b[K"
 
 func (p *progressBar) update(pr dispatcher.Progress) {
 	p.mu.Lock()
@@ -132,7 +154,31 @@ func (p *progressBar) update(pr dispatcher.Progress) {
 		return
 	}
 	p.last = time.Now()
-	fmt.Fprint(p.w, "\r"+progressLine(pr, 30)+"\x1b[K")
+	p.shown = progressLine(pr, 30)
+	fmt.Fprint(p.w, "\r"+p.shown+"\x1b[K")
+}
+
+// logWriter is where the logger writes while the bar is up.
+func (p *progressBar) logWriter() io.Writer { return barLog{p} }
+
+type barLog struct{ p *progressBar }
+
+func (b barLog) Write(line []byte) (int, error) {
+	p := b.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown == "" {
+		return p.w.Write(line)
+	}
+	if _, err := io.WriteString(p.w, clearLine); err != nil {
+		return 0, err
+	}
+	n, err := p.w.Write(line)
+	if err != nil {
+		return n, err
+	}
+	_, err = io.WriteString(p.w, "\r"+p.shown+"\x1b[K")
+	return n, err
 }
 
 // progressLine renders one progress line; width is the bar's cells.

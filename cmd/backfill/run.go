@@ -43,6 +43,7 @@ type dispatcherFlags struct {
 	// failed pages of earlier runs: how often to try, and all of them
 	retryAttempts int
 	retryFailed   bool
+	strict        bool
 	// blacklistFlag is --blacklist when another flag group registered it
 	// first (the supervisors read the same file): the value is shared.
 	blacklistFlag *flag.Flag
@@ -64,6 +65,7 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.maxRepeats, "max-repeats", dispatcher.DefaultMaxRepeats, "links found on pages with one path segment repeated more often (/a/a/a/a) are not followed (0: no limit)")
 	fs.IntVar(&d.maxFanout, "max-fanout", dispatcher.DefaultMaxFanout, "a page linking to more distinct registrable domains, or to more hosts outside its own domain, is a link farm: none of its links is followed (0: no limit)")
 	fs.DurationVar(&d.recrawlAfter, "recrawl-after", 0, "fetch a page crawled by an earlier run again, conditionally (ETag, Last-Modified), once it is older than this, instead of reusing its cached extraction (0: reuse however old)")
+	fs.BoolVar(&d.strict, "strict", false, "refuse the records file whole, before crawling, if any line is malformed (default: report malformed lines, crawl the rest, and give them back marked in the export)")
 	fs.BoolVar(&d.refresh, "refresh", false, "re-check the filled values older than --recrawl-after: refetch their sources and records' links; a changed value replaces the old one, which is kept in the field's provenance history")
 	fs.IntVar(&d.retryAttempts, "retry-attempts", dispatcher.DefaultRetryAttempts, "on a rerun, fetch again the pages that failed for a reason that may pass (dns, connect, timeout, 5xx, 429, blocked address, robots.txt unavailable) until they have failed this many times in a row (0: never)")
 	fs.BoolVar(&d.retryFailed, "retry-failed", false, "on a rerun, fetch again every page that failed, permanent failures (404, 410, robots.txt rules) included")
@@ -157,6 +159,7 @@ func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, lo
 		Refresh:       d.refresh,
 		RetryAttempts: noLimit(d.retryAttempts),
 		RetryFailed:   d.retryFailed,
+		Strict:        d.strict,
 		Logger:        log,
 	}
 }
@@ -189,20 +192,31 @@ func (c *crawlSetup) open(ctx context.Context, listen string, stderr io.Writer) 
 	if err = c.df.validate(); err != nil {
 		return dispatcher.Config{}, err
 	}
-	if c.log, err = c.lf.logger(stderr); err != nil {
+	var bar *progressBar
+	logOut := stderr
+	if isTerminal(stderr) {
+		bar = newProgressBar(stderr)
+		logOut = bar.logWriter()
+	}
+	if c.log, err = c.lf.loggerTo(stderr, logOut); err != nil {
 		return dispatcher.Config{}, err
 	}
 	if c.set, err = c.mf.load(); err != nil {
 		return dispatcher.Config{}, err
 	}
 	c.mf.logLearned(c.log, c.set)
+	// Before the results store opens a file there: a directory that is
+	// read-only or in use by another run is named as such.
+	if err = dispatcher.CheckStateDir(c.df.stateDir); err != nil {
+		return dispatcher.Config{}, err
+	}
 	if c.st, err = c.sf.openLogged(ctx, c.df.stateDir, c.log); err != nil {
 		return dispatcher.Config{}, err
 	}
 	cfg := c.df.config(listen, c.set, c.st, c.log)
 	cfg.StoreDrainTimeout = c.sf.drain
-	if isTerminal(stderr) {
-		cfg.Progress = newProgressBar(stderr).update
+	if bar != nil {
+		cfg.Progress = bar.update
 	}
 	return cfg, nil
 }
@@ -260,6 +274,10 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 		return nil, err
 	}
 	reportBadLines(stderr, report)
+	if report.New > 0 && report.NothingToFill == report.New {
+		return nil, fmt.Errorf("%s: none of its %d records has an empty field the mappings can fill (they fill: %s); name the fields to fill with --fields",
+			records, report.New, strings.Join(cfg.Mappings.FieldNames(), ", "))
+	}
 	if loaded != nil {
 		if err := loaded(d); err != nil {
 			return nil, err
@@ -297,7 +315,7 @@ func reportBadLines(w io.Writer, r dispatcher.LoadReport) {
 	if r.Bad == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%d malformed record lines skipped:\n", r.Bad)
+	fmt.Fprintf(w, "%d malformed record line(s), not crawled for (export gives them back in place, marked in %s):\n", r.Bad, store.ColumnError)
 	for i, e := range r.Errors {
 		if i == 20 {
 			fmt.Fprintf(w, "  … and %d more\n", len(r.Errors)-i)

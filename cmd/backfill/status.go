@@ -1,10 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,16 +21,12 @@ import (
 // depths and the records complete. With --watch it prints again every
 // interval until interrupted.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("status", stderr)
 	stateDir := fs.String("state-dir", "backfill-state", "the dispatcher's state directory (run this on the dispatcher's machine)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	watch := fs.Duration("watch", 0, "print again every interval until interrupted (e.g. 2s); 0 prints once")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: status takes no arguments (got %q)", errUsage, fs.Arg(0))
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if *watch < 0 {
 		return fmt.Errorf("%w: --watch must not be negative", errUsage)
@@ -81,7 +77,12 @@ func printStatus(w io.Writer, dir string, asJSON bool, now time.Time) error {
 	}
 	fmt.Fprintf(w, "records    %d: %d complete (%.1f%%), %d partial, %d untouched\n", s.Records, s.Complete, pct, s.Partial, untouched)
 	fmt.Fprintf(w, "queues     %d queued, %d in flight, %d waiting for a render node\n", s.Queued, s.InFlight, s.WaitingRender)
-	fmt.Fprintf(w, "pages      %d (%.1f/s)  expired leases %d  late results %d\n", s.Pages, s.PagesPerSec, s.Expired, s.Late)
+	restarts := ""
+	if s.Restarts > 0 {
+		restarts = fmt.Sprintf("  (the whole crawl: %d restart(s))", s.Restarts)
+	}
+	fmt.Fprintf(w, "pages      %d (%.1f/s over %s)  expired leases %d  late results %d%s\n", s.Pages, s.PagesPerSec,
+		(time.Duration(s.ElapsedSeconds * float64(time.Second))).Round(time.Second), s.Expired, s.Late, restarts)
 	if len(s.Errors) > 0 {
 		fmt.Fprint(w, "errors    ")
 		for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
@@ -105,6 +106,18 @@ func printStatus(w io.Writer, dir string, asJSON bool, now time.Time) error {
 		fmt.Fprintln(tw, "NAME\tENDPOINT\tLEFT\tREASON\tFETCHED")
 		for _, m := range s.Left {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", m.Name, m.Endpoint, m.Left.Local().Format(time.TimeOnly), m.Reason, m.Fetched)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.Refused) > 0 {
+		fmt.Fprintf(w, "\nrefused handshakes (%d peers)\n", len(s.Refused))
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ADDRESS\tKEY\tATTEMPTS\tLAST\tREASON")
+		for _, r := range s.Refused {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", cmp.Or(r.Address, "?"), cmp.Or(r.Key, "-"), r.Count,
+				r.Last.Local().Format(time.TimeOnly), r.Reason)
 		}
 		return tw.Flush()
 	}
