@@ -629,17 +629,11 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Unconfirmed: d.total(&d.unconfirmedN),
 	}
 	s.RefusedBy = map[string]int64{}
-	if n := d.total(&d.keyRefused); n > 0 {
-		s.RefusedBy["match-key"] = n
-	}
-	if n := d.total(&d.refusedN); n > 0 {
-		s.RefusedBy["registration"] = n
-	}
-	if n := d.recv.Refused(); n > 0 {
-		s.RefusedBy["handshake"] = n
-	}
-	for _, n := range s.RefusedBy {
-		s.Refused += n
+	for why, n := range map[string]int64{"match-key": d.total(&d.keyRefused), "registration": d.total(&d.refusedN), "handshake": d.recv.Refused()} {
+		if n > 0 {
+			s.RefusedBy[why] = n
+			s.Refused += n
+		}
 	}
 	s.ElapsedSeconds = s.Elapsed.Seconds()
 	if s.Elapsed > 0 {

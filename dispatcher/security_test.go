@@ -13,16 +13,7 @@ import (
 )
 
 func TestMemberSecurity(t *testing.T) {
-	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
-	}
-	mk := func() wire.Keys {
-		k, err := wire.NewKeys()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
+	mk := keyMaker(t)
 	own, listed, unlisted := mk(), mk(), mk()
 	secured := Config{Keys: own, Authorized: []string{listed.Public}}
 	cases := []struct {
@@ -65,16 +56,7 @@ func TestMemberSecurity(t *testing.T) {
 // the peer's address and key where libzmq tells them, shows them in the
 // status, and counts them as refused.
 func TestRefusedHandshakesLogged(t *testing.T) {
-	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
-	}
-	mk := func() wire.Keys {
-		k, err := wire.NewKeys()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
+	mk := keyMaker(t)
 	own, listed, unlisted, other := mk(), mk(), mk(), mk()
 	var logs syncBuffer
 	e := newEnv(t, t.TempDir(), func(c *Config) {
@@ -156,4 +138,20 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// keyMaker returns a maker of CURVE key pairs, skipping the test without
+// CURVE.
+func keyMaker(t *testing.T) func() wire.Keys {
+	t.Helper()
+	if !wire.HasCurve() {
+		t.Skip("libzmq was built without CURVE")
+	}
+	return func() wire.Keys {
+		k, err := wire.NewKeys()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
 }

@@ -93,19 +93,7 @@ func TestExportGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkParses(t, tc.opts.Format, out.Bytes())
-			path := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("export differs from %s (run with -update to accept):\ngot:\n%s\nwant:\n%s", path, out.Bytes(), want)
-			}
+			checkGolden(t, tc.golden, out.Bytes())
 		})
 	}
 }
@@ -295,19 +283,7 @@ func TestExportRawGolden(t *testing.T) {
 			if err := store.Export(context.Background(), s, &out, tc.opts); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("export differs from %s (run with -update to accept):\ngot:\n%s\nwant:\n%s", path, out.Bytes(), want)
-			}
+			checkGolden(t, tc.golden, out.Bytes())
 			if tc.opts.Format == "jsonl" {
 				for i, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
 					if !json.Valid([]byte(line)) {
@@ -321,5 +297,24 @@ func TestExportRawGolden(t *testing.T) {
 				t.Errorf("CSV: %d rows, %v", len(rows), err)
 			}
 		})
+	}
+}
+
+// checkGolden compares an export with testdata/golden (rewritten with
+// -update).
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", golden)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("export differs from %s (run with -update to accept):\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }

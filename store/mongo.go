@@ -454,6 +454,27 @@ func (s *mongoStore) PutRecords(ctx context.Context, recs []Record) error {
 	return nil
 }
 
+// existingRecords says which of ids the records collection has, in one
+// query.
+func (s *mongoStore) existingRecords(ctx context.Context, ids []string) (map[string]bool, error) {
+	cur, err := s.records.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
+		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, err
+	}
+	var have []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &have); err != nil {
+		return nil, err
+	}
+	exists := make(map[string]bool, len(have))
+	for _, h := range have {
+		exists[h.ID] = true
+	}
+	return exists, nil
+}
+
 // putRecordChunk inserts the records that are new in one request and
 // replaces the others. Most records of a load are new, and an insert of
 // many documents is much cheaper than as many upserts. A record another
@@ -464,20 +485,9 @@ func (s *mongoStore) putRecordChunk(ctx context.Context, docs []mongoRecord) err
 	for i, d := range docs {
 		ids[i] = d.ID
 	}
-	cur, err := s.records.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	exists, err := s.existingRecords(ctx, ids)
 	if err != nil {
 		return err
-	}
-	var have []struct {
-		ID string `bson:"_id"`
-	}
-	if err := cur.All(ctx, &have); err != nil {
-		return err
-	}
-	exists := make(map[string]bool, len(have))
-	for _, h := range have {
-		exists[h.ID] = true
 	}
 	var fresh []any
 	var models []mongo.WriteModel
@@ -663,20 +673,9 @@ func (s *mongoStore) SetOutcomes(ctx context.Context, outs []Outcome) error {
 			for i, o := range chunk {
 				ids[i] = o.Record
 			}
-			cur, err := s.records.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
-				options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+			exists, err := s.existingRecords(ctx, ids)
 			if err != nil {
 				return err
-			}
-			var have []struct {
-				ID string `bson:"_id"`
-			}
-			if err := cur.All(ctx, &have); err != nil {
-				return err
-			}
-			exists := make(map[string]bool, len(have))
-			for _, h := range have {
-				exists[h.ID] = true
 			}
 			var models []mongo.WriteModel
 			for _, o := range chunk {

@@ -12,16 +12,7 @@ import (
 // A secured supervisor advertises its key in Hello, and its task socket
 // takes frames from the dispatcher's key only.
 func TestSecuredTaskSocket(t *testing.T) {
-	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
-	}
-	var k [3]wire.Keys
-	for i := range k {
-		var err error
-		if k[i], err = wire.NewKeys(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	k := threeKeys(t)
 	disp, sup, stranger := k[0], k[1], k[2]
 	in, err := wire.ListenSecure("tcp://127.0.0.1:*", wire.Security{Keys: disp, Authorized: []string{sup.Public}})
 	if err != nil {
@@ -90,16 +81,7 @@ func TestSecuredTaskSocket(t *testing.T) {
 // back (a refused CURVE handshake is silent): after its first attempts it
 // says what to check, naming its own key.
 func TestUnauthorisedSupervisorSaysWhatToCheck(t *testing.T) {
-	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
-	}
-	var k [3]wire.Keys
-	for i := range k {
-		var err error
-		if k[i], err = wire.NewKeys(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	k := threeKeys(t)
 	disp, sup, other := k[0], k[1], k[2]
 	in, err := wire.ListenSecure("tcp://127.0.0.1:*", wire.Security{Keys: disp, Authorized: []string{other.Public}})
 	if err != nil {
@@ -122,4 +104,20 @@ func TestUnauthorisedSupervisorSaysWhatToCheck(t *testing.T) {
 	if !strings.Contains(logs.String(), "our_key=") || !strings.Contains(logs.String(), sup.Public) {
 		t.Errorf("the hint does not name our key:\n%s", logs.String())
 	}
+}
+
+// threeKeys makes three CURVE key pairs, skipping the test without CURVE.
+func threeKeys(t *testing.T) [3]wire.Keys {
+	t.Helper()
+	if !wire.HasCurve() {
+		t.Skip("libzmq was built without CURVE")
+	}
+	var k [3]wire.Keys
+	for i := range k {
+		var err error
+		if k[i], err = wire.NewKeys(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return k
 }

@@ -22,20 +22,13 @@ func TestInterruptAndResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crawl")
 	}
-	web, err := testweb.Start(testweb.Options{CrawlDelay: testweb.DefaultCrawlDelay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.DefaultCrawlDelay)
 	dir := t.TempDir()
 	records, truth := writeSample(t, dir)
 	stateDir := filepath.Join(dir, "state")
 	sumPath := filepath.Join(dir, "summary.json")
-	args := []string{"run", "--records", records, "--state-dir", stateDir, "--allow-loopback", "--workers", "4",
-		"--log-level", "debug", "--summary", sumPath, "--contact", "https://backfill.invalid/interrupt"}
-	for host, addr := range web.Resolve() {
-		args = append(args, "--resolve", host+":"+addr)
-	}
+	args := append([]string{"run", "--records", records, "--state-dir", stateDir, "--workers", "4",
+		"--log-level", "debug", "--summary", sumPath}, crawlArgs(web, "interrupt")...)
 
 	first := start(t, "first run", args...)
 	if _, ok := first.stderr.wait(regexp.MustCompile(`record: page accepted`), time.Now().Add(time.Minute)); !ok {

@@ -20,21 +20,14 @@ func TestSupervisorLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end crawl")
 	}
-	web, err := testweb.Start(testweb.Options{CrawlDelay: testweb.DefaultCrawlDelay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, testweb.DefaultCrawlDelay)
 	dir := t.TempDir()
 	records, truth := writeSample(t, dir)
 	stateDir := filepath.Join(dir, "state")
 	disp, endpoint := startDispatcher(t, "--records", records, "--state-dir", stateDir, "--listen", "tcp://127.0.0.1:*",
 		"--lease", "3s", "--expect", "2", "--log-level", "debug")
-	supArgs := []string{"supervisor", "--dispatcher", endpoint, "--store", filepath.Join(stateDir, "results.db"),
-		"--allow-loopback", "--workers", "2", "--exit-when-done", "--contact", "https://backfill.invalid/lifecycle"}
-	for host, addr := range web.Resolve() {
-		supArgs = append(supArgs, "--resolve", host+":"+addr)
-	}
+	supArgs := append([]string{"supervisor", "--dispatcher", endpoint, "--store", filepath.Join(stateDir, "results.db"),
+		"--workers", "2", "--exit-when-done"}, crawlArgs(web, "lifecycle")...)
 	stopped := start(t, "sup-1", append(supArgs, "--name", "sup-1")...)
 	other := start(t, "sup-2", append(supArgs, "--name", "sup-2")...)
 	if _, ok := disp.stderr.wait(regexp.MustCompile(`"supervisor joined".*"members":2`), time.Now().Add(time.Minute)); !ok {
@@ -68,16 +61,5 @@ func TestSupervisorLifecycle(t *testing.T) {
 		}
 	}
 	// Nothing was lost: every record ends as a full crawl leaves it.
-	exp := start(t, "export", "export", "--state-dir", stateDir, "--format", "jsonl", "--provenance")
-	if code := exp.waitExit(time.Minute); code != 0 {
-		t.Fatalf("export exit code %d", code)
-	}
-	got := foundValues(t, &exp.stdout)
-	for id, fields := range truth {
-		for f, want := range fields {
-			if g := got[id][f]; g != want {
-				t.Errorf("record %s field %s = %q, want %q", id, f, g, want)
-			}
-		}
-	}
+	exportMatchesTruth(t, "after a supervisor was stopped", stateDir, truth)
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"backfill/dispatcher"
-	"backfill/testweb"
 )
 
 // TestOutcomes crawls the sample, whose unfilled records each stay so for
@@ -24,20 +23,13 @@ func TestOutcomes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls the fixture web")
 	}
-	web, err := testweb.Start(testweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, 0)
 	dir := t.TempDir()
 	records, _ := writeSample(t, dir)
 	stateDir := filepath.Join(dir, "state")
 	sumPath := filepath.Join(dir, "summary.json")
-	args := []string{"run", "--records", records, "--state-dir", stateDir, "--allow-loopback", "--delay", "0",
-		"--workers", "4", "--log-level", "debug", "--summary", sumPath, "--contact", "https://backfill.invalid/outcomes"}
-	for host, addr := range web.Resolve() {
-		args = append(args, "--resolve", host+":"+addr)
-	}
+	args := append([]string{"run", "--records", records, "--state-dir", stateDir, "--delay", "0",
+		"--workers", "4", "--log-level", "debug", "--summary", sumPath}, crawlArgs(web, "outcomes")...)
 	var stdout, stderr bytes.Buffer
 	if code := mainExit(args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("run exit %d:\n%s", code, stderr.String())

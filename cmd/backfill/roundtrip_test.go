@@ -55,11 +55,7 @@ func TestRoundTripJSONL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crawls the fixture web")
 	}
-	web, err := testweb.Start(testweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startWeb(t, 0)
 	_, rows, truth := sampleRows(t)
 
 	// Each line is written twice: as given, and as the export must give
@@ -105,11 +101,8 @@ func TestRoundTripJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir := filepath.Join(dir, "state")
-	args := []string{"run", "--records", records, "--state-dir", stateDir, "--allow-loopback", "--delay", "0",
-		"--workers", "4", "--contact", "https://backfill.invalid/roundtrip"}
-	for host, addr := range web.Resolve() {
-		args = append(args, "--resolve", host+":"+addr)
-	}
+	args := append([]string{"run", "--records", records, "--state-dir", stateDir, "--delay", "0", "--workers", "4"},
+		crawlArgs(web, "roundtrip")...)
 	var stdout, stderr bytes.Buffer
 	if code := mainExit(args, &stdout, &stderr); code != exitOK {
 		t.Fatalf("run exit %d:\n%s", code, stderr.String())

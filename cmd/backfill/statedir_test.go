@@ -20,10 +20,7 @@ func TestStateDirInUse(t *testing.T) {
 		t.Skip("starts a process")
 	}
 	dir := t.TempDir()
-	records := filepath.Join(dir, "r.csv")
-	if err := os.WriteFile(records, []byte("id,name,email,homepage\n1,Ada,,http://ada.invalid/\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	records := oneRecord(t, dir)
 	stateDir := filepath.Join(dir, "state")
 	disp, _ := startDispatcher(t, "--records", records, "--state-dir", stateDir, "--listen", "tcp://127.0.0.1:*")
 
@@ -56,10 +53,7 @@ func TestStateDirReadOnly(t *testing.T) {
 		t.Skip("starts a process")
 	}
 	dir := t.TempDir()
-	records := filepath.Join(dir, "r.csv")
-	if err := os.WriteFile(records, []byte("id,name,email,homepage\n1,Ada,,http://ada.invalid/\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	records := oneRecord(t, dir)
 	stateDir := filepath.Join(dir, "state")
 	if err := os.Mkdir(stateDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -91,4 +85,14 @@ func TestStateDirReadOnly(t *testing.T) {
 	if !strings.Contains(string(out), want) || strings.Contains(string(out), "unable to open database file") {
 		t.Errorf("output does not say %q:\n%s", want, out)
 	}
+}
+
+// oneRecord writes a records file of one record into dir.
+func oneRecord(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "r.csv")
+	if err := os.WriteFile(path, []byte("id,name,email,homepage\n1,Ada,,http://ada.invalid/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
