@@ -25,6 +25,9 @@ func ReadRecords(path string, fn func(store.Record) error) (LoadReport, error) {
 		}
 	}
 	err = readRecords(path, f, FormatAuto, func(r store.Record) error {
+		if r.Error != "" {
+			return nil // a malformed line: reported, and it has no values
+		}
 		rep.Records++
 		return fn(r)
 	}, func(e *LineError) {

@@ -92,8 +92,11 @@ func (m *mappingFlags) register(fs *flag.FlagSet) {
 
 func (m *mappingFlags) load() (*etl.Set, error) {
 	set, err := loadMappingDir(m.dir)
-	if err != nil || m.learned == "" {
-		return set, err
+	if err != nil {
+		return nil, err
+	}
+	if m.learned == "" {
+		return set, m.fillable(set)
 	}
 	if m.learned == m.dir {
 		return nil, fmt.Errorf("%w: --use-learned names the --mappings directory", errUsage)
@@ -109,7 +112,24 @@ func (m *mappingFlags) load() (*etl.Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--use-learned %s: %w", m.learned, err)
 	}
-	return merged, nil
+	return merged, m.fillable(merged)
+}
+
+// fillable refuses a mapping set that could fill nothing: no mapping at
+// all (an empty folder), or none with a field; every record would count
+// as already complete.
+func (m *mappingFlags) fillable(set *etl.Set) error {
+	where := "the mappings directory " + m.dir
+	if m.learned != "" {
+		where += " and the learned mappings in " + m.learned
+	}
+	switch {
+	case len(set.Mappings()) == 0:
+		return fmt.Errorf("%s hold no mapping (*.json files; see docs/mappings.md)", where)
+	case len(set.FieldNames()) == 0:
+		return fmt.Errorf("mappings in %s have no fields: nothing could be filled (a mapping's \"fields\" lists what it extracts)", where)
+	}
+	return nil
 }
 
 // logLearned says that learned mappings are in use, so no crawl uses
@@ -139,12 +159,6 @@ func loadMappingDir(dir string) (*etl.Set, error) {
 	set, err := etl.LoadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load mappings from %s:\n%w", dir, err)
-	}
-	if len(set.Mappings()) == 0 {
-		return nil, fmt.Errorf("mappings directory %s holds no mapping (*.json files; see docs/mappings.md)", dir)
-	}
-	if len(set.FieldNames()) == 0 {
-		return nil, fmt.Errorf("mappings in %s have no fields: nothing could be filled (a mapping's \"fields\" lists what it extracts)", dir)
 	}
 	return set, nil
 }
