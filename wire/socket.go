@@ -160,8 +160,10 @@ func (r *Receiver) Recv(timeout time.Duration) (Kind, any, error) {
 	kind, v, err := Decode(frame)
 	if err != nil {
 		r.bad.Add(1)
+		countFrame(&traffic.in, 0, len(frame))
 		return 0, nil, fmt.Errorf("on %s: %w", r.endpoint, err)
 	}
+	countFrame(&traffic.in, kind, len(frame))
 	return kind, v, nil
 }
 
@@ -292,6 +294,7 @@ func (s *Sender) Send(kind Kind, v any, timeout time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, err)
 		}
+		countFrame(&traffic.out, kind, len(frame))
 		return nil
 	}
 	polled, err := s.poller.Poll(timeout)
@@ -307,6 +310,7 @@ func (s *Sender) Send(kind Kind, v any, timeout time.Duration) error {
 		}
 		return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, err)
 	}
+	countFrame(&traffic.out, kind, len(frame))
 	return nil
 }
 
