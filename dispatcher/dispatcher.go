@@ -257,6 +257,13 @@ type Dispatcher struct {
 	left       []MemberStatus // dropped members, for the status file
 	statusWarn bool           // a failed status write was logged
 
+	// For operators: the ledger (timeline, recent failures, tallies; see
+	// ledger.go), and the state and start of the Run in progress or last
+	// ended, for Status.
+	led      *ledger
+	runState string
+	runBegan time.Time
+
 	// ring holds every live member and renderRing the render-capable
 	// ones; route finds a domain's owner on one of them. Both change only
 	// with members, in register and drop, which also bump epoch so host
@@ -395,6 +402,10 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	st.lock = lock
+	led, err := loadLedger(cfg.StateDir)
+	if err != nil {
+		log.Warn("history of earlier runs not read; starting a new one", "error", err)
+	}
 	d := &Dispatcher{
 		cfg:        cfg,
 		log:        log,
@@ -416,6 +427,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		filtered:    make(map[string]int64),
 		badTopSites: nbad,
 		started:     time.Now(),
+		led:         led,
 	}
 	if err := d.setupOutbox(ctx); err != nil {
 		st.close()
@@ -424,6 +436,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := d.resume(ctx); err != nil {
 		st.close()
 		return nil, err
+	}
+	if d.base.starts == 1 {
+		// A new crawl (see totals.go): its history starts afresh too.
+		d.led = newLedger()
 	}
 	recv, err := wire.ListenSecure(cfg.Listen, wire.Security{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure})
 	if err != nil {

@@ -175,7 +175,8 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 		}
 	} else if r.Class != "" {
 		d.errs[r.Class]++
-		d.log.Debug("task failed", "url", t.url, "class", r.Class, "error", r.Error, "supervisor", r.Supervisor)
+		d.led.failed(ErrorNote{At: now, URL: t.url, Host: t.host, Class: r.Class, Status: r.Status, Error: r.Error, Supervisor: r.Supervisor})
+		d.log.Debug("task failed", "url", t.url, "host", t.host, "class", r.Class, "status", r.Status, "error", r.Error, "supervisor", r.Supervisor)
 		if err := d.logFailed(ctx, t.id, t.url, r.Class, r.Error); err != nil {
 			return err
 		}

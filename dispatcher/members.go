@@ -31,6 +31,9 @@ type member struct {
 	rss              uint64
 	beatAt           time.Time
 	rate             float64
+	rendered         int64
+	hosts            []wire.HostPace    // its latest account of its busiest, slowest and tightest hosts
+	backoff          []wire.HostBackoff // its hosts in back-off at its last heartbeat
 
 	sender *wire.Sender
 	out    chan outFrame

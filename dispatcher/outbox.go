@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"backfill/store"
 )
@@ -83,6 +86,29 @@ type outbox struct {
 	gen  int64 // last gen written; guarded by Dispatcher.mu
 
 	written, retried, refused atomic.Int64
+
+	// For operators: how long each push took, and the values written by
+	// field name (a set bounded by the mappings' fields).
+	seconds  prometheus.Histogram
+	fieldsMu sync.Mutex
+	fields   map[string]int64
+}
+
+// pushed counts the values of one push the store acknowledged.
+func (o *outbox) pushed(vals []store.Value) {
+	o.written.Add(int64(len(vals)))
+	o.fieldsMu.Lock()
+	for _, v := range vals {
+		o.fields[v.Field]++
+	}
+	o.fieldsMu.Unlock()
+}
+
+// fieldCounts returns the values written by field name.
+func (o *outbox) fieldCounts() map[string]int64 {
+	o.fieldsMu.Lock()
+	defer o.fieldsMu.Unlock()
+	return maps.Clone(o.fields)
 }
 
 // setupOutbox creates the outbox table, prepares its statements and makes
@@ -107,7 +133,13 @@ func (d *Dispatcher) setupOutbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.ob = &outbox{kick: make(chan struct{}, 1), pass: make(chan struct{}, 1), gen: gen}
+	d.ob = &outbox{kick: make(chan struct{}, 1), pass: make(chan struct{}, 1), gen: gen,
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "backfill_store_write_duration_seconds",
+			Help:    "Time one push of a record's values to the results store took, failed ones included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1ms … 8s
+		}),
+		fields: make(map[string]int64)}
 	if n, err := s.scalar(ctx, `SELECT COUNT(*) FROM outbox`); err == nil && n > 0 {
 		d.log.Info("store writes left by an earlier run will be pushed", "pending", n)
 	}
@@ -267,13 +299,15 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 				vals[i] = p.val
 			}
 			sort.Slice(vals, func(i, j int) bool { return vals[i].Field < vals[j].Field })
+			pushStart := time.Now()
 			err := d.cfg.Store.SetFields(ctx, g[0].rec, vals)
+			d.ob.seconds.Observe(time.Since(pushStart).Seconds())
 			switch {
 			case err == nil:
 				if err := d.outboxDone(sctx, g, false); err != nil {
 					d.log.Error("outbox: acknowledging in the state failed; the values will be pushed again", "record", g[0].rec, "error", err)
 				}
-				d.ob.written.Add(int64(len(g)))
+				d.ob.pushed(vals)
 				if failing {
 					failing = false
 					d.log.Info("store accepts writes again", "written", d.ob.written.Load(), "retried", d.ob.retried.Load())

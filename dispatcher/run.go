@@ -51,6 +51,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.foldTotals() // what came before this Run (Load's filters included) joins the totals
 	d.runStart = start
 	d.wantedRender = nil // a page is counted once a Run
+	d.runState, d.runBegan = StateRunning, start
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
 		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest,
 		"restarts", d.base.starts-1)
@@ -113,11 +114,18 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			p = d.progress(start)
 		}
 		var st Status
+		var hist *History
 		snap := err == nil && !done && now.Sub(lastStatus) >= StatusEvery
 		if snap {
 			lastStatus = now
 			d.noteRefusals(now)
 			st = d.status(StateRunning, start, now)
+			d.led.sample(sampleOf(st), false)
+			if now.Sub(d.led.lastSave) >= historyEvery {
+				h := d.led.snapshot(now, sumMaps(d.base.errs, d.errs))
+				hist = &h
+				d.led.lastSave = now
+			}
 		}
 		d.mu.Unlock()
 		if err != nil {
@@ -129,6 +137,9 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		}
 		if snap {
 			d.putStatus(st)
+		}
+		if hist != nil {
+			d.putHistory(*hist)
 		}
 		if done {
 			finished = true
@@ -175,10 +186,15 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		final = StateStopped
 	}
 	d.mu.Lock()
-	st := d.status(final, start, time.Now())
-	d.mu.Unlock()
+	now := time.Now()
+	d.runState = final
+	st := d.status(final, start, now)
 	st.Records, st.Complete, st.Partial = sum.Records, sum.Complete, sum.Partial
+	d.led.sample(sampleOf(st), true)
+	hist := d.led.snapshot(now, sumMaps(d.base.errs, d.errs))
+	d.mu.Unlock()
 	d.putStatus(st)
+	d.putHistory(hist)
 	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
 		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
 		"errors", sum.Errors, "elapsed", sum.Elapsed.Round(time.Millisecond), "pages_per_sec", int(sum.PagesPerSec))
@@ -283,6 +299,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 				}
 				if m := d.members[v.Supervisor]; m != nil {
 					m.beat(v)
+					d.led.heartbeat(v)
 				}
 			case *wire.Result:
 				if err := d.commitResult(ctx, v, now); err != nil {
@@ -435,6 +452,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		d.renderRing = d.renderRing.with(m.name)
 	}
 	d.lastJoin = now
+	d.led.joined++
 	if !hello {
 		d.joinedByBeat = true
 	}
@@ -453,6 +471,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 	m.stop()
 	d.noteLeft(m, reason, time.Now())
+	d.led.lost[reason]++
 	delete(d.members, m.name)
 	d.ring = d.ring.without(m.name)
 	d.renderRing = d.renderRing.without(m.name)

@@ -1,11 +1,13 @@
 package dispatcher
 
 import (
+	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -24,6 +26,7 @@ const StatusEvery = time.Second
 
 // Run states in Status.State.
 const (
+	StateLoading  = "loading" // Run has not started
 	StateRunning  = "running"
 	StateFinished = "finished" // Run returned with no work left
 	StateStopped  = "stopped"  // Run returned early: cancelled or failed
@@ -61,6 +64,19 @@ type Status struct {
 	// Refused are the handshakes the intake refused (a CURVE intake
 	// only), by reason and peer, the most recent first.
 	Refused []wire.Refusal `json:"refused_peers,omitempty"`
+
+	// For operators (see ledger.go). Robots counts the supervisors'
+	// robots.txt requests by outcome. SlowHosts are the
+	// hosts slowest to answer (by mean), Backoff the hosts whose requests
+	// wait because they are in trouble, both as the live members last
+	// reported them. Recent are the latest failures, newest first.
+	// Timeline is the crawl's progress over time; only Dispatcher.Status
+	// has it, not the status file, which is rewritten every second.
+	Robots    map[string]int64   `json:"robots,omitempty"`
+	SlowHosts []wire.HostPace    `json:"slow_hosts,omitempty"`
+	Backoff   []wire.HostBackoff `json:"backoff,omitempty"`
+	Recent    []ErrorNote        `json:"recent_errors,omitempty"`
+	Timeline  []Sample           `json:"timeline,omitempty"`
 }
 
 // MemberStatus is one supervisor as the dispatcher sees it. Fetched,
@@ -76,6 +92,7 @@ type MemberStatus struct {
 	Parked   int       `json:"parked"` // host queues waiting for it to free capacity
 	Fetched  int64     `json:"fetched"`
 	Failed   int64     `json:"failed"`
+	Rendered int64     `json:"rendered,omitempty"`
 	Rate     float64   `json:"rate"`
 	RSS      uint64    `json:"rss,omitempty"`
 	Joined   time.Time `json:"joined"`
@@ -91,6 +108,7 @@ const maxLeft = 32
 // The rate is smoothed over heartbeats, so one slow interval does not
 // make a member look stalled. Callers hold mu.
 func (m *member) beat(h *wire.Heartbeat) {
+	m.rendered, m.hosts, m.backoff = h.Rendered, h.Hosts, h.Backoff
 	if m.beatAt.IsZero() || !h.At.After(m.beatAt) {
 		m.fetched, m.failedN, m.rss, m.beatAt = h.Fetched, h.Failed, h.RSS, h.At
 		return
@@ -113,7 +131,7 @@ func (m *member) status() MemberStatus {
 	return MemberStatus{
 		Name: m.name, Endpoint: m.endpoint, Render: m.render, Capacity: m.capacity,
 		InFlight: m.inFlight, Parked: len(m.waiting), Fetched: m.fetched, Failed: m.failedN,
-		Rate: m.rate, RSS: m.rss, Joined: m.joined, LastSeen: m.lastSeen,
+		Rate: m.rate, RSS: m.rss, Joined: m.joined, LastSeen: m.lastSeen, Rendered: m.rendered,
 	}
 }
 
@@ -149,28 +167,51 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 		s.Members = append(s.Members, m.status())
 	}
 	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Name < s.Members[j].Name })
+	s.Robots = maps.Clone(d.led.h.Robots)
+	s.Recent = d.led.recentErrors()
+	s.SlowHosts, s.Backoff = d.memberHosts()
+	return s
+}
+
+// memberHosts merges the live members' latest accounts: the hosts
+// slowest to answer (by mean) and the hosts in back-off, latest to end
+// first, statusHosts of each. Callers hold mu.
+func (d *Dispatcher) memberHosts() ([]wire.HostPace, []wire.HostBackoff) {
+	var slow []wire.HostPace
+	var back []wire.HostBackoff
+	for _, m := range d.members {
+		slow = append(slow, m.hosts...)
+		back = append(back, m.backoff...)
+	}
+	mean := func(p wire.HostPace) float64 { return p.Seconds / float64(max(p.Requests, 1)) }
+	slices.SortFunc(slow, func(a, b wire.HostPace) int {
+		return cmp.Or(cmp.Compare(mean(b), mean(a)), cmp.Compare(a.Host, b.Host))
+	})
+	slices.SortFunc(back, func(a, b wire.HostBackoff) int {
+		return cmp.Or(b.Until.Compare(a.Until), cmp.Compare(a.Host, b.Host))
+	})
+	return slow[:min(len(slow), statusHosts)], back[:min(len(back), statusHosts)]
+}
+
+// Status is a snapshot of the dispatcher for operators, with the
+// timeline: what the status page and `backfill status --from` read while
+// the crawl runs. Safe for concurrent use with Load and Run.
+func (d *Dispatcher) Status() Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	state, start := d.runState, d.runBegan
+	if state == "" {
+		state, start = StateLoading, d.started
+	}
+	s := d.status(state, start, time.Now())
+	s.Timeline = slices.Clone(d.led.h.Timeline)
 	return s
 }
 
 // writeStatus replaces the status file in one rename, so a reader never
 // sees half of it. It runs outside mu: the snapshot is a copy.
 func writeStatus(dir string, s Status) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("dispatcher: status: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".status-*.json")
-	if err != nil {
-		return fmt.Errorf("dispatcher: status: %w", err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(append(b, '\n'))
-	if err := errors.Join(werr, f.Close()); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("dispatcher: status: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, StatusFile)); err != nil {
-		os.Remove(tmp)
+	if err := writeJSONFile(dir, StatusFile, s); err != nil {
 		return fmt.Errorf("dispatcher: status: %w", err)
 	}
 	return nil

@@ -179,6 +179,11 @@ type Supervisor struct {
 	soft404       *soft404s
 	soft404Probes atomic.Int64
 
+	// For operators: counters and histograms only metrics read (meter),
+	// and each host's request pace (paces).
+	meter *meter
+	paces *paces
+
 	registered atomic.Bool
 	welcome    chan struct{} // size 1: a Welcome arrived
 	bye        chan struct{} // size 1: the dispatcher's run finished
@@ -355,6 +360,8 @@ func New(cfg Config) (*Supervisor, error) {
 		health:        hs,
 		soft404:       newSoft404s(),
 		surveySlots:   make(chan struct{}, cfg.Capacity),
+		meter:         newMeter(),
+		paces:         newPaces(),
 	}
 	if rend != nil {
 		subFetch := cfg.Fetch
@@ -740,8 +747,20 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		At:       time.Now().UTC(),
 	}
 	if s.render != nil {
-		hb.RenderRSS = renderMemory(s.render.Stats())
+		rs := s.render.Stats()
+		hb.RenderRSS = renderMemory(rs)
+		hb.Rendered = rs.Rendered
 	}
+	for i, name := range robotsOutcomes {
+		if n := s.meter.robots[i].Load(); n > 0 {
+			if hb.Robots == nil {
+				hb.Robots = make(map[string]int64, len(robotsOutcomes))
+			}
+			hb.Robots[name] = n
+		}
+	}
+	hb.Hosts = s.paces.report()
+	hb.Backoff = s.health.backoffs(time.Now(), reportBackoff)
 	return hb
 }
 

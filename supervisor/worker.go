@@ -199,7 +199,8 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	t := s.popInto(h, popped)
 	start := time.Now()
 	resp, err := s.fetchPage(ctx, t)
-	end := s.requestDone(h)
+	end := s.requestDone(h, start, delay)
+	s.meter.page(t.Render && s.render != nil, resp, end.Sub(start))
 	next, retry, err := s.afterFetch(h, t, resp, err, end, delay)
 	if retry {
 		*popped = nil // back on its host's queue
@@ -277,10 +278,14 @@ func (s *Supervisor) nextStart(h *host, delay time.Duration) time.Time {
 // changes owner. The delay runs from the end of one request to the start
 // of the next: the host gets its full pause however slowly it answered,
 // and request arrivals at the host are never closer than the delay.
-func (s *Supervisor) requestDone(h *host) time.Time {
+//
+// start is when the request began and delay what the host was owed since
+// the one before: the pace ledger keeps both for operators.
+func (s *Supervisor) requestDone(h *host, start time.Time, delay time.Duration) time.Time {
 	end := time.Now()
 	h.last, h.inherited = end, false
 	s.recordLastCrawl(h.name, end)
+	s.paces.note(h.name, start, end, delay)
 	return end
 }
 
@@ -340,7 +345,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	start := time.Now()
 	s.robots.Add(1)
 	resp, err := s.robotsFetcher.Get(ctx, robotsURL)
-	end := s.requestDone(h)
+	end := s.requestDone(h, start, s.delay(h.robots))
 	if ctx.Err() != nil {
 		return // shutting down; nothing learned
 	}
@@ -376,6 +381,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 		// says what the site answered.
 		status, body = resp.Status, resp.Body
 	}
+	s.meter.robots[robotsOutcome(r, status)].Add(1)
 	if len(body) > robots.MaxSize {
 		body = body[:robots.MaxSize]
 	}
