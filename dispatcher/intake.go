@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"backfill/etl"
@@ -92,7 +93,18 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		return d.attachLinks(ctx, it.res.Links, r.id, it.depth+1)
 	}
 	wasPartial := !r.complete && len(r.filled) > 0
+	var fresh []string // target fields the page may fill for the first time
+	for _, f := range it.res.Fields {
+		if _, ok := r.filled[f.Name]; !ok && r.isTarget(f.Name) && !slices.Contains(fresh, f.Name) {
+			fresh = append(fresh, f.Name)
+		}
+	}
 	merge(r, it.res, it.depth, time.Now().UTC())
+	for _, name := range fresh {
+		if _, ok := r.filled[name]; ok {
+			d.led.filled[name]++
+		}
+	}
 	d.logApplied(ctx, r, it)
 	if r.complete {
 		return nil // a late page may still improve provenance, nothing more

@@ -116,6 +116,7 @@ type History struct {
 type ledger struct {
 	joined int64
 	lost   map[string]int64 // by reason
+	filled map[string]int64 // record fields that got their first value, by field name (bounded by the mappings)
 
 	recent []ErrorNote // ring of the latest maxRecent
 	next   int
@@ -128,7 +129,7 @@ type ledger struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{lost: map[string]int64{}, failing: map[string]int64{},
+	return &ledger{lost: map[string]int64{}, filled: map[string]int64{}, failing: map[string]int64{},
 		h: History{Step: sampleFirst, Failures: map[string]int64{}, Robots: map[string]int64{},
 			RobotsBase: map[string]int64{}, Incarnations: map[string]map[string]int64{}}}
 }

@@ -38,7 +38,7 @@ var (
 	descFailed = prometheus.NewDesc("backfill_failures_total",
 		"Tasks answered with a failure, by class (the classes of the run summary).", []string{"class"}, nil)
 	descFilled = prometheus.NewDesc("backfill_fields_filled_total",
-		"Values written to the results store, by field name.", []string{"field"}, nil)
+		"Record fields that got their first value, by field name.", []string{"field"}, nil)
 	descStoreWritten = prometheus.NewDesc("backfill_store_values_written_total",
 		"Values the results store acknowledged.", nil, nil)
 	descStoreErrors = prometheus.NewDesc("backfill_store_write_errors_total",
@@ -68,7 +68,7 @@ type metricsView struct {
 	waitingRender               int
 	readyHosts, hosts           int
 	expired, late, pages, reuse int64
-	errs, lost, robots          map[string]int64
+	errs, lost, robots, filled  map[string]int64
 	joined                      int64
 	members                     []MemberStatus
 }
@@ -99,6 +99,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		waitingRender: d.w.waitingRender(), readyHosts: d.w.ready.Len(), hosts: len(d.w.hosts),
 		expired: d.expired, late: d.late, pages: d.pages, reuse: d.reused,
 		errs: maps.Clone(d.errs), lost: maps.Clone(d.led.lost), robots: maps.Clone(d.led.h.Robots),
+		filled: maps.Clone(d.led.filled),
 		joined: d.led.joined,
 	}
 	for _, m := range d.members {
@@ -128,7 +129,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for class, n := range v.errs {
 		counter(descFailed, n, class)
 	}
-	for field, n := range d.ob.fieldCounts() {
+	for field, n := range v.filled {
 		counter(descFilled, n, field)
 	}
 	counter(descStoreWritten, d.ob.written.Load())

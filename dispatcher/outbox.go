@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -87,28 +86,8 @@ type outbox struct {
 
 	written, retried, refused atomic.Int64
 
-	// For operators: how long each push took, and the values written by
-	// field name (a set bounded by the mappings' fields).
-	seconds  prometheus.Histogram
-	fieldsMu sync.Mutex
-	fields   map[string]int64
-}
-
-// pushed counts the values of one push the store acknowledged.
-func (o *outbox) pushed(vals []store.Value) {
-	o.written.Add(int64(len(vals)))
-	o.fieldsMu.Lock()
-	for _, v := range vals {
-		o.fields[v.Field]++
-	}
-	o.fieldsMu.Unlock()
-}
-
-// fieldCounts returns the values written by field name.
-func (o *outbox) fieldCounts() map[string]int64 {
-	o.fieldsMu.Lock()
-	defer o.fieldsMu.Unlock()
-	return maps.Clone(o.fields)
+	// seconds is how long each push took, for operators.
+	seconds prometheus.Histogram
 }
 
 // setupOutbox creates the outbox table, prepares its statements and makes
@@ -138,8 +117,7 @@ func (d *Dispatcher) setupOutbox(ctx context.Context) error {
 			Name:    "backfill_store_write_duration_seconds",
 			Help:    "Time one push of a record's values to the results store took, failed ones included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1ms … 8s
-		}),
-		fields: make(map[string]int64)}
+		})}
 	if n, err := s.scalar(ctx, `SELECT COUNT(*) FROM outbox`); err == nil && n > 0 {
 		d.log.Info("store writes left by an earlier run will be pushed", "pending", n)
 	}
@@ -307,7 +285,7 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 				if err := d.outboxDone(sctx, g, false); err != nil {
 					d.log.Error("outbox: acknowledging in the state failed; the values will be pushed again", "record", g[0].rec, "error", err)
 				}
-				d.ob.pushed(vals)
+				d.ob.written.Add(int64(len(g)))
 				if failing {
 					failing = false
 					d.log.Info("store accepts writes again", "written", d.ob.written.Load(), "retried", d.ob.retried.Load())

@@ -42,11 +42,11 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 		cfg.ExpectTimeout = -1 // no limit
 	}
 	cfg.Keys, cfg.Authorized, cfg.Insecure = keys, authorized, sec.insecure
-	defer c.st.Close()
 	summary, err := crawl(ctx, cfg, c.df.records, 0, func(d *dispatcher.Dispatcher) error {
 		c.log.Info("dispatcher listening", "endpoint", d.Endpoint(), "mappings", c.set.Digest())
 		return nil
-	}, nil, stderr)
+	}, nil, c.ob, stderr)
+	err = errors.Join(err, c.close())
 	if summary != nil {
 		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary))
 	}
@@ -62,7 +62,9 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 		mf mappingFlags
 		sf storeFlags
 		cf crawlerFlags
+		of observeFlags
 	)
+	of.register(fs, false)
 	lf.register(fs)
 	mf.register(fs)
 	sf.register(fs, "shared cache store for robots.txt and last-crawl times: a SQLite file path (default: STATE-DIR/results.db)")
@@ -87,10 +89,11 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	log, err := lf.logger(stderr)
+	log, logFile, err := lf.logger(stderr, nil)
 	if err != nil {
 		return err
 	}
+	defer logFile.Close()
 	set, err := mf.load()
 	if err != nil {
 		return err
@@ -101,6 +104,10 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer st.Close()
+	ob, err := of.start(log)
+	if err != nil {
+		return err
+	}
 	cfg := cf.supervisorConfig(*name, *dispatcherEP, set, st, log)
 	cfg.Listen = *listen
 	cfg.Advertise = *advertise
@@ -113,12 +120,14 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	cfg.ExitWhenDone = *exitWhenDone
 	s, err := supervisor.New(cfg)
 	if err != nil {
-		return err
+		return errors.Join(err, ob.stop())
 	}
+	ob.supervisor(s, *name)
 	log.Info("supervisor started", "name", *name, "tasks", s.Endpoint(), "dispatcher", *dispatcherEP, "workers", cf.workers)
 	err = s.Run(ctx)
+	obErr := ob.stop()
 	if ctx.Err() != nil {
-		return nil // stopped by a signal: a clean exit
+		return obErr // stopped by a signal: a clean exit
 	}
-	return err
+	return errors.Join(err, obErr)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -38,20 +39,34 @@ func TestResolveFlag(t *testing.T) {
 }
 
 func TestProgressLine(t *testing.T) {
+	at := func(complete, pages int64, sec int) dispatcher.Progress {
+		return dispatcher.Progress{Records: 10, Complete: int(complete), Pages: pages, Elapsed: time.Duration(sec) * time.Second}
+	}
 	cases := []struct {
-		pr   dispatcher.Progress
+		name string
+		prs  []dispatcher.Progress
 		want []string
 	}{
-		{dispatcher.Progress{Records: 10, Complete: 5, Elapsed: 10 * time.Second}, []string{"5/10 records complete", "ETA 10s", strings.Repeat("█", 5) + strings.Repeat("░", 5)}},
-		{dispatcher.Progress{Records: 10, Complete: 0, Elapsed: time.Second}, []string{"0/10", "ETA ?"}},
-		{dispatcher.Progress{Records: 4, Complete: 4, Elapsed: time.Second}, []string{"4/4", "ETA 0s", strings.Repeat("█", 10)}},
-		{dispatcher.Progress{}, []string{"0/0"}},
+		{"half done in ten seconds", []dispatcher.Progress{at(0, 0, 0), at(5, 20, 10)},
+			[]string{"5/10 records complete", "ETA 10s", "2.0 pages/s", strings.Repeat("█", 5) + strings.Repeat("░", 5)}},
+		{"nothing complete yet", []dispatcher.Progress{at(0, 0, 0), at(0, 3, 1)}, []string{"0/10", "ETA ?", "3.0 pages/s"}},
+		{"one report", []dispatcher.Progress{at(2, 1, 1)}, []string{"2/10", "ETA ?", "0.0 pages/s"}},
+		// The window forgets what is older than rateWindow: the rate is
+		// the last 30 seconds', not the whole run's.
+		{"window", []dispatcher.Progress{at(0, 0, 0), at(1, 100, 60), at(4, 130, 90)},
+			[]string{"4/10", "1.0 pages/s", "ETA 1m0s"}},
+		{"all complete", []dispatcher.Progress{{Records: 4, Complete: 4, Elapsed: time.Second}}, []string{"4/4", "ETA 0s", strings.Repeat("█", 10)}},
+		{"empty", []dispatcher.Progress{{}}, []string{"0/0"}},
 	}
 	for _, c := range cases {
-		got := progressLine(c.pr, 10)
+		var r rates
+		for _, pr := range c.prs {
+			r.add(pr)
+		}
+		got := progressLine(c.prs[len(c.prs)-1], &r, 10)
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
-				t.Errorf("progressLine(%+v) = %q, want it to contain %q", c.pr, got, w)
+				t.Errorf("%s: progressLine = %q, want it to contain %q", c.name, got, w)
 			}
 		}
 	}
@@ -101,5 +116,28 @@ func TestHTMLParserFlag(t *testing.T) {
 		if got := cf.supervisorConfig("s", "tcp://127.0.0.1:1", set, nil, nil).Mappings.HTMLParser(); got != c.want {
 			t.Errorf("env %q flag %q: the supervisor parses with %v, want %v", c.env, c.flag, got, c.want)
 		}
+	}
+}
+
+// TestTerminalLogAboveProgress: a log line written while the progress
+// line is on screen clears it, prints, and draws it again below.
+func TestTerminalLogAboveProgress(t *testing.T) {
+	var b strings.Builder
+	term := newTerminal(&b)
+	term.update(dispatcher.Progress{Records: 2, Complete: 1, Pages: 3})
+	line := term.line
+	if line == "" || !strings.HasSuffix(b.String(), line+"\x1b[K") {
+		t.Fatalf("no progress line drawn: %q", b.String())
+	}
+	b.Reset()
+	fmt.Fprint(term, "level=INFO msg=hello\n")
+	if want := "\r\x1b[Klevel=INFO msg=hello\n" + line; b.String() != want {
+		t.Errorf("log write = %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	term.finish()
+	fmt.Fprint(term, "after\n")
+	if b.String() != "\nafter\n" {
+		t.Errorf("after finish: %q, want the line ended and the log plain", b.String())
 	}
 }

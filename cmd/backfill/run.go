@@ -171,13 +171,19 @@ type crawlSetup struct {
 	mf mappingFlags
 	sf storeFlags
 	df dispatcherFlags
+	of observeFlags
 
-	log *slog.Logger
-	set *etl.Set
-	st  store.Store
+	log  *slog.Logger
+	set  *etl.Set
+	st   store.Store
+	term *terminal // the progress line, when stderr is a terminal
+	ob   *observer // metrics and status page, when asked for
+
+	logFile io.Closer
 }
 
 func (c *crawlSetup) register(fs *flag.FlagSet) {
+	c.of.register(fs, true)
 	c.lf.register(fs)
 	c.mf.register(fs)
 	c.sf.register(fs, "results store: a SQLite file path (default: STATE-DIR/results.db)")
@@ -185,23 +191,25 @@ func (c *crawlSetup) register(fs *flag.FlagSet) {
 	c.df.register(fs)
 }
 
-// open validates the flags and opens what they name; the caller closes
-// c.st. The dispatcher's Config listens on listen.
+// open validates the flags and opens what they name; the caller calls
+// close when done. The dispatcher's Config listens on listen.
 func (c *crawlSetup) open(ctx context.Context, listen string, stderr io.Writer) (dispatcher.Config, error) {
 	var err error
 	if err = c.df.validate(); err != nil {
 		return dispatcher.Config{}, err
 	}
-	var bar *progressBar
-	logOut := stderr
 	if isTerminal(stderr) {
-		bar = newProgressBar(stderr)
-		logOut = bar.logWriter()
+		c.term = newTerminal(stderr)
 	}
-	if c.log, err = c.lf.loggerTo(stderr, logOut); err != nil {
+	if c.log, c.logFile, err = c.lf.logger(stderr, c.term); err != nil {
 		return dispatcher.Config{}, err
 	}
 	if c.set, err = c.mf.load(); err != nil {
+		c.close()
+		return dispatcher.Config{}, err
+	}
+	if c.ob, err = c.of.start(c.log); err != nil {
+		c.close()
 		return dispatcher.Config{}, err
 	}
 	c.mf.logLearned(c.log, c.set)
@@ -211,14 +219,34 @@ func (c *crawlSetup) open(ctx context.Context, listen string, stderr io.Writer) 
 		return dispatcher.Config{}, err
 	}
 	if c.st, err = c.sf.openLogged(ctx, c.df.stateDir, c.log); err != nil {
+		c.close()
 		return dispatcher.Config{}, err
 	}
 	cfg := c.df.config(listen, c.set, c.st, c.log)
 	cfg.StoreDrainTimeout = c.sf.drain
-	if bar != nil {
-		cfg.Progress = bar.update
+	if c.term != nil {
+		cfg.Progress = c.term.update
+	} else {
+		cfg.Progress = (&progressLog{log: c.log}).update
 	}
 	return cfg, nil
+}
+
+// close ends what open opened: the progress line, the operator
+// endpoints, the store and the log file, and returns what failed.
+func (c *crawlSetup) close() error {
+	var errs []error
+	if c.term != nil {
+		c.term.finish()
+	}
+	errs = append(errs, c.ob.stop())
+	if c.st != nil {
+		errs = append(errs, c.st.Close())
+	}
+	if c.logFile != nil {
+		errs = append(errs, c.logFile.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -246,10 +274,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	defer c.st.Close()
 	summary, err := crawl(ctx, cfg, c.df.records, *supervisors, nil, func(i int, endpoint string) supervisor.Config {
 		return cf.supervisorConfig(fmt.Sprintf("local-%d", i+1), endpoint, c.set, c.st, c.log)
-	}, stderr)
+	}, c.ob, stderr)
+	err = errors.Join(err, c.close())
 	if summary != nil {
 		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary))
 	}
@@ -259,8 +287,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // crawl runs a dispatcher and n supervisors in this process until the
 // dispatcher has no work left, then stops the supervisors. loaded, when not
 // nil, runs once the records are in. With n = 0 it is a lone dispatcher
-// waiting for supervisors elsewhere.
-func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func(*dispatcher.Dispatcher) error, supCfg func(i int, endpoint string) supervisor.Config, stderr io.Writer) (*dispatcher.Summary, error) {
+// waiting for supervisors elsewhere. ob (nil for none) serves their
+// metrics and the status page.
+func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func(*dispatcher.Dispatcher) error, supCfg func(i int, endpoint string) supervisor.Config, ob *observer, stderr io.Writer) (*dispatcher.Summary, error) {
 	if n > 0 && cfg.Expect == 0 {
 		cfg.Expect = n // all local: no need to wait for late joiners
 	}
@@ -269,6 +298,7 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 		return nil, err
 	}
 	defer d.Close()
+	ob.dispatcher(d)
 	report, err := d.Load(ctx, records)
 	if err != nil {
 		return nil, err
@@ -288,12 +318,14 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := 0; i < n; i++ {
-		s, err := supervisor.New(supCfg(i, d.Endpoint()))
+		sc := supCfg(i, d.Endpoint())
+		s, err := supervisor.New(sc)
 		if err != nil {
 			stopSupervisors()
 			wg.Wait()
 			return nil, err
 		}
+		ob.supervisor(s, sc.Name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

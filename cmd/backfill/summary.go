@@ -7,7 +7,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"backfill/dispatcher"
@@ -130,72 +129,4 @@ func countsLine(m map[string]int64) string {
 		return "none"
 	}
 	return strings.Join(parts, " ")
-}
-
-// progressBar draws records complete with an ETA on a terminal, redrawing
-// one line in place. Log lines go through it (logWriter): it clears the
-// bar, writes the line, and draws the bar again below it, so a log line
-// never prints over the bar, nor the bar over a log line.
-type progressBar struct {
-	mu    sync.Mutex
-	w     io.Writer
-	last  time.Time
-	shown string // the line on screen; "" when none
-}
-
-func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w} }
-
-const clearLine = "\r\x1b[K"
-
-func (p *progressBar) update(pr dispatcher.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if time.Since(p.last) < 200*time.Millisecond {
-		return
-	}
-	p.last = time.Now()
-	p.shown = progressLine(pr, 30)
-	fmt.Fprint(p.w, "\r"+p.shown+"\x1b[K")
-}
-
-// logWriter is where the logger writes while the bar is up.
-func (p *progressBar) logWriter() io.Writer { return barLog{p} }
-
-type barLog struct{ p *progressBar }
-
-func (b barLog) Write(line []byte) (int, error) {
-	p := b.p
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.shown == "" {
-		return p.w.Write(line)
-	}
-	if _, err := io.WriteString(p.w, clearLine); err != nil {
-		return 0, err
-	}
-	n, err := p.w.Write(line)
-	if err != nil {
-		return n, err
-	}
-	_, err = io.WriteString(p.w, "\r"+p.shown+"\x1b[K")
-	return n, err
-}
-
-// progressLine renders one progress line; width is the bar's cells.
-func progressLine(pr dispatcher.Progress, width int) string {
-	frac := 0.0
-	if pr.Records > 0 {
-		frac = float64(pr.Complete) / float64(pr.Records)
-	}
-	filled := int(frac * float64(width))
-	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
-	eta := "?"
-	if pr.Complete > 0 && pr.Complete < pr.Records && pr.Elapsed > 0 {
-		rate := float64(pr.Complete) / pr.Elapsed.Seconds()
-		eta = time.Duration(float64(pr.Records-pr.Complete) / rate * float64(time.Second)).Round(time.Second).String()
-	} else if pr.Complete >= pr.Records {
-		eta = "0s"
-	}
-	return fmt.Sprintf("%s %d/%d records complete (%d partial)  %d pages  queued %d  in flight %d  ETA %s",
-		bar, pr.Complete, pr.Records, pr.Partial, pr.Pages, pr.Queued, pr.InFlight, eta)
 }

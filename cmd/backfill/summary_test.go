@@ -49,22 +49,3 @@ func TestPrintSummaryLines(t *testing.T) {
 		}
 	}
 }
-
-// TestLogLinesKeepOffTheProgressBar: a log line written while the bar is
-// up clears the bar first and draws it again after, so neither prints
-// over the other.
-func TestLogLinesKeepOffTheProgressBar(t *testing.T) {
-	var out bytes.Buffer
-	bar := newProgressBar(&out)
-	log := bar.logWriter()
-	log.Write([]byte("before the bar\n"))
-	bar.update(dispatcher.Progress{Records: 4, Complete: 1, Pages: 3})
-	line := progressLine(dispatcher.Progress{Records: 4, Complete: 1, Pages: 3}, 30)
-	log.Write([]byte("level=WARN msg=something\n"))
-	want := "before the bar\n" +
-		"\r" + line + "\x1b[K" +
-		clearLine + "level=WARN msg=something\n" + "\r" + line + "\x1b[K"
-	if out.String() != want {
-		t.Errorf("terminal got\n%q\nwant\n%q", out.String(), want)
-	}
-}
