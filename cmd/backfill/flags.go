@@ -91,7 +91,7 @@ func (l *logFlags) logger(stderr io.Writer, term *terminal) (*slog.Logger, io.Cl
 		return nil, nil, fmt.Errorf("%w: --log-max-size must be positive, --log-max-age and --log-max-backups not negative", errUsage)
 	}
 	var (
-		w      = stderr
+		w                = stderr
 		closer io.Closer = nopCloser{}
 		text   bool
 	)
