@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -132,6 +133,17 @@ func TestDemoObserved(t *testing.T) {
 	for f, n := range want {
 		if got := sum(fam, "backfill_fields_filled_total", map[string]string{"field": f}); got != n {
 			t.Errorf("backfill_fields_filled_total{field=%q} = %v, the export has %v", f, got, n)
+		}
+	}
+
+	// backfill status reads the same JSON from afar.
+	var remote strings.Builder
+	if code := mainExit([]string{"status", "--from", pageURL}, &remote, io.Discard); code != exitOK {
+		t.Fatalf("status --from %s: exit %d", pageURL, code)
+	}
+	for _, want := range []string{fmt.Sprintf("records    %d: %d complete", st.Records, st.Complete), "demo-1", "demo-2", "finished"} {
+		if !strings.Contains(remote.String(), want) {
+			t.Errorf("status --from lacks %q:\n%s", want, remote.String())
 		}
 	}
 

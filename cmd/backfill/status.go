@@ -9,20 +9,26 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/statuspage"
 )
 
 // cmdStatus prints what the dispatcher whose state directory is given last
-// wrote to its status file: its members with their rates, the queue
-// depths and the records complete. With --watch it prints again every
-// interval until interrupted.
+// wrote to its status file, or what a remote dispatcher's status page
+// serves (--from): its members with their rates, the queue depths and the
+// records complete. With --watch it prints again every interval until
+// interrupted.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
 	stateDir := fs.String("state-dir", "backfill-state", "the dispatcher's state directory (run this on the dispatcher's machine)")
+	from := fs.String("from", "", "read the status from a dispatcher's --status (or --metrics) listener, e.g. http://10.0.0.2:9100/, instead of --state-dir")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	watch := fs.Duration("watch", 0, "print again every interval until interrupted (e.g. 2s); 0 prints once")
 	if err := parse(fs, args); err != nil {
@@ -31,8 +37,20 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *watch < 0 {
 		return fmt.Errorf("%w: --watch must not be negative", errUsage)
 	}
+	read := func() (dispatcher.Status, error) { return readStatusFile(*stateDir) }
+	if *from != "" {
+		u, err := statusURL(*from)
+		if err != nil {
+			return err
+		}
+		read = func() (dispatcher.Status, error) { return fetchStatus(ctx, u) }
+	}
 	for {
-		if err := printStatus(stdout, *stateDir, *asJSON, time.Now()); err != nil {
+		s, err := read()
+		if err != nil {
+			return err
+		}
+		if err := printStatus(stdout, s, *asJSON, time.Now()); err != nil {
 			return err
 		}
 		if *watch == 0 {
@@ -47,14 +65,58 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 }
 
-func printStatus(w io.Writer, dir string, asJSON bool, now time.Time) error {
+func readStatusFile(dir string) (dispatcher.Status, error) {
 	s, err := dispatcher.ReadStatus(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no dispatcher status in %s: has a dispatcher run with --state-dir %s?", dir, dir)
+		return s, fmt.Errorf("no dispatcher status in %s: has a dispatcher run with --state-dir %s?", dir, dir)
 	}
+	return s, err
+}
+
+// statusURL is the status JSON's URL under a listener's base URL (or
+// that URL itself when it names the JSON).
+func statusURL(from string) (string, error) {
+	u, err := url.Parse(from)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%w: --from %q: want the http(s) URL of a dispatcher's --status or --metrics listener", errUsage, from)
+	}
+	if !strings.HasSuffix(u.Path, statuspage.JSONPath) {
+		u.Path = strings.TrimSuffix(u.Path, "/") + statuspage.JSONPath
+	}
+	return u.String(), nil
+}
+
+// statusTimeout bounds one request for a remote status.
+const statusTimeout = 10 * time.Second
+
+// fetchStatus reads a remote dispatcher's status.
+func fetchStatus(ctx context.Context, u string) (dispatcher.Status, error) {
+	var s dispatcher.Status
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return err
+		return s, err
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return s, fmt.Errorf("status from %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("status from %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxStatusBody)).Decode(&s); err != nil {
+		return s, fmt.Errorf("status from %s: %w", u, err)
+	}
+	return s, nil
+}
+
+// maxStatusBody bounds a remote status: the timeline and the lists in it
+// are bounded, far below this.
+const maxStatusBody = 16 << 20
+
+func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
