@@ -54,6 +54,7 @@ var commands = []command{
 	{"status", "show a dispatcher's members, rates, queues and records complete", cmdStatus, true},
 	{"keygen", "write CURVE key pairs (NAME.key, NAME.pub) that secure a cluster", cmdKeygen, false},
 	{"export", "write the records with the values found", cmdExport, false},
+	{"report", "write a crawl's run report: one self-contained HTML file with charts", cmdReport, false},
 	{"survey", "survey hosts: web (web-server metadata of domains) or ports (TCP liveness)", cmdSurvey, false},
 	{"mappings", "author site mappings: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR], learn -o DIR", cmdMappings, false},
 	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo, false},

@@ -32,7 +32,8 @@ import (
 // (--hold), and checks what an operator sees: the status JSON, the page
 // and its assets, and the Prometheus text format parsed with expfmt,
 // whose numbers agree with the status and with the export of the results.
-// The Grafana dashboard under docs/ must name only metrics that exist.
+// The Grafana dashboard under docs/ must name only metrics that exist, and
+// the crawl's run report must agree with the export (checkReport).
 func TestDemoObserved(t *testing.T) {
 	if testing.Short() {
 		t.Skip("demo crawl in its own process")
@@ -148,6 +149,7 @@ func TestDemoObserved(t *testing.T) {
 	}
 
 	checkDashboard(t, fam)
+	checkReport(t, state)
 
 	demo.cmd.Process.Signal(syscall.SIGTERM)
 	if code := demo.waitExit(time.Minute); code != 0 {
