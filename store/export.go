@@ -165,17 +165,12 @@ func sortedKeys[V any](m map[string]V) []string {
 
 func exportJSONL(ctx context.Context, r Records, w io.Writer, opts ExportOptions) error {
 	bw := bufio.NewWriter(w)
-	enc := newJSONLEncoder(opts)
+	lw := NewLineWriter(bw, opts)
 	err := r.Records(ctx, func(rec Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		line, err := enc.encode(rec)
-		if err != nil {
-			return fmt.Errorf("record %q: %w", rec.ID, err)
-		}
-		_, err = bw.Write(line)
-		return err
+		return lw.Write(rec)
 	})
 	if err != nil {
 		return fmt.Errorf("store: export jsonl: %w", err)
@@ -584,4 +579,26 @@ func exportCSV(ctx context.Context, r Records, w io.Writer, opts ExportOptions) 
 		return fmt.Errorf("store: export csv: %w", err)
 	}
 	return nil
+}
+
+// LineWriter writes records one at a time as Export's JSON Lines do, for
+// a stream of records as they are settled. Not safe for concurrent use.
+type LineWriter struct {
+	w   io.Writer
+	enc *jsonlEncoder
+}
+
+// NewLineWriter returns a LineWriter on w; opts.Format is ignored.
+func NewLineWriter(w io.Writer, opts ExportOptions) *LineWriter {
+	return &LineWriter{w: w, enc: newJSONLEncoder(opts)}
+}
+
+// Write writes rec's line.
+func (l *LineWriter) Write(rec Record) error {
+	line, err := l.enc.encode(rec)
+	if err != nil {
+		return fmt.Errorf("record %q: %w", rec.ID, err)
+	}
+	_, err = l.w.Write(line)
+	return err
 }

@@ -610,6 +610,19 @@ func (s *mongoStore) Records(ctx context.Context, fn func(Record) error) error {
 	return emit()
 }
 
+// Record reads one record and its found values.
+func (s *mongoStore) Record(ctx context.Context, id string) (Record, error) {
+	var m mongoRecord
+	if err := s.findOne(ctx, s.records, fmt.Sprintf("record %q", id), bson.D{{Key: "_id", Value: id}}, &m); err != nil {
+		return Record{}, err
+	}
+	batch := []Record{m.record()}
+	if err := s.attachFound(ctx, batch); err != nil {
+		return Record{}, err
+	}
+	return batch[0], nil
+}
+
 // attachFound fills the Found of a batch of records.
 func (s *mongoStore) attachFound(ctx context.Context, batch []Record) error {
 	ids := make([]string, len(batch))

@@ -518,6 +518,94 @@ func (s *sqliteStore) write(ctx context.Context, op string, fn func(*sql.Tx) err
 	return nil
 }
 
+// The columns scanRecord and scanValue read, the record's with its
+// outcome (records r LEFT JOIN outcomes o), the value's from fields f.
+const (
+	recordColumns = `r.id, r.seq, r.fields, r.field_order, r.links, r.format, r.raw, r.error, o.outcome`
+	valueColumns  = `f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history, f.type`
+)
+
+// scanRecord reads a row of recordColumns, Found left empty.
+func scanRecord(row interface{ Scan(...any) error }) (Record, error) {
+	var (
+		rec                  Record
+		fields, order, links string
+		outcome              sql.NullString
+	)
+	if err := row.Scan(&rec.ID, &rec.Seq, &fields, &order, &links, &rec.Format, &rec.Raw, &rec.Error, &outcome); err != nil {
+		return rec, err
+	}
+	if err := decodeRecordColumns(&rec, fields, order, links); err != nil {
+		return rec, fmt.Errorf("record %q: %w", rec.ID, err)
+	}
+	if outcome.Valid {
+		o, err := decodeOutcome(rec.ID, outcome.String)
+		if err != nil {
+			return rec, fmt.Errorf("record %q: column outcome: %w", rec.ID, err)
+		}
+		rec.Outcome = o
+	}
+	rec.Found = map[string]Value{}
+	return rec, nil
+}
+
+// scanValue reads a row of valueColumns.
+func scanValue(rows *sql.Rows) (string, Value, error) {
+	var (
+		id                  string
+		v                   Value
+		at, conflicts, hist string
+	)
+	if err := rows.Scan(&id, &v.Field, &v.Value, &v.Source, &v.Mapping, &v.Depth, &at, &conflicts, &hist, &v.Type); err != nil {
+		return "", v, err
+	}
+	var err error
+	if v.At, err = parseTime(at); err != nil {
+		return id, v, fmt.Errorf("record %q field %q: column at: %w", id, v.Field, err)
+	}
+	if v.Conflicts, err = decodeConflicts(conflicts); err != nil {
+		return id, v, fmt.Errorf("record %q field %q: column conflicts: %w", id, v.Field, err)
+	}
+	if v.History, err = decodeHistory(hist); err != nil {
+		return id, v, fmt.Errorf("record %q field %q: column history: %w", id, v.Field, err)
+	}
+	return id, v, nil
+}
+
+// Record reads one record and its found values in one read transaction.
+func (s *sqliteStore) Record(ctx context.Context, id string) (Record, error) {
+	var rec Record
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return rec, fmt.Errorf("store: record %q: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	rec, err = scanRecord(tx.QueryRowContext(ctx, `SELECT `+recordColumns+`
+		FROM records r LEFT JOIN outcomes o ON o.record = r.id WHERE r.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, fmt.Errorf("%w: record %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return rec, fmt.Errorf("store: record %q: %w", id, err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+valueColumns+` FROM fields f WHERE f.record = ?`, id)
+	if err != nil {
+		return rec, fmt.Errorf("store: record %q: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		_, v, err := scanValue(rows)
+		if err != nil {
+			return rec, fmt.Errorf("store: %w", err)
+		}
+		rec.Found[v.Field] = v
+	}
+	if err := rows.Err(); err != nil {
+		return rec, fmt.Errorf("store: record %q: %w", id, err)
+	}
+	return rec, nil
+}
+
 // Records walks records and fields side by side, both in (seq, id) order,
 // inside one read transaction: one consistent snapshot, one row of each in
 // memory at a time. WAL mode lets writers go on meanwhile, fn included.
@@ -528,13 +616,13 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 	}
 	defer tx.Rollback()
 
-	recs, err := tx.QueryContext(ctx, `SELECT r.id, r.seq, r.fields, r.field_order, r.links, r.format, r.raw, r.error, o.outcome
+	recs, err := tx.QueryContext(ctx, `SELECT `+recordColumns+`
 		FROM records r LEFT JOIN outcomes o ON o.record = r.id ORDER BY r.seq, r.id`)
 	if err != nil {
 		return fmt.Errorf("store: records: %w", err)
 	}
 	defer recs.Close()
-	vals, err := tx.QueryContext(ctx, `SELECT f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history, f.type
+	vals, err := tx.QueryContext(ctx, `SELECT `+valueColumns+`
 		FROM records r JOIN fields f ON f.record = r.id ORDER BY r.seq, r.id`)
 	if err != nil {
 		return fmt.Errorf("store: records: %w", err)
@@ -550,46 +638,19 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 		if !vals.Next() {
 			return vals.Err()
 		}
-		var at, conflicts, history string
-		if err := vals.Scan(&pendingID, &pending.Field, &pending.Value, &pending.Source, &pending.Mapping, &pending.Depth, &at, &conflicts, &history, &pending.Type); err != nil {
-			return err
-		}
 		var err error
-		if pending.At, err = parseTime(at); err != nil {
-			return fmt.Errorf("record %q field %q: column at: %w", pendingID, pending.Field, err)
-		}
-		if pending.Conflicts, err = decodeConflicts(conflicts); err != nil {
-			return fmt.Errorf("record %q field %q: column conflicts: %w", pendingID, pending.Field, err)
-		}
-		if pending.History, err = decodeHistory(history); err != nil {
-			return fmt.Errorf("record %q field %q: column history: %w", pendingID, pending.Field, err)
-		}
-		return nil
+		pendingID, pending, err = scanValue(vals)
+		return err
 	}
 	if err := nextVal(); err != nil {
 		return fmt.Errorf("store: records: %w", err)
 	}
 
 	for recs.Next() {
-		var (
-			rec                  Record
-			fields, order, links string
-			outcome              sql.NullString
-		)
-		if err := recs.Scan(&rec.ID, &rec.Seq, &fields, &order, &links, &rec.Format, &rec.Raw, &rec.Error, &outcome); err != nil {
+		rec, err := scanRecord(recs)
+		if err != nil {
 			return fmt.Errorf("store: records: %w", err)
 		}
-		if err := decodeRecordColumns(&rec, fields, order, links); err != nil {
-			return fmt.Errorf("store: records: record %q: %w", rec.ID, err)
-		}
-		if outcome.Valid {
-			o, err := decodeOutcome(rec.ID, outcome.String)
-			if err != nil {
-				return fmt.Errorf("store: records: record %q: column outcome: %w", rec.ID, err)
-			}
-			rec.Outcome = o
-		}
-		rec.Found = map[string]Value{}
 		for pendingID == rec.ID {
 			rec.Found[pending.Field] = pending
 			if err := nextVal(); err != nil {

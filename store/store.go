@@ -106,6 +106,9 @@ type Records interface {
 	// Records calls fn for every record in Seq order, with Found and
 	// Outcome filled.
 	Records(ctx context.Context, fn func(Record) error) error
+	// Record returns one record by ID, with Found filled; ErrNotFound
+	// when there is none.
+	Record(ctx context.Context, id string) (Record, error)
 }
 
 // Robots is a cached robots.txt answer for one host.

@@ -351,6 +351,23 @@ var cases = []testCase{
 		}
 		assertRecords(t, all(ctx, t, s), once)
 	}},
+	{"records/one by id", func(ctx context.Context, t *testing.T, s store.Store) {
+		recs := sampleRecords()
+		mustPut(ctx, t, s, recs)
+		v := value("email", "ada@one.example", 1, base)
+		v.Conflicts = []store.Conflict{{Value: "b@b.example", Source: "https://b.example/", Depth: 1}}
+		mustSet(ctx, t, s, recs[0].ID, v)
+		for _, want := range all(ctx, t, s) {
+			got, err := s.Record(ctx, want.ID)
+			if err != nil {
+				t.Fatalf("Record(%q): %v", want.ID, err)
+			}
+			assertRecords(t, []store.Record{got}, []store.Record{want})
+		}
+		if _, err := s.Record(ctx, "no-such-record"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Record of an unknown id: %v, want ErrNotFound", err)
+		}
+	}},
 	{"fields/unknown record", func(ctx context.Context, t *testing.T, s store.Store) {
 		mustPut(ctx, t, s, sampleRecords())
 		err := s.SetFields(ctx, "no-such-record", []store.Value{value("email", "x@x.example", 0, base)})
