@@ -263,6 +263,7 @@ type Dispatcher struct {
 	led      *ledger
 	runState string
 	runBegan time.Time
+	settled  settledFeed // records that became complete, for followers
 
 	// ring holds every live member and renderRing the render-capable
 	// ones; route finds a domain's owner on one of them. Both change only

@@ -113,6 +113,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		r.complete = true
 		r.dirty = true
 		d.nComplete++
+		d.settled.add(r.id, r.filled)
 		if wasPartial {
 			d.nPartial--
 		}

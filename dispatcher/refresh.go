@@ -448,6 +448,7 @@ func (d *Dispatcher) closePrior(ctx context.Context, id string, fields []string)
 	if r.isComplete() {
 		r.complete, r.dirty = true, true
 		d.nComplete++
+		d.settled.add(r.id, r.filled)
 		if wasPartial {
 			d.nPartial--
 		}

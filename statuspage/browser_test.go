@@ -137,7 +137,9 @@ func TestPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Handle("/", statuspage.Handler(src.source))
+	srv.Handle("/", statuspage.Handler(src.source, func(after int64, limit int) (dispatcher.Feed, bool) {
+		return d.Settled(after, limit), true
+	}))
 	srvCtx, stopSrv := context.WithCancel(ctx)
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(srvCtx) }()

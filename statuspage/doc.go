@@ -10,7 +10,9 @@
 // ETA, pages per second over time and per supervisor, failures by class,
 // the slowest hosts and the hosts in back-off, the members and their last
 // heartbeat, the render queue, robots.txt outcomes and the latest errors.
-// `backfill status --from URL` reads the same JSON.
+// `backfill status --from URL` reads the same JSON, and `export --follow`
+// reads "/settled.json?after=N", the records the crawl completed after
+// feed position N (dispatcher.Dispatcher.Settled).
 //
 // Numbers the page shows carry their element's id or a data-key, so a
 // browser test can read them back and compare them with the JSON.

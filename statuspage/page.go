@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"strconv"
 
 	"backfill/dispatcher"
 )
@@ -16,11 +17,23 @@ var assets embed.FS
 // (the dispatcher is still being made).
 type Source func() (dispatcher.Status, bool)
 
-// JSONPath is where Handler serves the status as JSON.
-const JSONPath = "/status.json"
+// FeedSource returns the records settled after a feed position, at most
+// limit (dispatcher.Dispatcher.Settled), or false while there is no
+// dispatcher yet.
+type FeedSource func(after int64, limit int) (dispatcher.Feed, bool)
 
-// Handler serves the page, its assets and the status JSON from src.
-func Handler(src Source) http.Handler {
+// Where Handler serves the status and the feed of settled records as JSON.
+const (
+	JSONPath = "/status.json"
+	FeedPath = "/settled.json"
+)
+
+// feedLimit bounds the records one feed request returns.
+const feedLimit = 1024
+
+// Handler serves the page, its assets, the status JSON from src and the
+// settled records from feed (?after=N: those after position N).
+func Handler(src Source, feed FeedSource) http.Handler {
 	sub, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -38,6 +51,21 @@ func Handler(src Source) http.Handler {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", " ")
 		enc.Encode(s) // a write error is the client's going away
+	})
+	mux.HandleFunc("GET "+FeedPath, func(w http.ResponseWriter, r *http.Request) {
+		after, err := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+		if err != nil && r.URL.Query().Get("after") != "" {
+			http.Error(w, "after: want a feed position", http.StatusBadRequest)
+			return
+		}
+		f, ok := feed(after, feedLimit)
+		if !ok {
+			http.Error(w, "the dispatcher is starting", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		json.NewEncoder(w).Encode(f)
 	})
 	mux.Handle("GET /{$}", files)
 	mux.Handle("GET /app.js", files)

@@ -45,7 +45,7 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	summary, err := crawl(ctx, cfg, c.df.records, 0, func(d *dispatcher.Dispatcher) error {
 		c.log.Info("dispatcher listening", "endpoint", d.Endpoint(), "mappings", c.set.Digest())
 		return nil
-	}, nil, c.ob, stderr)
+	}, nil, c.ob, nil, stderr)
 	err = errors.Join(err, c.close())
 	if summary != nil {
 		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary))

@@ -113,7 +113,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			DefaultDelay: time.Duration(*delay) * time.Second,
 			Logger:       log,
 		}
-	}, ob, stderr)
+	}, ob, nil, stderr)
 	if term != nil {
 		term.finish()
 	}

@@ -65,7 +65,7 @@ func (o *observeFlags) start(log *slog.Logger) (*observer, error) {
 		return metrics.Options{Addr: addr, Insecure: o.insecure, CertFile: o.cert, KeyFile: o.key}
 	}
 	ob := &observer{reg: metrics.NewRegistry(), log: log}
-	page := statuspage.Handler(ob.status)
+	page := statuspage.Handler(ob.status, ob.feed)
 	var servers []*metrics.Server
 	for _, l := range []struct{ flag, addr string }{{"--metrics", o.metrics}, {"--status", o.status}} {
 		if l.addr == "" {
@@ -122,6 +122,16 @@ func (ob *observer) status() (dispatcher.Status, bool) {
 		return dispatcher.Status{}, false
 	}
 	return d.Status(), true
+}
+
+// feed is the feed of settled records: the dispatcher's, once there is
+// one.
+func (ob *observer) feed(after int64, limit int) (dispatcher.Feed, bool) {
+	d := ob.disp.Load()
+	if d == nil {
+		return dispatcher.Feed{}, false
+	}
+	return d.Settled(after, limit), true
 }
 
 // dispatcher makes d's metrics and status served.

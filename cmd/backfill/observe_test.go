@@ -57,6 +57,21 @@ func TestDemoObserved(t *testing.T) {
 	metricsURL := url("metrics listening")
 	pageURL := url("status page listening")
 
+	// export --follow tails the crawl from its start, through the feed.
+	if _, ok := demo.stderr.wait(regexp.MustCompile(`"msg":"records loaded"`), deadline); !ok {
+		t.Fatalf("demo never loaded its records\n%s", demo.stderr)
+	}
+	type followed struct {
+		code     int
+		out, err string
+	}
+	followDone := make(chan followed, 1)
+	go func() {
+		var out, errOut strings.Builder
+		code := mainExit([]string{"export", "--follow", "--from", pageURL, "--state-dir", state}, &out, &errOut)
+		followDone <- followed{code, out.String(), errOut.String()}
+	}()
+
 	// The crawl ends (its last status is written before it says so); the
 	// demo holds its endpoints open.
 	if _, ok := demo.stderr.wait(regexp.MustCompile(`"msg":"dispatcher finished"`), deadline); !ok {
@@ -136,6 +151,17 @@ func TestDemoObserved(t *testing.T) {
 			t.Errorf("backfill_fields_filled_total{field=%q} = %v, the export has %v", f, got, n)
 		}
 	}
+
+	// The follower ends with the crawl, having written every record once.
+	fl := <-followDone
+	if fl.code != exitOK {
+		t.Fatalf("export --follow exit %d: %s", fl.code, fl.err)
+	}
+	var feed dispatcher.Feed
+	if err := json.Unmarshal(get(t, pageURL+"settled.json?after=0"), &feed); err != nil {
+		t.Fatal(err)
+	}
+	checkStream(t, state, fl.out, int(feed.Last))
 
 	// backfill status reads the same JSON from afar.
 	var remote strings.Builder

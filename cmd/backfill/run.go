@@ -261,6 +261,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cf.render.register(fs)
 	c.register(fs)
 	supervisors := fs.Int("supervisors", 1, "supervisors to run in this process (each owns its share of the hosts)")
+	streamPath := fs.String("stream", "", "write each record as JSON Lines (export's shape) to this file, or - for stdout, the moment it is complete; when the crawl finishes, the records given up on and those complete before it follow")
+	streamProv := fs.Bool("stream-provenance", false, "with --stream: add where each filled value came from")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -274,12 +276,26 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	var follow *follower
+	summaryOut := stdout
+	closeStream := func() error { return nil }
+	if *streamPath != "" {
+		w, closeFn, err := openStream(*streamPath, stdout)
+		if err != nil {
+			return errors.Join(err, c.close())
+		}
+		closeStream = closeFn
+		follow = newFollower(c.st, w, *streamProv, c.log)
+		if *streamPath == "-" {
+			summaryOut = stderr // stdout is the stream's
+		}
+	}
 	summary, err := crawl(ctx, cfg, c.df.records, *supervisors, nil, func(i int, endpoint string) supervisor.Config {
 		return cf.supervisorConfig(fmt.Sprintf("local-%d", i+1), endpoint, c.set, c.st, c.log)
-	}, c.ob, stderr)
-	err = errors.Join(err, c.close())
+	}, c.ob, follow, stderr)
+	err = errors.Join(err, closeStream(), c.close())
 	if summary != nil {
-		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary))
+		err = errors.Join(err, writeSummary(summaryOut, summary, c.df.summary))
 	}
 	return err
 }
@@ -289,7 +305,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // nil, runs once the records are in. With n = 0 it is a lone dispatcher
 // waiting for supervisors elsewhere. ob (nil for none) serves their
 // metrics and the status page.
-func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func(*dispatcher.Dispatcher) error, supCfg func(i int, endpoint string) supervisor.Config, ob *observer, stderr io.Writer) (*dispatcher.Summary, error) {
+//
+// follow, when not nil, writes the records as they settle (run --stream):
+// fed while the crawl runs, and swept for the rest when it finished.
+func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func(*dispatcher.Dispatcher) error, supCfg func(i int, endpoint string) supervisor.Config, ob *observer, follow *follower, stderr io.Writer) (*dispatcher.Summary, error) {
 	if n > 0 && cfg.Expect == 0 {
 		cfg.Expect = n // all local: no need to wait for late joiners
 	}
@@ -314,6 +333,12 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 		}
 	}
 
+	stopStream := make(chan struct{})
+	streamed := make(chan error, 1)
+	if follow != nil {
+		go func() { streamed <- follow.follow(ctx, d, stopStream) }()
+	}
+
 	supCtx, stopSupervisors := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -323,6 +348,10 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 		if err != nil {
 			stopSupervisors()
 			wg.Wait()
+			if follow != nil {
+				close(stopStream)
+				<-streamed
+			}
 			return nil, err
 		}
 		ob.supervisor(s, sc.Name)
@@ -335,6 +364,16 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 	summary, runErr := d.Run(ctx)
 	stopSupervisors()
 	wg.Wait()
+	if follow != nil {
+		close(stopStream)
+		err := <-streamed
+		if err == nil && runErr == nil {
+			err = follow.sweep(ctx)
+		}
+		if err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("stream: %w", err))
+		}
+	}
 	for _, e := range errs {
 		if e != nil && !errors.Is(e, context.Canceled) {
 			runErr = errors.Join(runErr, e)
