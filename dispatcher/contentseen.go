@@ -306,7 +306,7 @@ func (d *Dispatcher) contentSeen(ctx context.Context, t *task, r *wire.Result) (
 		return false, nil
 	}
 	d.duplicates++
-	d.log.Debug("duplicate of "+first, "url", t.url, "first", first, "match", kind.String(), "distance", dist)
+	d.log.Debug("duplicate of "+first, "url", t.url, "host", t.host, "first", first, "match", kind.String(), "distance", dist)
 	return true, nil
 }
 

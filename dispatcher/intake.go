@@ -114,6 +114,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		r.dirty = true
 		d.nComplete++
 		d.settled.add(r.id, r.filled)
+		d.log.Debug("record complete", "record", r.id, "url", it.res.Source, "fields", len(r.filled), "depth", it.depth)
 		if wasPartial {
 			d.nPartial--
 		}
@@ -196,7 +197,7 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 	}
 	if len(r.FieldErrs) > 0 {
 		d.fieldErrs += int64(len(r.FieldErrs))
-		d.log.Debug("extraction errors", "url", t.url, "errors", r.FieldErrs)
+		d.log.Debug("extraction errors", "url", t.url, "host", t.host, "errors", r.FieldErrs)
 	}
 	var blob []byte
 	if r.Class == "" {

@@ -313,7 +313,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			select {
 			case f := <-d.failed:
 				if t := d.w.leased[f.taskID]; t != nil && t.lease == f.lease {
-					d.log.Debug("send failed; task re-queued", "url", t.url, "supervisor", t.member)
+					d.log.Debug("send failed; task re-queued", "url", t.url, "host", t.host, "supervisor", t.member)
 					if err := d.requeue(ctx, t); err != nil {
 						return err
 					}
@@ -497,7 +497,7 @@ func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 	for _, t := range d.w.leased {
 		if now.After(t.deadline) {
 			d.expired++
-			d.log.Debug("lease expired; task re-queued", "url", t.url, "supervisor", t.member, "lease", t.lease)
+			d.log.Debug("lease expired; task re-queued", "url", t.url, "host", t.host, "supervisor", t.member, "lease", t.lease)
 			if err := d.requeue(ctx, t); err != nil {
 				return err
 			}

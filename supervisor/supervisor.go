@@ -579,7 +579,7 @@ func (s *Supervisor) markRegistered() {
 func (s *Supervisor) accept(ctx context.Context, t *wire.Task) {
 	hostName, err := taskHost(t.URL)
 	if err != nil {
-		s.log.Debug("task refused", "task", t.ID, "url", t.URL, "err", err)
+		s.log.Debug("task refused", "task", t.ID, "url", t.URL, "host", t.Host, "class", fetch.ClassURL, "err", err)
 		s.countFailed(string(fetch.ClassURL))
 		s.sendResult(ctx, &wire.Result{
 			TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL,
@@ -826,7 +826,7 @@ func (s *Supervisor) sendResult(ctx context.Context, r *wire.Result) {
 	// While the dispatcher is away every result fails alike: say it the
 	// first time and every hundredth after.
 	if n := s.unsent.Add(1); n == 1 || n%100 == 0 {
-		s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "err", err, "unsent", n)
+		s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "class", r.Class, "err", err, "unsent", n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -433,7 +434,7 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 	func() {
 		defer func() {
 			if v := recover(); v != nil {
-				s.log.Error("panic while processing page recovered", "url", p.task.URL, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				s.log.Error("panic while processing page recovered", "url", p.task.URL, "host", p.task.Host, "class", ClassPanic, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				res = s.answer(p.task, ClassPanic, fmt.Sprintf("panic: %v", v))
 			}
 		}()
@@ -455,11 +456,29 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 	} else {
 		s.countFailed(res.Class)
 	}
+	s.logPage(p, res)
 	// The slot is freed before the result can reach the dispatcher: it
 	// counts the task done when the result arrives and may send the next
 	// one at once, which must find room here.
 	release()
 	s.sendResult(ctx, fitFrame(res))
+}
+
+// logPage says at debug level what became of one task: one line per page,
+// naming its URL and host, and its failure class when it failed.
+func (s *Supervisor) logPage(p *page, res *wire.Result) {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	args := []any{"url", p.task.URL, "host", p.task.Host, "status", res.Status}
+	if !p.start.IsZero() {
+		args = append(args, "ms", time.Since(p.start).Milliseconds())
+	}
+	if res.Class != "" {
+		s.log.Debug("page failed", append(args, "class", res.Class, "error", res.Error)...)
+		return
+	}
+	s.log.Debug("page done", append(args, "bytes", res.Bytes, "fields", len(res.Fields), "links", len(res.Links), "render", p.task.Render)...)
 }
 
 // finish builds the Result of a page: its answer if already known, its
