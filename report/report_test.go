@@ -17,8 +17,8 @@ func TestWriteEscapes(t *testing.T) {
 	evil := `<script>alert(1)</script>"'&`
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	d := &Data{
-		Records: 1,
-		History: dispatcher.History{Timeline: []dispatcher.Sample{{At: at, Records: 1}, {At: at.Add(time.Minute), Records: 1, Complete: 1, Pages: 3}}},
+		Records:      1,
+		History:      dispatcher.History{Timeline: []dispatcher.Sample{{At: at, Records: 1}, {At: at.Add(time.Minute), Records: 1, Complete: 1, Pages: 3}}},
 		Failures:     []Count{{Name: evil, N: 2}},
 		FailingHosts: []dispatcher.HostCount{{Host: evil, Count: 2}},
 		Robots:       []Count{{Name: evil, N: 1}},
