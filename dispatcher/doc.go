@@ -179,6 +179,19 @@
 // records complete. It writes a last one, finished or stopped, when Run
 // returns. `backfill status` reads it (ReadStatus).
 //
+// For operators the dispatcher also keeps a ledger (ledger.go): a
+// timeline of the crawl's progress whose resolution halves as it fills,
+// so it stays bounded and spans the whole crawl; the latest failures; the
+// hosts failing most; and, from the supervisors' heartbeats, their
+// robots.txt outcomes, hosts in back-off, and per-host request paces
+// (requests, the busiest minute, the shortest gap between two requests
+// and the delay owed then). Status (the method) serves it live with the
+// status, for the status page; HistoryFile keeps it across restarts for
+// the run report (ReadHistory), rewritten every historyEvery. Settled is
+// a bounded feed of the records as they become complete, which
+// followers (run --stream, export --follow) write out. Collector serves
+// the counters to Prometheus when scraped (metrics.go).
+//
 // # Freshness
 //
 // With Config.RecrawlAfter, a page crawled longer ago than that (before

@@ -130,6 +130,18 @@
 // echoing its ID and Lease (survey.go). The crawl's host queues are not
 // involved: a survey never fetches pages.
 //
+// # For operators
+//
+// Collector serves the supervisor's counters to Prometheus when scraped,
+// and the latency histograms of page fetches and renders (metrics.go).
+// The pace ledger (pace.go) notes every request to a host, its start,
+// its length and the delay owed since the one before; heartbeats carry a
+// bounded selection of it (the busiest hosts, the slowest to answer and
+// those asked closest together for their delay), the robots.txt outcomes
+// and the hosts in back-off, which the dispatcher shows on its status
+// page and keeps for the run report. With Logger at debug level, each
+// page gets one line naming its URL, host, status and failure class.
+//
 // # Memory
 //
 // At most Capacity tasks are held, queued or in progress; the dispatcher

@@ -185,15 +185,27 @@ func TestDemoObserved(t *testing.T) {
 
 // checkDashboard holds docs/grafana-dashboard.json to the metrics that
 // exist: those scraped, and those the dispatcher's and a supervisor's
-// collectors describe (a metric without samples yet is not scraped).
+// collectors describe (a metric without samples yet is not scraped); and
+// docs/monitoring.md to listing every one of them.
 func checkDashboard(t *testing.T, scraped map[string]*dto.MetricFamily) {
 	t.Helper()
 	exist := map[string]bool{}
 	for name := range scraped {
 		exist[name] = true
 	}
-	for _, name := range describedMetrics(t) {
+	described := describedMetrics(t)
+	for _, name := range described {
 		exist[name] = true
+	}
+	// docs/monitoring.md lists every metric the collectors describe.
+	doc, err := os.ReadFile("../../docs/monitoring.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(described, "backfill_wire_frames_total", "backfill_wire_bytes_total") {
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/monitoring.md does not list %s", name)
+		}
 	}
 	b, err := os.ReadFile("../../docs/grafana-dashboard.json")
 	if err != nil {
