@@ -13,6 +13,7 @@ import (
 	"backfill/dispatcher"
 	"backfill/etl"
 	"backfill/store"
+	"backfill/survey"
 )
 
 // Bounds of what the report lists.
@@ -44,6 +45,8 @@ type Data struct {
 	PaceHosts     int        // hosts with a pace reported, all of them
 	Tightest      *HostPace  // the host whose requests came closest for its delay
 	Overruns      int        // hosts whose shortest gap was under their delay
+
+	Surveys []*survey.Summary // the latest run of each host survey in the state directory
 }
 
 // FieldFill is how well one field was filled: of the records whose input
@@ -116,6 +119,9 @@ func Gather(ctx context.Context, stateDir string, st store.Records, set *etl.Set
 	}
 	d.failures()
 	d.paces()
+	if d.Surveys, err = survey.Latest(ctx, stateDir); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
 	return d, nil
 }
 

@@ -12,7 +12,10 @@
 // robots.txt outcomes, and the supervisors' per-host request paces for
 // the politeness table: requests per host, the busiest minute, and the
 // shortest gap between two requests next to the delay the host was owed).
-// Write renders the Data.
+// The latest run of each host survey in the same state directory, if
+// any, adds its outcomes by class and its top Server products (web) or
+// port states and open ports (ports), from survey.Latest. Write renders
+// the Data.
 //
 // Numbers carry data-* attributes (data-field, data-filled, …) so tests
 // can read them back.

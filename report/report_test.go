@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/survey"
 	"backfill/wire"
 )
 
@@ -53,5 +54,28 @@ func TestPacesAdded(t *testing.T) {
 	a := d.Paces[0]
 	if a.Host != "a.example" || a.Requests != 8 || a.PeakMinute != 4 || a.MinGap != 1.5 || a.MeanSecs != 3.0/8 || !a.Held() {
 		t.Errorf("a.example added up to %+v", a)
+	}
+}
+
+// TestWriteSurveys: a web survey's outcomes and Server products, and a
+// port survey's states and open ports, are charted.
+func TestWriteSurveys(t *testing.T) {
+	d := &Data{Surveys: []*survey.Summary{
+		{Job: wire.SurveyWeb, Run: "web/1", Rows: 5, Finished: true,
+			Outcomes: map[string]int{"answered": 3, "unresolved": 2}, Classes: map[string]int{"unresolved/nxdomain": 2},
+			Servers: []survey.Count{{Name: "nginx", N: 2}, {Name: "Apache", N: 1}}},
+		{Job: wire.SurveyPorts, Run: "ports/2", Rows: 4, States: map[string]int{"open": 1, "closed": 3},
+			OpenPorts: []survey.Count{{Name: "443", N: 1}}},
+	}}
+	var b bytes.Buffer
+	if err := Write(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`data-survey="web/1" data-rows="5"`, `data-name="answered" data-n="3"`,
+		`data-name="unresolved/nxdomain" data-n="2"`, `data-name="nginx" data-n="2"`,
+		`data-survey="ports/2"`, `data-name="closed" data-n="3"`, `data-name="443" data-n="1"`, "(unfinished)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %s", want)
+		}
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"html/template"
 	"io"
 	"time"
+
+	"backfill/survey"
+	"backfill/wire"
 )
 
 //go:embed report.html.tmpl
@@ -21,6 +24,23 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 type view struct {
 	*Data
 	CompleteChart, RateChart, FailureBars, RobotsBars, FieldBars template.HTML
+	SurveyCharts                                                 []surveyView
+}
+
+// surveyView is one host survey's part: its outcomes (web) or port
+// states (ports), and the top Server products (web) or open ports.
+type surveyView struct {
+	*survey.Summary
+	Outcomes, Top           template.HTML
+	OutcomesTitle, TopTitle string
+}
+
+func surveyCounts(cs []survey.Count) []Count {
+	out := make([]Count, len(cs))
+	for i, c := range cs {
+		out[i] = Count{Name: c.Name, N: int64(c.N)}
+	}
+	return out
 }
 
 // Write renders d as one self-contained HTML page.
@@ -53,6 +73,31 @@ func Write(w io.Writer, d *Data) error {
 		fields[i] = Count{Name: f.Field + " (%)", N: int64(pct(f.Filled, f.Needed) + 0.5)}
 	}
 	v.FieldBars = barChart("fill rate per field", fields)
+	for _, s := range d.Surveys {
+		sv := surveyView{Summary: s}
+		switch s.Job {
+		case wire.SurveyWeb:
+			sv.OutcomesTitle, sv.TopTitle = "domains by outcome", "top Server products"
+			outcomes := map[string]int64{}
+			for k, n := range s.Outcomes {
+				outcomes[k] = int64(n)
+			}
+			for k, n := range s.Classes {
+				outcomes[k] = int64(n) // "outcome/class" of the rows not answered
+			}
+			sv.Outcomes = barChart(sv.OutcomesTitle, counts(outcomes))
+			sv.Top = barChart(sv.TopTitle, surveyCounts(s.Servers))
+		case wire.SurveyPorts:
+			sv.OutcomesTitle, sv.TopTitle = "ports by state", "open ports"
+			states := map[string]int64{}
+			for k, n := range s.States {
+				states[k] = int64(n)
+			}
+			sv.Outcomes = barChart(sv.OutcomesTitle, counts(states))
+			sv.Top = barChart(sv.TopTitle, surveyCounts(s.OpenPorts))
+		}
+		v.SurveyCharts = append(v.SurveyCharts, sv)
+	}
 	if err := page.Execute(w, v); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
