@@ -301,15 +301,21 @@ func (l *ledger) snapshot(now time.Time, failures map[string]int64) History {
 // ReadHistory reads the history of the crawl whose state is in dir.
 func ReadHistory(dir string) (History, error) {
 	var h History
-	path := filepath.Join(dir, HistoryFile)
+	return h, readJSONFile(dir, HistoryFile, "history", &h)
+}
+
+// readJSONFile reads dir/name into v; errors say what (the status, the
+// history) could not be read.
+func readJSONFile(dir, name, what string, v any) error {
+	path := filepath.Join(dir, name)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return h, fmt.Errorf("read history: %w", err)
+		return fmt.Errorf("read %s: %w", what, err)
 	}
-	if err := json.Unmarshal(b, &h); err != nil {
-		return h, fmt.Errorf("read history %s: %w", path, err)
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("read %s %s: %w", what, path, err)
 	}
-	return h, nil
+	return nil
 }
 
 // writeJSONFile replaces dir/name with v as indented JSON in one rename,

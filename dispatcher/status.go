@@ -2,11 +2,8 @@ package dispatcher
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"time"
@@ -229,13 +226,5 @@ func (d *Dispatcher) putStatus(s Status) {
 // ReadStatus reads the status file of the dispatcher whose state is in dir.
 func ReadStatus(dir string) (Status, error) {
 	var s Status
-	path := filepath.Join(dir, StatusFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return s, fmt.Errorf("read status: %w", err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("read status %s: %w", path, err)
-	}
-	return s, nil
+	return s, readJSONFile(dir, StatusFile, "status", &s)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"backfill/statuspage"
 	"backfill/store"
 	"backfill/supervisor"
+	"backfill/supervisor/browsertest"
 	"backfill/testweb"
 )
 
@@ -88,19 +88,7 @@ const readPage = `(() => {
 // change as the crawl advances, the page loads nothing from elsewhere, and
 // at the end it shows the finished crawl.
 func TestPageInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crawl watched in a browser")
-	}
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		t.Skip("no Chromium on PATH (Debian package chromium; `make deps` installs it): the status page is tested in one")
-	}
+	bctx := browsertest.Start(t, "statuspage")
 	dir := t.TempDir()
 	web, err := testweb.Start(testweb.Options{CrawlDelay: 1})
 	if err != nil {
@@ -150,31 +138,6 @@ func TestPageInBrowser(t *testing.T) {
 		}
 	}()
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.UserDataDir(filepath.Join(dir, "browser")))
-	if os.Getuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // the sandbox refuses to run as root
-	}
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	defer func() {
-		if !t.Failed() {
-			return
-		}
-		sctx, scancel := context.WithTimeout(bctx, 10*time.Second)
-		defer scancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90))
-		if err != nil {
-			t.Logf("no screenshot: %v", err)
-			return
-		}
-		path := filepath.Join(t.TempDir(), "statuspage.png")
-		if err := os.WriteFile(path, png, 0o644); err == nil {
-			t.Logf("screenshot of the page: %s", path)
-		}
-	}()
 	if _, err := chromedp.Run(bctx, chromedp.Navigate(srv.URL())); err != nil {
 		t.Fatalf("open %s: %v", srv.URL(), err)
 	}

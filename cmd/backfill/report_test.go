@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"golang.org/x/net/html"
 
 	"backfill/dispatcher"
+	"backfill/supervisor/browsertest"
 )
 
 // checkReport writes the run report of the crawl in state and holds its
@@ -178,38 +178,19 @@ func checkReport(t *testing.T, state string) {
 	if paceRows == 0 {
 		t.Errorf("report: no politeness rows")
 	}
-	openOffline(t, path)
+	t.Run("offline in a browser", func(t *testing.T) { openOffline(t, path) })
 }
 
-// openOffline opens the report from disk in headless Chromium, when
-// there is one, and checks that it drew its charts and fetched nothing.
+// openOffline opens the report from disk in headless Chromium, which may
+// reach nothing else, and checks that it drew its charts and fetched
+// nothing.
 func openOffline(t *testing.T, path string) {
 	t.Helper()
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		t.Log("no Chromium on PATH: the report is not opened in a browser")
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),
-		chromedp.UserDataDir(filepath.Join(t.TempDir(), "browser")),
-		// Offline: the browser may reach nothing but the file.
+	bctx := browsertest.Start(t, "report",
 		chromedp.ProxyServer("http://127.0.0.1:9"), chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"))
-	if os.Getuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox) // the sandbox refuses to run as root
-	}
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer acancel()
-	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
-	if _, err := chromedp.Run(bctx, chromedp.Navigate("file://"+path)); err != nil {
+	ctx, cancel := context.WithTimeout(bctx, time.Minute)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Navigate("file://"+path)); err != nil {
 		t.Fatalf("open the report: %v", err)
 	}
 	type seen struct {
@@ -217,7 +198,7 @@ func openOffline(t *testing.T, path string) {
 		Width     float64  `json:"width"`
 		Resources []string `json:"resources"`
 	}
-	got, err := chromedp.Run(bctx, chromedp.Evaluate[seen](`({
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[seen](`({
 		charts: document.querySelectorAll('svg polyline, svg rect').length,
 		width: document.querySelector('svg.chart').getBoundingClientRect().width,
 		resources: performance.getEntriesByType('resource').map(e => e.name),

@@ -92,24 +92,30 @@ const statusTimeout = 10 * time.Second
 // fetchStatus reads a remote dispatcher's status.
 func fetchStatus(ctx context.Context, u string) (dispatcher.Status, error) {
 	var s dispatcher.Status
+	if err := getJSON(ctx, u, &s); err != nil {
+		return s, fmt.Errorf("status from %s: %w", u, err)
+	}
+	return s, nil
+}
+
+// getJSON GETs u, within statusTimeout, into v: a dispatcher's status or
+// its feed.
+func getJSON(ctx context.Context, u string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return s, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return s, fmt.Errorf("status from %s: %w", u, err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return s, fmt.Errorf("status from %s: %s", u, resp.Status)
+		return errors.New(resp.Status)
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxStatusBody)).Decode(&s); err != nil {
-		return s, fmt.Errorf("status from %s: %w", u, err)
-	}
-	return s, nil
+	return json.NewDecoder(io.LimitReader(resp.Body, maxStatusBody)).Decode(v)
 }
 
 // maxStatusBody bounds a remote status: the timeline and the lists in it

@@ -3,12 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -161,7 +159,8 @@ func (f *follower) followRemote(ctx context.Context, base string) error {
 		q := u.Query()
 		q.Set("after", strconv.FormatInt(f.after, 10))
 		u.RawQuery = q.Encode()
-		feed, err := fetchFeed(ctx, u.String())
+		var feed dispatcher.Feed
+		err := getJSON(ctx, u.String(), &feed)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -190,24 +189,4 @@ func (f *follower) followRemote(ctx context.Context, base string) error {
 		case <-tick.C:
 		}
 	}
-}
-
-func fetchFeed(ctx context.Context, u string) (dispatcher.Feed, error) {
-	var feed dispatcher.Feed
-	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return feed, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return feed, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return feed, fmt.Errorf("%s", resp.Status)
-	}
-	err = json.NewDecoder(io.LimitReader(resp.Body, maxStatusBody)).Decode(&feed)
-	return feed, err
 }
