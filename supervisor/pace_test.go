@@ -48,3 +48,22 @@ func TestPaces(t *testing.T) {
 		t.Errorf("a heartbeat reports %d hosts", n)
 	}
 }
+
+// BenchmarkRequestBookkeeping is what the operators' view adds to every
+// page request: the pace ledger's note and the meter's count and
+// histogram observation (hosts cycling as a crawl's do).
+func BenchmarkRequestBookkeeping(b *testing.B) {
+	p, m := newPaces(), newMeter()
+	hosts := make([]string, 1000)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("h%d.example", i)
+	}
+	t0 := time.Now()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := t0.Add(time.Duration(i) * time.Millisecond)
+		p.note(hosts[i%len(hosts)], start, start.Add(time.Millisecond), time.Second)
+		m.page(false, nil, time.Millisecond)
+	}
+}
