@@ -258,11 +258,20 @@ func (l *ledger) sumRobots() {
 }
 
 // sample adds s to the timeline if the interval since the last sample
-// has passed (or force), thinning the timeline when it is full.
+// has passed, thinning the timeline when it is full. A forced sample (the
+// end of a Run) is always kept: it replaces the last one when that is
+// less than half an interval old, so no interval is so short that a
+// rate drawn from it means nothing.
 func (l *ledger) sample(s Sample, force bool) {
 	tl := l.h.Timeline
-	if n := len(tl); n > 0 && !force && s.At.Sub(tl[n-1].At) < l.h.Step {
-		return
+	if n := len(tl); n > 0 && s.At.Sub(tl[n-1].At) < l.h.Step {
+		if !force {
+			return
+		}
+		if n > 1 && s.At.Sub(tl[n-1].At) < l.h.Step/2 {
+			tl[n-1] = s
+			return
+		}
 	}
 	if len(tl) >= maxSamples {
 		kept := tl[:0]

@@ -36,11 +36,17 @@ func TestLedgerTimeline(t *testing.T) {
 			t.Fatalf("timeline out of order at %d: %+v then %+v", i, tl[i-1], tl[i])
 		}
 	}
-	// A forced sample (the end of a Run) is taken whatever the interval.
+	// A forced sample (the end of a Run) is taken whatever the interval,
+	// in place of a last sample too close before it.
 	n := len(l.h.Timeline)
-	l.sample(Sample{At: last.Add(time.Millisecond)}, true)
+	end := tl[n-1].At.Add(time.Millisecond)
+	l.sample(Sample{At: end, Pages: 1 << 40}, true)
+	if len(l.h.Timeline) != n || !l.h.Timeline[n-1].At.Equal(end) {
+		t.Errorf("forced sample just after the last: %d samples (was %d), last at %v", len(l.h.Timeline), n, l.h.Timeline[len(l.h.Timeline)-1].At)
+	}
+	l.sample(Sample{At: end.Add(l.h.Step * 3 / 4), Pages: 1 << 41}, true)
 	if len(l.h.Timeline) != n+1 {
-		t.Errorf("forced sample not taken")
+		t.Errorf("forced sample three quarters of an interval on not added")
 	}
 }
 

@@ -33,7 +33,7 @@ type Data struct {
 
 	Records, Complete, Partial, Untouched int
 
-	Fields   []FieldFill   // by field name
+	Fields   []FieldFill   // the most filled first
 	Mappings []MappingFill // by mapping name
 	Samples  []store.Record
 
@@ -177,7 +177,11 @@ func (d *Data) records(ctx context.Context, st store.Records, set *etl.Set) erro
 			d.Fields = append(d.Fields, FieldFill{Field: f, Needed: need, Filled: filled[f]})
 		}
 	}
-	slices.SortFunc(d.Fields, func(a, b FieldFill) int { return cmp.Compare(a.Field, b.Field) })
+	// The fields filled most first: the bundled mappings can produce many
+	// fields a crawl finds little of.
+	slices.SortFunc(d.Fields, func(a, b FieldFill) int {
+		return cmp.Or(cmp.Compare(b.Filled, a.Filled), cmp.Compare(a.Field, b.Field))
+	})
 	for name, mf := range byMapping {
 		mf.Fields = counts(mapFields[name])
 		d.Mappings = append(d.Mappings, *mf)

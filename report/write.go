@@ -51,15 +51,15 @@ func Write(w io.Writer, d *Data) error {
 	partial := series{Name: "partial", Class: "line2"}
 	total := series{Name: "records", Class: "total"}
 	rate := series{Name: "pages/s", Class: "line"}
+	j := 0 // the sample rates are measured from: at least a second back
 	for i, s := range tl {
 		complete.At, complete.V = append(complete.At, s.At), append(complete.V, float64(s.Complete))
 		partial.At, partial.V = append(partial.At, s.At), append(partial.V, float64(s.Partial))
 		total.At, total.V = append(total.At, s.At), append(total.V, float64(s.Records))
-		if i > 0 {
-			if dt := s.At.Sub(tl[i-1].At).Seconds(); dt > 0 {
-				rate.At = append(rate.At, s.At)
-				rate.V = append(rate.V, float64(max(0, s.Pages-tl[i-1].Pages))/dt)
-			}
+		if dt := s.At.Sub(tl[j].At).Seconds(); i > 0 && dt >= 1 {
+			rate.At = append(rate.At, s.At)
+			rate.V = append(rate.V, float64(max(0, s.Pages-tl[j].Pages))/dt)
+			j = i
 		}
 	}
 	v.CompleteChart = lineChart("records complete over time", []series{total, partial, complete},

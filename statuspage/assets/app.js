@@ -137,10 +137,13 @@ function draw(s) {
     tl.map(p => [Date.parse(p.at), p.complete]),
     tl.map(p => [Date.parse(p.at), p.records]),
   ], v => String(Math.round(v)));
+  // Pages per second between samples at least a second apart.
   const rate = [];
-  for (let i = 1; i < tl.length; i++) {
-    const dt = (Date.parse(tl[i].at) - Date.parse(tl[i - 1].at)) / 1000;
-    if (dt > 0) rate.push([Date.parse(tl[i].at), Math.max(0, tl[i].pages - tl[i - 1].pages) / dt]);
+  for (let i = 1, j = 0; i < tl.length; i++) {
+    const dt = (Date.parse(tl[i].at) - Date.parse(tl[j].at)) / 1000;
+    if (dt < 1) continue;
+    rate.push([Date.parse(tl[i].at), Math.max(0, tl[i].pages - tl[j].pages) / dt]);
+    j = i;
   }
   chart($("chart-rate"), [rate], v => v.toFixed(1) + "/s");
 

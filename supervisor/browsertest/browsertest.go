@@ -51,7 +51,7 @@ func Start(t testing.TB, name string, opts ...chromedp.ExecAllocatorOption) cont
 		}
 		sctx, cancel := context.WithTimeout(bctx, screenshotWait)
 		defer cancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90))
+		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100)) // 100: PNG, not JPEG
 		if err != nil {
 			t.Logf("no screenshot: %v", err)
 			return
