@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,24 @@ func TestTerminalLogAboveProgress(t *testing.T) {
 	fmt.Fprint(term, "after\n")
 	if b.String() != "\nafter\n" {
 		t.Errorf("after finish: %q, want the line ended and the log plain", b.String())
+	}
+}
+
+// TestProgressLog: without a terminal, progress is a log line every
+// progressLogEvery of the run, with the rate and the ETA.
+func TestProgressLog(t *testing.T) {
+	var b strings.Builder
+	p := &progressLog{log: slog.New(slog.NewJSONHandler(&b, nil))}
+	for s := 0; s <= 70; s += 5 {
+		p.update(dispatcher.Progress{Records: 100, Complete: s, Pages: int64(2 * s), Elapsed: time.Duration(s) * time.Second})
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d progress lines over 70s, want 2 (at 30s and 60s):\n%s", len(lines), b.String())
+	}
+	for _, want := range []string{`"msg":"progress"`, `"complete":60`, `"pages_per_sec":2`, `"eta":"40s"`} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("progress line %s lacks %s", lines[1], want)
+		}
 	}
 }
