@@ -50,38 +50,35 @@ func newMeter() *meter {
 	return &meter{
 		fetchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "backfill_fetch_duration_seconds",
-			Help:    "Time from sending a page request to having its body (robots.txt and probes excluded; rendered pages are in backfill_render_duration_seconds).",
+			Help:    "Time from sending a page request to having its body (robots.txt, probes and a rendered page's own requests excluded).",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12), // 10ms … 20s
 		}),
 		renderSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "backfill_render_duration_seconds",
-			Help:    "Time to load a page in the browser, its scripts and their data included.",
+			Help:    "Time to render a fetched page in the browser, the requests its scripts make included.",
 			Buckets: prometheus.ExponentialBuckets(0.1, 2, 10), // 100ms … 51s
 		}),
 	}
 }
 
 // page counts one page request that took took: its status class, its
-// bytes, and its latency in the fetch or the render histogram.
-func (m *meter) page(rendered bool, resp *fetch.Response, took time.Duration) {
+// bytes, and its latency. (A render's time is observed where the browser
+// renders the fetched page: renderPage.)
+func (m *meter) page(resp *fetch.Response, took time.Duration) {
 	i := 0
 	if resp != nil && resp.Status >= 100 && resp.Status <= 599 {
 		i = resp.Status / 100
 		m.bytes.Add(int64(len(resp.Body)))
 	}
 	m.status[i].Add(1)
-	if rendered {
-		m.renderSeconds.Observe(took.Seconds())
-	} else {
-		m.fetchSeconds.Observe(took.Seconds())
-	}
+	m.fetchSeconds.Observe(took.Seconds())
 }
 
 var statusClasses = [6]string{"none", "1xx", "2xx", "3xx", "4xx", "5xx"}
 
 var (
 	descFetches = prometheus.NewDesc("backfill_fetches_total",
-		"Page requests made (fetched or rendered), by the class of their HTTP status; none: no HTTP answer.",
+		"Page requests made, by the class of their HTTP status; none: no HTTP answer.",
 		[]string{"status_class"}, nil)
 	descFetchBytes = prometheus.NewDesc("backfill_fetch_bytes_total",
 		"Bytes of page bodies received (after decoding, within the size cap).", nil, nil)

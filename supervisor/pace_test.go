@@ -64,6 +64,6 @@ func BenchmarkRequestBookkeeping(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		start := t0.Add(time.Duration(i) * time.Millisecond)
 		p.note(hosts[i%len(hosts)], start, start.Add(time.Millisecond), time.Second)
-		m.page(false, nil, time.Millisecond)
+		m.page(nil, time.Millisecond)
 	}
 }

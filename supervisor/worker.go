@@ -201,7 +201,7 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	start := time.Now()
 	resp, err := s.fetchPage(ctx, t)
 	end := s.requestDone(h, start, delay)
-	s.meter.page(t.Render && s.render != nil, resp, end.Sub(start))
+	s.meter.page(resp, end.Sub(start))
 	next, retry, err := s.afterFetch(h, t, resp, err, end, delay)
 	if retry {
 		*popped = nil // back on its host's queue
@@ -671,5 +671,8 @@ func approxSize(r *wire.Result) int {
 // ends with. The page's requests are made by subFetch, and the resource
 // kinds its mappings allow are let through.
 func (s *Supervisor) renderPage(ctx context.Context, pageURL string, doc *fetch.Response) (*fetch.Response, error) {
-	return s.render.Render(ctx, renderJob{doc: doc, allow: s.cfg.Mappings.RenderResources(pageURL), get: s.subFetch})
+	start := time.Now()
+	resp, err := s.render.Render(ctx, renderJob{doc: doc, allow: s.cfg.Mappings.RenderResources(pageURL), get: s.subFetch})
+	s.meter.renderSeconds.Observe(time.Since(start).Seconds())
+	return resp, err
 }
