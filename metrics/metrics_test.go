@@ -102,15 +102,7 @@ func TestScrape(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.HandleMetrics(reg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	serving(t, s)
 
 	families := scrape(t, s.URL()+"metrics")
 	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "backfill_wire_frames_total", "backfill_wire_bytes_total", "backfill_test_seconds"} {
@@ -154,30 +146,41 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	return families
 }
 
-// value is the counter or gauge value of the metric of f with labels.
+// value is the counter or gauge value of the first metric of f whose
+// labels include labels; -1 when there is none.
 func value(f *dto.MetricFamily, labels map[string]string) float64 {
-	if f == nil {
-		return -1
-	}
-next:
 	for _, m := range f.GetMetric() {
-		for k, v := range labels {
-			found := false
-			for _, l := range m.GetLabel() {
-				if l.GetName() == k && l.GetValue() == v {
-					found = true
-				}
-			}
-			if !found {
-				continue next
-			}
+		has := map[string]string{}
+		for _, l := range m.GetLabel() {
+			has[l.GetName()] = l.GetValue()
 		}
-		if c := m.GetCounter(); c != nil {
-			return c.GetValue()
+		if subset(labels, has) {
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
-		return m.GetGauge().GetValue()
 	}
 	return -1
+}
+
+func subset(a, b map[string]string) bool {
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// serving serves s until the test ends.
+func serving(t *testing.T, s *Server) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
 }
 
 // TestServeTLS: with a certificate the listener speaks HTTPS, and only
@@ -208,15 +211,7 @@ func TestServeTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.HandleMetrics(NewRegistry())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	serving(t, s)
 	if !strings.HasPrefix(s.URL(), "https://") {
 		t.Fatalf("URL %s, want https", s.URL())
 	}
