@@ -8,7 +8,9 @@ import (
 
 // The dispatcher's metrics. They are read from the counters it keeps
 // anyway, under its mutex, when Prometheus scrapes (see Collector); only
-// the store write latency is observed as the crawl goes.
+// the store write latency is observed as the crawl goes. The counters are
+// the crawl's totals (totals.go): they go on across restarts of the
+// dispatcher and never fall within a process.
 var (
 	descRecords = prometheus.NewDesc("backfill_records",
 		"Records in the crawl.", nil, nil)
@@ -97,8 +99,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		records: d.nRecords, complete: d.nComplete, partial: d.nPartial,
 		frontier: d.queuedN, window: len(d.w.queued), leased: len(d.w.leased),
 		waitingRender: d.w.waitingRender(), readyHosts: d.w.ready.Len(), hosts: len(d.w.hosts),
-		expired: d.expired, late: d.late, pages: d.pages, reuse: d.reused,
-		errs: maps.Clone(d.errs), lost: maps.Clone(d.led.lost), robots: maps.Clone(d.led.h.Robots),
+		expired: d.total(&d.expired), late: d.total(&d.late), pages: d.total(&d.pages), reuse: d.total(&d.reused),
+		errs: sumMaps(d.base.errs, d.errs), lost: maps.Clone(d.led.lost), robots: maps.Clone(d.led.h.Robots),
 		filled: maps.Clone(d.led.filled),
 		joined: d.led.joined,
 	}

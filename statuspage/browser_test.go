@@ -199,7 +199,7 @@ func TestPageInBrowser(t *testing.T) {
 			t.Errorf("page shows %v, its status says %v", got, want)
 		}
 		wantFail := map[string]string{}
-		for c, n := range s.Failures {
+		for c, n := range s.Errors {
 			wantFail[c] = fmt.Sprint(n)
 		}
 		if !maps.Equal(p.Failures, wantFail) {

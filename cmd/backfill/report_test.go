@@ -169,8 +169,8 @@ func checkReport(t *testing.T, state string) {
 			t.Errorf("report: %s %q, want %s", id, ids[id], v)
 		}
 	}
-	if !maps.Equal(gotFail, st.Failures) {
-		t.Errorf("report: failures %v; the status %v", gotFail, st.Failures)
+	if !maps.Equal(gotFail, st.Errors) {
+		t.Errorf("report: failures %v; the status %v", gotFail, st.Errors)
 	}
 	if polyPoints < 2 {
 		t.Errorf("report: %d charts with a line", polyPoints)

@@ -39,8 +39,12 @@ func TestStatusShowsRefusedPeersAndRestarts(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, dispatcher.StatusFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	read, err := readStatusFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
-	if err := printStatus(&out, dir, false, now); err != nil {
+	if err := printStatus(&out, read, false, now); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"40 (2.0/s over 20s)", "(the whole crawl: 2 restart(s))", "refused handshakes (2 peers)",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/dispatcher"
 	"backfill/testweb"
 )
 
@@ -42,7 +43,7 @@ func TestRunStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum struct{ Complete, Skipped int }
+	var sum dispatcher.Summary
 	if sb, err := os.ReadFile(filepath.Join(dir, "summary.json")); err != nil || json.Unmarshal(sb, &sum) != nil {
 		t.Fatalf("summary: %v", err)
 	}

@@ -152,9 +152,8 @@ function draw(s) {
     [m.failed, "n"], [m.rendered || 0, "n"], ago(m.last_seen, now)], m => m.name);
   fill("left", s.left, m => [m.name, m.reason || "", [m.fetched, "n"], ago(m.left, now)], m => m.name);
 
-  const classes = new Set([...Object.keys(s.failures || {}), ...Object.keys(s.errors || {})]);
-  const fl = [...classes].sort().map(c => ({ c, all: (s.failures || {})[c] || 0, run: (s.errors || {})[c] || 0 }));
-  fill("failures", fl, f => [f.c, [f.all, "n"], [f.run, "n"]], f => f.c);
+  const fl = Object.entries(s.errors || {}).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  fill("failures", fl, f => [f[0], [f[1], "n"]], f => f[0]);
   const robots = Object.entries(s.robots || {}).sort();
   fill("robots", robots, r => [r[0], [r[1], "n"]], r => r[0]);
 
