@@ -2,20 +2,22 @@
 
 GO      ?= go
 BIN     := bin/backfill
-APT_PKGS := libzmq3-dev pkg-config chromium
+APT_PKGS := libzmq3-dev pkg-config
+# Chromium, which only supervisors started with --render use (and the tests
+# of rendering): `make deps-render`.
+RENDER_PKGS := chromium
 # The validators `backfill provision check` runs, and the rehearsal's
 # network namespaces and firewalls.
 VALIDATOR_PKGS := cloud-init systemd shellcheck nftables openssh-server openssh-client \
 	fail2ban python3-systemd python3-yaml iproute2 util-linux
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps build run test rehearse bench fuzz clean
+.PHONY: deps deps-render build run test rehearse bench fuzz clean
 
-# deps installs, when missing, the C library the ZeroMQ bindings need,
-# Chromium for JavaScript rendering (render nodes and their tests) and the
-# provisioning validators. Packages that start a service on install (sshd,
-# fail2ban) are kept from it by a policy-rc.d saying no, present only
-# while they install.
+# deps installs, when missing, the C library the ZeroMQ bindings need and
+# the provisioning validators; not Chromium (deps-render). Packages that
+# start a service on install (sshd, fail2ban) are kept from it by a
+# policy-rc.d saying no, present only while they install.
 deps:
 	@missing=""; for p in $(APT_PKGS); do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
@@ -36,6 +38,17 @@ deps:
 	fi
 	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl/"; exit 1; }
 
+# deps-render installs, when missing, Chromium for supervisors started with
+# --render and the tests of rendering (make test uses it).
+deps-render:
+	@missing=""; for p in $(RENDER_PKGS); do \
+		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
 build: deps
 	$(GO) build -o $(BIN) ./cmd/backfill
 
@@ -43,7 +56,7 @@ build: deps
 run: build
 	./$(BIN) demo
 
-test: deps
+test: deps deps-render
 	$(GO) vet ./...
 	$(GO) test -race -timeout 12m ./...
 	@echo "store backends the conformance suite ran against:"
@@ -55,7 +68,7 @@ test: deps
 rehearse: deps
 	$(GO) test -count=1 -run 'TestRehearsal' -v ./provisioning
 
-bench: deps
+bench: deps deps-render
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	cd bench && $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m .
 

@@ -208,7 +208,9 @@ func renderSummary(b *testing.B, bin, state string) (rendered, filled int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sum struct{ RenderRetried int }
+	var sum struct {
+		RenderRetried int `json:"render_retried"`
+	}
 	if err := json.Unmarshal(data, &sum); err != nil {
 		b.Fatalf("summary: %v", err)
 	}

@@ -82,7 +82,7 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 			return err
 		}
 		if why := d.filter.budget(&hc.n, recN, depth); why != "" {
-			d.filtered[why]++
+			d.run.filtered[why]++
 			continue
 		}
 		hc.dirty = true
@@ -212,7 +212,7 @@ func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec in
 		// Another record wants a task that was dropped, or one whose page
 		// is older than the recrawl age: queue it again.
 		if k.last > 0 {
-			d.recrawled++
+			d.run.recrawled++
 		}
 		return d.requeueDone(ctx, key, norm, min(depth, k.depth))
 	case depth < k.depth:

@@ -83,8 +83,9 @@ func (r *recState) known(name string, depth int) string {
 // yields no value for a match key cannot contradict the record and is
 // accepted: many pages that carry the wanted field (a contact page, an
 // "about" page) never repeat the person's name, and refusing them would
-// lose true values; a decoy, on the other hand, names someone else.
-func attributable(r *recState, res *cachedResult, depth int) bool {
+// lose true values; a decoy, on the other hand, names someone else. A
+// refused page's refusal says which key disagreed.
+func attributable(r *recState, res *cachedResult, depth int) (bool, refusal) {
 	for _, f := range res.Fields {
 		if !f.Match || len(f.Values) == 0 {
 			continue
@@ -102,10 +103,16 @@ func attributable(r *recState, res *cachedResult, depth int) bool {
 			}
 		}
 		if !agree {
-			return false
+			return false, refusal{field: f.Name, pageValue: joinValues(f.Values), recordValue: known}
 		}
 	}
-	return true
+	return true, refusal{}
+}
+
+// refusal is why a page's values were refused for a record: its values
+// for a match key, none of which agrees with what the record knows.
+type refusal struct {
+	field, pageValue, recordValue string
 }
 
 // merge writes the page's values for the record's target fields. Per

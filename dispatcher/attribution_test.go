@@ -37,8 +37,8 @@ func TestAttributable(t *testing.T) {
 				r.filled = map[string]store.Value{}
 			}
 			res := &cachedResult{Source: "http://a.test/p", Fields: tc.fields}
-			if got := attributable(r, res, tc.depth); got != tc.want {
-				t.Fatalf("attributable = %v, want %v", got, tc.want)
+			if got, why := attributable(r, res, tc.depth); got != tc.want || got != (why.field == "") {
+				t.Fatalf("attributable = %v (%+v), want %v and a refusal naming the key exactly when refused", got, why, tc.want)
 			}
 		})
 	}

@@ -305,8 +305,8 @@ func (d *Dispatcher) contentSeen(ctx context.Context, t *task, r *wire.Result) (
 	if kind == seenNew {
 		return false, nil
 	}
-	d.duplicates++
-	d.log.Debug("duplicate of "+first, "url", t.url, "first", first, "match", kind.String(), "distance", dist)
+	d.run.duplicates++
+	d.log.Debug("duplicate of "+first, "url", t.url, "host", t.host, "first", first, "match", kind.String(), "distance", dist)
 	return true, nil
 }
 

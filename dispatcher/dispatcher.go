@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,6 +92,11 @@ type Config struct {
 	// DefaultStoreDrainTimeout.
 	StoreDrainTimeout time.Duration
 
+	// Strict refuses a records file with any malformed line, before
+	// loading any of it; otherwise malformed lines are reported, kept
+	// (in the store, for export) and the rest is crawled.
+	Strict bool
+
 	Logger   *slog.Logger // nil discards
 	Progress func(Progress)
 }
@@ -102,89 +108,108 @@ const DefaultExpectTimeout = 2 * time.Minute
 // DefaultListen is the intake endpoint when Config.Listen is empty.
 const DefaultListen = "tcp://127.0.0.1:5550"
 
-// Summary is the outcome of a Run. Record counts cover every record in the
-// state (Records = Complete + Partial + Untouched; Skipped, the records that
-// had nothing to fill from the start, are counted in Complete). Page
-// counters cover this Run only.
+// Summary is the outcome of a crawl, as of the end of a Run. A crawl may
+// take several dispatcher processes (stopped, or dead, and resumed on the
+// same state): the counters cover them all (see totals.go), and Restarts
+// says how many there were after the first. Record counts cover every
+// record in the state (Records = Complete + Partial + Untouched; Skipped,
+// the records that had nothing to fill from the start, are counted in
+// Complete). The JSON keys are what `--summary` writes.
 type Summary struct {
-	Records      int
-	Complete     int
-	Partial      int
-	Untouched    int
-	Skipped      int
-	UntouchedIDs []string // first 50, in input order
-	BadLines     int      // malformed input lines skipped by Load
-	Pages        int64    // pages fetched and extracted (Class "")
-	Reused       int64    // cached extractions applied to another record
+	Records   int `json:"records"`
+	Complete  int `json:"complete"`
+	Partial   int `json:"partial"`
+	Untouched int `json:"untouched"`
+	Skipped   int `json:"already_complete"`
+	// Finished says the crawl has no work left; false when Run was
+	// stopped (the next Run on the state resumes it).
+	Finished bool `json:"finished"`
+	Restarts int  `json:"restarts"` // dispatcher processes of this crawl before the last one
+	// UntouchedIDs are the first 50 records with nothing found, in input
+	// order. Reasons counts the incomplete records (partial or untouched)
+	// by why their missing fields stayed missing (the Reason* constants),
+	// with the first ReasonIDs ids of each.
+	UntouchedIDs []string               `json:"untouched_ids,omitempty"`
+	Reasons      map[string]ReasonCount `json:"incomplete_by_reason,omitempty"`
+	BadLines     int                    `json:"malformed_lines"` // malformed input lines Load read (kept for export, not crawled)
+	Pages        int64                  `json:"pages"`           // pages fetched and extracted (Class "")
+	Reused       int64                  `json:"reused"`          // cached extractions applied to another record
 	// Disagreeing counts the pages applied to a record whose match key
 	// named someone else: their values were refused, their links followed.
-	Disagreeing int64
-	Late        int64 // late or duplicate results ignored
+	Disagreeing int64 `json:"disagreeing"`
+	Late        int64 `json:"late"` // late or duplicate results ignored
 	// Adopted counts results for leases of an earlier dispatcher process
 	// (this one restarted) whose task was still queued: applied, so the
 	// page is not fetched again.
-	Adopted     int64
-	Expired     int64 // leases that expired and were re-sent
-	Errors      map[string]int64
-	FieldErrors int64
-	Refused     int64 // registrations refused (mapping digest differs, or key not authorized)
-	Waiting     int   // render tasks left with no render-capable supervisor
+	Adopted     int64            `json:"adopted"`
+	Expired     int64            `json:"expired"` // leases that expired and were re-sent
+	Errors      map[string]int64 `json:"errors"`
+	FieldErrors int64            `json:"field_errors"`
+	// Refused counts what was refused: pages whose values a record
+	// refused because a match key disagreed, and supervisors' registrations
+	// (mapping digest differs, key not authorized). RefusedBy splits it:
+	// "match-key", "registration".
+	Refused   int64            `json:"refused"`
+	RefusedBy map[string]int64 `json:"refused_by,omitempty"`
+	Waiting   int              `json:"waiting_render"` // render tasks left with no render-capable supervisor
 	// Filtered counts the links not followed, by reason (the Filter*
-	// constants), since New: Load's as well as Run's. LinkFarms counts the
-	// pages whose links were not expanded; BadTopSites the malformed lines
-	// skipped in the top-sites file.
-	Filtered    map[string]int64
-	LinkFarms   int64
-	BadTopSites int
-	// Duplicates counts the fetched pages, since New, whose text was
-	// already seen at another URL (the same, or within a few simhash bits):
-	// their values were applied but their links not expanded.
-	Duplicates  int64
-	Elapsed     time.Duration
-	PagesPerSec float64
+	// constants). LinkFarms counts the pages whose links were not
+	// expanded; BadTopSites the malformed lines skipped in the top-sites
+	// file.
+	Filtered    map[string]int64 `json:"filtered"`
+	LinkFarms   int64            `json:"link_farms"`
+	BadTopSites int              `json:"malformed_top_sites_lines"`
+	// Duplicates counts the fetched pages whose text was already seen at
+	// another URL (the same, or within a few simhash bits): their values
+	// were applied but their links not expanded.
+	Duplicates int64 `json:"duplicates"`
+	// Elapsed is the crawl's working time, every process's Runs added up;
+	// ElapsedSeconds is it in seconds, for JSON.
+	Elapsed        time.Duration `json:"-"`
+	ElapsedSeconds float64       `json:"elapsed_seconds"`
+	PagesPerSec    float64       `json:"pages_per_sec"`
 
 	// Failed pages of earlier runs (see retry.go), when this Run began:
 	// Retried counts, by the class they failed with, those queued again;
 	// RetryKept those kept as they were because their failure is
 	// permanent (a 404, a robots.txt rule: Config.RetryFailed retries
 	// them), RetryExhausted those that failed Config.RetryAttempts times.
-	Retried        map[string]int64
-	RetryKept      int64
-	RetryExhausted int64
+	Retried        map[string]int64 `json:"retried,omitempty"`
+	RetryKept      int64            `json:"retry_kept"`
+	RetryExhausted int64            `json:"retry_exhausted"`
 
-	// RenderRetried counts this Run's pages sent again as render tasks:
-	// their HTML was a JavaScript shell and a record still lacked a field
-	// a matching mapping could find once rendered. RenderWanted counts
-	// such pages that were not, for want of a render-capable supervisor;
-	// their static result stands.
-	RenderRetried int64
-	RenderWanted  int64
+	// RenderRetried counts pages sent again as render tasks: their HTML
+	// was a JavaScript shell and a record still lacked a field a matching
+	// mapping could find once rendered. RenderWanted counts such pages
+	// that were not, for want of a render-capable supervisor; their
+	// static result stands.
+	RenderRetried int64 `json:"render_retried"`
+	RenderWanted  int64 `json:"render_wanted"`
 
-	// Store writes of this Run (see outbox.go): StoreWritten values the
-	// store acknowledged, StoreRetried failed pushes tried again.
+	// Store writes of the last Run (see outbox.go): StoreWritten values
+	// the store acknowledged, StoreRetried failed pushes tried again.
 	// StorePending values still waiting when Run returned, kept in the
 	// state and pushed on the next start; StoreRefused values of records
 	// the store does not have (the state and the store are of different
 	// crawls), also kept.
-	StoreWritten int64
-	StoreRetried int64
-	StorePending int
-	StoreRefused int
+	StoreWritten int64 `json:"store_written"`
+	StoreRetried int64 `json:"store_retried"`
+	StorePending int   `json:"store_pending"`
+	StoreRefused int   `json:"store_refused"`
 
-	// Freshness. Recrawled counts the pages queued again since New (by
-	// Load as well as Run) because their last crawl was older than
-	// Config.RecrawlAfter. This Run's: NotModified counts the
-	// answers to conditional requests that said the page had not changed
-	// (their cached extraction was applied). With Config.Refresh,
+	// Freshness. Recrawled counts the pages queued again because their
+	// last crawl was older than Config.RecrawlAfter. NotModified counts
+	// the answers to conditional requests that said the page had not
+	// changed (their cached extraction was applied). With Config.Refresh,
 	// Refreshed counts the fields re-checked whose value was found again
 	// unchanged, Changed those whose value changed (the old one went to
 	// the field's History), and Unconfirmed those the refresh found no
 	// value for (the old value stays).
-	Recrawled   int64
-	NotModified int64
-	Refreshed   int64
-	Changed     int64
-	Unconfirmed int64
+	Recrawled   int64 `json:"recrawled"`
+	NotModified int64 `json:"not_modified"`
+	Refreshed   int64 `json:"refreshed"`
+	Changed     int64 `json:"changed"`
+	Unconfirmed int64 `json:"unconfirmed"`
 }
 
 // Progress is a snapshot passed to Config.Progress while Run works.
@@ -199,10 +224,14 @@ type Progress struct {
 
 // LoadReport says what Load read.
 type LoadReport struct {
-	Records int     // good records in the file (new and already known)
-	New     int     // records not seen before (0 on a resumed load)
-	Bad     int     // malformed lines, skipped
-	Errors  []error // "file:line: reason", malformed lines and ignored values; at most maxReported
+	Records int // good records in the file (new and already known)
+	New     int // records not seen before (0 on a resumed load)
+	Bad     int // malformed lines: not crawled for, exported marked
+	// NothingToFill counts the new records that had no target field
+	// (none of their empty fields is one the mappings produce, nor one
+	// of Config.Fields): complete from the start.
+	NothingToFill int
+	Errors        []error // "file:line: reason", malformed lines and ignored values; at most maxReported
 }
 
 const maxReported = 1000
@@ -225,8 +254,18 @@ type Dispatcher struct {
 	refused map[string]bool
 	failed  chan sendFail
 
+	refusalLogged map[string]loggedRefusal // refused handshakes logged (security.go)
+
 	left       []MemberStatus // dropped members, for the status file
 	statusWarn bool           // a failed status write was logged
+
+	// For operators: the ledger (timeline, recent failures, tallies; see
+	// ledger.go), and the state and start of the Run in progress or last
+	// ended, for Status.
+	led      *ledger
+	runState string
+	runBegan time.Time
+	settled  settledFeed // records that became complete, for followers
 
 	// domains balances the registrable domains over every live member and
 	// renderDomains over the render-capable ones (balance.go); route
@@ -275,22 +314,25 @@ type Dispatcher struct {
 	// seenKeys is the seen store's filter (seenfilter.go).
 	seenKeys *seenFilter
 
-	run      runCounts
-	badLines int
+	// run holds the counters since the current Run began (Load's before
+	// it, until it does); base the crawl's totals before them, runStart
+	// when the Run started (zero between Runs): see totals.go.
+	run        runCounts
+	base       totals
+	runStart   time.Time
+	badLines   int
+	nMalformed int // malformed lines in the state
 	// lateRenders are cached shells reached before any supervisor
 	// joined, that may need rendering (renderLate).
 	lateRenders []lateRender
 
-	// link filters and what they refused since New
+	// link filters (what they refused is counted in run)
 	filter      *linkFilter
-	filtered    map[string]int64
-	linkFarms   int64
 	badTopSites int
 
-	// the content-seen test (set up by resume) and the duplicates it
-	// found since New
-	seen       *contentSeen
-	duplicates int64
+	// the content-seen test (set up by resume; the duplicates it finds
+	// are counted in run)
+	seen *contentSeen
 
 	// ob keeps found values until the store has them (outbox.go)
 	ob *outbox
@@ -302,7 +344,6 @@ type Dispatcher struct {
 	started      time.Time
 	refreshOpen  int
 	refreshBegun bool
-	recrawled    int64
 
 	// failed pages of earlier runs, queued again once (retry.go)
 	retryBegun, retryPending  bool
@@ -311,15 +352,25 @@ type Dispatcher struct {
 	retryKept, retryExhausted int64
 }
 
-// runCounts are the counters of one Run, reset together when Run starts.
+// runCounts are the counters of one Run (and of the Loads before it),
+// reset together when Run starts and ends, once the totals have them
+// (totals.go). refused counts registrations refused, keyRefused pages a
+// record refused; filtered the links not followed by reason, linkFarms
+// and duplicates the pages whose links were not expanded.
 type runCounts struct {
-	pages, reused, late, expired, fieldErrs, refused, adopted int64
-	disagreeing                                               int64
-	errs                                                      map[string]int64
-	renderRetried, renderWanted                               int64
-	wantedRender                                              map[int64]bool // pages counted in renderWanted
+	pages, reused, late, expired, fieldErrs, refused, keyRefused, adopted int64
+	disagreeing                                                           int64
+	errs, filtered                                                        map[string]int64
+	linkFarms, duplicates                                                 int64
+	renderRetried, renderWanted                                           int64
+	wantedRender                                                          map[int64]bool // pages counted in renderWanted
 	// freshness: see Summary
-	notModified, refreshed, changed, unconfirmed int64
+	recrawled, notModified, refreshed, changed, unconfirmed int64
+}
+
+// newRunCounts are zero counts.
+func newRunCounts() runCounts {
+	return runCounts{errs: make(map[string]int64), filtered: make(map[string]int64)}
 }
 
 // New opens (or creates) the state in cfg.StateDir, binds the intake and
@@ -373,9 +424,22 @@ func New(cfg Config) (*Dispatcher, error) {
 			"top_sites", len(filter.top), "malformed_top_sites_lines", nbad)
 	}
 	ctx := context.Background()
-	st, err := openState(ctx, cfg.StateDir)
+	if cfg.StateDir == "" {
+		return nil, errors.New("dispatcher: no state directory")
+	}
+	lock, err := lockState(cfg.StateDir)
 	if err != nil {
 		return nil, err
+	}
+	st, err := openState(ctx, cfg.StateDir)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	st.lock = lock
+	led, err := loadLedger(cfg.StateDir)
+	if err != nil {
+		log.Warn("history of earlier runs not read; starting a new one", "error", err)
 	}
 	d := &Dispatcher{
 		cfg:           cfg,
@@ -390,13 +454,15 @@ func New(cfg Config) (*Dispatcher, error) {
 		failed:        make(chan sendFail, 64),
 		recCache:      make(map[int64]*recState),
 		hosts:         make(map[string]*hostCount),
-		run:           runCounts{errs: make(map[string]int64)},
+		run:           newRunCounts(),
 		retried:       make(map[string]int64),
 
+		refusalLogged: make(map[string]loggedRefusal),
+
 		filter:      filter,
-		filtered:    make(map[string]int64),
 		badTopSites: nbad,
 		started:     time.Now(),
+		led:         led,
 	}
 	if err := d.setupOutbox(ctx); err != nil {
 		st.close()
@@ -405,6 +471,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	if err := d.resume(ctx); err != nil {
 		st.close()
 		return nil, err
+	}
+	if d.base.starts == 1 {
+		// A new crawl (see totals.go): its history starts afresh too.
+		d.led = newLedger()
 	}
 	recv, err := wire.ListenSecure(cfg.Listen, wire.Security{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure})
 	if err != nil {
@@ -440,6 +510,9 @@ func (d *Dispatcher) resumeTx(ctx context.Context) error {
 		}
 	}
 	d.runID = fmt.Sprintf("%016x", run)
+	if err := d.loadTotals(ctx); err != nil {
+		return err
+	}
 	lease, err := s.meta(ctx, "lease")
 	if err != nil {
 		return err
@@ -466,7 +539,8 @@ func (d *Dispatcher) resumeTx(ctx context.Context) error {
 	if d.seeded, err = s.meta(ctx, "seeded"); err != nil {
 		return err
 	}
-	if d.recSeq, err = s.scalar(ctx, `SELECT MAX(seq) FROM records`); err != nil {
+	// Malformed lines take their places in the input order too.
+	if d.recSeq, err = s.scalar(ctx, `SELECT MAX(seq) FROM (SELECT MAX(seq) AS seq FROM records UNION ALL SELECT MAX(seq) FROM malformed)`); err != nil {
 		return err
 	}
 	if err := d.readCounters(ctx); err != nil {
@@ -503,6 +577,7 @@ func (d *Dispatcher) counters() []struct {
 		{"partial", &d.nPartial, `SELECT COUNT(*) FROM records WHERE complete = 0 AND nfilled > 0`},
 		{"queued", &d.queuedN, `SELECT COUNT(*) FROM urls WHERE state = 0`},
 		{"refresh_open", &d.refreshOpen, `SELECT COUNT(*) FROM prior WHERE open = 1`},
+		{"malformed", &d.nMalformed, `SELECT COUNT(*) FROM malformed`},
 	}
 }
 
@@ -615,6 +690,9 @@ func (d *Dispatcher) Close() error {
 		err2 = d.putCounters(ctx)
 	}
 	if err2 == nil {
+		err2 = d.saveTotals(ctx)
+	}
+	if err2 == nil {
 		if ferr := d.saveSeenFilter(ctx); ferr != nil {
 			d.log.Warn("seen filter not saved; the next start rebuilds it", "error", ferr)
 		}
@@ -631,14 +709,22 @@ func (d *Dispatcher) Close() error {
 // file was taken in (its size and modification time, the place after the
 // last record committed): a file taken in whole is not read again, and
 // one cut short by a crash is read on from there. A file that cannot be
-// opened is an error; a malformed line, or a record whose id an earlier
-// line of the file had, is reported in the LoadReport and skipped.
+// opened, is not CSV or JSON Lines, or holds no record is an error; a
+// malformed line, or a record whose id an earlier line of the file had,
+// is reported in the LoadReport and kept in the store, in its place and
+// marked, for export to give back (with Config.Strict, a file with any
+// malformed line is refused before anything is loaded).
 //
 // Records are read on one goroutine while the previous batch is written
 // (loadBatch); each batch of loadBatchSize records is one state
 // transaction, committed after the store has the batch's records.
 func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) {
 	var rep LoadReport
+	if d.cfg.Strict {
+		if err := checkStrict(path); err != nil {
+			return rep, err
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return rep, fmt.Errorf("dispatcher: records: %w", err)
@@ -659,6 +745,12 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 	rep.Records, rep.Bad = prog.records, prog.bad
 	if prog.done {
 		d.log.Info("records file taken in before; not read again", "file", path, "records", rep.Records, "bad", rep.Bad)
+		d.mu.Lock()
+		d.badLines += rep.Bad
+		d.mu.Unlock()
+		if rep.Records == 0 {
+			return rep, fmt.Errorf("dispatcher: records: %s: %w: every one of its %d lines is malformed", path, ErrNoRecords, rep.Bad)
+		}
 		return rep, nil
 	}
 	var rest io.Reader
@@ -675,8 +767,9 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 
 	// The reader goroutine parses batches while loadBatch writes the last.
 	type batch struct {
-		recs  []store.Record
+		recs  []store.Record // good and malformed, in file order
 		lines []int
+		good  int
 		end   filePos
 		bad   int
 		errs  []error
@@ -705,6 +798,9 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		}
 		readErr = readRecordsFrom(path, f, rest, prog.pos, FormatAuto, func(r store.Record, line int, end filePos) error {
 			b.recs, b.lines, b.end = append(b.recs, r), append(b.lines, line), end
+			if r.Error == "" {
+				b.good++
+			}
 			if len(b.recs) >= loadBatchSize && !send() {
 				return rctx.Err()
 			}
@@ -736,12 +832,12 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		}
 		note(b.errs)
 		next := prog
-		next.records += len(b.recs)
+		next.records += b.good
 		next.bad += b.bad
 		next.pos, next.done = b.end, b.eof
-		var n int
+		var n, none int
 		var dups []*LineError
-		n, dups, err = d.loadBatch(ctx, b.recs, b.lines, path, abs, fi, next)
+		n, none, dups, err = d.loadBatch(ctx, b.recs, b.lines, path, abs, fi, next)
 		if err == nil {
 			err = ctx.Err()
 		}
@@ -750,6 +846,7 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 			continue
 		}
 		rep.New += n
+		rep.NothingToFill += none
 		next.records -= len(dups)
 		next.bad += len(dups)
 		for _, e := range dups {
@@ -765,9 +862,12 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 	d.mu.Lock()
 	d.badLines += rep.Bad
 	for why, n := range filtered {
-		d.filtered[why] += n
+		d.run.filtered[why] += n
 	}
 	d.mu.Unlock()
+	if err == nil && rep.Records == 0 {
+		err = fmt.Errorf("%s: %w: every one of its %d lines is malformed", path, ErrNoRecords, rep.Bad)
+	}
 	if err != nil {
 		return rep, fmt.Errorf("dispatcher: records: %w", err)
 	}
@@ -816,28 +916,86 @@ func (d *Dispatcher) loadProgress(ctx context.Context, path string, fi os.FileIn
 	return p, nil
 }
 
+// checkStrict reads path through and refuses it if any line is malformed,
+// listing them (up to maxReported).
+func checkStrict(path string) error {
+	var lines []string
+	n, err := strictScan(path, func(e *LineError) {
+		if len(lines) < maxReported {
+			lines = append(lines, e.Error())
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("dispatcher: records: %w", err)
+	}
+	if n > 0 {
+		more := ""
+		if n > len(lines) {
+			more = fmt.Sprintf("\n  … and %d more", n-len(lines))
+		}
+		return fmt.Errorf("dispatcher: records: %s: %d malformed line(s); nothing loaded (strict):\n  %s%s",
+			path, n, strings.Join(lines, "\n  "), more)
+	}
+	return nil
+}
+
 // loadBatch stores the records not yet known and queues their links, in
 // one state transaction that also records prog, the place the file is
 // taken in to. The store gets the records before the transaction commits
 // (and before any value is set on them): a crash in between leaves them
 // in the store only, and the next Load puts them again (PutRecords is an
-// upsert). A record whose id another line of the same file has is
-// returned as a LineError naming the file as name.
-func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines []int, name, path string, fi os.FileInfo, prog loadProg) (int, []*LineError, error) {
+// upsert). Malformed lines (Record.Error set) go to the store too (export
+// gives them back) and to the state's malformed table, never to the
+// crawl; so does a record whose id another line of the same file has,
+// returned as a LineError naming the file as name. It returns how many
+// records were new and how many of those had nothing to fill.
+func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines []int, name, path string, fi os.FileInfo, prog loadProg) (n, nothingToFill int, dups []*LineError, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return 0, nil, errors.New("dispatcher closed")
+		return 0, 0, nil, errors.New("dispatcher closed")
 	}
 	if err := d.st.begin(ctx); err != nil {
-		return 0, nil, err
+		return 0, 0, nil, err
 	}
-	nRecords, nComplete, recSeq := d.nRecords, d.nComplete, d.recSeq
-	fresh, dups, err := d.insertRecords(ctx, recs, lines, prog.num, name)
+	nRecords, nComplete, recSeq, nMalformed := d.nRecords, d.nComplete, d.recSeq, d.nMalformed
+	// Every line of the batch, good or not, takes its place in the input
+	// order.
+	var good, bad []store.Record
+	var goodLines, badLines []int
+	for i := range recs {
+		recs[i].Seq = d.recSeq + int64(i) + 1
+		if recs[i].Error != "" {
+			bad, badLines = append(bad, recs[i]), append(badLines, lines[i])
+		} else {
+			good, goodLines = append(good, recs[i]), append(goodLines, lines[i])
+		}
+	}
+	d.recSeq += int64(len(recs))
+	fresh, dupLines, err := d.insertRecords(ctx, good, goodLines, prog.num, name)
+	for _, dl := range dupLines {
+		dups = append(dups, dl.err)
+		r := good[dl.i]
+		bad = append(bad, store.Record{Seq: r.Seq, Format: r.Format, Raw: r.Raw, Error: dl.err.Error()})
+		badLines = append(badLines, goodLines[dl.i])
+	}
+	var kept []store.Record
+	if err == nil {
+		kept, err = d.insertMalformed(ctx, bad, badLines, prog.num)
+	}
+	for _, r := range fresh {
+		if r.complete {
+			nothingToFill++
+		}
+	}
 	// The store takes the new records on its own connection meanwhile.
 	stored := make(chan error, 1)
 	if err == nil {
-		go func() { stored <- d.cfg.Store.PutRecords(ctx, fresh) }()
+		put := make([]store.Record, 0, len(fresh)+len(kept))
+		for _, r := range fresh {
+			put = append(put, r.Record)
+		}
+		go func() { stored <- d.cfg.Store.PutRecords(ctx, append(put, kept...)) }()
 	} else {
 		stored <- nil
 	}
@@ -861,10 +1019,10 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines [
 	}
 	if err != nil {
 		d.abandon()
-		d.recSeq, d.nRecords, d.nComplete = recSeq, nRecords, nComplete
-		return 0, nil, err
+		d.recSeq, d.nRecords, d.nComplete, d.nMalformed = recSeq, nRecords, nComplete, nMalformed
+		return 0, 0, nil, err
 	}
-	return len(fresh), dups, nil
+	return len(fresh), nothingToFill, dups, nil
 }
 
 // ownValues is the JSON of r's own values of the match-key fields, the

@@ -10,13 +10,19 @@
 // its links (every http(s) URL value, or a links column/list). Its targets
 // are the fields to fill: Config.Fields, else every field the mappings can
 // produce, minus the fields the record already has. The record goes to the
-// store (PutRecords), which holds the one copy of it, and its crawl state
-// to the state database, in batches of thousands a transaction (seeds.go).
-// A malformed line, or a repeated id, is reported as "file:line: reason"
-// and skipped. The state remembers how far each file was taken in: a
-// resumed Load reads nothing again, and one a crash cut short reads on.
-// A record's links enter the frontier at depth 0 when the frontier
-// reaches the record, in record order, as the window drains.
+// store (PutRecords), which holds the one copy of it, with its text
+// exactly as read (store.Record.Raw, what export gives back), and its
+// crawl state to the state database, in batches of thousands a
+// transaction (seeds.go). A malformed line (records.go: wrong columns,
+// bad quoting or JSON, not UTF-8, a duplicate id, over MaxRecordBytes) is
+// reported as "file:line: reason" and kept in the store in its place,
+// marked, never crawled for; Config.Strict refuses the file instead. A
+// file that is not text, or holds no record, is refused. The state
+// remembers how far each file was taken in: a resumed Load reads nothing
+// again, and one a crash cut short reads on. A record's links enter the
+// frontier at depth 0 when the frontier reaches the record, in record
+// order, as the window drains. One Dispatcher at a time holds a state
+// directory (statelock.go).
 //
 // Run then loops:
 //
@@ -42,17 +48,19 @@
 // queued/done/dropped; the URL's text only while it may be sent again),
 // links (which record reached which URL at which depth), the records'
 // crawl state (id, line, own links, match-key values, target set, filled
-// values with provenance, complete), the hosts' budget counts, the load
-// progress of each records file, and counters. A lease in progress lives
-// in memory only. A seen filter (seenfilter.go) in front of urls answers
-// most "is this URL new?" questions without a lookup. A new Dispatcher on
-// the same directory resumes: tasks that were leased are queued again,
-// done URLs are never fetched again, and loading the same records file
-// again changes nothing, except that when Run begins, pages that failed
-// in an earlier process for a reason that may pass (a host down, a 5xx)
-// are queued again, a bounded number of times (retry.go). The schema is
-// versioned by PRAGMA user_version (sqlitedb), and a state of an earlier
-// build is converted when opened.
+// values with provenance, complete), the malformed input lines (their
+// ids and places), the pages records refused and the records whose
+// outcome the store holds, the hosts' budget counts, the load progress of
+// each records file, and counters and the crawl's totals. A lease in
+// progress lives in memory only. A seen filter (seenfilter.go) in front
+// of urls answers most "is this URL new?" questions without a lookup. A
+// new Dispatcher on the same directory resumes: tasks that were leased
+// are queued again, done URLs are never fetched again, and loading the
+// same records file again changes nothing, except that when Run begins,
+// pages that failed in an earlier process for a reason that may pass (a
+// host down, a 5xx) are queued again, a bounded number of times
+// (retry.go). The schema is versioned by PRAGMA user_version (sqlitedb),
+// and a state of an earlier build is converted when opened.
 //
 // Memory is bounded by configuration, not by the crawl's size: a window
 // of tasks, caches of records and hosts, the seen filter (16 MiB), the
@@ -170,6 +178,18 @@
 // and it is recorded as a duplicate of the first page in the state, whose
 // fingerprints are reloaded on resume.
 //
+// # Outcomes
+//
+// A page whose values a record refuses is kept (the refusals table) and
+// counted. When Run ends, outcomes.go works out, from what became of each
+// incomplete record's pages, why its missing fields stayed missing (the
+// Reason* constants: a refused page, pages without values or without a
+// matching mapping, pages still queued, robots.txt, failures, no links),
+// writes each record's store.Outcome for export, and counts them by reason
+// in Summary.Reasons. With a debug logger every decision is logged per
+// record. The counters of the summary and the status are the crawl's,
+// across the dispatcher processes it took (totals.go).
+//
 // # Status
 //
 // While Run works it rewrites StatusFile in the state directory every
@@ -178,6 +198,19 @@
 // heartbeats; the members that left and why; the queue depths and the
 // records complete. It writes a last one, finished or stopped, when Run
 // returns. `backfill status` reads it (ReadStatus).
+//
+// For operators the dispatcher also keeps a ledger (ledger.go): a
+// timeline of the crawl's progress whose resolution halves as it fills,
+// so it stays bounded and spans the whole crawl; the latest failures; the
+// hosts failing most; and, from the supervisors' heartbeats, their
+// robots.txt outcomes, hosts in back-off, and per-host request paces
+// (requests, the busiest minute, the shortest gap between two requests
+// and the delay owed then). Status (the method) serves it live with the
+// status, for the status page; HistoryFile keeps it across restarts for
+// the run report (ReadHistory), rewritten every historyEvery. Settled is
+// a bounded feed of the records as they become complete, which
+// followers (run --stream, export --follow) write out. Collector serves
+// the counters to Prometheus when scraped (metrics.go).
 //
 // # Freshness
 //

@@ -228,7 +228,7 @@ func hostName(host string) string {
 // hundred domains but hundreds of hosts); the page's own domain is left
 // out of the host count, so a site's directory of its own subdomains (a
 // university's departments) is not a farm. Links refused here are counted
-// in d.filtered.
+// in d.run.filtered.
 func (d *Dispatcher) pageLinks(page string, links []wire.Link) []string {
 	var out []string
 	seen := make(map[string]bool)
@@ -242,7 +242,7 @@ func (d *Dispatcher) pageLinks(page string, links []wire.Link) []string {
 			continue
 		}
 		if len(l) > etl.MaxURLLength {
-			d.filtered[FilterURLLength]++
+			d.run.filtered[FilterURLLength]++
 			continue
 		}
 		n, err := etl.NormalizeURL(l)
@@ -274,14 +274,14 @@ func (d *Dispatcher) pageLinks(page string, links []wire.Link) []string {
 	if len(domains) <= fan && len(foreign) <= fan {
 		return out
 	}
-	d.filtered[FilterLinkFarm] += int64(len(out))
-	d.linkFarms++
+	d.run.filtered[FilterLinkFarm] += int64(len(out))
+	d.run.linkFarms++
 	d.log.Debug("link farm not expanded", "url", page, "links", len(out), "domains", len(domains), "other_hosts", len(foreign))
 	return nil
 }
 
 // keepLinks returns the links check lets through at depth, counting the
-// others in d.filtered. When none is refused it returns links itself.
+// others in d.run.filtered. When none is refused it returns links itself.
 func (d *Dispatcher) keepLinks(links []string, depth int) []string {
 	var out []string
 	for i, l := range links {
@@ -292,7 +292,7 @@ func (d *Dispatcher) keepLinks(links []string, depth int) []string {
 			}
 			continue
 		}
-		d.filtered[why]++
+		d.run.filtered[why]++
 		if out == nil {
 			out = make([]string, i, len(links)-1)
 			copy(out, links[:i])

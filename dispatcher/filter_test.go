@@ -290,8 +290,8 @@ func TestPageLinks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d.filtered = make(map[string]int64)
-			d.linkFarms = 0
+			d.run.filtered = make(map[string]int64)
+			d.run.linkFarms = 0
 			d.filter.fanout = 10
 			if tt.fanout != 0 {
 				d.filter.fanout = tt.fanout
@@ -304,11 +304,11 @@ func TestPageLinks(t *testing.T) {
 			if want == nil {
 				want = map[string]int64{}
 			}
-			if !reflect.DeepEqual(d.filtered, want) {
-				t.Errorf("filtered %v, want %v", d.filtered, want)
+			if !reflect.DeepEqual(d.run.filtered, want) {
+				t.Errorf("filtered %v, want %v", d.run.filtered, want)
 			}
-			if (d.linkFarms == 1) != tt.farm {
-				t.Errorf("link farms %d, want farm=%v", d.linkFarms, tt.farm)
+			if (d.run.linkFarms == 1) != tt.farm {
+				t.Errorf("link farms %d, want farm=%v", d.run.linkFarms, tt.farm)
 			}
 		})
 	}

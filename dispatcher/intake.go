@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"backfill/etl"
@@ -76,15 +77,36 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	if err != nil {
 		return err
 	}
-	if !attributable(r, it.res, it.depth) {
-		if r.complete || it.depth+1 > d.cfg.Depth {
+	ok, why := attributable(r, it.res, it.depth)
+	if !ok {
+		// The page describes someone else: no values. The refusal is
+		// kept for the record's outcome (outcomes.go).
+		if r.complete {
+			return nil
+		}
+		if err := d.refuse(ctx, r, it, why); err != nil {
+			return err
+		}
+		if it.depth+1 > d.cfg.Depth {
 			return nil
 		}
 		d.run.disagreeing++
 		return d.attachRecordLinks(ctx, r, it.res.Links, it.depth+1)
 	}
 	wasPartial := !r.complete && len(r.filled) > 0
+	var fresh []string // target fields the page may fill for the first time
+	for _, f := range it.res.Fields {
+		if _, ok := r.filled[f.Name]; !ok && r.isTarget(f.Name) && !slices.Contains(fresh, f.Name) {
+			fresh = append(fresh, f.Name)
+		}
+	}
 	merge(r, it.res, it.depth, time.Now().UTC())
+	for _, name := range fresh {
+		if _, ok := r.filled[name]; ok {
+			d.led.filled[name]++
+		}
+	}
+	d.logApplied(ctx, r, it)
 	if r.complete {
 		return nil // a late page may still improve provenance, nothing more
 	}
@@ -92,6 +114,8 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		r.complete = true
 		r.dirty = true
 		d.nComplete++
+		d.settled.add(r.id, r.filled)
+		d.log.Debug("record complete", "record", r.id, "url", it.res.Source, "fields", len(r.filled), "depth", it.depth)
 		if wasPartial {
 			d.nPartial--
 		}
@@ -179,11 +203,15 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 		}
 	} else if r.Class != "" {
 		d.run.errs[r.Class]++
-		d.log.Debug("task failed", "url", t.url, "class", r.Class, "error", r.Error, "supervisor", r.Supervisor)
+		d.led.failed(ErrorNote{At: now, URL: t.url, Host: t.host, Class: r.Class, Status: r.Status, Error: r.Error, Supervisor: r.Supervisor})
+		d.log.Debug("task failed", "url", t.url, "host", t.host, "class", r.Class, "status", r.Status, "error", r.Error, "supervisor", r.Supervisor)
+		if err := d.logFailed(ctx, t.key, t.url, r.Class, r.Error); err != nil {
+			return err
+		}
 	}
 	if len(r.FieldErrs) > 0 {
 		d.run.fieldErrs += int64(len(r.FieldErrs))
-		d.log.Debug("extraction errors", "url", t.url, "errors", r.FieldErrs)
+		d.log.Debug("extraction errors", "url", t.url, "host", t.host, "errors", r.FieldErrs)
 	}
 	var blob []byte
 	if r.Class == "" {

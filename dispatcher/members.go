@@ -31,6 +31,9 @@ type member struct {
 	rss              uint64
 	beatAt           time.Time
 	rate             float64
+	rendered         int64
+	hosts            []wire.HostPace    // its latest account of its busiest, slowest and tightest hosts
+	backoff          []wire.HostBackoff // its hosts in back-off at its last heartbeat
 
 	sender *wire.Sender
 	out    chan outFrame
@@ -104,6 +107,31 @@ func (m *member) stop() {
 	if m.cancel != nil {
 		m.cancel()
 		<-m.done
+	}
+}
+
+// byeWait bounds the send of one member's Bye.
+const byeWait = 250 * time.Millisecond
+
+// farewell tells every member that the run is finished, with a Bye: a
+// supervisor started to exit when done does, the others wait quietly for
+// the next run instead of heart-beating at a dispatcher that is gone. The
+// sends go straight to each member's socket (safe beside its sender
+// goroutine), outside mu.
+func (d *Dispatcher) farewell() {
+	d.mu.Lock()
+	var senders []*wire.Sender
+	for _, m := range d.members {
+		if m.sender != nil {
+			senders = append(senders, m.sender)
+		}
+	}
+	bye := wire.Bye{Dispatcher: d.name, Run: d.runID}
+	d.mu.Unlock()
+	for _, s := range senders {
+		if err := s.Send(wire.KindBye, bye, byeWait); err != nil {
+			d.log.Debug("bye not sent", "supervisor", s.Endpoint(), "error", err)
+		}
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"backfill/store"
 )
 
@@ -64,6 +66,9 @@ type outbox struct {
 	gen  int64 // last gen written; guarded by Dispatcher.mu
 
 	written, retried, refused atomic.Int64
+
+	// seconds is how long each push took, for operators.
+	seconds prometheus.Histogram
 }
 
 // setupOutbox makes
@@ -78,7 +83,12 @@ func (d *Dispatcher) setupOutbox(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.ob = &outbox{kick: make(chan struct{}, 1), pass: make(chan struct{}, 1), gen: gen}
+	d.ob = &outbox{kick: make(chan struct{}, 1), pass: make(chan struct{}, 1), gen: gen,
+		seconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "backfill_store_write_duration_seconds",
+			Help:    "Time one push to the results store took (one record's values, or a whole pass's in one write where the store takes batches), failed ones included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1ms … 8s
+		})}
 	if n, err := s.scalar(ctx, `SELECT COUNT(*) FROM outbox`); err == nil && n > 0 {
 		d.log.Info("store writes left by an earlier run will be pushed", "pending", n)
 	}
@@ -89,6 +99,9 @@ func (d *Dispatcher) setupOutbox(ctx context.Context) error {
 // hold mu, inside the state transaction.
 func (d *Dispatcher) enqueueValues(ctx context.Context, id string, vals []store.Value) error {
 	for _, v := range vals {
+		if m := d.cfg.Mappings.Mapping(v.Mapping); m != nil {
+			v.Type = m.FieldType(v.Field) // for export: a number is written as one
+		}
 		b, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("dispatcher: record %q field %q: %w", id, v.Field, err)
@@ -194,14 +207,16 @@ func (d *Dispatcher) outboxDoneLocked(ctx context.Context, group []pending, refu
 // batches (store.FieldBatcher), then acknowledges them, and marks the
 // records the store does not have, under one hold of the mutex. It
 // reports the store's error, if the write failed.
-func (d *Dispatcher) pushBatch(ctx context.Context, fb store.FieldBatcher, groups [][]pending) error {
+func (d *Dispatcher) pushBatch(ctx, sctx context.Context, fb store.FieldBatcher, groups [][]pending) error {
 	batch := make([]store.RecordValues, len(groups))
 	n := 0
 	for i, g := range groups {
 		batch[i] = store.RecordValues{ID: g[0].rec, Values: groupValues(g)}
 		n += len(g)
 	}
+	pushStart := time.Now()
 	missing, err := fb.SetFieldsBatch(ctx, batch)
+	d.ob.seconds.Observe(time.Since(pushStart).Seconds())
 	if err != nil {
 		return err
 	}
@@ -224,11 +239,11 @@ func (d *Dispatcher) pushBatch(ctx context.Context, fb store.FieldBatcher, group
 		d.ob.refused.Add(int64(len(g)))
 		d.log.Error("store has no such record; its values stay in the state and are tried again on the next start",
 			"record", g[0].rec, "values", len(g))
-		if err := d.outboxDoneLocked(ctx, g, true); err != nil {
+		if err := d.outboxDoneLocked(sctx, g, true); err != nil {
 			d.log.Error("outbox: marking a refused record failed", "record", g[0].rec, "error", err)
 		}
 	}
-	if err := d.ackMany(ctx, acked); err != nil {
+	if err := d.ackMany(sctx, acked); err != nil {
 		d.log.Error("outbox: acknowledging in the state failed; the values will be pushed again", "values", len(acked), "error", err)
 	}
 	d.ob.written.Add(int64(n))
@@ -270,12 +285,16 @@ func groupValues(g []pending) []store.Value {
 
 // runOutbox pushes pending values until ctx is done. It never returns an
 // error: a failure of the state (which the Run loop will meet too) or of
-// the store is logged and retried after a pause.
+// the store is logged and retried after a pause. Its state statements run
+// under a context that is never cancelled, as the Run loop's do: they are
+// short, and an acknowledgement cut off by the end of the Run would be
+// logged as a failure and the value pushed again for nothing.
 func (d *Dispatcher) runOutbox(ctx context.Context) {
+	sctx := context.WithoutCancel(ctx)
 	pause := backoff.New(outboxBackoffFirst, outboxBackoffMax)
 	failing := false
 	for ctx.Err() == nil {
-		groups, ok, err := d.outboxNext(ctx)
+		groups, ok, err := d.outboxNext(sctx)
 		if !ok {
 			return
 		}
@@ -299,7 +318,7 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 		if fb, ok := d.cfg.Store.(store.FieldBatcher); ok {
 			// One write for the whole pass: a store that takes batches
 			// (the SQLite file) commits once, not once per record.
-			err := d.pushBatch(ctx, fb, groups)
+			err := d.pushBatch(ctx, sctx, fb, groups)
 			switch {
 			case err == nil:
 				if failing {
@@ -320,10 +339,12 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 			groups = nil
 		}
 		for _, g := range groups {
+			pushStart := time.Now()
 			err := d.cfg.Store.SetFields(ctx, g[0].rec, groupValues(g))
+			d.ob.seconds.Observe(time.Since(pushStart).Seconds())
 			switch {
 			case err == nil:
-				if err := d.outboxDone(ctx, g, false); err != nil {
+				if err := d.outboxDone(sctx, g, false); err != nil {
 					d.log.Error("outbox: acknowledging in the state failed; the values will be pushed again", "record", g[0].rec, "error", err)
 				}
 				d.ob.written.Add(int64(len(g)))
@@ -339,7 +360,7 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 				d.ob.refused.Add(int64(len(g)))
 				d.log.Error("store has no such record; its values stay in the state and are tried again on the next start",
 					"record", g[0].rec, "values", len(g), "error", err)
-				if err := d.outboxDone(ctx, g, true); err != nil {
+				if err := d.outboxDone(sctx, g, true); err != nil {
 					d.log.Error("outbox: marking a refused record failed", "record", g[0].rec, "error", err)
 				}
 				continue

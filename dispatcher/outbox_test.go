@@ -1,9 +1,12 @@
 package dispatcher
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -247,5 +250,51 @@ func TestOutboxMongoOutage(t *testing.T) {
 	}
 	if got := foundIn(t, ms); !reflect.DeepEqual(got, want) {
 		t.Errorf("MongoDB store after the outage:\n%v\nwant\n%v", got, want)
+	}
+}
+
+// cancelStore takes a SetFields and then cancels the outbox's context, as
+// the end of a Run does while a push is under way.
+type cancelStore struct {
+	store.Store
+	cancel context.CancelFunc
+}
+
+func (c *cancelStore) SetFields(ctx context.Context, id string, vals []store.Value) error {
+	err := c.Store.SetFields(ctx, id, vals)
+	c.cancel()
+	return err
+}
+
+// TestOutboxStopsQuietly checks that the end of a Run, cancelling the
+// outbox while it pushes, logs no error and still acknowledges what the
+// store took: a clean shutdown logs no error.
+func TestOutboxStopsQuietly(t *testing.T) {
+	var logs bytes.Buffer
+	cs := &cancelStore{}
+	e := newEnv(t, t.TempDir(), func(c *Config) {
+		cs.Store = c.Store
+		c.Store = cs
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	e.load("people.csv", csvOf("id,name,email", "1,Ada,"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cs.cancel = cancel
+	e.d.mu.Lock()
+	err := e.d.inTx(context.Background(), func(ctx context.Context) error {
+		return e.d.enqueueValues(ctx, "1", []store.Value{{Field: "email", Value: "ada@x.example", Mapping: "people", At: time.Now()}})
+	})
+	e.d.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.d.kickOutbox()
+	e.d.runOutbox(ctx)
+	if strings.Contains(logs.String(), `"level":"ERROR"`) {
+		t.Errorf("the outbox logged an error when stopped:\n%s", logs.String())
+	}
+	pending, refused, err := e.d.outboxCounts(context.Background())
+	if err != nil || pending != 0 || refused != 0 {
+		t.Errorf("outbox after the store took the value: %d pending, %d refused, %v", pending, refused, err)
 	}
 }

@@ -24,15 +24,10 @@ func ReadRecords(path string, fn func(store.Record) error) (LoadReport, error) {
 			rep.Errors = append(rep.Errors, e)
 		}
 	}
-	// Load finds repeated ids through the state; here a map of them does.
-	first := make(map[string]int)
-	err = readRecords(path, f, FormatAuto, func(r store.Record, line int, _ filePos) error {
-		if l, dup := first[r.ID]; dup {
-			rep.Bad++
-			report(&LineError{File: path, Line: line, Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, l)})
-			return nil
+	err = readRecords(path, f, FormatAuto, func(r store.Record) error {
+		if r.Error != "" {
+			return nil // a malformed line: reported, and it has no values
 		}
-		first[r.ID] = line
 		rep.Records++
 		return fn(r)
 	}, func(e *LineError) {

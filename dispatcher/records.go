@@ -3,7 +3,6 @@ package dispatcher
 import (
 	"bufio"
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"backfill/etl"
 	"backfill/store"
@@ -25,13 +25,20 @@ const (
 	FormatJSONL               // one JSON object per line
 )
 
-// maxLine bounds one JSON Lines record; a longer line is reported, not read
-// into memory.
-const maxLine = 4 << 20
+// MaxRecordBytes bounds one input record, the same for both formats: a
+// JSON Lines line, or a CSV record (which may span lines inside quotes),
+// without its line terminator. A longer one is not read into memory: it is
+// a malformed line, reported, counted and exported marked, without its
+// text.
+const MaxRecordBytes = 4 << 20
 
-// LineError is a malformed input line: the record on it was skipped. As a
-// warning it is a value of a kept record that was not used; Filter then
-// names the Filter* reason the run summary counts it under, if any.
+// sniffBytes is how much of a file's start is looked at to tell text from
+// binary data.
+const sniffBytes = 4096
+
+// LineError is a malformed input line: the record on it is not crawled for.
+// As a warning it is a value of a kept record that was not used; Filter
+// then names the Filter* reason the run summary counts it under, if any.
 type LineError struct {
 	File   string
 	Line   int
@@ -40,6 +47,14 @@ type LineError struct {
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
+
+// ErrNoRecords is wrapped by the error for a records file that holds no
+// record at all: empty, blank, or a CSV header alone.
+var ErrNoRecords = errors.New("no records")
+
+// ErrNotRecords is wrapped by the error for a file that is not CSV or JSON
+// Lines text at all (binary data).
+var ErrNotRecords = errors.New("not CSV or JSON Lines")
 
 // detectFormat picks a format from the file name, else from the first
 // non-blank byte of head: '{' means JSON Lines, anything else CSV.
@@ -57,6 +72,39 @@ func detectFormat(name string, head []byte) Format {
 	return FormatCSV
 }
 
+// sniffBinary says why head (a file's first bytes) is not text, or "" when
+// it may be: a NUL byte, more than 1% control characters, or more than 10%
+// bytes that are not UTF-8 (a Latin-1 file has far fewer: its lines are
+// refused one by one, with the reason). A rune cut at the end of head does
+// not count.
+func sniffBinary(head []byte) string {
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		return fmt.Sprintf("binary data (a NUL byte at offset %d)", i)
+	}
+	ctl, bad := 0, 0
+	for i := 0; i < len(head); {
+		r, n := utf8.DecodeRune(head[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			if len(head)-i < utf8.UTFMax && !utf8.FullRune(head[i:]) {
+				i = len(head)
+				continue
+			}
+			bad++
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r' && r != '\f' && r != '\v', r == 0x7f:
+			ctl++
+		}
+		i += max(n, 1)
+	}
+	switch {
+	case ctl*100 > len(head):
+		return fmt.Sprintf("binary data (%d control characters in its first %d bytes)", ctl, len(head))
+	case bad*10 > len(head):
+		return fmt.Sprintf("binary data (%d bytes that are not UTF-8 in its first %d)", bad, len(head))
+	}
+	return ""
+}
+
 // filePos is a place in a records file: the byte offset just after a
 // record (or the header) and the number of the line it ended on.
 type filePos struct {
@@ -64,119 +112,332 @@ type filePos struct {
 	line   int
 }
 
-// recordFn takes one good record, the line it starts on and the place
-// just after it.
+// recordFn takes one record (good or malformed), the line it starts on
+// and the place just after it.
 type recordFn func(rec store.Record, line int, end filePos) error
 
-// readRecords parses records from r and calls fn for each good one, in
-// order. A malformed line is reported through bad (as a *LineError) and
-// skipped. warn reports a problem on a line whose record was still kept. The
-// returned error is for the whole file (unreadable, no header) or from fn.
-//
-// Ids are not checked for duplicates here: that takes a set of every id,
-// which for millions of records is the state's to keep (see Load).
-func readRecords(name string, r io.Reader, format Format, fn recordFn, bad func(*LineError), warn func(*LineError)) error {
-	return readRecordsFrom(name, r, nil, filePos{}, format, fn, bad, warn)
+// readRecords parses records from r and calls fn for each, in order: a good
+// one, or a malformed one (Record.Error set, reported through bad first,
+// with its text in Raw unless it was over MaxRecordBytes). A record whose
+// id an earlier line had is a malformed one. warn reports a problem on a
+// line whose record was still kept. The returned error is for the whole
+// file (unreadable, binary, no header, no record at all) or from fn.
+func readRecords(name string, r io.Reader, format Format, fn func(store.Record) error, bad func(*LineError), warn func(*LineError)) error {
+	return readAll(name, r, nil, filePos{}, format, make(map[string]int), nil, func(rec store.Record, _ int, _ filePos) error {
+		return fn(rec)
+	}, bad, warn)
 }
 
-// readRecordsFrom is readRecords resuming at from (the place after a
-// record an earlier read reached; the zero place is the start). rest
-// reads the file from from.offset on; r reads it from the start, which a
-// CSV file needs for its header. With from zero rest is nil and r is read.
-func readRecordsFrom(name string, r io.Reader, rest io.Reader, from filePos, format Format, fn recordFn, bad func(*LineError), warn func(*LineError)) error {
+// readRecordsFrom is readRecords for Load, resuming at from (the place
+// after a record an earlier read reached; the zero place is the start).
+// rest reads the file from from.offset on; r reads it from the start,
+// which the check for binary data and a CSV file's header need. With from
+// zero rest is nil and r is read.
+//
+// Ids are not checked for duplicates here: that takes a set of every id,
+// which for millions of records is the state's to keep, and a malformed
+// line's id is "line N" whether or not a record has that id (Load makes
+// both unique through the state).
+func readRecordsFrom(name string, r, rest io.Reader, from filePos, format Format, fn recordFn, bad func(*LineError), warn func(*LineError)) error {
+	return readAll(name, r, rest, from, format, nil, nil, fn, bad, warn)
+}
+
+// readAll is readRecords and readRecordsFrom: ids, when not nil, is the
+// set of ids seen so far (id → line), of every id or of those track says
+// to keep.
+func readAll(name string, r, rest io.Reader, from filePos, format Format, ids map[string]int, track func(id string) bool, fn recordFn, bad func(*LineError), warn func(*LineError)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(sniffBytes)
+	if why := sniffBinary(head); why != "" {
+		return fmt.Errorf("%s: %w: %s", name, ErrNotRecords, why)
+	}
 	if format == FormatAuto {
-		head, _ := br.Peek(512)
 		format = detectFormat(name, head)
 	}
-	p := &recordParser{name: name, bad: bad, warn: warn}
-	if format == FormatJSONL {
-		if rest != nil {
-			br = bufio.NewReaderSize(rest, 64<<10)
+	p := &recordParser{name: name, ids: ids, track: track, bad: bad, warn: warn, fn: fn}
+	rr := &recordReader{br: br, quotes: format == FormatCSV}
+	if rest != nil {
+		// A CSV file's header is read from the start (csv does), then the
+		// records from the place.
+		p.resume = func() {
+			rr.br, rr.line, rr.offset = bufio.NewReaderSize(rest, 64<<10), from.line, from.offset
 		}
-		return p.jsonl(br, from, fn)
+		if format == FormatJSONL {
+			p.resume()
+			p.resume = nil
+		}
 	}
-	return p.csv(br, rest, from, fn)
+	var err error
+	if format == FormatJSONL {
+		err = p.jsonl(rr)
+	} else {
+		err = p.csv(rr)
+	}
+	if err == nil && p.seq == 0 && rest == nil {
+		what := "the file is empty"
+		if p.header {
+			what = "the file holds a header and no record"
+		}
+		err = fmt.Errorf("%s: %w: %s", name, ErrNoRecords, what)
+	}
+	return err
+}
+
+// recordReader reads a file's records as text: lines, or for CSV lines
+// joined while a quoted cell is open, each at most MaxRecordBytes.
+type recordReader struct {
+	br     *bufio.Reader
+	quotes bool  // CSV: a line break inside quotes does not end the record
+	line   int   // lines read so far
+	offset int64 // bytes read so far
+}
+
+// CSV quote states, enough to find where a record ends.
+const (
+	csvFieldStart = iota
+	csvUnquoted
+	csvQuoted
+	csvQuoteInQuoted // a quote inside a quoted cell: its end, or the first of ""
+)
+
+func csvScan(st int, b []byte) int {
+	for _, c := range b {
+		switch st {
+		case csvFieldStart:
+			switch c {
+			case '"':
+				st = csvQuoted
+			case ',', '\n':
+			default:
+				st = csvUnquoted
+			}
+		case csvUnquoted:
+			if c == ',' || c == '\n' {
+				st = csvFieldStart
+			}
+		case csvQuoted:
+			if c == '"' {
+				st = csvQuoteInQuoted
+			}
+		case csvQuoteInQuoted:
+			switch c {
+			case '"':
+				st = csvQuoted
+			case ',', '\n':
+				st = csvFieldStart
+			default:
+				st = csvUnquoted
+			}
+		}
+	}
+	return st
+}
+
+// next returns the next record's text without its line terminator and
+// the line it starts on; text is nil when the record was over
+// MaxRecordBytes (it is read through, not kept). At the end it returns
+// io.EOF.
+func (rr *recordReader) next() (text []byte, line int, tooLong bool, err error) {
+	line = rr.line + 1
+	var buf []byte
+	read := false
+	st := csvFieldStart
+	for {
+		chunk, err := rr.br.ReadSlice('\n')
+		rr.offset += int64(len(chunk))
+		if len(chunk) > 0 {
+			read = true
+			if rr.quotes {
+				st = csvScan(st, chunk)
+			}
+			// Room for a \r\n the limit does not count.
+			if !tooLong && len(buf)+len(chunk) > MaxRecordBytes+2 {
+				tooLong, buf = true, nil
+			}
+			if !tooLong {
+				buf = append(buf, chunk...)
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF:
+			if !read {
+				return nil, 0, false, io.EOF
+			}
+		case err != nil:
+			return nil, line, false, err
+		default: // a line break
+			rr.line++
+			if rr.quotes && st == csvQuoted {
+				continue // inside a quoted cell
+			}
+		}
+		if err == io.EOF && len(chunk) > 0 {
+			rr.line++ // a last line without a line break
+		}
+		if tooLong {
+			return nil, line, true, nil
+		}
+		buf = bytes.TrimSuffix(buf, []byte("\n"))
+		buf = bytes.TrimSuffix(buf, []byte("\r"))
+		if len(buf) > MaxRecordBytes {
+			return nil, line, true, nil
+		}
+		if buf == nil {
+			buf = []byte{}
+		}
+		return buf, line, false, nil
+	}
 }
 
 type recordParser struct {
-	name string
-	seq  int64
-	bad  func(*LineError)
-	warn func(*LineError)
+	name   string
+	ids    map[string]int       // id → line it was first seen on; nil: not checked (Load)
+	track  func(id string) bool // the ids ids keeps; nil: all
+	seq    int64
+	header bool // a CSV header was read
+	fn     recordFn
+	bad    func(*LineError)
+	warn   func(*LineError)
+	rr     *recordReader
+	// resume, when set, moves the reader to where a resumed read starts,
+	// once a CSV file's header is read.
+	resume func()
 }
 
 func (p *recordParser) lineErr(line int, format string, args ...any) *LineError {
 	return &LineError{File: p.name, Line: line, Reason: fmt.Sprintf(format, args...)}
 }
 
-// finish assigns the id and hands the record on.
-func (p *recordParser) finish(line int, end filePos, rec store.Record, fn recordFn) error {
+// tooLongReason is the one reason a record over MaxRecordBytes gets, in
+// either format.
+var tooLongReason = fmt.Sprintf("record longer than %d bytes (%d MiB, the limit for one line or CSV record); not read",
+	MaxRecordBytes, MaxRecordBytes>>20)
+
+// notUTF8 is the reason of a line that is not UTF-8, or "" when it is.
+func notUTF8(text []byte) string {
+	if utf8.Valid(text) {
+		return ""
+	}
+	i := 0
+	for i < len(text) {
+		r, n := utf8.DecodeRune(text[i:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		i += n
+	}
+	return fmt.Sprintf("not valid UTF-8 (byte 0x%02X at column %d): records files must be UTF-8 (convert with iconv, e.g. iconv -f latin1 -t utf-8)", text[i], i+1)
+}
+
+// malformed reports a bad line and hands it on as a malformed record, with
+// its text (nil when too long) so that export gives it back.
+func (p *recordParser) malformed(format string, line int, text []byte, e *LineError) error {
+	p.bad(e)
+	return p.emit(line, store.Record{ID: p.malformedID(line), Format: format, Raw: text, Error: e.Error()})
+}
+
+// malformedID is a fresh id for a malformed line: "line N" (not N, which
+// a record's own id, or the line number of a record without one, may
+// well be), or if that is taken a variant of it. Without ids (Load) it is
+// "line N", which Load makes unique.
+func (p *recordParser) malformedID(line int) string {
+	return malformedID(line, func(id string) bool {
+		_, taken := p.ids[id]
+		return taken
+	})
+}
+
+// malformedID is "line N", or if taken says it is, "line N (2)", … .
+func malformedID(line int, taken func(string) bool) string {
+	id := fmt.Sprintf("line %d", line)
+	for n := 2; ; n++ {
+		if !taken(id) {
+			return id
+		}
+		id = fmt.Sprintf("line %d (%d)", line, n)
+	}
+}
+
+// emit numbers a record and hands it on, with the place after it.
+func (p *recordParser) emit(line int, rec store.Record) error {
+	if p.ids != nil && (p.track == nil || p.track(rec.ID)) {
+		p.ids[rec.ID] = line
+	}
+	p.seq++
+	rec.Seq = p.seq
+	return p.fn(rec, line, filePos{offset: p.rr.offset, line: p.rr.line})
+}
+
+// finish assigns the id, refuses duplicates and hands the record on.
+func (p *recordParser) finish(line int, text []byte, rec store.Record) error {
 	id := strings.TrimSpace(rec.Fields["id"])
 	if id == "" {
 		id = strconv.Itoa(line)
 	}
-	p.seq++
+	if first, dup := p.ids[id]; dup { // never with ids nil
+		return p.malformed(rec.Format, line, text, p.lineErr(line, "duplicate id %q (first on line %d)", id, first))
+	}
 	rec.ID = id
-	rec.Seq = p.seq
-	return fn(rec, line, end)
+	return p.emit(line, rec)
 }
 
-func (p *recordParser) csv(r io.Reader, rest io.Reader, from filePos, fn recordFn) error {
-	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = -1 // checked here, so the message names the line
-	cr.ReuseRecord = false
-	header, err := cr.Read()
-	if err == io.EOF {
-		return nil // an empty file holds no records
-	}
-	if err != nil {
-		return fmt.Errorf("%s:1: header: %w", p.name, unwrapCSV(err))
-	}
-	if len(header) > 0 {
-		header[0] = strings.TrimPrefix(header[0], "\xef\xbb\xbf")
-	}
-	seen := make(map[string]bool, len(header))
-	for i, h := range header {
-		h = strings.TrimSpace(h)
-		header[i] = h
-		if h == "" {
-			return fmt.Errorf("%s:1: header: column %d has no name", p.name, i+1)
-		}
-		if seen[h] {
-			return fmt.Errorf("%s:1: header: duplicate column %q", p.name, h)
-		}
-		seen[h] = true
-	}
-	base := filePos{} // where cr started reading
-	if rest != nil {
-		cr = csv.NewReader(rest)
-		cr.FieldsPerRecord = -1
-		base = from
-	}
+func (p *recordParser) csv(rr *recordReader) error {
+	p.rr = rr
+	var header []string
 	for {
-		row, err := cr.Read()
+		text, line, tooLong, err := rr.next()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				p.bad(p.lineErr(base.line+pe.StartLine, "%v", pe.Err))
-				continue
-			}
-			return fmt.Errorf("%s: %w", p.name, err)
+			return fmt.Errorf("%s:%d: %w", p.name, line, err)
 		}
-		line, _ := cr.FieldPos(0)
-		line += base.line
-		end := filePos{offset: base.offset + cr.InputOffset(), line: line}
-		if len(row) != len(header) {
-			p.bad(p.lineErr(line, "%d columns, header has %d", len(row), len(header)))
+		if header == nil {
+			if tooLong {
+				return fmt.Errorf("%s:%d: header: %s", p.name, line, tooLongReason)
+			}
+			text = bytes.TrimPrefix(text, []byte("\xef\xbb\xbf"))
+			if len(text) == 0 {
+				continue // blank lines before the header
+			}
+			if header, err = p.csvHeader(text, line); err != nil {
+				return err
+			}
+			if p.resume != nil {
+				p.resume()
+			}
 			continue
 		}
-		rec := store.Record{Fields: make(map[string]string, len(header)), Order: append([]string(nil), header...)}
+		if tooLong {
+			if err := p.malformed(store.FormatCSV, line, nil, p.lineErr(line, "%s", tooLongReason)); err != nil {
+				return err
+			}
+			continue
+		}
+		if len(text) == 0 {
+			continue // a blank line holds no record
+		}
+		text = bytes.Clone(text)
+		reason := notUTF8(text)
+		var cells []string
+		if reason == "" {
+			if cells, err = store.SplitCSVRecord(text); err != nil {
+				reason = err.Error()
+			} else if len(cells) != len(header) {
+				reason = fmt.Sprintf("%d columns, header has %d", len(cells), len(header))
+			}
+		}
+		if reason != "" {
+			if err := p.malformed(store.FormatCSV, line, text, p.lineErr(line, "%s", reason)); err != nil {
+				return err
+			}
+			continue
+		}
+		rec := store.Record{Format: store.FormatCSV, Raw: text, Fields: make(map[string]string, len(header)), Order: header}
 		for i, h := range header {
-			v := strings.TrimSpace(row[i])
+			v := strings.TrimSpace(cells[i])
 			rec.Fields[h] = v
 			if h == "links" {
 				for _, tok := range strings.Fields(v) {
@@ -186,23 +447,36 @@ func (p *recordParser) csv(r io.Reader, rest io.Reader, from filePos, fn recordF
 			}
 			p.addLink(&rec, line, v, false)
 		}
-		// A record may span lines (a quoted newline): it ends where the
-		// reader is now.
-		if l, _ := cr.FieldPos(len(row) - 1); base.line+l > end.line {
-			end.line = base.line + l
-		}
-		if err := p.finish(line, end, rec, fn); err != nil {
+		if err := p.finish(line, text, rec); err != nil {
 			return err
 		}
 	}
 }
 
-func unwrapCSV(err error) error {
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		return pe.Err
+// csvHeader reads the header row: every column named, once. Names are
+// trimmed of surrounding spaces.
+func (p *recordParser) csvHeader(text []byte, line int) ([]string, error) {
+	if reason := notUTF8(text); reason != "" {
+		return nil, fmt.Errorf("%s:%d: header: %s", p.name, line, reason)
 	}
-	return err
+	header, err := store.SplitCSVRecord(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s:%d: header: %w", p.name, line, err)
+	}
+	seen := make(map[string]bool, len(header))
+	for i, h := range header {
+		h = strings.TrimSpace(h)
+		header[i] = h
+		if h == "" {
+			return nil, fmt.Errorf("%s:%d: header: column %d has no name", p.name, line, i+1)
+		}
+		if seen[h] {
+			return nil, fmt.Errorf("%s:%d: header: duplicate column %q", p.name, line, h)
+		}
+		seen[h] = true
+	}
+	p.header = true
+	return header, nil
 }
 
 // addLink adds v to the record's links when it is an http(s) URL. In a
@@ -245,108 +519,70 @@ func looksLikeURL(v string) bool {
 	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
 }
 
-func (p *recordParser) jsonl(br *bufio.Reader, from filePos, fn recordFn) error {
-	line, offset := from.line, from.offset
+func (p *recordParser) jsonl(rr *recordReader) error {
+	p.rr = rr
 	for {
-		raw, n, tooLong, err := readLine(br)
+		text, line, tooLong, err := rr.next()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s:%d: %w", p.name, line+1, err)
+			return fmt.Errorf("%s:%d: %w", p.name, line, err)
 		}
-		line++
-		offset += int64(n)
 		if tooLong {
-			p.bad(p.lineErr(line, "line longer than %d bytes", maxLine))
+			if err := p.malformed(store.FormatJSONL, line, nil, p.lineErr(line, "%s", tooLongReason)); err != nil {
+				return err
+			}
 			continue
 		}
 		if line == 1 {
-			raw = bytes.TrimPrefix(raw, []byte("\xef\xbb\xbf"))
+			text = bytes.TrimPrefix(text, []byte("\xef\xbb\xbf"))
 		}
-		if len(bytes.TrimSpace(raw)) == 0 {
+		if len(bytes.TrimSpace(text)) == 0 {
 			continue // a blank line holds no record
 		}
-		rec, reason := p.jsonRecord(raw, line)
+		text = bytes.Clone(text)
+		reason := notUTF8(text)
+		var rec store.Record
+		if reason == "" {
+			rec, reason = p.jsonRecord(text, line)
+		}
 		if reason != "" {
-			p.bad(p.lineErr(line, "%s", reason))
+			if err := p.malformed(store.FormatJSONL, line, text, p.lineErr(line, "%s", reason)); err != nil {
+				return err
+			}
 			continue
 		}
-		if err := p.finish(line, filePos{offset: offset, line: line}, rec, fn); err != nil {
+		if err := p.finish(line, text, rec); err != nil {
 			return err
 		}
 	}
 }
 
-// readLine reads one line without its terminator, and says how many bytes
-// it consumed. A line over maxLine is consumed and reported as too long.
-func readLine(br *bufio.Reader) (line []byte, n int, tooLong bool, err error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		n += len(chunk)
-		if len(buf)+len(chunk) > maxLine {
-			tooLong = true
-		} else {
-			buf = append(buf, chunk...)
-		}
-		switch {
-		case err == bufio.ErrBufferFull:
-			continue
-		case err == io.EOF:
-			if len(buf) == 0 && !tooLong {
-				return nil, n, false, io.EOF
-			}
-			return bytes.TrimRight(buf, "\r\n"), n, tooLong, nil
-		case err != nil:
-			return nil, n, false, err
-		}
-		return bytes.TrimRight(buf, "\r\n"), n, tooLong, nil
-	}
-}
-
 func (p *recordParser) jsonRecord(raw []byte, line int) (store.Record, string) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	tok, err := dec.Token()
+	members, _, err := store.JSONMembers(raw)
 	if err != nil {
-		return store.Record{}, "bad JSON: " + err.Error()
+		return store.Record{}, err.Error()
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return store.Record{}, "not a JSON object"
-	}
-	rec := store.Record{Fields: make(map[string]string)}
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return store.Record{}, "bad JSON: " + err.Error()
-		}
-		key := kt.(string) // object keys are always strings
+	rec := store.Record{Format: store.FormatJSONL, Raw: raw, Fields: make(map[string]string, len(members))}
+	for _, m := range members {
+		dec := json.NewDecoder(bytes.NewReader(m.Value))
+		dec.UseNumber()
 		var v any
 		if err := dec.Decode(&v); err != nil {
 			return store.Record{}, "bad JSON: " + err.Error()
 		}
-		if _, dup := rec.Fields[key]; dup {
-			return store.Record{}, fmt.Sprintf("duplicate key %q", key)
-		}
-		rec.Order = append(rec.Order, key)
-		if key == "links" {
+		rec.Order = append(rec.Order, m.Key)
+		if m.Key == "links" {
 			s, reason := p.jsonLinks(&rec, line, v)
 			if reason != "" {
 				return store.Record{}, reason
 			}
-			rec.Fields[key] = s
+			rec.Fields[m.Key] = s
 			continue
 		}
-		s := jsonText(v)
-		rec.Fields[key] = s
+		rec.Fields[m.Key] = jsonText(v)
 		p.mineLinks(&rec, line, v)
-	}
-	if _, err := dec.Token(); err != nil {
-		return store.Record{}, "bad JSON: " + err.Error()
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return store.Record{}, "bad JSON: trailing data after the object"
 	}
 	if id, ok := rec.Fields["id"]; ok && id != "" {
 		if v := strings.TrimSpace(id); strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
@@ -403,8 +639,9 @@ func (p *recordParser) mineLinks(rec *store.Record, line int, v any) {
 	}
 }
 
-// jsonText renders a JSON value as a field value: strings as themselves,
-// numbers as written, null as missing, lists and objects as compact JSON.
+// jsonText renders a JSON value as the crawl reads a field: strings as
+// themselves, numbers as written, null as missing, lists and objects as
+// compact JSON. (Export writes the value as given, from Record.Raw.)
 func jsonText(v any) string {
 	switch x := v.(type) {
 	case nil:

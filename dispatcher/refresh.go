@@ -210,7 +210,7 @@ func (d *Dispatcher) startRefresh(ctx context.Context, now time.Time) error {
 			return err
 		}
 	}
-	d.log.Info("refresh started", "older_than", cutoff.UTC().Format(time.RFC3339), "records", records, "fields", fields, "pages_queued", d.recrawled)
+	d.log.Info("refresh started", "older_than", cutoff.UTC().Format(time.RFC3339), "records", records, "fields", fields, "pages_queued", d.run.recrawled)
 	return nil
 }
 
@@ -445,6 +445,7 @@ func (d *Dispatcher) closePrior(ctx context.Context, seq int64, fields []string)
 	if r.isComplete() {
 		r.complete, r.dirty = true, true
 		d.nComplete++
+		d.settled.add(r.id, r.filled)
 		if wasPartial {
 			d.nPartial--
 		}

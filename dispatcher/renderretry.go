@@ -37,7 +37,7 @@ func (d *Dispatcher) retryRender(ctx context.Context, t *task, r *wire.Result) e
 	d.run.renderRetried++
 	d.queuedN++
 	d.w.add(t, true)
-	d.log.Debug("page queued again to be rendered", "url", t.url, "mappings", r.Mappings)
+	d.log.Debug("page queued again to be rendered", "url", t.url, "host", t.host, "mappings", r.Mappings)
 	return nil
 }
 

@@ -48,9 +48,12 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		rwg.Wait()
 	}()
 	d.mu.Lock()
-	d.run = runCounts{errs: make(map[string]int64)}
+	d.foldTotals() // what came before this Run (Load's filters included) joins the totals, and the counts start at zero
+	d.runStart = start
+	d.runState, d.runBegan = StateRunning, start
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
-		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest)
+		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest,
+		"restarts", d.base.starts-1)
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
 			d.mu.Unlock()
@@ -110,10 +113,18 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			p = d.progress(start)
 		}
 		var st Status
+		var hist *History
 		snap := err == nil && !done && now.Sub(lastStatus) >= StatusEvery
 		if snap {
 			lastStatus = now
+			d.noteRefusals(now)
 			st = d.status(StateRunning, start, now)
+			d.led.sample(sampleOf(st), false)
+			if now.Sub(d.led.lastSave) >= historyEvery {
+				h := d.led.snapshot(now, sumMaps(d.base.errs, d.run.errs))
+				hist = &h
+				d.led.lastSave = now
+			}
 		}
 		d.mu.Unlock()
 		if err != nil {
@@ -125,6 +136,9 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		}
 		if snap {
 			d.putStatus(st)
+		}
+		if hist != nil {
+			d.putHistory(*hist)
 		}
 		if done {
 			finished = true
@@ -139,27 +153,47 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	if !d.closed {
 		// Every step that finished left the state consistent: commit them,
 		// whether Run ends done, cancelled or on an intake error. (A step
-		// that failed has rolled the transaction back already.)
-		if err := d.commitState(context.WithoutCancel(ctx)); err != nil {
+		// that failed has rolled the transaction back already.) A crawl
+		// with no work left is finished: the next Dispatcher on the
+		// state starts a new one (totals.go).
+		qctx := context.WithoutCancel(ctx)
+		err := d.st.begin(qctx)
+		if err == nil && finished && runErr == nil {
+			err = d.st.setMeta(qctx, metaFinished, 1)
+		}
+		if err == nil {
+			err = d.commitState(qctx)
+		}
+		if err != nil {
+			d.abandon()
 			runErr = errors.Join(runErr, err)
 		}
 	}
 	d.mu.Unlock()
+	if finished && runErr == nil {
+		d.farewell()
+	}
 	stored := d.drainOutbox(ctx, outbox)
-	sum, err := d.summary(context.WithoutCancel(ctx), start)
+	sum, err := d.summary(context.WithoutCancel(ctx))
 	if err != nil && runErr == nil {
 		runErr = err
 	}
+	sum.Finished = finished && runErr == nil
 	stored.fill(sum)
 	final := StateFinished
 	if runErr != nil {
 		final = StateStopped
 	}
 	d.mu.Lock()
-	st := d.status(final, start, time.Now())
-	d.mu.Unlock()
+	now := time.Now()
+	d.runState = final
+	st := d.status(final, start, now)
 	st.Records, st.Complete, st.Partial = sum.Records, sum.Complete, sum.Partial
+	d.led.sample(sampleOf(st), true)
+	hist := d.led.snapshot(now, sumMaps(d.base.errs, d.run.errs))
+	d.mu.Unlock()
 	d.putStatus(st)
+	d.putHistory(hist)
 	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
 		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
 		"errors", sum.Errors, "elapsed", sum.Elapsed.Round(time.Millisecond), "pages_per_sec", int(sum.PagesPerSec))
@@ -264,6 +298,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 				}
 				if m := d.members[v.Supervisor]; m != nil {
 					m.beat(v)
+					d.led.heartbeat(v)
 				}
 			case *wire.Result:
 				if err := d.commitResult(ctx, v, now); err != nil {
@@ -278,7 +313,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			case f := <-d.failed:
 				if key, ok := parseTaskID(f.taskID); ok && d.w.leased[key] != nil && d.w.leased[key].lease == f.lease {
 					t := d.w.leased[key]
-					d.log.Debug("send failed; task re-queued", "url", t.url, "supervisor", t.member)
+					d.log.Debug("send failed; task re-queued", "url", t.url, "host", t.host, "supervisor", t.member)
 					if err := d.requeue(ctx, t); err != nil {
 						return err
 					}
@@ -349,6 +384,10 @@ func (d *Dispatcher) commitState(ctx context.Context) error {
 		return nil
 	}
 	if err := d.putCounters(ctx); err != nil {
+		d.abandon()
+		return err
+	}
+	if err := d.saveTotals(ctx); err != nil {
 		d.abandon()
 		return err
 	}
@@ -424,6 +463,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		d.renderDomains.join(m.name, m.capacity)
 	}
 	d.lastJoin = now
+	d.led.joined++
 	if !hello {
 		d.joinedByBeat = true
 	}
@@ -442,6 +482,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 	m.stop()
 	d.noteLeft(m, reason, time.Now())
+	d.led.lost[reason]++
 	delete(d.members, m.name)
 	d.domains.leave(m.name)
 	d.renderDomains.leave(m.name)
@@ -473,7 +514,7 @@ func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 	for _, t := range d.w.leased {
 		if now.After(t.deadline) {
 			d.run.expired++
-			d.log.Debug("lease expired; task re-queued", "url", t.url, "supervisor", t.member, "lease", t.lease)
+			d.log.Debug("lease expired; task re-queued", "url", t.url, "host", t.host, "supervisor", t.member, "lease", t.lease)
 			if err := d.requeue(ctx, t); err != nil {
 				return err
 			}
@@ -581,58 +622,74 @@ func (d *Dispatcher) progress(start time.Time) Progress {
 		InFlight: len(d.w.leased),
 		Waiting:  d.w.waitingRender(),
 		Members:  len(d.members),
-		Pages:    d.run.pages,
+		Pages:    d.total(&d.run.pages),
 		Elapsed:  time.Since(start),
 	}
 }
 
-// summary reads the record counts from the state and adds this Run's
-// counters.
-func (d *Dispatcher) summary(ctx context.Context, start time.Time) (*Summary, error) {
+// summary reads the record counts and outcomes from the state, writes the
+// outcomes to the store, adds the crawl's counters, and ends the Run's
+// share of the totals.
+func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := &Summary{
+		Restarts:    int(d.base.starts - 1),
 		BadLines:    d.badLines,
-		Pages:       d.run.pages,
-		Reused:      d.run.reused,
-		Disagreeing: d.run.disagreeing,
-		Late:        d.run.late,
-		Adopted:     d.run.adopted,
-		Expired:     d.run.expired,
-		Errors:      maps.Clone(d.run.errs),
-		FieldErrors: d.run.fieldErrs,
-		Refused:     d.run.refused,
+		Pages:       d.total(&d.run.pages),
+		Reused:      d.total(&d.run.reused),
+		Disagreeing: d.total(&d.run.disagreeing),
+		Late:        d.total(&d.run.late),
+		Adopted:     d.total(&d.run.adopted),
+		Expired:     d.total(&d.run.expired),
+		Errors:      sumMaps(d.base.errs, d.run.errs),
+		FieldErrors: d.total(&d.run.fieldErrs),
 		Waiting:     d.w.waitingRender(),
-		Filtered:    maps.Clone(d.filtered),
-		LinkFarms:   d.linkFarms,
-		Duplicates:  d.duplicates,
+		Filtered:    sumMaps(d.base.filtered, d.run.filtered),
+		LinkFarms:   d.total(&d.run.linkFarms),
+		Duplicates:  d.total(&d.run.duplicates),
 		BadTopSites: d.badTopSites,
-		Elapsed:     time.Since(start),
+		Elapsed:     d.elapsed(),
 
 		Retried:        maps.Clone(d.retried),
 		RetryKept:      d.retryKept,
 		RetryExhausted: d.retryExhausted,
 
-		RenderRetried: d.run.renderRetried,
-		RenderWanted:  d.renderWantedTotal(),
+		RenderRetried: d.total(&d.run.renderRetried),
+		RenderWanted:  d.base.n["render_wanted"] + d.renderWantedTotal(),
 
-		Recrawled:   d.recrawled,
-		NotModified: d.run.notModified,
-		Refreshed:   d.run.refreshed,
-		Changed:     d.run.changed,
-		Unconfirmed: d.run.unconfirmed,
+		Recrawled:   d.total(&d.run.recrawled),
+		NotModified: d.total(&d.run.notModified),
+		Refreshed:   d.total(&d.run.refreshed),
+		Changed:     d.total(&d.run.changed),
+		Unconfirmed: d.total(&d.run.unconfirmed),
 	}
+	s.RefusedBy = map[string]int64{}
+	for why, n := range map[string]int64{"match-key": d.total(&d.run.keyRefused), "registration": d.total(&d.run.refused), "handshake": d.recv.Refused()} {
+		if n > 0 {
+			s.RefusedBy[why] = n
+			s.Refused += n
+		}
+	}
+	s.ElapsedSeconds = s.Elapsed.Seconds()
 	if s.Elapsed > 0 {
 		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()
 	}
+	d.foldTotals()
 	if d.closed {
 		return s, nil
+	}
+	if err := d.saveTotals(ctx); err != nil {
+		return s, err
 	}
 	err := d.st.conn.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(complete), 0), COALESCE(SUM(skipped), 0),
 		COALESCE(SUM(complete = 0 AND nfilled > 0), 0), COALESCE(SUM(complete = 0 AND nfilled = 0), 0) FROM records`).
 		Scan(&s.Records, &s.Complete, &s.Skipped, &s.Partial, &s.Untouched)
 	if err != nil {
 		return s, fmt.Errorf("dispatcher: summary: %w", err)
+	}
+	if s.Reasons, err = d.outcomes(ctx, true); err != nil {
+		return s, err
 	}
 	rows, err := d.st.conn.QueryContext(ctx, `SELECT id FROM records WHERE complete = 0 AND nfilled = 0 ORDER BY seq LIMIT 50`)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // stateSchema is the state database's schema as migrations (see
 // sqlitedb): entry i moves a file from user_version i to i+1. Append only.
 //
-// Version 3 is the lean state of issue 14, sized for millions of records
+// Version 4 is the lean state of issue 14, sized for millions of records
 // on a small machine:
 //
 //   - urls is the seen-URL store and the frontier in one table, keyed by
@@ -44,15 +44,23 @@ import (
 //     and numbers the files for records.file: a record whose id another
 //     line of its own file has is a duplicate, one of another file is
 //     known.
-//   - meta holds counters a resume would otherwise count over every row.
+//   - malformed holds the malformed input lines (their ids, their places
+//     in the input order, the file and line each is on), which the store
+//     keeps for export and the crawl never reads (malformed.go).
+//   - refusals holds the pages a record refused because a match key
+//     disagreed, and outcomes the records whose outcome the store holds
+//     (outcomes.go), both by the record's seq.
+//   - meta holds counters a resume would otherwise count over every row,
+//     and the crawl's totals across restarts (totals.go).
 //
-// Versions 1 and 2 are the schema of earlier builds; a state they wrote is
+// Versions 1 to 3 are the schema of earlier builds; a state they wrote is
 // converted in place.
 var stateSchema = []sqlitedb.Migration{
 	{SQL: []string{schemaV1, outboxSchema}, Func: addColumns("seen", "etag TEXT NOT NULL DEFAULT ''", "last_modified TEXT NOT NULL DEFAULT ''")},
 	// 2: failed fetches of a page in a row, across runs (retry.go)
 	{Func: addColumns("seen", "attempts INTEGER NOT NULL DEFAULT 0")},
 	{SQL: schemaV3},
+	{SQL: schemaV4},
 }
 
 // schemaV1 is the state of earlier builds (user_version 0, tables
@@ -131,13 +139,35 @@ func addColumns(table string, cols ...string) func(context.Context, *sql.Tx) err
 	}
 }
 
-// schemaV3 creates the lean tables, converts what version 1 held and
-// drops its tables. backfill_url_key turns version 1's hex task ids into
-// urlKey's integers (both are the first 8 bytes of the URL's SHA-256).
-// Converted records keep every field as their own values (version 1 kept
-// them all; attribution reads only the match keys) and their seq as their
-// line.
+// schemaV3 keeps malformed input lines (which are there, and their place
+// in the input order), the pages a record refused because a match key
+// disagreed, and the records whose outcome the store holds, by record id.
 var schemaV3 = []string{
+	`CREATE TABLE IF NOT EXISTS malformed (
+		id  TEXT PRIMARY KEY,
+		seq INTEGER NOT NULL
+	) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS refusals (
+		record_id    TEXT NOT NULL,
+		page         TEXT NOT NULL,
+		field        TEXT NOT NULL,
+		page_value   TEXT NOT NULL,
+		record_value TEXT NOT NULL,
+		PRIMARY KEY (record_id, page)
+	) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS outcomes (
+		record_id TEXT PRIMARY KEY
+	) WITHOUT ROWID`,
+}
+
+// schemaV4 creates the lean tables, converts what versions 1 to 3 held
+// and drops their tables. backfill_url_key turns version 1's hex task ids
+// into urlKey's integers (both are the first 8 bytes of the URL's
+// SHA-256). Converted records keep every field as their own values
+// (version 1 kept them all; attribution reads only the match keys) and
+// their seq as their line; converted malformed lines have file 0, which
+// Load reads as "known by id only".
+var schemaV4 = []string{
 	`CREATE TABLE target_sets (id INTEGER PRIMARY KEY, names TEXT NOT NULL UNIQUE)`,
 	`CREATE TABLE records_v2 (
 		seq      INTEGER PRIMARY KEY,
@@ -218,22 +248,40 @@ var schemaV3 = []string{
 		SELECT r.seq, p.field, p.value, p.open FROM prior p JOIN records r ON r.id = p.record_id`,
 	`INSERT INTO fingerprints_v2(seq, url, exact, sim, words, duplicate_of)
 		SELECT f.seq, s.url, f.exact, f.sim, f.words, f.duplicate_of FROM fingerprints f JOIN seen s ON s.id = f.url_id`,
+	`CREATE TABLE refusals_v2 (
+		rec          INTEGER NOT NULL,
+		page         TEXT NOT NULL,
+		field        TEXT NOT NULL,
+		page_value   TEXT NOT NULL,
+		record_value TEXT NOT NULL,
+		PRIMARY KEY (rec, page)) WITHOUT ROWID`,
+	`INSERT INTO refusals_v2(rec, page, field, page_value, record_value)
+		SELECT r.seq, f.page, f.field, f.page_value, f.record_value FROM refusals f JOIN records r ON r.id = f.record_id`,
+	`CREATE TABLE outcomes_v2 (rec INTEGER PRIMARY KEY)`,
+	`INSERT INTO outcomes_v2(rec) SELECT r.seq FROM outcomes o JOIN records r ON r.id = o.record_id`,
+	`ALTER TABLE malformed ADD COLUMN file INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE malformed ADD COLUMN line INTEGER NOT NULL DEFAULT 0`,
 	`DROP TABLE seen`,
 	`DROP TABLE frontier`,
 	`DROP TABLE task_records`,
 	`DROP TABLE records`,
 	`DROP TABLE prior`,
 	`DROP TABLE fingerprints`,
+	`DROP TABLE refusals`,
+	`DROP TABLE outcomes`,
 	`ALTER TABLE records_v2 RENAME TO records`,
 	`ALTER TABLE prior_v2 RENAME TO prior`,
 	`ALTER TABLE fingerprints_v2 RENAME TO fingerprints`,
+	`ALTER TABLE refusals_v2 RENAME TO refusals`,
+	`ALTER TABLE outcomes_v2 RENAME TO outcomes`,
 	`CREATE INDEX urls_ready ON urls(matched DESC, priority DESC, depth, seq) WHERE state = 0`,
 	`CREATE INDEX urls_failed ON urls(key) WHERE state = 2 AND class != ''`,
 	`CREATE INDEX links_rec ON links(rec)`,
 	`CREATE INDEX prior_open ON prior(open) WHERE open = 1`,
+	`CREATE INDEX malformed_line ON malformed(file, line)`,
 	// The counters a resume reads (see resume); an empty state has none.
 	// Every converted record's links are in urls already.
-	`DELETE FROM meta WHERE key IN ('records', 'complete', 'partial', 'queued', 'refresh_open')`,
+	`DELETE FROM meta WHERE key IN ('records', 'complete', 'partial', 'queued', 'refresh_open', 'malformed')`,
 	`INSERT INTO meta(key, value) SELECT 'seeded', COALESCE(MAX(seq), 0) FROM records`,
 }
 

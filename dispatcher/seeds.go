@@ -69,15 +69,34 @@ type seed struct {
 	links []string
 }
 
-// insertRecords inserts recs (with their lines in the file numbered num)
-// and returns those new to the state, with their seqs set, and the
-// duplicates: records whose id another line of the same file had. Known
-// records (taken in before, or of another file) are left out of both.
-func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lines []int, num int64, name string) (fresh []store.Record, dups []*LineError, err error) {
-	start := 0
-	for _, size := range chunkSizes(len(recs), recChunk) {
-		part := recs[start : start+size]
-		start += size
+// newRecord is a record new to the state; complete says it had nothing to
+// fill.
+type newRecord struct {
+	store.Record
+	complete bool
+}
+
+// dupLine is a record of recs whose id another line of the same file had.
+type dupLine struct {
+	i   int
+	err *LineError
+}
+
+// insertRecords inserts recs (good ones, their seqs set, with their lines
+// in the file numbered num) and returns those new to the state and the
+// duplicates: records whose id another line of the same file had (a good
+// one, or a malformed one kept under that id). Known records (taken in
+// before, or of another file) are left out of both.
+func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lines []int, num int64, name string) (fresh []newRecord, dups []dupLine, err error) {
+	// An id a malformed line of the state holds is taken too: by a line
+	// of this file, a duplicate; of another, known.
+	idx, dups, err := d.notMalformed(ctx, recs, lines, num, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, size := range chunkSizes(len(idx), recChunk) {
+		part := idx[:size]
+		idx = idx[size:]
 		st, err := d.st.stmtN(ctx, "recInsN", len(part), func(n int) string {
 			return `INSERT INTO records(seq, id, file, line, own, links, targets, complete, skipped, queued) VALUES ` +
 				placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") + ` ON CONFLICT(id) DO NOTHING RETURNING seq`
@@ -87,8 +106,8 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lin
 		}
 		args := make([]any, 0, 10*len(part))
 		complete := make([]bool, len(part))
-		for i := range part {
-			r := &part[i]
+		for i, j := range part {
+			r := &recs[j]
 			targets := d.targets(*r)
 			ts, err := d.targetSet(ctx, targets)
 			if err != nil {
@@ -110,8 +129,7 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lin
 					}
 				}
 			}
-			r.Seq = d.recSeq + int64(start-size+i) + 1
-			args = append(args, r.Seq, r.ID, num, lines[start-size+i], own, links, ts, b2i(complete[i]), b2i(complete[i]), genCount(d.gen, queued))
+			args = append(args, r.Seq, r.ID, num, lines[j], own, links, ts, b2i(complete[i]), b2i(complete[i]), genCount(d.gen, queued))
 		}
 		rows, err := st.QueryContext(ctx, args...)
 		if err != nil {
@@ -130,9 +148,10 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lin
 		if err := rows.Err(); err != nil {
 			return nil, nil, fmt.Errorf("dispatcher: state records: %w", err)
 		}
-		for i, r := range part {
+		for i, j := range part {
+			r := recs[j]
 			if inserted[r.Seq] {
-				fresh = append(fresh, r)
+				fresh = append(fresh, newRecord{r, complete[i]})
 				d.nRecords++
 				if complete[i] {
 					d.nComplete++
@@ -144,12 +163,13 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lin
 			if err := d.st.q.recFirst.QueryRowContext(ctx, r.ID).Scan(&file, &line); err != nil {
 				return nil, nil, fmt.Errorf("dispatcher: state record %q: %w", r.ID, err)
 			}
-			if file == num && line != lines[start-size+i] {
-				dups = append(dups, &LineError{File: name, Line: lines[start-size+i], Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, line)})
+			if file == num && line != lines[j] {
+				dups = append(dups, dupLine{j, &LineError{File: name, Line: lines[j], Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, line)}})
 			}
 		}
 	}
-	d.recSeq += int64(len(recs))
+	// In file order, as the parser reports lines.
+	slices.SortFunc(dups, func(a, b dupLine) int { return cmp.Compare(a.i, b.i) })
 	return fresh, dups, nil
 }
 

@@ -48,6 +48,8 @@ type state struct {
 	ckptKick chan struct{} // size 1: a commit happened
 	ckptStop context.CancelFunc
 	ckptDone chan struct{}
+
+	lock *stateLock // the state directory's, released by close
 }
 
 const (
@@ -68,6 +70,8 @@ type stmts struct {
 
 	recSeeds, recGet, recPut, recFirst *sql.Stmt
 	targetSets, targetSetIns           *sql.Stmt
+	badAt, badConverted, badTaken      *sql.Stmt
+	badIns, refusalIns, urlRecordIDs   *sql.Stmt
 
 	urlDone, urlDrop, urlCached, urlValid, urlState *sql.Stmt
 	urlRequeue, urlRender, urlDepth, urlWanted      *sql.Stmt
@@ -98,6 +102,15 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.recFirst, `SELECT file, line FROM records WHERE id = ?`},
 		{&q.targetSets, `SELECT id, names FROM target_sets`},
 		{&q.targetSetIns, `INSERT INTO target_sets(names) VALUES(?)`},
+		// Malformed lines (loadBatch): the one of a file at a line, one
+		// of a state converted from version 3 by its id, whether an id is
+		// taken.
+		{&q.badAt, `SELECT id FROM malformed WHERE file = ? AND line = ?`},
+		{&q.badConverted, `SELECT 1 FROM malformed WHERE id = ? AND file = 0`},
+		{&q.badTaken, `SELECT EXISTS(SELECT 1 FROM records WHERE id = ?1) OR EXISTS(SELECT 1 FROM malformed WHERE id = ?1)`},
+		{&q.badIns, `INSERT INTO malformed(id, seq, file, line) VALUES(?, ?, ?, ?)`},
+		{&q.refusalIns, `INSERT INTO refusals(rec, page, field, page_value, record_value) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
+		{&q.urlRecordIDs, `SELECT r.id, l.depth FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = ? ORDER BY l.rec`},
 
 		// urlDone counts a failed fetch in attempts and clears the count on
 		// a good one (retry.go). A failed page keeps its URL: a rerun may
@@ -235,7 +248,7 @@ func (s *state) close() error {
 	if s.conn != nil {
 		err = s.conn.Close()
 	}
-	return errors.Join(cerr, err, s.db.Close())
+	return errors.Join(cerr, err, s.db.Close(), s.lock.release())
 }
 
 // startCheckpointer runs the checkpointer goroutine on its own connection

@@ -1,12 +1,10 @@
 package dispatcher
 
 import (
-	"encoding/json"
-	"errors"
+	"cmp"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -25,6 +23,7 @@ const StatusEvery = time.Second
 
 // Run states in Status.State.
 const (
+	StateLoading  = "loading" // Run has not started
 	StateRunning  = "running"
 	StateFinished = "finished" // Run returned with no work left
 	StateStopped  = "stopped"  // Run returned early: cancelled or failed
@@ -47,14 +46,34 @@ type Status struct {
 	InFlight      int `json:"in_flight"`      // tasks leased to supervisors
 	WaitingRender int `json:"waiting_render"` // render tasks no member can take
 
-	Pages       int64            `json:"pages"` // this Run's pages fetched and extracted
-	PagesPerSec float64          `json:"pages_per_sec"`
-	Errors      map[string]int64 `json:"errors,omitempty"`
-	Expired     int64            `json:"expired"` // leases that ran out and were re-sent
-	Late        int64            `json:"late"`    // late or duplicate results ignored
+	// The crawl's, over every dispatcher process it took (see totals.go):
+	// Restarts is how many processes came before this one.
+	Restarts       int              `json:"restarts"`
+	Pages          int64            `json:"pages"` // pages fetched and extracted
+	PagesPerSec    float64          `json:"pages_per_sec"`
+	ElapsedSeconds float64          `json:"elapsed_seconds"` // working time
+	Errors         map[string]int64 `json:"errors,omitempty"`
+	Expired        int64            `json:"expired"` // leases that ran out and were re-sent
+	Late           int64            `json:"late"`    // late or duplicate results ignored
 
 	Members []MemberStatus `json:"members"`
 	Left    []MemberStatus `json:"left,omitempty"` // members dropped during this Run, latest last
+	// Refused are the handshakes the intake refused (a CURVE intake
+	// only), by reason and peer, the most recent first.
+	Refused []wire.Refusal `json:"refused_peers,omitempty"`
+
+	// For operators (see ledger.go). Robots counts the supervisors'
+	// robots.txt requests by outcome. SlowHosts are the
+	// hosts slowest to answer (by mean), Backoff the hosts whose requests
+	// wait because they are in trouble, both as the live members last
+	// reported them. Recent are the latest failures, newest first.
+	// Timeline is the crawl's progress over time; only Dispatcher.Status
+	// has it, not the status file, which is rewritten every second.
+	Robots    map[string]int64   `json:"robots,omitempty"`
+	SlowHosts []wire.HostPace    `json:"slow_hosts,omitempty"`
+	Backoff   []wire.HostBackoff `json:"backoff,omitempty"`
+	Recent    []ErrorNote        `json:"recent_errors,omitempty"`
+	Timeline  []Sample           `json:"timeline,omitempty"`
 }
 
 // MemberStatus is one supervisor as the dispatcher sees it. Fetched,
@@ -70,6 +89,7 @@ type MemberStatus struct {
 	Parked   int       `json:"parked"` // host queues waiting for it to free capacity
 	Fetched  int64     `json:"fetched"`
 	Failed   int64     `json:"failed"`
+	Rendered int64     `json:"rendered,omitempty"`
 	Rate     float64   `json:"rate"`
 	RSS      uint64    `json:"rss,omitempty"`
 	Joined   time.Time `json:"joined"`
@@ -85,6 +105,7 @@ const maxLeft = 32
 // The rate is smoothed over heartbeats, so one slow interval does not
 // make a member look stalled. Callers hold mu.
 func (m *member) beat(h *wire.Heartbeat) {
+	m.rendered, m.hosts, m.backoff = h.Rendered, h.Hosts, h.Backoff
 	if m.beatAt.IsZero() || !h.At.After(m.beatAt) {
 		m.fetched, m.failedN, m.rss, m.beatAt = h.Fetched, h.Failed, h.RSS, h.At
 		return
@@ -107,7 +128,7 @@ func (m *member) status() MemberStatus {
 	return MemberStatus{
 		Name: m.name, Endpoint: m.endpoint, Render: m.render, Capacity: m.capacity,
 		InFlight: m.inFlight, Parked: len(m.waiting), Fetched: m.fetched, Failed: m.failedN,
-		Rate: m.rate, RSS: m.rss, Joined: m.joined, LastSeen: m.lastSeen,
+		Rate: m.rate, RSS: m.rss, Joined: m.joined, LastSeen: m.lastSeen, Rendered: m.rendered,
 	}
 }
 
@@ -128,39 +149,66 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 		Started: start, Updated: now,
 		Records: d.nRecords, Complete: d.nComplete, Partial: d.nPartial,
 		Queued: d.queuedN, InFlight: len(d.w.leased), WaitingRender: d.w.waitingRender(),
-		Pages: d.run.pages, Errors: maps.Clone(d.run.errs), Expired: d.run.expired, Late: d.run.late,
+		Restarts: int(d.base.starts - 1), Pages: d.total(&d.run.pages), Errors: sumMaps(d.base.errs, d.run.errs),
+		Expired: d.total(&d.run.expired), Late: d.total(&d.run.late),
 		Members: make([]MemberStatus, 0, len(d.members)),
 		Left:    append([]MemberStatus(nil), d.left...),
+		Refused: d.recv.Refusals(),
 	}
-	if el := now.Sub(start).Seconds(); el > 0 {
-		s.PagesPerSec = float64(d.run.pages) / el
+	el := d.elapsed()
+	s.ElapsedSeconds = el.Seconds()
+	if el > 0 {
+		s.PagesPerSec = float64(s.Pages) / el.Seconds()
 	}
 	for _, m := range d.members {
 		s.Members = append(s.Members, m.status())
 	}
 	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Name < s.Members[j].Name })
+	s.Robots = maps.Clone(d.led.h.Robots)
+	s.Recent = d.led.recentErrors()
+	s.SlowHosts, s.Backoff = d.memberHosts()
+	return s
+}
+
+// memberHosts merges the live members' latest accounts: the hosts
+// slowest to answer (by mean) and the hosts in back-off, latest to end
+// first, statusHosts of each. Callers hold mu.
+func (d *Dispatcher) memberHosts() ([]wire.HostPace, []wire.HostBackoff) {
+	var slow []wire.HostPace
+	var back []wire.HostBackoff
+	for _, m := range d.members {
+		slow = append(slow, m.hosts...)
+		back = append(back, m.backoff...)
+	}
+	mean := func(p wire.HostPace) float64 { return p.Seconds / float64(max(p.Requests, 1)) }
+	slices.SortFunc(slow, func(a, b wire.HostPace) int {
+		return cmp.Or(cmp.Compare(mean(b), mean(a)), cmp.Compare(a.Host, b.Host))
+	})
+	slices.SortFunc(back, func(a, b wire.HostBackoff) int {
+		return cmp.Or(b.Until.Compare(a.Until), cmp.Compare(a.Host, b.Host))
+	})
+	return slow[:min(len(slow), statusHosts)], back[:min(len(back), statusHosts)]
+}
+
+// Status is a snapshot of the dispatcher for operators, with the
+// timeline: what the status page and `backfill status --from` read while
+// the crawl runs. Safe for concurrent use with Load and Run.
+func (d *Dispatcher) Status() Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	state, start := d.runState, d.runBegan
+	if state == "" {
+		state, start = StateLoading, d.started
+	}
+	s := d.status(state, start, time.Now())
+	s.Timeline = slices.Clone(d.led.h.Timeline)
 	return s
 }
 
 // writeStatus replaces the status file in one rename, so a reader never
 // sees half of it. It runs outside mu: the snapshot is a copy.
 func writeStatus(dir string, s Status) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return fmt.Errorf("dispatcher: status: %w", err)
-	}
-	f, err := os.CreateTemp(dir, ".status-*.json")
-	if err != nil {
-		return fmt.Errorf("dispatcher: status: %w", err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(append(b, '\n'))
-	if err := errors.Join(werr, f.Close()); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("dispatcher: status: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, StatusFile)); err != nil {
-		os.Remove(tmp)
+	if err := writeJSONFile(dir, StatusFile, s); err != nil {
 		return fmt.Errorf("dispatcher: status: %w", err)
 	}
 	return nil
@@ -178,13 +226,5 @@ func (d *Dispatcher) putStatus(s Status) {
 // ReadStatus reads the status file of the dispatcher whose state is in dir.
 func ReadStatus(dir string) (Status, error) {
 	var s Status
-	path := filepath.Join(dir, StatusFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return s, fmt.Errorf("read status: %w", err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("read status %s: %w", path, err)
-	}
-	return s, nil
+	return s, readJSONFile(dir, StatusFile, "status", &s)
 }

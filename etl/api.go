@@ -63,6 +63,20 @@ func (m *Mapping) FieldNames() []string {
 	return out
 }
 
+// FieldType is the type the mapping's field name declares (TypeString when
+// it declares none), "" when the mapping has no such field.
+func (m *Mapping) FieldType(name string) string {
+	for _, f := range m.fields {
+		if f.name == name {
+			if f.typ == "" {
+				return TypeString
+			}
+			return f.typ
+		}
+	}
+	return ""
+}
+
 // MatchURL reports whether one of the mapping's url_patterns matches
 // rawURL (a generic mapping matches every URL).
 func (m *Mapping) MatchURL(rawURL string) bool {

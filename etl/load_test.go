@@ -154,6 +154,11 @@ func TestLoadExtensions(t *testing.T) {
 	if len(m.Fixtures()) != 1 || m.Fixtures()[0].Fields["name"][0] != "Ada Example" {
 		t.Errorf("fixtures not loaded: %+v", m.Fixtures())
 	}
+	for field, want := range map[string]string{"name": TypeString, "email": TypeEmail, "followers": TypeNumber, "tags": TypeList, "nope": ""} {
+		if got := m.FieldType(field); got != want {
+			t.Errorf("FieldType(%q) = %q, want %q", field, got, want)
+		}
+	}
 }
 
 // TestLoadRenderOptions checks render (modes, and booleans as older files

@@ -18,6 +18,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -75,9 +76,29 @@ func Parse(uri string) (File, error) {
 	if fi, err := os.Stat(uri); err == nil && fi.IsDir() {
 		return File{}, fmt.Errorf("%s: is a directory", uri)
 	}
+	if err := dirWritable(filepath.Dir(uri)); err != nil {
+		return File{}, err
+	}
 	// Escape the path so that '?', '#' and '%' in a file name are not read
 	// as URI syntax.
 	return File{Path: uri, base: "file:" + (&url.URL{Path: uri}).EscapedPath()}, nil
+}
+
+// dirWritable checks that files can be created in dir, as SQLite must (the
+// database, its -wal and -shm files): otherwise it says only "unable to
+// open database file".
+func dirWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("directory %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // Pragmas every connection gets unless the user's URI sets them.

@@ -16,10 +16,13 @@
 // never branch on the backend; Backend names it for logs.
 //
 // Data flows one way: the dispatcher puts the seed records once
-// (PutRecords, one transaction even for a large batch), then calls SetFields
-// as results arrive; export reads them back with Records, which streams in
-// input order without holding the dataset in memory, and Export turns that
-// stream into JSON Lines or CSV. Supervisors read and write the host caches.
+// (PutRecords, one transaction even for a large batch; each with its input
+// text exactly as read, malformed lines included), then calls SetFields
+// as results arrive and SetOutcomes when a run ends; export reads them
+// back with Records, which streams in input order without holding the
+// dataset in memory, and Export turns that stream into JSON Lines or CSV,
+// writing the user's values from their input text (rawrecord.go) so they
+// come back as given. Supervisors read and write the host caches.
 //
 // All methods are safe for concurrent use, and every write is an idempotent
 // upsert, so a redelivered result changes nothing. Two writes are deliberately

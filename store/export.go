@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ExportOptions says how Export writes the records.
@@ -29,7 +32,20 @@ type ExportOptions struct {
 // Export writes every record of r, filled or not, in Seq order: the input's
 // columns in their order, then opts.Fields, then any other field backfill
 // found. A value backfill found fills its field; otherwise the input's value
-// stands. A missing value is null in JSON Lines and empty in CSV.
+// stands, exactly as given: from a record's Raw text, a CSV cell byte for
+// byte, a JSON Lines value with its JSON type and text (numbers as written,
+// lists, objects, booleans, null). A filled value is written with the type
+// its mapping field declares: a "number" field as a JSON number, a "list"
+// field as a JSON array of its "; "-separated values, anything else as a
+// string. A missing CSV value is null in JSON Lines and empty in CSV.
+//
+// A malformed input line (Record.Error) keeps its place: in JSON Lines as
+// {"id":…,"fields":null,"_backfill_error":…,"_backfill_input":…} (or
+// "_backfill_input_base64" when the line is not UTF-8, which a JSON string
+// cannot carry), in CSV with its text in the _backfill_input column and
+// the reason in _backfill_error, the other columns empty. With Provenance,
+// a record left incomplete carries why (Record.Outcome): an "outcome"
+// object per JSON line, a _backfill_outcome column in CSV.
 //
 // JSON Lines is written in one pass as the records stream by. CSV needs its
 // header first, so it reads the records twice: once for the set of columns
@@ -46,14 +62,69 @@ func Export(ctx context.Context, r Records, w io.Writer, opts ExportOptions) err
 	return fmt.Errorf("store: export: unknown format %q (want jsonl or csv)", opts.Format)
 }
 
-// fieldValue is what an export shows for field f of rec: a value found by
-// backfill, else the input's value. ok is false when the field is missing.
-func fieldValue(rec Record, f string) (v string, ok bool) {
+// The columns and keys export adds to mark what is not the user's data.
+const (
+	ColumnError   = "_backfill_error"   // why an input line was malformed
+	ColumnInput   = "_backfill_input"   // the malformed line as read
+	ColumnOutcome = "_backfill_outcome" // CSV with provenance: why a record was left incomplete
+	keyInput64    = "_backfill_input_base64"
+)
+
+// fieldValue is what an export shows for field f of rec as text: a value
+// found by backfill, else the input's value (in, from inputValues). ok is
+// false when the field is missing.
+func fieldValue(rec Record, in map[string]string, f string) (v string, ok bool) {
 	if fv, found := rec.Found[f]; found && fv.Value != "" {
 		return fv.Value, true
 	}
-	v = rec.Fields[f]
+	v = in[f]
 	return v, v != ""
+}
+
+// inputValues returns a record's input values as text, exactly as given: a
+// CSV cell, or for JSON Lines a string's content, any other value's JSON
+// text and "" for null. Without Raw (a record of an earlier build) they
+// are its Fields.
+func inputValues(rec Record) (map[string]string, error) {
+	if rec.Raw == nil || rec.Error != "" {
+		return rec.Fields, nil
+	}
+	out := make(map[string]string, len(rec.Order))
+	switch rec.Format {
+	case FormatCSV:
+		cells, err := SplitCSVRecord(rec.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("stored input: %w", err)
+		}
+		if len(cells) != len(rec.Order) {
+			return nil, fmt.Errorf("stored input has %d cells for %d columns", len(cells), len(rec.Order))
+		}
+		for i, c := range cells {
+			out[rec.Order[i]] = c
+		}
+	case FormatJSONL:
+		members, _, err := JSONMembers(rec.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("stored input: %w", err)
+		}
+		for _, m := range members {
+			switch m.Value[0] {
+			case '"':
+				var s string
+				if err := json.Unmarshal(m.Value, &s); err != nil {
+					return nil, fmt.Errorf("stored input: key %q: %w", m.Key, err)
+				}
+				out[m.Key] = s
+			case 'n': // null
+				out[m.Key] = ""
+			default:
+				out[m.Key] = string(m.Value)
+			}
+		}
+	default:
+		return rec.Fields, nil
+	}
+	return out, nil
 }
 
 // columns lists the fields one record exports, in order: its input order,
@@ -94,17 +165,12 @@ func sortedKeys[V any](m map[string]V) []string {
 
 func exportJSONL(ctx context.Context, r Records, w io.Writer, opts ExportOptions) error {
 	bw := bufio.NewWriter(w)
-	enc := newJSONLEncoder(opts)
+	lw := NewLineWriter(bw, opts)
 	err := r.Records(ctx, func(rec Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		line, err := enc.encode(rec)
-		if err != nil {
-			return fmt.Errorf("record %q: %w", rec.ID, err)
-		}
-		_, err = bw.Write(line)
-		return err
+		return lw.Write(rec)
 	})
 	if err != nil {
 		return fmt.Errorf("store: export jsonl: %w", err)
@@ -171,32 +237,70 @@ func (e *jsonlEncoder) value(v any) error {
 	return nil
 }
 
+// str appends s as a JSON string.
+func (e *jsonlEncoder) str(s string) error { return e.value(s) }
+
+// typed appends a found value with the JSON type its field declares.
+func (e *jsonlEncoder) typed(v Value) error {
+	switch v.Type {
+	case "number":
+		if isJSONNumber(v.Value) {
+			e.buf.WriteString(v.Value)
+			return nil
+		}
+	case "list":
+		return e.value(strings.Split(v.Value, "; "))
+	}
+	return e.value(v.Value)
+}
+
+// isJSONNumber reports whether s is a JSON number as written (no leading
+// zeros, no "+", no hex), so that it can be written as one unchanged.
+func isJSONNumber(s string) bool {
+	if s == "" || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return false
+	}
+	var n json.Number
+	return json.Unmarshal([]byte(s), &n) == nil
+}
+
 // encode returns rec's line, valid until the next call.
 func (e *jsonlEncoder) encode(rec Record) ([]byte, error) {
 	e.buf.Reset()
-	cols := columns(rec, e.opts.Fields)
 	e.buf.WriteString(`{"id":`)
-	if err := e.value(rec.ID); err != nil {
+	if err := e.str(rec.ID); err != nil {
 		return nil, err
 	}
-	e.buf.WriteString(`,"fields":{`)
-	for i, f := range cols {
-		if i > 0 {
-			e.buf.WriteByte(',')
-		}
-		if err := e.value(f); err != nil {
+	if rec.Error != "" {
+		e.buf.WriteString(`,"fields":null,"` + ColumnError + `":`)
+		if err := e.str(rec.Error); err != nil {
 			return nil, err
 		}
-		e.buf.WriteByte(':')
-		if v, ok := fieldValue(rec, f); ok {
-			if err := e.value(v); err != nil {
-				return nil, err
+		if rec.Raw != nil {
+			if utf8.Valid(rec.Raw) {
+				e.buf.WriteString(`,"` + ColumnInput + `":`)
+				if err := e.str(string(rec.Raw)); err != nil {
+					return nil, err
+				}
+			} else {
+				e.buf.WriteString(`,"` + keyInput64 + `":`)
+				if err := e.str(base64.StdEncoding.EncodeToString(rec.Raw)); err != nil {
+					return nil, err
+				}
 			}
-		} else {
-			e.buf.WriteString("null")
 		}
+		e.buf.WriteString("}\n")
+		return e.buf.Bytes(), nil
 	}
-	e.buf.WriteByte('}')
+	cols := columns(rec, e.opts.Fields)
+	e.buf.WriteString(`,"fields":`)
+	if rec.Format == FormatJSONL && rec.Raw != nil {
+		if err := e.spliced(rec, cols); err != nil {
+			return nil, err
+		}
+	} else if err := e.object(rec, cols); err != nil {
+		return nil, err
+	}
 	if e.opts.Provenance {
 		e.buf.WriteString(`,"provenance":{`)
 		n := 0
@@ -209,7 +313,7 @@ func (e *jsonlEncoder) encode(rec Record) ([]byte, error) {
 				e.buf.WriteByte(',')
 			}
 			n++
-			if err := e.value(f); err != nil {
+			if err := e.str(f); err != nil {
 				return nil, err
 			}
 			e.buf.WriteByte(':')
@@ -218,18 +322,112 @@ func (e *jsonlEncoder) encode(rec Record) ([]byte, error) {
 			}
 		}
 		e.buf.WriteByte('}')
+		if rec.Outcome != nil {
+			e.buf.WriteString(`,"outcome":`)
+			if err := e.value(toOutcomeJSON(*rec.Outcome)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	e.buf.WriteString("}\n")
 	return e.buf.Bytes(), nil
 }
 
+// object writes the fields of a record whose values are text (CSV input,
+// or a record stored without Raw): a found value with its type, an input
+// value as a string, a missing one as null.
+func (e *jsonlEncoder) object(rec Record, cols []string) error {
+	in, err := inputValues(rec)
+	if err != nil {
+		return err
+	}
+	e.buf.WriteByte('{')
+	for i, f := range cols {
+		if i > 0 {
+			e.buf.WriteByte(',')
+		}
+		if err := e.str(f); err != nil {
+			return err
+		}
+		e.buf.WriteByte(':')
+		if fv, found := rec.Found[f]; found && fv.Value != "" {
+			err = e.typed(fv)
+		} else if v := in[f]; v != "" {
+			err = e.str(v)
+		} else {
+			e.buf.WriteString("null")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	e.buf.WriteByte('}')
+	return nil
+}
+
+// spliced writes a JSON Lines record's own object as the user wrote it,
+// with only the found values put in (in place, or appended with the other
+// columns the input lacks).
+func (e *jsonlEncoder) spliced(rec Record, cols []string) error {
+	members, _, err := JSONMembers(rec.Raw)
+	if err != nil {
+		return fmt.Errorf("stored input: %w", err)
+	}
+	inInput := make(map[string]bool, len(members))
+	for _, m := range members {
+		inInput[m.Key] = true
+	}
+	set := map[string][]byte{}
+	var add []string
+	var addVals [][]byte
+	mark := e.buf.Len()
+	for _, f := range cols {
+		fv, found := rec.Found[f]
+		found = found && fv.Value != ""
+		if inInput[f] && !found {
+			continue
+		}
+		at := e.buf.Len()
+		if found {
+			err = e.typed(fv)
+		} else {
+			e.buf.WriteString("null")
+		}
+		if err != nil {
+			return err
+		}
+		v := append([]byte(nil), e.buf.Bytes()[at:]...)
+		e.buf.Truncate(at)
+		if inInput[f] {
+			set[f] = v
+			continue
+		}
+		k := e.buf.Len()
+		if err := e.str(f); err != nil {
+			return err
+		}
+		add = append(add, string(e.buf.Bytes()[k:]))
+		addVals = append(addVals, v)
+		e.buf.Truncate(k)
+	}
+	e.buf.Truncate(mark)
+	out, err := spliceJSON(rec.Raw, set, add, addVals)
+	if err != nil {
+		return fmt.Errorf("stored input: %w", err)
+	}
+	e.buf.Write(out)
+	return nil
+}
+
 // csvLayout is the CSV header: the columns every row has, and which of them
 // carry provenance columns.
 type csvLayout struct {
-	cols   []string
-	known  map[string]bool
-	prov   map[string]bool // only when provenance is asked for
-	header []string
+	cols      []string
+	known     map[string]bool
+	prov      map[string]bool // only when provenance is asked for
+	malformed bool            // the _backfill_error and _backfill_input columns
+	outcome   bool            // the _backfill_outcome column
+	header    []string
 }
 
 // scanCSVLayout is the first CSV pass.
@@ -237,9 +435,16 @@ func scanCSVLayout(ctx context.Context, r Records, opts ExportOptions) (*csvLayo
 	var input, foundOnly []string
 	inInput, inFound := map[string]bool{}, map[string]bool{}
 	prov := map[string]bool{}
+	l := &csvLayout{known: map[string]bool{}}
 	err := r.Records(ctx, func(rec Record) error {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if rec.Error != "" {
+			l.malformed = true
+		}
+		if rec.Outcome != nil && opts.Provenance {
+			l.outcome = true
 		}
 		for _, f := range rec.Order {
 			if !inInput[f] {
@@ -265,7 +470,6 @@ func scanCSVLayout(ctx context.Context, r Records, opts ExportOptions) (*csvLayo
 	if err != nil {
 		return nil, err
 	}
-	l := &csvLayout{known: map[string]bool{}}
 	for _, group := range [][]string{input, opts.Fields, foundOnly} {
 		for _, f := range group {
 			if !l.known[f] {
@@ -283,6 +487,12 @@ func scanCSVLayout(ctx context.Context, r Records, opts ExportOptions) (*csvLayo
 			l.header = append(l.header, f+".source", f+".mapping")
 		}
 	}
+	if l.outcome {
+		l.header = append(l.header, ColumnOutcome)
+	}
+	if l.malformed {
+		l.header = append(l.header, ColumnError, ColumnInput)
+	}
 	return l, nil
 }
 
@@ -299,9 +509,27 @@ func (l *csvLayout) row(rec Record, dst []string) error {
 			return fmt.Errorf("record %q: found field %q appeared after the header was written (the store changed during export)", rec.ID, f)
 		}
 	}
+	if (rec.Error != "" && !l.malformed) || (rec.Outcome != nil && l.prov != nil && !l.outcome) {
+		return fmt.Errorf("record %q: appeared after the header was written (the store changed during export)", rec.ID)
+	}
+	n := len(dst)
+	if l.malformed {
+		n -= 2
+		if rec.Error != "" {
+			dst[n], dst[n+1] = rec.Error, string(rec.Raw)
+			return nil // the user's line is in _backfill_input, as read
+		}
+	}
+	if l.outcome && rec.Outcome != nil {
+		dst[n-1] = outcomeText(*rec.Outcome)
+	}
+	in, err := inputValues(rec)
+	if err != nil {
+		return fmt.Errorf("record %q: %w", rec.ID, err)
+	}
 	i := 0
 	for _, f := range l.cols {
-		dst[i], _ = fieldValue(rec, f)
+		dst[i], _ = fieldValue(rec, in, f)
 		i++
 		if l.prov[f] {
 			fv := rec.Found[f]
@@ -310,6 +538,14 @@ func (l *csvLayout) row(rec Record, dst []string) error {
 		}
 	}
 	return nil
+}
+
+// outcomeText is an Outcome in one CSV cell: "reason: detail".
+func outcomeText(o Outcome) string {
+	if o.Detail == "" {
+		return o.Reason
+	}
+	return o.Reason + ": " + o.Detail
 }
 
 func exportCSV(ctx context.Context, r Records, w io.Writer, opts ExportOptions) error {
@@ -343,4 +579,26 @@ func exportCSV(ctx context.Context, r Records, w io.Writer, opts ExportOptions) 
 		return fmt.Errorf("store: export csv: %w", err)
 	}
 	return nil
+}
+
+// LineWriter writes records one at a time as Export's JSON Lines do, for
+// a stream of records as they are settled. Not safe for concurrent use.
+type LineWriter struct {
+	w   io.Writer
+	enc *jsonlEncoder
+}
+
+// NewLineWriter returns a LineWriter on w; opts.Format is ignored.
+func NewLineWriter(w io.Writer, opts ExportOptions) *LineWriter {
+	return &LineWriter{w: w, enc: newJSONLEncoder(opts)}
+}
+
+// Write writes rec's line.
+func (l *LineWriter) Write(rec Record) error {
+	line, err := l.enc.encode(rec)
+	if err != nil {
+		return fmt.Errorf("record %q: %w", rec.ID, err)
+	}
+	_, err = l.w.Write(line)
+	return err
 }

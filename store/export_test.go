@@ -93,19 +93,7 @@ func TestExportGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkParses(t, tc.opts.Format, out.Bytes())
-			path := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(out.Bytes(), want) {
-				t.Errorf("export differs from %s (run with -update to accept):\ngot:\n%s\nwant:\n%s", path, out.Bytes(), want)
-			}
+			checkGolden(t, tc.golden, out.Bytes())
 		})
 	}
 }
@@ -232,3 +220,101 @@ var errDiskFull = errors.New("disk full")
 type failingWriter struct{}
 
 func (*failingWriter) Write([]byte) (int, error) { return 0, errDiskFull }
+
+// rawFixture is a store as a run leaves it now: records with their input
+// text (CSV and JSON Lines), typed found values, malformed lines in their
+// places, and an outcome.
+func rawFixture(t *testing.T) store.Store {
+	t.Helper()
+	ctx := context.Background()
+	s := openSQLite(t, filepath.Join(t.TempDir(), "store.db"))
+	t.Cleanup(func() { s.Close() })
+	cols := []string{"id", "name", "age", "email"}
+	recs := []store.Record{
+		{ID: "c1", Seq: 1, Format: store.FormatCSV, Order: cols, Raw: []byte("c1,  Ada  ,\"0042\",\"\""),
+			Fields: map[string]string{"id": "c1", "name": "Ada", "age": "0042", "email": ""}},
+		{ID: "line 3", Seq: 2, Format: store.FormatCSV, Raw: []byte("c2,Bob,\"x"), Error: "in.csv:3: column 9: extraneous or missing \" in quoted-field"},
+		{ID: "c3", Seq: 3, Format: store.FormatCSV, Order: cols, Raw: []byte("c3,\"Cy\nJr\",7,"),
+			Fields: map[string]string{"id": "c3", "name": "Cy\nJr", "age": "7", "email": ""}},
+		{ID: "j1", Seq: 4, Format: store.FormatJSONL, Order: []string{"id", "big", "f", "tags", "o", "email"},
+			Raw:    []byte(`{"id": 1, "big": 12345678901234567890, "f": 1e3, "tags": ["a", null], "o": {"k": [true]}, "email": null}`),
+			Fields: map[string]string{"id": "1", "big": "12345678901234567890", "f": "1e3", "tags": `["a",null]`, "o": `{"k":[true]}`, "email": ""}},
+		{ID: "line 6", Seq: 5, Format: store.FormatJSONL, Raw: []byte("{\"id\": \"caf\xe9\"}"), Error: "in.jsonl:6: not valid UTF-8"},
+		{ID: "line 7", Seq: 6, Format: store.FormatJSONL, Error: "in.jsonl:7: record longer than 4194304 bytes"},
+	}
+	if err := s.PutRecords(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	sets := map[string][]store.Value{
+		"c1": {{Field: "email", Value: "ada@a.example", Source: "https://a.example/", Mapping: "people", Type: "email", At: exportAt},
+			{Field: "score", Value: "3.50", Source: "https://a.example/", Mapping: "people", Type: "number", At: exportAt}},
+		"j1": {{Field: "email", Value: "j@j.example", Source: "https://j.example/", Mapping: "people", Type: "email", At: exportAt},
+			{Field: "langs", Value: "Go; C", Source: "https://j.example/", Mapping: "people", Type: "list", At: exportAt},
+			{Field: "rank", Value: "007", Source: "https://j.example/", Mapping: "people", Type: "number", At: exportAt}},
+	}
+	for id, vals := range sets {
+		if err := s.SetFields(ctx, id, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetOutcomes(ctx, []store.Outcome{{Record: "c3", Reason: "match-key-refused", Detail: "https://x.example/: its name is \"Cy\", the record's \"Cy Jr\"",
+		Pages: 1, Page: "https://x.example/", Key: "name"}}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestExportRawGolden pins what export writes of records kept with their
+// input text: the user's values as given, typed filled values, malformed
+// lines marked in their places, outcomes with provenance.
+func TestExportRawGolden(t *testing.T) {
+	s := rawFixture(t)
+	for _, tc := range []struct {
+		golden string
+		opts   store.ExportOptions
+	}{
+		{"export_raw.jsonl", store.ExportOptions{Format: "jsonl", Fields: []string{"twitter"}}},
+		{"export_raw_provenance.jsonl", store.ExportOptions{Format: "jsonl", Provenance: true}},
+		{"export_raw.csv", store.ExportOptions{Format: "csv"}},
+		{"export_raw_provenance.csv", store.ExportOptions{Format: "csv", Provenance: true}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := store.Export(context.Background(), s, &out, tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, tc.golden, out.Bytes())
+			if tc.opts.Format == "jsonl" {
+				for i, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+					if !json.Valid([]byte(line)) {
+						t.Errorf("line %d is not JSON: %s", i+1, line)
+					}
+				}
+				return
+			}
+			rows, err := csv.NewReader(bytes.NewReader(out.Bytes())).ReadAll()
+			if err != nil || len(rows) != 7 {
+				t.Errorf("CSV: %d rows, %v", len(rows), err)
+			}
+		})
+	}
+}
+
+// checkGolden compares an export with testdata/golden (rewritten with
+// -update).
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", golden)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("export differs from %s (run with -update to accept):\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
@@ -20,9 +21,11 @@ import (
 // The MongoDB backend keeps seven collections in the database the URI names
 // ("backfill" when it names none):
 //
-//	records     {_id: record id, seq, fields: [{k, v}], order: [..], links: [..]}
+//	records     {_id: record id, seq, fields: [{k, v}], order: [..], links: [..],
+//	             format, raw (binary), error}
 //	fields      {_id: <record>.<field> (escaped), record, field, value, source,
-//	             mapping, depth, at, conflicts: [..], history: [..]}
+//	             mapping, depth, at, conflicts: [..], history: [..], type}
+//	outcomes    {_id: record id, reason, detail, pages, failed: [{k, n}], page, key}
 //	robots      {_id: host, status, body, fetched_at, expires}
 //	last_crawl  {_id: <host>@<unix ms>, host, at}
 //	soft404     {_id: host, print, probed_at, expires}
@@ -38,7 +41,7 @@ import (
 //
 //   - a record's found values are documents of their own, one per field,
 //     so writers setting different fields of one record never touch the
-//     same document;
+//     same document; so is its outcome;
 //   - last_crawl is insert-only: a time is a document keyed by host and
 //     time, LastCrawl reads the latest, and a write removes the host's
 //     earlier ones. The latest is never removed (only a later write removes
@@ -68,9 +71,11 @@ type mongoStore struct {
 	records, fields   *mongo.Collection
 	robots, lcr       *mongo.Collection
 	soft404           *mongo.Collection
+	outcomes          *mongo.Collection
 	timeout, retryFor time.Duration
 	log               *slog.Logger
 	where             string // the URI without credentials, for messages
+	health            *mongoHealth
 
 	closeOnce sync.Once
 	closeErr  error
@@ -102,10 +107,12 @@ func openMongo(ctx context.Context, uri string, opts Options) (Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	health := &mongoHealth{waiters: make(map[int]func(error))}
 	co := options.Client().ApplyURI(uri).
 		SetAppName("backfill").
 		SetServerSelectionTimeout(timeout).
-		SetConnectTimeout(timeout)
+		SetConnectTimeout(timeout).
+		SetServerMonitor(&event.ServerMonitor{ServerHeartbeatFailed: health.failed})
 	if opts.CAFile != "" || opts.CertFile != "" || opts.KeyFile != "" {
 		tc, err := mongoTLS(opts)
 		if err != nil {
@@ -130,10 +137,12 @@ func openMongo(ctx context.Context, uri string, opts Options) (Store, error) {
 		robots:   db.Collection("robots"),
 		lcr:      db.Collection("last_crawl"),
 		soft404:  db.Collection("soft404"),
+		outcomes: db.Collection("outcomes"),
 		timeout:  timeout,
 		retryFor: retryFor,
 		log:      log.With("store", where),
 		where:    where,
+		health:   health,
 	}
 	if err := s.setup(ctx); err != nil {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
@@ -171,7 +180,7 @@ func (s *mongoStore) setup(ctx context.Context) error {
 	if v.Version > mongoSchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build's %d", v.Version, mongoSchemaVersion)
 	}
-	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "survey_rows"} {
+	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "survey_rows", "outcomes"} {
 		err := s.do(ctx, "create collection "+c, func(ctx context.Context) error {
 			err := s.db.CreateCollection(ctx, c)
 			if se := mongo.ServerError(nil); errors.As(err, &se) && se.HasErrorCode(48) { // NamespaceExists
@@ -255,6 +264,35 @@ type mongoRecord struct {
 	Fields []mongoKV `bson:"fields"`
 	Order  []string  `bson:"order"`
 	Links  []string  `bson:"links"`
+	Format string    `bson:"format,omitempty"`
+	Raw    []byte    `bson:"raw,omitempty"`
+	Error  string    `bson:"error,omitempty"`
+}
+
+type mongoCount struct {
+	K string `bson:"k"`
+	N int64  `bson:"n"`
+}
+
+type mongoOutcome struct {
+	ID     string       `bson:"_id"`
+	Reason string       `bson:"reason"`
+	Detail string       `bson:"detail,omitempty"`
+	Pages  int64        `bson:"pages"`
+	Failed []mongoCount `bson:"failed,omitempty"`
+	Page   string       `bson:"page,omitempty"`
+	Key    string       `bson:"key,omitempty"`
+}
+
+func (m *mongoOutcome) outcome() *Outcome {
+	o := &Outcome{Record: m.ID, Reason: m.Reason, Detail: m.Detail, Pages: int(m.Pages), Page: m.Page, Key: m.Key}
+	if len(m.Failed) > 0 {
+		o.Failed = make(map[string]int, len(m.Failed))
+		for _, c := range m.Failed {
+			o.Failed[c.K] = int(c.N)
+		}
+	}
+	return o
 }
 
 type mongoConflict struct {
@@ -283,6 +321,7 @@ type mongoValue struct {
 	At        time.Time       `bson:"at"`
 	Conflicts []mongoConflict `bson:"conflicts"`
 	History   []mongoPrior    `bson:"history"`
+	Type      string          `bson:"type,omitempty"`
 }
 
 type mongoRobots struct {
@@ -337,7 +376,7 @@ func toMongoValue(record string, v Value) mongoValue {
 	m := mongoValue{
 		ID: fieldID(record, v.Field), Record: record,
 		Field: v.Field, Value: v.Value, Source: v.Source, Mapping: v.Mapping,
-		Depth: int64(v.Depth), At: v.At.UTC(),
+		Depth: int64(v.Depth), At: v.At.UTC(), Type: v.Type,
 		Conflicts: make([]mongoConflict, len(v.Conflicts)),
 		History:   make([]mongoPrior, len(v.History)),
 	}
@@ -353,7 +392,7 @@ func toMongoValue(record string, v Value) mongoValue {
 func (m *mongoValue) value() Value {
 	v := Value{
 		Field: m.Field, Value: m.Value, Source: m.Source, Mapping: m.Mapping,
-		Depth: int(m.Depth), At: m.At.UTC(),
+		Depth: int(m.Depth), At: m.At.UTC(), Type: m.Type,
 	}
 	if len(m.Conflicts) > 0 {
 		v.Conflicts = make([]Conflict, len(m.Conflicts))
@@ -372,7 +411,8 @@ func (m *mongoValue) value() Value {
 
 func (m *mongoRecord) record() Record {
 	r := Record{ID: m.ID, Seq: m.Seq, Order: m.Order, Links: m.Links,
-		Fields: make(map[string]string, len(m.Fields)), Found: map[string]Value{}}
+		Fields: make(map[string]string, len(m.Fields)), Found: map[string]Value{},
+		Format: m.Format, Raw: m.Raw, Error: m.Error}
 	for _, kv := range m.Fields {
 		r.Fields[kv.K] = kv.V
 	}
@@ -387,7 +427,8 @@ func (s *mongoStore) PutRecords(ctx context.Context, recs []Record) error {
 		if rec.ID == "" {
 			return fmt.Errorf("store: put records: record %d (seq %d): empty id", i, rec.Seq)
 		}
-		d := mongoRecord{ID: rec.ID, Seq: rec.Seq, Fields: make([]mongoKV, 0, len(rec.Fields)), Order: rec.Order, Links: rec.Links}
+		d := mongoRecord{ID: rec.ID, Seq: rec.Seq, Fields: make([]mongoKV, 0, len(rec.Fields)), Order: rec.Order, Links: rec.Links,
+			Format: rec.Format, Raw: rec.Raw, Error: rec.Error}
 		for _, k := range sortedKeys(rec.Fields) {
 			d.Fields = append(d.Fields, mongoKV{k, rec.Fields[k]})
 		}
@@ -413,6 +454,27 @@ func (s *mongoStore) PutRecords(ctx context.Context, recs []Record) error {
 	return nil
 }
 
+// existingRecords says which of ids the records collection has, in one
+// query.
+func (s *mongoStore) existingRecords(ctx context.Context, ids []string) (map[string]bool, error) {
+	cur, err := s.records.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
+		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, err
+	}
+	var have []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &have); err != nil {
+		return nil, err
+	}
+	exists := make(map[string]bool, len(have))
+	for _, h := range have {
+		exists[h.ID] = true
+	}
+	return exists, nil
+}
+
 // putRecordChunk inserts the records that are new in one request and
 // replaces the others. Most records of a load are new, and an insert of
 // many documents is much cheaper than as many upserts. A record another
@@ -423,20 +485,9 @@ func (s *mongoStore) putRecordChunk(ctx context.Context, docs []mongoRecord) err
 	for i, d := range docs {
 		ids[i] = d.ID
 	}
-	cur, err := s.records.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	exists, err := s.existingRecords(ctx, ids)
 	if err != nil {
 		return err
-	}
-	var have []struct {
-		ID string `bson:"_id"`
-	}
-	if err := cur.All(ctx, &have); err != nil {
-		return err
-	}
-	exists := make(map[string]bool, len(have))
-	for _, h := range have {
-		exists[h.ID] = true
 	}
 	var fresh []any
 	var models []mongo.WriteModel
@@ -559,6 +610,19 @@ func (s *mongoStore) Records(ctx context.Context, fn func(Record) error) error {
 	return emit()
 }
 
+// Record reads one record and its found values.
+func (s *mongoStore) Record(ctx context.Context, id string) (Record, error) {
+	var m mongoRecord
+	if err := s.findOne(ctx, s.records, fmt.Sprintf("record %q", id), bson.D{{Key: "_id", Value: id}}, &m); err != nil {
+		return Record{}, err
+	}
+	batch := []Record{m.record()}
+	if err := s.attachFound(ctx, batch); err != nil {
+		return Record{}, err
+	}
+	return batch[0], nil
+}
+
 // attachFound fills the Found of a batch of records.
 func (s *mongoStore) attachFound(ctx context.Context, batch []Record) error {
 	ids := make([]string, len(batch))
@@ -582,6 +646,74 @@ func (s *mongoStore) attachFound(ctx context.Context, batch []Record) error {
 	for i := range vals {
 		if r := byID[vals[i].Record]; r != nil {
 			r.Found[vals[i].Field] = vals[i].value()
+		}
+	}
+	var outs []mongoOutcome
+	err = s.do(ctx, fmt.Sprintf("outcomes of %d records", len(ids)), func(ctx context.Context) error {
+		outs = outs[:0]
+		cur, err := s.outcomes.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+		if err != nil {
+			return err
+		}
+		return cur.All(ctx, &outs)
+	})
+	if err != nil {
+		return err
+	}
+	for i := range outs {
+		if r := byID[outs[i].ID]; r != nil {
+			r.Outcome = outs[i].outcome()
+		}
+	}
+	return nil
+}
+
+// SetOutcomes replaces or deletes each record's outcome document. A
+// record the store lacks gets none: the records of the batch are looked up
+// first, and records are never deleted.
+func (s *mongoStore) SetOutcomes(ctx context.Context, outs []Outcome) error {
+	for i, o := range outs {
+		if o.Record == "" {
+			return fmt.Errorf("store: set outcomes: outcome %d: empty record id", i)
+		}
+	}
+	for len(outs) > 0 {
+		n := min(len(outs), mongoBulk)
+		chunk := outs[:n]
+		outs = outs[n:]
+		err := s.do(ctx, fmt.Sprintf("set %d outcomes", n), func(ctx context.Context) error {
+			ids := make([]string, n)
+			for i, o := range chunk {
+				ids[i] = o.Record
+			}
+			exists, err := s.existingRecords(ctx, ids)
+			if err != nil {
+				return err
+			}
+			var models []mongo.WriteModel
+			for _, o := range chunk {
+				filter := bson.D{{Key: "_id", Value: o.Record}}
+				if o.Reason == "" {
+					models = append(models, mongo.NewDeleteOneModel().SetFilter(filter))
+					continue
+				}
+				if !exists[o.Record] {
+					continue
+				}
+				d := mongoOutcome{ID: o.Record, Reason: o.Reason, Detail: o.Detail, Pages: int64(o.Pages), Page: o.Page, Key: o.Key}
+				for _, k := range sortedKeys(o.Failed) {
+					d.Failed = append(d.Failed, mongoCount{k, int64(o.Failed[k])})
+				}
+				models = append(models, mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(d).SetUpsert(true))
+			}
+			if len(models) == 0 {
+				return nil
+			}
+			_, err = s.outcomes.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(true))
+			return err
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

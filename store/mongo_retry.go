@@ -7,9 +7,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 )
@@ -26,13 +31,25 @@ const (
 // Every write of the store is an idempotent upsert or update, so an attempt
 // that reached the server before the connection dropped does no harm when
 // repeated.
+//
+// A server that refuses connections would otherwise be reported only when
+// the attempt's server selection times out; the driver's monitor sees the
+// refusal at once (mongoHealth), and the attempt ends with it then.
 func (s *mongoStore) do(ctx context.Context, op string, fn func(context.Context) error) error {
 	start := time.Now()
 	pause := backoff.New(mongoBackoffFirst, mongoBackoffMax)
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, s.timeout)
+		rctx, refused := context.WithCancelCause(ctx)
+		stop := s.health.onRefused(refused)
+		actx, cancel := context.WithTimeout(rctx, s.timeout)
 		err := fn(actx)
 		cancel()
+		stop()
+		var cre *ConnRefusedError
+		if cause := context.Cause(rctx); err != nil && errors.As(cause, &cre) && ctx.Err() == nil {
+			err = cause
+		}
+		refused(nil)
 		if err == nil {
 			if attempt > 1 {
 				s.log.Info("mongodb reachable again", "op", op, "attempts", attempt, "after", time.Since(start).Round(time.Millisecond))
@@ -51,7 +68,11 @@ func (s *mongoStore) do(ctx context.Context, op string, fn func(context.Context)
 				ErrUnavailable, op, s.where, attempt, time.Since(start).Round(time.Millisecond), mongoErr(err))
 		}
 		if attempt == 1 {
-			s.log.Warn("mongodb not answering; retrying with back-off", "op", op, "error", mongoErr(err))
+			msg := "mongodb not answering; retrying with back-off"
+			if errors.As(err, new(*ConnRefusedError)) {
+				msg = "mongodb not answering: " + err.Error() + "; retrying with back-off"
+			}
+			s.log.Warn(msg, "op", op, "error", mongoErr(err), "retry_for", s.retryFor)
 		}
 		if !backoff.Sleep(ctx, wait) {
 			return fmt.Errorf("store: %s: %w", op, ctx.Err())
@@ -81,6 +102,9 @@ var mongoTransientCodes = []int{
 // said it cannot serve now. A duplicate key is transient too: two upserts of
 // one new _id raced, and the loser finds the document on its next attempt.
 func mongoTransient(err error) bool {
+	if errors.As(err, new(*ConnRefusedError)) {
+		return true
+	}
 	if mongo.IsNetworkError(err) || mongo.IsTimeout(err) || mongo.IsDuplicateKeyError(err) {
 		return true
 	}
@@ -146,4 +170,56 @@ func mongoTLS(opts Options) (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	return tc, nil
+}
+
+// ConnRefusedError says a MongoDB server refused the connection: nothing
+// listens at Addr (a server that is down, or a wrong host or port).
+type ConnRefusedError struct{ Addr string }
+
+func (e *ConnRefusedError) Error() string { return "connection refused at " + e.Addr }
+
+// mongoHealth follows the driver's heartbeats to hear at once when a
+// server refuses connections, and tells the attempts under way.
+type mongoHealth struct {
+	mu      sync.Mutex
+	waiters map[int]func(error)
+	next    int
+}
+
+// onRefused calls f with a *ConnRefusedError when a heartbeat is refused,
+// until stop is called.
+func (h *mongoHealth) onRefused(f func(error)) (stop func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.next++
+	id := h.next
+	h.waiters[id] = f
+	return func() {
+		h.mu.Lock()
+		delete(h.waiters, id)
+		h.mu.Unlock()
+	}
+}
+
+func (h *mongoHealth) failed(e *event.ServerHeartbeatFailedEvent) {
+	if !errors.Is(e.Failure, syscall.ECONNREFUSED) {
+		return
+	}
+	addr := e.ConnectionID
+	var oe *net.OpError
+	if errors.As(e.Failure, &oe) && oe.Addr != nil {
+		addr = oe.Addr.String()
+	} else if i := strings.LastIndex(addr, "["); i > 0 {
+		addr = addr[:i] // "host:port[-3]"
+	}
+	err := &ConnRefusedError{Addr: addr}
+	h.mu.Lock()
+	ws := make([]func(error), 0, len(h.waiters))
+	for _, w := range h.waiters {
+		ws = append(ws, w)
+	}
+	h.mu.Unlock()
+	for _, w := range ws {
+		w(err)
+	}
 }

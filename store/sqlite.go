@@ -1,7 +1,6 @@
 package store
 
 import (
-	"backfill/sqlitedb"
 	"context"
 	"database/sql"
 	"errors"
@@ -10,7 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
-	// also registers the "sqlite" database/sql driver
+
+	"backfill/sqlitedb" // also registers the "sqlite" database/sql driver
 )
 
 // sqliteSchema lists the migrations: entry i moves a file from user_version i
@@ -70,6 +70,20 @@ var sqliteSchema = []sqlitedb.Migration{
 			PRIMARY KEY (survey, key)
 		) WITHOUT ROWID`,
 	}},
+	{SQL: []string{
+		// the input exactly as read (see Record.Raw), its format, and
+		// the reason of a malformed line
+		`ALTER TABLE records ADD COLUMN format TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE records ADD COLUMN raw BLOB`,
+		`ALTER TABLE records ADD COLUMN error TEXT NOT NULL DEFAULT ''`,
+		// the mapping field's declared type
+		`ALTER TABLE fields ADD COLUMN type TEXT NOT NULL DEFAULT ''`,
+		// why a record was left incomplete: JSON of an Outcome
+		`CREATE TABLE IF NOT EXISTS outcomes (
+			record  TEXT NOT NULL PRIMARY KEY REFERENCES records (id) ON DELETE CASCADE,
+			outcome TEXT NOT NULL
+		) WITHOUT ROWID`,
+	}},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every
@@ -90,7 +104,7 @@ type sqliteStore struct {
 
 // writeStmts are prepared on the writer, readStmts on the reader pool.
 type writeStmts struct {
-	putRecord, recordExists, setField, putRobots, putLastCrawl, putSoft404 *sql.Stmt
+	putRecord, recordExists, setField, putRobots, putLastCrawl, putSoft404, putOutcome, delOutcome *sql.Stmt
 }
 
 type readStmts struct {
@@ -100,16 +114,21 @@ type readStmts struct {
 var writeSQL = map[string]string{
 	// ON CONFLICT DO UPDATE rather than INSERT OR REPLACE: a replace
 	// deletes the row first, and the cascade would drop its found fields.
-	"putRecord": `INSERT INTO records (id, seq, fields, field_order, links)
-			VALUES (?, ?, ?, ?, ?)
+	"putRecord": `INSERT INTO records (id, seq, fields, field_order, links, format, raw, error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, fields = excluded.fields,
-				field_order = excluded.field_order, links = excluded.links`,
+				field_order = excluded.field_order, links = excluded.links,
+				format = excluded.format, raw = excluded.raw, error = excluded.error`,
 	"recordExists": `SELECT 1 FROM records WHERE id = ?`,
-	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history, type)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (record, field) DO UPDATE SET value = excluded.value, source = excluded.source,
 				mapping = excluded.mapping, depth = excluded.depth, at = excluded.at, conflicts = excluded.conflicts,
-				history = excluded.history`,
+				history = excluded.history, type = excluded.type`,
+	// Only for a record the store has: an outcome never creates one.
+	"putOutcome": `INSERT INTO outcomes (record, outcome) SELECT id, ? FROM records WHERE id = ?
+			ON CONFLICT (record) DO UPDATE SET outcome = excluded.outcome`,
+	"delOutcome": `DELETE FROM outcomes WHERE record = ?`,
 	"putRobots": `INSERT INTO robots (host, status, body, fetched_at, expires) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (host) DO UPDATE SET status = excluded.status, body = excluded.body,
 				fetched_at = excluded.fetched_at, expires = excluded.expires`,
@@ -147,6 +166,8 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 		prep(s.w, &s.ws.putRobots, "putRobots", writeSQL["putRobots"]),
 		prep(s.w, &s.ws.putLastCrawl, "putLastCrawl", writeSQL["putLastCrawl"]),
 		prep(s.w, &s.ws.putSoft404, "putSoft404", writeSQL["putSoft404"]),
+		prep(s.w, &s.ws.putOutcome, "putOutcome", writeSQL["putOutcome"]),
+		prep(s.w, &s.ws.delOutcome, "delOutcome", writeSQL["delOutcome"]),
 		prep(s.r, &s.rs.robots, "robots", readSQL["robots"]),
 		prep(s.r, &s.rs.lastCrawl, "lastCrawl", readSQL["lastCrawl"]),
 		prep(s.r, &s.rs.soft404, "soft404", readSQL["soft404"]),
@@ -162,7 +183,7 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 func (s *sqliteStore) closeStmts() error {
 	var errs []error
 	for _, st := range []*sql.Stmt{s.ws.putRecord, s.ws.recordExists, s.ws.setField, s.ws.putRobots,
-		s.ws.putLastCrawl, s.ws.putSoft404, s.rs.robots, s.rs.lastCrawl, s.rs.soft404} {
+		s.ws.putLastCrawl, s.ws.putSoft404, s.ws.putOutcome, s.ws.delOutcome, s.rs.robots, s.rs.lastCrawl, s.rs.soft404} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -250,7 +271,8 @@ func (s *sqliteStore) PutRecords(ctx context.Context, recs []Record) error {
 	return s.write(ctx, "put records", func(tx *sql.Tx) error {
 		stmt := tx.StmtContext(ctx, s.ws.putRecord)
 		for i, r := range rows {
-			if _, err := stmt.ExecContext(ctx, r.id, recs[i].Seq, r.fields, r.order, r.links); err != nil {
+			rec := recs[i]
+			if _, err := stmt.ExecContext(ctx, r.id, rec.Seq, r.fields, r.order, r.links, rec.Format, rawColumn(rec.Raw), rec.Error); err != nil {
 				return fmt.Errorf("record %q: %w", r.id, err)
 			}
 		}
@@ -344,7 +366,7 @@ func (s *sqliteStore) setFields(ctx context.Context, tx *sql.Tx, recordID string
 	}
 	stmt := tx.StmtContext(ctx, s.ws.setField)
 	for i, v := range vals {
-		if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history); err != nil {
+		if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history, v.Type); err != nil {
 			return fmt.Errorf("field %q: %w", v.Field, err)
 		}
 	}
@@ -367,6 +389,94 @@ func (s *sqliteStore) write(ctx context.Context, op string, fn func(*sql.Tx) err
 	return nil
 }
 
+// The columns scanRecord and scanValue read, the record's with its
+// outcome (records r LEFT JOIN outcomes o), the value's from fields f.
+const (
+	recordColumns = `r.id, r.seq, r.fields, r.field_order, r.links, r.format, r.raw, r.error, o.outcome`
+	valueColumns  = `f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history, f.type`
+)
+
+// scanRecord reads a row of recordColumns, Found left empty.
+func scanRecord(row interface{ Scan(...any) error }) (Record, error) {
+	var (
+		rec                  Record
+		fields, order, links string
+		outcome              sql.NullString
+	)
+	if err := row.Scan(&rec.ID, &rec.Seq, &fields, &order, &links, &rec.Format, &rec.Raw, &rec.Error, &outcome); err != nil {
+		return rec, err
+	}
+	if err := decodeRecordColumns(&rec, fields, order, links); err != nil {
+		return rec, fmt.Errorf("record %q: %w", rec.ID, err)
+	}
+	if outcome.Valid {
+		o, err := decodeOutcome(rec.ID, outcome.String)
+		if err != nil {
+			return rec, fmt.Errorf("record %q: column outcome: %w", rec.ID, err)
+		}
+		rec.Outcome = o
+	}
+	rec.Found = map[string]Value{}
+	return rec, nil
+}
+
+// scanValue reads a row of valueColumns.
+func scanValue(rows *sql.Rows) (string, Value, error) {
+	var (
+		id                  string
+		v                   Value
+		at, conflicts, hist string
+	)
+	if err := rows.Scan(&id, &v.Field, &v.Value, &v.Source, &v.Mapping, &v.Depth, &at, &conflicts, &hist, &v.Type); err != nil {
+		return "", v, err
+	}
+	var err error
+	if v.At, err = parseTime(at); err != nil {
+		return id, v, fmt.Errorf("record %q field %q: column at: %w", id, v.Field, err)
+	}
+	if v.Conflicts, err = decodeConflicts(conflicts); err != nil {
+		return id, v, fmt.Errorf("record %q field %q: column conflicts: %w", id, v.Field, err)
+	}
+	if v.History, err = decodeHistory(hist); err != nil {
+		return id, v, fmt.Errorf("record %q field %q: column history: %w", id, v.Field, err)
+	}
+	return id, v, nil
+}
+
+// Record reads one record and its found values in one read transaction.
+func (s *sqliteStore) Record(ctx context.Context, id string) (Record, error) {
+	var rec Record
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return rec, fmt.Errorf("store: record %q: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	rec, err = scanRecord(tx.QueryRowContext(ctx, `SELECT `+recordColumns+`
+		FROM records r LEFT JOIN outcomes o ON o.record = r.id WHERE r.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, fmt.Errorf("%w: record %q", ErrNotFound, id)
+	}
+	if err != nil {
+		return rec, fmt.Errorf("store: record %q: %w", id, err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+valueColumns+` FROM fields f WHERE f.record = ?`, id)
+	if err != nil {
+		return rec, fmt.Errorf("store: record %q: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		_, v, err := scanValue(rows)
+		if err != nil {
+			return rec, fmt.Errorf("store: %w", err)
+		}
+		rec.Found[v.Field] = v
+	}
+	if err := rows.Err(); err != nil {
+		return rec, fmt.Errorf("store: record %q: %w", id, err)
+	}
+	return rec, nil
+}
+
 // Records walks records and fields side by side, both in (seq, id) order,
 // inside one read transaction: one consistent snapshot, one row of each in
 // memory at a time. WAL mode lets writers go on meanwhile, fn included.
@@ -377,12 +487,13 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 	}
 	defer tx.Rollback()
 
-	recs, err := tx.QueryContext(ctx, `SELECT id, seq, fields, field_order, links FROM records ORDER BY seq, id`)
+	recs, err := tx.QueryContext(ctx, `SELECT `+recordColumns+`
+		FROM records r LEFT JOIN outcomes o ON o.record = r.id ORDER BY r.seq, r.id`)
 	if err != nil {
 		return fmt.Errorf("store: records: %w", err)
 	}
 	defer recs.Close()
-	vals, err := tx.QueryContext(ctx, `SELECT f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history
+	vals, err := tx.QueryContext(ctx, `SELECT `+valueColumns+`
 		FROM records r JOIN fields f ON f.record = r.id ORDER BY r.seq, r.id`)
 	if err != nil {
 		return fmt.Errorf("store: records: %w", err)
@@ -398,38 +509,19 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 		if !vals.Next() {
 			return vals.Err()
 		}
-		var at, conflicts, history string
-		if err := vals.Scan(&pendingID, &pending.Field, &pending.Value, &pending.Source, &pending.Mapping, &pending.Depth, &at, &conflicts, &history); err != nil {
-			return err
-		}
 		var err error
-		if pending.At, err = parseTime(at); err != nil {
-			return fmt.Errorf("record %q field %q: column at: %w", pendingID, pending.Field, err)
-		}
-		if pending.Conflicts, err = decodeConflicts(conflicts); err != nil {
-			return fmt.Errorf("record %q field %q: column conflicts: %w", pendingID, pending.Field, err)
-		}
-		if pending.History, err = decodeHistory(history); err != nil {
-			return fmt.Errorf("record %q field %q: column history: %w", pendingID, pending.Field, err)
-		}
-		return nil
+		pendingID, pending, err = scanValue(vals)
+		return err
 	}
 	if err := nextVal(); err != nil {
 		return fmt.Errorf("store: records: %w", err)
 	}
 
 	for recs.Next() {
-		var (
-			rec                  Record
-			fields, order, links string
-		)
-		if err := recs.Scan(&rec.ID, &rec.Seq, &fields, &order, &links); err != nil {
+		rec, err := scanRecord(recs)
+		if err != nil {
 			return fmt.Errorf("store: records: %w", err)
 		}
-		if err := decodeRecordColumns(&rec, fields, order, links); err != nil {
-			return fmt.Errorf("store: records: record %q: %w", rec.ID, err)
-		}
-		rec.Found = map[string]Value{}
 		for pendingID == rec.ID {
 			rec.Found[pending.Field] = pending
 			if err := nextVal(); err != nil {
@@ -444,6 +536,41 @@ func (s *sqliteStore) Records(ctx context.Context, fn func(Record) error) error 
 		return fmt.Errorf("store: records: %w", err)
 	}
 	return nil
+}
+
+func (s *sqliteStore) SetOutcomes(ctx context.Context, outs []Outcome) error {
+	texts := make([]string, len(outs))
+	for i, o := range outs {
+		if o.Record == "" {
+			return fmt.Errorf("store: set outcomes: outcome %d: empty record id", i)
+		}
+		if o.Reason == "" {
+			continue
+		}
+		t, err := encodeOutcome(o)
+		if err != nil {
+			return fmt.Errorf("store: set outcomes: record %q: %w", o.Record, err)
+		}
+		texts[i] = t
+	}
+	if len(outs) == 0 {
+		return nil
+	}
+	return s.write(ctx, fmt.Sprintf("set %d outcomes", len(outs)), func(tx *sql.Tx) error {
+		put, del := tx.StmtContext(ctx, s.ws.putOutcome), tx.StmtContext(ctx, s.ws.delOutcome)
+		for i, o := range outs {
+			var err error
+			if o.Reason == "" {
+				_, err = del.ExecContext(ctx, o.Record)
+			} else {
+				_, err = put.ExecContext(ctx, texts[i], o.Record)
+			}
+			if err != nil {
+				return fmt.Errorf("record %q: %w", o.Record, err)
+			}
+		}
+		return nil
+	})
 }
 
 func (s *sqliteStore) Robots(ctx context.Context, host string) (Robots, error) {

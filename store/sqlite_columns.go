@@ -163,3 +163,46 @@ func decodeRecordColumns(rec *Record, fields, order, links string) error {
 	}
 	return nil
 }
+
+// rawColumn is what the raw column holds for raw: NULL when the record has
+// no raw text (an earlier build's, or a line over the size limit), which
+// an empty blob would not say.
+func rawColumn(raw []byte) any {
+	if raw == nil {
+		return nil
+	}
+	return raw
+}
+
+// outcomeJSON fixes the stored and exported shape of an Outcome.
+type outcomeJSON struct {
+	Reason string         `json:"reason"`
+	Detail string         `json:"detail,omitempty"`
+	Pages  int            `json:"pages_fetched"`
+	Failed map[string]int `json:"pages_failed,omitempty"`
+	Page   string         `json:"refused_page,omitempty"`
+	Key    string         `json:"refused_key,omitempty"`
+}
+
+func toOutcomeJSON(o Outcome) outcomeJSON {
+	return outcomeJSON{Reason: o.Reason, Detail: o.Detail, Pages: o.Pages, Failed: o.Failed, Page: o.Page, Key: o.Key}
+}
+
+func encodeOutcome(o Outcome) (string, error) {
+	b, err := json.Marshal(toOutcomeJSON(o))
+	if err != nil {
+		return "", fmt.Errorf("encode outcome: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeOutcome(record, s string) (*Outcome, error) {
+	var in outcomeJSON
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, err
+	}
+	if in.Reason == "" {
+		return nil, fmt.Errorf("outcome without a reason")
+	}
+	return &Outcome{Record: record, Reason: in.Reason, Detail: in.Detail, Pages: in.Pages, Failed: in.Failed, Page: in.Page, Key: in.Key}, nil
+}

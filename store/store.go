@@ -15,10 +15,48 @@ var ErrNotFound = errors.New("store: not found")
 type Record struct {
 	ID     string            // the record's id column, or its line number
 	Seq    int64             // position in the input file; export keeps this order
-	Fields map[string]string // the input's fields; "" means missing
-	Order  []string          // the input's field names in column order
+	Fields map[string]string // the input's fields as the crawl reads them; "" means missing
+	Order  []string          // the input's field names in column order (a CSV file's header)
 	Links  []string          // the http(s) links the crawl started from
 	Found  map[string]Value  // field name → value backfill filled in
+
+	// Format is the input file's, FormatCSV or FormatJSONL; "" for a
+	// record stored by an earlier build, which kept no Raw.
+	Format string
+	// Raw is the record's text exactly as read, without its line
+	// terminator: a JSON Lines line, or a CSV record (which may span
+	// lines). Export writes the user's values from it, byte for byte and
+	// with their JSON types; Fields is what the crawl works with.
+	Raw []byte
+	// Error marks a malformed input line ("file:line: reason"). Such a
+	// record keeps its place (Seq) and its text (Raw, unless the line was
+	// over the size limit) so that export gives it back, marked; it has
+	// no Fields or Links and is never crawled for.
+	Error string
+	// Outcome says why a record was left incomplete: set by the
+	// dispatcher at the end of a run (SetOutcomes), nil otherwise.
+	Outcome *Outcome
+}
+
+// Input formats of Record.Format.
+const (
+	FormatCSV   = "csv"
+	FormatJSONL = "jsonl"
+)
+
+// Outcome is why a record's missing fields stayed missing, as the
+// dispatcher saw its crawl: Reason is one of a few words (the dispatcher
+// names them), Detail says it for a person (the page and key of a refused
+// page, the failure classes). Page and Key are set when a page's values
+// were refused because a match key disagreed.
+type Outcome struct {
+	Record string
+	Reason string
+	Detail string
+	Pages  int            // pages fetched for the record
+	Failed map[string]int // pages that could not be fetched, by failure class
+	Page   string         // the first refused page
+	Key    string         // its match key that disagreed
 }
 
 // Value is a filled field with its provenance.
@@ -31,6 +69,10 @@ type Value struct {
 	At        time.Time
 	Conflicts []Conflict // other values pages offered for this field
 	History   []Prior    // values this field held before a refresh replaced them, oldest first
+	// Type is the type the mapping field declares (etl's field types:
+	// "number", "list", …; "" for a plain string). JSON Lines export
+	// writes the value with it.
+	Type string
 }
 
 // Prior is a value a field held until a refresh replaced it.
@@ -57,8 +99,16 @@ type Records interface {
 	// SetFields upserts values on a record, replacing any earlier value of
 	// the same field.
 	SetFields(ctx context.Context, recordID string, vals []Value) error
-	// Records calls fn for every record in Seq order, with Found filled.
+	// SetOutcomes records why records were left incomplete, replacing
+	// what was recorded before; an Outcome with an empty Reason clears
+	// its record's. Outcomes of records the store lacks are ignored.
+	SetOutcomes(ctx context.Context, outs []Outcome) error
+	// Records calls fn for every record in Seq order, with Found and
+	// Outcome filled.
 	Records(ctx context.Context, fn func(Record) error) error
+	// Record returns one record by ID, with Found filled; ErrNotFound
+	// when there is none.
+	Record(ctx context.Context, id string) (Record, error)
 }
 
 // RecordValues are values to set on one record.

@@ -9,18 +9,25 @@
 // Hello — name, advertised endpoint, Capacity, the mapping set's digest and
 // the start time — again and again with back-off (200ms doubling up to
 // HelloMax) until a Welcome arrives on the task socket, saying at Warn level
-// each time that the dispatcher is not answering. From then on it sends a
-// Heartbeat every Heartbeat interval; heartbeats carry the Hello fields, so
-// a dispatcher that restarted learns about the supervisor again.
+// that the dispatcher is not answering, after a few attempts what to check
+// (with keys: the dispatcher's public key and that ours is authorised, as
+// a refused CURVE handshake is silent), and then only now and then. From
+// then on it sends a Heartbeat every Heartbeat interval; heartbeats carry
+// the Hello fields, so a dispatcher that restarted learns about the
+// supervisor again. When the dispatcher's run is finished it says Bye:
+// with Config.ExitWhenDone Run returns, otherwise the supervisor stops
+// heart-beating and waits quietly, with a Hello now and then, for the
+// dispatcher's next run.
 //
 // With Config.Keys both sockets use CURVE: the intake is dialled expecting
 // Config.DispatcherKey, the task socket accepts that key alone, and Hello
 // advertises Keys.Public so the dispatcher can dial it. Without keys both
 // endpoints must be loopback unless Config.Insecure.
 //
-// One goroutine owns the task socket and reads Welcomes and Tasks; one
-// owns the Hello/Heartbeat schedule; workers send each Result on the shared
-// Sender themselves. Every Task taken is answered with exactly one Result
+// One goroutine owns the task socket and reads Welcomes, Tasks and Byes;
+// one owns the Hello/Heartbeat schedule; workers send each Result on the
+// shared Sender themselves. They run in one errgroup: when one fails (the
+// task socket breaks) they all stop and Run returns the error. Every Task taken is answered with exactly one Result
 // echoing its ID and Lease, unless the supervisor shuts down first (the
 // lease then brings the task back).
 //
@@ -123,6 +130,18 @@
 // echoing its ID and Lease (survey.go). The crawl's host queues are not
 // involved: a survey never fetches pages.
 //
+// # For operators
+//
+// Collector serves the supervisor's counters to Prometheus when scraped,
+// and the latency histograms of page fetches and renders (metrics.go).
+// The pace ledger (pace.go) notes every request to a host, its start,
+// its length and the delay owed since the one before; heartbeats carry a
+// bounded selection of it (the busiest hosts, the slowest to answer and
+// those asked closest together for their delay), the robots.txt outcomes
+// and the hosts in back-off, which the dispatcher shows on its status
+// page and keeps for the run report. With Logger at debug level, each
+// page gets one line naming its URL, host, status and failure class.
+//
 // # Memory
 //
 // At most Capacity tasks are held, queued or in progress; the dispatcher
@@ -133,7 +152,8 @@
 // # Shutdown
 //
 // Cancelling Run's context stops the workers, the reader and the sender,
-// drops queued tasks, writes the buffered last-crawl times and closes both
-// sockets and the fetcher; when Run returns, no goroutine of the
-// supervisor is left.
+// sends the results of the pages already fetched (within stopGrace),
+// drops queued tasks (their leases bring them back), writes the buffered
+// last-crawl times and closes both sockets and the fetcher; when Run
+// returns, no goroutine of the supervisor is left.
 package supervisor

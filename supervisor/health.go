@@ -1,11 +1,13 @@
 package supervisor
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -245,6 +247,36 @@ func (hs *health) wait(host string) (time.Time, string, string) {
 		return time.Time{}, "", ""
 	}
 	return hh.notBefore, hh.why, hh.class
+}
+
+// backoffs lists up to n hosts whose requests are held back at now,
+// the latest to be let go first.
+func (hs *health) backoffs(now time.Time, n int) []wire.HostBackoff {
+	hs.mu.Lock()
+	var l []wire.HostBackoff
+	for name, hh := range hs.hosts {
+		if hh.notBefore.After(now) {
+			l = append(l, wire.HostBackoff{Host: name, Until: hh.notBefore.UTC(), Class: hh.class, Failures: hh.failures(), Why: hh.why})
+		}
+	}
+	hs.mu.Unlock()
+	slices.SortFunc(l, func(a, b wire.HostBackoff) int {
+		return cmp.Or(b.Until.Compare(a.Until), cmp.Compare(a.Host, b.Host))
+	})
+	return l[:min(n, len(l))]
+}
+
+// inBackoff counts the hosts whose requests are held back at now.
+func (hs *health) inBackoff(now time.Time) int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	n := 0
+	for _, hh := range hs.hosts {
+		if hh.notBefore.After(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // addrRefused is Config.DenyAddr: the reason an address is blacklisted,

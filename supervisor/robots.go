@@ -109,10 +109,25 @@ func unreachableClass(c fetch.Class) bool {
 	return c != fetch.ClassProtocol && networkClass(c)
 }
 
+// RobotsError is a robots.txt that could not be read (the host not
+// reachable, an address refused, a 5xx or 429, a response cut short):
+// under RFC 9309 nothing may be fetched from the host until it can be,
+// which is not the same as its rules disallowing the page. Err is the
+// fetch's error when there was one (a *fetch.Error with its class).
+type RobotsError struct {
+	URL    string // the robots.txt URL
+	Reason string
+	Err    error
+}
+
+func (e *RobotsError) Error() string { return e.URL + ": " + e.Reason }
+func (e *RobotsError) Unwrap() error { return e.Err }
+
 // CheckRobots fetches the robots.txt of rawURL's host with f and reports
 // whether userAgent may fetch rawURL, by the same rules the workers apply.
-// It is for one-off fetches outside a crawl, such as trying a mapping on a
-// live page.
+// A robots.txt that could not be read is a *RobotsError, not a "no". It is
+// for one-off fetches outside a crawl, such as trying a mapping on a live
+// page.
 func CheckRobots(ctx context.Context, f *fetch.Fetcher, userAgent, rawURL string) (bool, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -120,5 +135,9 @@ func CheckRobots(ctx context.Context, f *fetch.Fetcher, userAgent, rawURL string
 	}
 	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
 	resp, err := f.Get(ctx, robotsURL)
-	return robotsFromFetch(resp, err, robots.ProductToken(userAgent)).allowed(u), nil
+	r := robotsFromFetch(resp, err, robots.ProductToken(userAgent))
+	if r.disallowAll && r.reason != "" {
+		return false, &RobotsError{URL: robotsURL, Reason: r.reason, Err: err}
+	}
+	return r.allowed(u), nil
 }

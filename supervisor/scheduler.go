@@ -253,6 +253,26 @@ func (s *scheduler) counts() (held, hosts int) {
 	return s.held, len(s.hosts)
 }
 
+// states counts the hosts with tasks: ready for a turn now, waiting for
+// their delay (or a back-off) to end, and held by a worker.
+func (s *scheduler) states(now time.Time) (ready, waiting, busy int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.ready {
+		if h.ready.After(now) {
+			waiting++
+		} else {
+			ready++
+		}
+	}
+	for _, h := range s.hosts {
+		if h.busy {
+			busy++
+		}
+	}
+	return ready, waiting, busy
+}
+
 // hostHeap orders hosts by ready time, then by push order.
 type hostHeap []*host
 

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,16 +12,7 @@ import (
 // A secured supervisor advertises its key in Hello, and its task socket
 // takes frames from the dispatcher's key only.
 func TestSecuredTaskSocket(t *testing.T) {
-	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
-	}
-	var k [3]wire.Keys
-	for i := range k {
-		var err error
-		if k[i], err = wire.NewKeys(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	k := threeKeys(t)
 	disp, sup, stranger := k[0], k[1], k[2]
 	in, err := wire.ListenSecure("tcp://127.0.0.1:*", wire.Security{Keys: disp, Authorized: []string{sup.Public}})
 	if err != nil {
@@ -83,4 +75,49 @@ func TestSecuredTaskSocket(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// A supervisor whose key the dispatcher does not authorise hears nothing
+// back (a refused CURVE handshake is silent): after its first attempts it
+// says what to check, naming its own key.
+func TestUnauthorisedSupervisorSaysWhatToCheck(t *testing.T) {
+	k := threeKeys(t)
+	disp, sup, other := k[0], k[1], k[2]
+	in, err := wire.ListenSecure("tcp://127.0.0.1:*", wire.Security{Keys: disp, Authorized: []string{other.Public}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var logs logBuffer
+	start(t, Config{
+		Name: "sup-unlisted", Dispatcher: in.Endpoint(), Workers: 1, Mappings: mappings(t), Cache: openCache(t),
+		Heartbeat: 100 * time.Millisecond, HelloMax: 300 * time.Millisecond,
+		Keys: sup, DispatcherKey: disp.Public, Logger: newLogger(&logs),
+	})
+	want := "no answer from " + in.Endpoint() + ": check the dispatcher's public key and that ours is authorised"
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), want); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q within 20s:\n%s", want, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+	if !strings.Contains(logs.String(), "our_key=") || !strings.Contains(logs.String(), sup.Public) {
+		t.Errorf("the hint does not name our key:\n%s", logs.String())
+	}
+}
+
+// threeKeys makes three CURVE key pairs, skipping the test without CURVE.
+func threeKeys(t *testing.T) [3]wire.Keys {
+	t.Helper()
+	if !wire.HasCurve() {
+		t.Skip("libzmq was built without CURVE")
+	}
+	var k [3]wire.Keys
+	for i := range k {
+		var err error
+		if k[i], err = wire.NewKeys(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return k
 }

@@ -340,7 +340,7 @@ func (s *Supervisor) probeSoft404(ctx context.Context, h *host, page *url.URL) b
 	s.soft404Probes.Add(1)
 	start := time.Now()
 	resp, err := s.fetcher.Get(ctx, probe)
-	end := s.requestDone(h)
+	end := s.requestDone(h, start, s.delay(h.robots))
 	if ctx.Err() != nil {
 		return true // shutting down; nothing learned
 	}

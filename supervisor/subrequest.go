@@ -100,8 +100,9 @@ func (s *Supervisor) subTurn(ctx context.Context, h *host, sr *subReq, now time.
 	}
 	s.reserve(ctx, h, delay)
 	s.sched.popSub(h)
+	start := time.Now()
 	resp, err := s.subFetcher.Get(sr.ctx, sr.url)
-	end := s.requestDone(h)
+	end := s.requestDone(h, start, delay)
 	next := end.Add(delay)
 	if nb, _ := s.health.observe(h.name, resp, err, delay, end); nb.After(next) {
 		next = nb

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/robots"
@@ -110,6 +112,11 @@ type Config struct {
 
 	Logger *slog.Logger // nil discards
 
+	// ExitWhenDone makes Run return (nil) once the dispatcher says its
+	// run is finished (a Bye). Without it a supervisor is a long-lived
+	// service: it waits, quietly, for the dispatcher's next run.
+	ExitWhenDone bool
+
 	// Render, when set, makes this a render node: New starts a bounded
 	// pool of headless browser tabs, Hello and Heartbeat advertise it, and
 	// tasks marked Render are loaded in the browser instead of fetched.
@@ -173,8 +180,14 @@ type Supervisor struct {
 	soft404       *soft404s
 	soft404Probes atomic.Int64
 
+	// For operators: counters and histograms only metrics read (meter),
+	// and each host's request pace (paces).
+	meter *meter
+	paces *paces
+
 	registered atomic.Bool
 	welcome    chan struct{} // size 1: a Welcome arrived
+	bye        chan struct{} // size 1: the dispatcher's run finished
 
 	fetched   atomic.Int64
 	robots    atomic.Int64
@@ -339,6 +352,7 @@ func New(cfg Config) (*Supervisor, error) {
 		cache:    cache,
 		sched:    newScheduler(cfg.Capacity),
 		welcome:  make(chan struct{}, 1),
+		bye:      make(chan struct{}, 1),
 		failed:   make(map[string]int64),
 
 		lastPending: make(map[string]time.Time),
@@ -347,6 +361,8 @@ func New(cfg Config) (*Supervisor, error) {
 		health:        hs,
 		soft404:       newSoft404s(),
 		surveySlots:   make(chan struct{}, cfg.Capacity),
+		meter:         newMeter(),
+		paces:         newPaces(),
 	}
 	if rend != nil {
 		subFetch := cfg.Fetch
@@ -366,10 +382,24 @@ func New(cfg Config) (*Supervisor, error) {
 // Endpoint is the bound task endpoint, with the port resolved.
 func (s *Supervisor) Endpoint() string { return s.endpoint }
 
-// Run registers with the dispatcher and works until ctx is done, then stops
-// every goroutine it started and closes the sockets. Tasks still queued are
-// dropped: their leases expire and the dispatcher sends them again. Run may
-// be called once.
+// errDone ends Run without an error: the dispatcher's run is finished and
+// Config.ExitWhenDone is set.
+var errDone = errors.New("supervisor: the dispatcher's run is finished")
+
+// stopGrace bounds what a stopping supervisor still does: send the
+// results of the pages it has fetched (so they are not fetched again), and
+// write the last-crawl times of its hosts. Stopping takes at most about
+// twice this.
+const stopGrace = 750 * time.Millisecond
+
+// Run registers with the dispatcher and works until ctx is done, one of its
+// goroutines fails (the task socket breaks: it would go on heart-beating
+// while deaf to tasks), or, with Config.ExitWhenDone, the dispatcher's run
+// is finished. It then stops every goroutine it started, sends the
+// results of the pages already fetched, and closes the sockets. Tasks
+// still queued are dropped: their leases expire and the dispatcher sends
+// them again. Run returns the goroutine's error, nil otherwise; it may be
+// called once.
 func (s *Supervisor) Run(ctx context.Context) error {
 	ran := false
 	s.runOnce.Do(func() { ran = true })
@@ -379,21 +409,24 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.log.Info("supervisor starting", "endpoint", s.advert, "dispatcher", s.cfg.Dispatcher,
 		"workers", s.cfg.Workers, "capacity", s.cfg.Capacity, "mappings", s.digest, "render", s.render != nil)
 
-	var wg sync.WaitGroup
-	wg.Go(func() { s.receive(ctx) })
-	wg.Go(func() { s.talk(ctx) })
-	wg.Go(func() { s.flushLoop(ctx) })
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.receive(gctx) })
+	g.Go(func() error { s.talk(gctx); return nil })
+	g.Go(func() error { s.flushLoop(gctx); return nil })
 	for range s.cfg.Workers {
-		wg.Go(func() { s.work(ctx) })
+		g.Go(func() error { s.work(gctx); return nil })
 	}
-	<-ctx.Done()
+	<-gctx.Done()
 	s.sched.stop()
-	wg.Wait()
+	runErr := g.Wait()
 	s.surveys.Wait() // the reader that starts them has stopped
 	s.renders.Wait() // their requests fail at once with the workers gone
+	if errors.Is(runErr, errDone) {
+		runErr = nil
+	}
 	// The workers are done: write the times of their last requests, so a
 	// supervisor that takes the hosts over knows them.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cacheTimeout)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
 	s.flushLastCrawls(fctx)
 	cancel()
 	st := s.Stats() // before Close, which ends the browser
@@ -404,7 +437,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			"render_restarts", r.Restarts, "render_rss", renderMemory(*r))
 	}
 	s.log.Info("supervisor stopped", args...)
-	return err
+	return errors.Join(runErr, err)
 }
 
 // Close releases the sockets, the fetcher and the browser (no process of
@@ -483,9 +516,11 @@ func (s *Supervisor) hello() wire.Hello {
 	}
 }
 
-// receive owns the task socket: it reads Welcomes and Tasks until ctx is
-// done.
-func (s *Supervisor) receive(ctx context.Context) {
+// receive owns the task socket: it reads Welcomes, Tasks and Byes until
+// ctx is done. A socket that fails is fatal: Run stops with its error. A
+// Bye ends it with errDone under Config.ExitWhenDone; otherwise talk goes
+// back to waiting for a dispatcher.
+func (s *Supervisor) receive(ctx context.Context) error {
 	for ctx.Err() == nil {
 		kind, v, err := s.in.Recv(recvPoll)
 		switch {
@@ -495,10 +530,10 @@ func (s *Supervisor) receive(ctx context.Context) {
 			s.log.Warn("bad frame on task socket dropped", "err", err)
 			continue
 		case err != nil:
-			if ctx.Err() == nil {
-				s.log.Error("task socket failed", "err", err)
+			if ctx.Err() != nil {
+				return nil
 			}
-			return
+			return fmt.Errorf("supervisor %s: task socket: %w", s.cfg.Name, err)
 		}
 		switch kind {
 		case wire.KindWelcome:
@@ -511,10 +546,23 @@ func (s *Supervisor) receive(ctx context.Context) {
 		case wire.KindSurveyTask:
 			s.markRegistered()
 			s.acceptSurvey(ctx, v.(*wire.SurveyTask))
+		case wire.KindBye:
+			b := v.(*wire.Bye)
+			if s.cfg.ExitWhenDone {
+				s.log.Info("the dispatcher's run is finished; exiting", "dispatcher", b.Dispatcher, "run", b.Run)
+				return errDone
+			}
+			s.log.Info("the dispatcher's run is finished; waiting for its next run", "dispatcher", b.Dispatcher, "run", b.Run)
+			s.registered.Store(false)
+			select {
+			case s.bye <- struct{}{}:
+			default:
+			}
 		default:
 			s.log.Warn("unexpected message on task socket dropped", "kind", kind.String())
 		}
 	}
+	return nil
 }
 
 // markRegistered notes that the dispatcher knows us: a Welcome, or a Task
@@ -532,7 +580,7 @@ func (s *Supervisor) markRegistered() {
 func (s *Supervisor) accept(ctx context.Context, t *wire.Task) {
 	hostName, err := taskHost(t.URL)
 	if err != nil {
-		s.log.Debug("task refused", "task", t.ID, "url", t.URL, "err", err)
+		s.log.Debug("task refused", "task", t.ID, "url", t.URL, "host", t.Host, "class", fetch.ClassURL, "err", err)
 		s.countFailed(string(fetch.ClassURL))
 		s.sendResult(ctx, &wire.Result{
 			TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL,
@@ -575,7 +623,7 @@ func taskHost(raw string) (string, error) {
 // dispatcher answers, then a Heartbeat every interval. Workers send Results
 // on the same Sender themselves (it is safe for concurrent use).
 func (s *Supervisor) talk(ctx context.Context) {
-	if !s.register(ctx) {
+	if !s.register(ctx, false) {
 		return
 	}
 	tick := time.NewTicker(s.cfg.Heartbeat)
@@ -585,6 +633,14 @@ func (s *Supervisor) talk(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.bye:
+			// Its run is over: no heartbeats to a dispatcher that is
+			// gone, only a quiet Hello now and then for the next one.
+			if !s.register(ctx, true) {
+				return
+			}
+			failing = false
+			continue
 		case <-tick.C:
 		}
 		err := s.send(ctx, wire.KindHeartbeat, s.heartbeat(), s.cfg.Heartbeat)
@@ -604,10 +660,13 @@ func (s *Supervisor) talk(ctx context.Context) {
 // register sends Hello until a Welcome arrives, backing off from 200ms,
 // doubling, up to HelloMax, with jitter (so supervisors that started
 // together do not call together). It reports false when ctx ended first.
-func (s *Supervisor) register(ctx context.Context) bool {
+// It says so when the dispatcher does not answer: at once, with a hint at
+// the keys after the first few attempts, and then only now and then, or
+// never when quiet (waiting for a dispatcher's next run).
+func (s *Supervisor) register(ctx context.Context, quiet bool) bool {
 	pause := backoff.New(min(helloStart, s.cfg.HelloMax), s.cfg.HelloMax)
 	answer := min(helloAnswer, s.cfg.HelloMax)
-	for {
+	for attempt := 1; ; attempt++ {
 		err := s.send(ctx, wire.KindHello, s.hello(), answer)
 		if ctx.Err() != nil {
 			return false
@@ -622,17 +681,44 @@ func (s *Supervisor) register(ctx context.Context) bool {
 			return false
 		}
 		wait := pause.Next()
-		args := []any{"dispatcher", s.cfg.Dispatcher, "retry_in", wait.Round(time.Millisecond)}
-		if err != nil {
-			args = append(args, "err", err)
-		}
-		s.log.Warn(fmt.Sprintf("dispatcher not answering at %s; retrying in %v", s.cfg.Dispatcher, wait.Round(time.Millisecond)), args...)
+		s.noAnswer(attempt, quiet, wait, err)
 		if s.awaitWelcome(ctx, wait) {
 			return true
 		}
 		if ctx.Err() != nil {
 			return false
 		}
+	}
+}
+
+// hintAfter is the attempt after which a supervisor that gets no answer
+// says what to check; noAnswerEvery is how often it says so again.
+const (
+	hintAfter     = 3
+	noAnswerEvery = 20
+)
+
+// noAnswer reports a Hello left unanswered. A CURVE handshake the
+// dispatcher refuses looks exactly like a dispatcher that is not there,
+// so with keys the hint names both.
+func (s *Supervisor) noAnswer(attempt int, quiet bool, wait time.Duration, err error) {
+	wait = wait.Round(time.Millisecond)
+	args := []any{"dispatcher", s.cfg.Dispatcher, "retry_in", wait, "attempts", attempt}
+	if err != nil {
+		args = append(args, "err", err)
+	}
+	switch {
+	case quiet:
+		s.log.Debug("waiting for the dispatcher's next run", args...)
+	case attempt == hintAfter && !s.cfg.Keys.IsZero():
+		args = append(args, "our_key", s.cfg.Keys.Public, "dispatcher_key", s.cfg.DispatcherKey)
+		s.log.Warn(fmt.Sprintf("no answer from %s: check the dispatcher's public key and that ours is authorised", s.cfg.Dispatcher), args...)
+	case attempt == hintAfter:
+		s.log.Warn(fmt.Sprintf("no answer from %s: check that the dispatcher runs there and that this host can reach it", s.cfg.Dispatcher), args...)
+	case attempt == 1 || attempt%noAnswerEvery == 0:
+		s.log.Warn(fmt.Sprintf("dispatcher not answering at %s; retrying in %v", s.cfg.Dispatcher, wait), args...)
+	default:
+		s.log.Debug("dispatcher not answering", args...)
 	}
 }
 
@@ -664,8 +750,20 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		At:       time.Now().UTC(),
 	}
 	if s.render != nil {
-		hb.RenderRSS = renderMemory(s.render.Stats())
+		rs := s.render.Stats()
+		hb.RenderRSS = renderMemory(rs)
+		hb.Rendered = rs.Rendered
 	}
+	for i, name := range robotsOutcomes {
+		if n := s.meter.robots[i].Load(); n > 0 {
+			if hb.Robots == nil {
+				hb.Robots = make(map[string]int64, len(robotsOutcomes))
+			}
+			hb.Robots[name] = n
+		}
+	}
+	hb.Hosts = s.paces.report()
+	hb.Backoff = s.health.backoffs(time.Now(), reportBackoff)
 	return hb
 }
 
@@ -731,7 +829,7 @@ func (s *Supervisor) sendResult(ctx context.Context, r *wire.Result) {
 	// While the dispatcher is away every result fails alike: say it the
 	// first time and every hundredth after.
 	if n := s.unsent.Add(1); n == 1 || n%100 == 0 {
-		s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "err", err, "unsent", n)
+		s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "class", r.Class, "err", err, "unsent", n)
 	}
 }
 

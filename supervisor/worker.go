@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -199,7 +200,8 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	t := s.popInto(h, popped)
 	start := time.Now()
 	resp, err := s.fetchPage(ctx, t)
-	end := s.requestDone(h)
+	end := s.requestDone(h, start, delay)
+	s.meter.page(resp, end.Sub(start))
 	next, retry, err := s.afterFetch(h, t, resp, err, end, delay)
 	if retry {
 		*popped = nil // back on its host's queue
@@ -277,10 +279,14 @@ func (s *Supervisor) nextStart(h *host, delay time.Duration) time.Time {
 // changes owner. The delay runs from the end of one request to the start
 // of the next: the host gets its full pause however slowly it answered,
 // and request arrivals at the host are never closer than the delay.
-func (s *Supervisor) requestDone(h *host) time.Time {
+//
+// start is when the request began and delay what the host was owed since
+// the one before: the pace ledger keeps both for operators.
+func (s *Supervisor) requestDone(h *host, start time.Time, delay time.Duration) time.Time {
 	end := time.Now()
 	h.last, h.inherited = end, false
 	s.recordLastCrawl(h.name, end)
+	s.paces.note(h.name, start, end, delay)
 	return end
 }
 
@@ -317,7 +323,7 @@ func (s *Supervisor) cachedRobots(ctx context.Context, name string, now time.Tim
 	r := parseRobots(c.Status, c.Body, s.token)
 	r.expires = c.Expires
 	if r.disallowAll {
-		r.reason = fmt.Sprintf("%s; disallowing all of %s until a retry succeeds (next at %s)",
+		r.reason = fmt.Sprintf("%s; nothing is fetched from %s until a retry succeeds (next at %s)",
 			r.reason, name, c.Expires.UTC().Format(time.RFC3339))
 	}
 	return r
@@ -340,7 +346,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	start := time.Now()
 	s.robots.Add(1)
 	resp, err := s.robotsFetcher.Get(ctx, robotsURL)
-	end := s.requestDone(h)
+	end := s.requestDone(h, start, s.delay(h.robots))
 	if ctx.Err() != nil {
 		return // shutting down; nothing learned
 	}
@@ -365,7 +371,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 		if w := notBefore.Sub(start); w > ttl {
 			ttl = min(w, MaxRobotsTTL)
 		}
-		r.reason = fmt.Sprintf("%s; disallowing all of %s until a retry succeeds (next in %v)", r.reason, h.name, ttl.Round(time.Millisecond))
+		r.reason = fmt.Sprintf("%s; nothing is fetched from %s until a retry succeeds (next in %v)", r.reason, h.name, ttl.Round(time.Millisecond))
 	}
 	r.expires = start.Add(ttl)
 	h.robots = r
@@ -376,6 +382,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 		// says what the site answered.
 		status, body = resp.Status, resp.Body
 	}
+	s.meter.robots[robotsOutcome(r, status)].Add(1)
 	if len(body) > robots.MaxSize {
 		body = body[:robots.MaxSize]
 	}
@@ -427,25 +434,51 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 	func() {
 		defer func() {
 			if v := recover(); v != nil {
-				s.log.Error("panic while processing page recovered", "url", p.task.URL, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				s.log.Error("panic while processing page recovered", "url", p.task.URL, "host", p.task.Host, "class", ClassPanic, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				res = s.answer(p.task, ClassPanic, fmt.Sprintf("panic: %v", v))
 			}
 		}()
 		res = s.finish(ctx, p)
 	}()
 	if ctx.Err() != nil {
-		return // shutting down: the lease covers the task
+		// Stopping: a page fetched is worth its result (fetching it
+		// again would cost its host a request), if it goes out at once.
+		// A failure may be the stop's own doing: the lease covers it.
+		if res.Class != "" {
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
+		defer cancel()
 	}
 	if res.Class == "" {
 		s.fetched.Add(1)
 	} else {
 		s.countFailed(res.Class)
 	}
+	s.logPage(p, res)
 	// The slot is freed before the result can reach the dispatcher: it
 	// counts the task done when the result arrives and may send the next
 	// one at once, which must find room here.
 	release()
 	s.sendResult(ctx, fitFrame(res))
+}
+
+// logPage says at debug level what became of one task: one line per page,
+// naming its URL and host, and its failure class when it failed.
+func (s *Supervisor) logPage(p *page, res *wire.Result) {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	args := []any{"url", p.task.URL, "host", p.task.Host, "status", res.Status}
+	if !p.start.IsZero() {
+		args = append(args, "ms", time.Since(p.start).Milliseconds())
+	}
+	if res.Class != "" {
+		s.log.Debug("page failed", append(args, "class", res.Class, "error", res.Error)...)
+		return
+	}
+	s.log.Debug("page done", append(args, "bytes", res.Bytes, "fields", len(res.Fields), "links", len(res.Links), "render", p.task.Render)...)
 }
 
 // finish builds the Result of a page: its answer if already known, its
@@ -638,5 +671,8 @@ func approxSize(r *wire.Result) int {
 // ends with. The page's requests are made by subFetch, and the resource
 // kinds its mappings allow are let through.
 func (s *Supervisor) renderPage(ctx context.Context, pageURL string, doc *fetch.Response) (*fetch.Response, error) {
-	return s.render.Render(ctx, renderJob{doc: doc, allow: s.cfg.Mappings.RenderResources(pageURL), get: s.subFetch})
+	start := time.Now()
+	resp, err := s.render.Render(ctx, renderJob{doc: doc, allow: s.cfg.Mappings.RenderResources(pageURL), get: s.subFetch})
+	s.meter.renderSeconds.Observe(time.Since(start).Seconds())
+	return resp, err
 }

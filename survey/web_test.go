@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -164,6 +165,14 @@ func TestWebSurvey(t *testing.T) {
 	}
 	if sum.SharedIP == 0 || sum.Probes != 2*sum.Addresses || sum.CrossDomain == 0 || sum.HTTPS.HTTPS == 0 || len(sum.Servers) == 0 || len(sum.TopNS) == 0 {
 		t.Errorf("summary %+v (hits %d)", sum, w.TotalHits())
+	}
+	// The run report reads the same summary back from the state.
+	latest, err := survey.Latest(context.Background(), filepath.Join(dir, "state"))
+	if err != nil || len(latest) != 1 {
+		t.Fatalf("Latest: %d summaries, %v", len(latest), err)
+	}
+	if l := latest[0]; l.Run != sum.Run || !l.Finished || l.Rows != sum.Rows || !maps.Equal(l.Outcomes, sum.Outcomes) || !slices.Equal(l.Servers, sum.Servers) {
+		t.Errorf("Latest %+v, the run's summary %+v", l, sum)
 	}
 	var text bytes.Buffer
 	sum.WriteText(&text)

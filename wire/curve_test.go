@@ -63,13 +63,14 @@ func TestCurveCarriesAndRefuses(t *testing.T) {
 		rx      *Receiver
 		sec     Security
 		ok      bool
-		refused bool // counted by ZAP as a refused key
+		refused Refusal // what the receiver keeps of the refusal (Count, times aside)
 	}{
-		{"listed key", rx, Security{Keys: client, ServerKey: server.Public}, true, false},
-		{"unlisted key", rx, Security{Keys: stranger, ServerKey: server.Public}, false, true},
-		{"wrong server key", rx, Security{Keys: client, ServerKey: other.Public}, false, false},
-		{"plaintext peer", rx, Security{}, false, false},
-		{"secured peer of a plaintext socket", plainRx, Security{Keys: client, ServerKey: server.Public}, false, false},
+		{"listed key", rx, Security{Keys: client, ServerKey: server.Public}, true, Refusal{}},
+		{"unlisted key", rx, Security{Keys: stranger, ServerKey: server.Public}, false,
+			Refusal{Reason: RefusedKey, Address: "127.0.0.1", Key: stranger.Public}},
+		{"wrong server key", rx, Security{Keys: client, ServerKey: other.Public}, false, Refusal{Reason: RefusedServerKey}},
+		{"plaintext peer", rx, Security{}, false, Refusal{Reason: RefusedPlaintext}},
+		{"secured peer of a plaintext socket", plainRx, Security{Keys: client, ServerKey: server.Public}, false, Refusal{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -87,13 +88,21 @@ func TestCurveCarriesAndRefuses(t *testing.T) {
 					t.Fatalf("a refused peer's frame arrived: %v", err)
 				}
 			}
-			if c.refused {
-				deadline := time.Now().Add(5 * time.Second)
-				for c.rx.Refused() == before && time.Now().Before(deadline) {
-					time.Sleep(5 * time.Millisecond)
+			if c.refused.Reason != "" {
+				kept := func() bool {
+					for _, r := range c.rx.Refusals() {
+						if r.Reason == c.refused.Reason && r.Address == c.refused.Address && r.Key == c.refused.Key && r.Count > 0 {
+							return true
+						}
+					}
+					return false
 				}
-				if c.rx.Refused() == before {
-					t.Fatal("the unlisted key's handshake was not counted as refused")
+				deadline := time.Now().Add(5 * time.Second)
+				for (c.rx.Refused() == before || !kept()) && time.Now().Before(deadline) {
+					time.Sleep(5 * time.Millisecond) // polling interval
+				}
+				if c.rx.Refused() == before || !kept() {
+					t.Fatalf("the handshake was not kept as refused (%+v): %+v", c.refused, c.rx.Refusals())
 				}
 			}
 		})

@@ -9,8 +9,8 @@
 //
 // A supervisor binds its task socket, dials the dispatcher's intake and sends
 // Hello (and then Heartbeats) naming its task endpoint; the dispatcher dials
-// that endpoint and answers Welcome, then Tasks. Results travel back on the
-// intake. Because each supervisor has its own task socket, the dispatcher
+// that endpoint and answers Welcome, then Tasks, and Bye when its run is
+// finished. Results travel back on the intake. Because each supervisor has its own task socket, the dispatcher
 // chooses which supervisor gets a URL (by its domain), never ZeroMQ.
 //
 // Security is CURVE (ZeroMQ RFC 26), one key pair per process, made by
@@ -30,7 +30,9 @@
 // without that check. A refused handshake delivers nothing: a client whose
 // key is not listed, one dialling with the wrong server key and a
 // plaintext peer of a CURVE socket never get a frame through (see zap.go
-// for how keys are checked per socket).
+// for how keys are checked per socket). Since the peer cannot tell such a
+// refusal from silence, a CURVE Receiver keeps what it refused, by reason
+// and peer (Refusals; refusals.go), for its owner to log and show.
 //
 // Host surveys use the same pipes: a survey's dispatcher sends
 // SurveyTasks on a supervisor's task socket and gets SurveyResults on its

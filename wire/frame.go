@@ -81,6 +81,8 @@ func Decode(frame []byte) (Kind, any, error) {
 		v = new(SurveyTask)
 	case KindSurveyResult:
 		v = new(SurveyResult)
+	case KindBye:
+		v = new(Bye)
 	default:
 		return 0, nil, fmt.Errorf("%w: unknown kind %d", ErrBadFrame, frame[1])
 	}
@@ -113,6 +115,8 @@ func kindMatches(kind Kind, v any) bool {
 		return kind == KindSurveyTask
 	case SurveyResult, *SurveyResult:
 		return kind == KindSurveyResult
+	case Bye, *Bye:
+		return kind == KindBye
 	}
 	return false
 }

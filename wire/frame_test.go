@@ -20,6 +20,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{KindHello, &Hello{Supervisor: "s1", Endpoint: "tcp://127.0.0.1:6000", Capacity: 64, Render: true, Mappings: "abc", Started: at}},
 		{KindHeartbeat, &Heartbeat{Hello: Hello{Supervisor: "s1", Capacity: 8, Started: at}, InFlight: 3, Fetched: 10, Failed: 1, RSS: 1 << 20, At: at}},
 		{KindWelcome, &Welcome{Dispatcher: "d", Run: "r1"}},
+		{KindBye, &Bye{Dispatcher: "d", Run: "r1"}},
 		{KindTask, &Task{ID: "t1", Lease: 7, URL: "http://a.example/", Host: "a.example", Depth: 1}},
 		{KindResult, &Result{TaskID: "t1", Lease: 7, Supervisor: "s1", URL: "http://a.example/", Status: 200, FetchedAt: at,
 			Fields: []Field{{Mapping: "m", Name: "name", Values: []string{"Ána"}, Match: true}},
@@ -101,7 +102,7 @@ func TestDecodeRefusesBadFrames(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, k := range []Kind{KindHello, KindHeartbeat, KindWelcome, KindTask, KindResult, KindSurveyTask, KindSurveyResult} {
+	for _, k := range []Kind{KindHello, KindHeartbeat, KindWelcome, KindTask, KindResult, KindSurveyTask, KindSurveyResult, KindBye} {
 		f.Add(append([]byte{Version, byte(k)}, []byte(`{}`)...))
 	}
 	f.Add([]byte{Version, byte(KindResult), '{', '"', 'f', 'i', 'e', 'l', 'd', 's', '"', ':', '['})

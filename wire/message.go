@@ -19,6 +19,7 @@ const (
 
 	KindSurveyTask   Kind = 6 // survey dispatcher → supervisor: probe one address (survey.go)
 	KindSurveyResult Kind = 7 // supervisor → survey dispatcher: what the probes found
+	KindBye          Kind = 8 // dispatcher → supervisor: the run is finished, no more tasks
 )
 
 func (k Kind) String() string {
@@ -37,6 +38,8 @@ func (k Kind) String() string {
 		return "survey-task"
 	case KindSurveyResult:
 		return "survey-result"
+	case KindBye:
+		return "bye"
 	}
 	return "unknown"
 }
@@ -74,10 +77,60 @@ type Heartbeat struct {
 	// process tree: the proportional set size where the kernel reports
 	// it, else the resident set size. 0 on other supervisors.
 	RenderRSS uint64 `json:"render_rss,omitempty"`
+
+	// What operators watch (appended; older peers omit it). Rendered
+	// counts the pages the browser loaded. Robots counts the robots.txt
+	// requests by outcome (the supervisor's RobotsOutcome values). Hosts
+	// are a bounded selection of the hosts this supervisor asked
+	// something: the busiest, the slowest to answer and those whose
+	// requests came closest together for their delay. Backoff lists
+	// hosts whose requests are held back by trouble, latest end first.
+	Rendered int64            `json:"rendered,omitempty"`
+	Robots   map[string]int64 `json:"robots,omitempty"`
+	Hosts    []HostPace       `json:"hosts,omitempty"`
+	Backoff  []HostBackoff    `json:"backoff,omitempty"`
+}
+
+// HostPace is how one supervisor's requests to one host went, since the
+// supervisor started. Durations are in seconds.
+type HostPace struct {
+	Host     string    `json:"host"`
+	Requests int64     `json:"requests"` // pages, robots.txt and probes
+	First    time.Time `json:"first"`    // start of the first request
+	Last     time.Time `json:"last"`     // start of the latest request
+	// PeakMinute is the most requests started in one clock minute.
+	PeakMinute int `json:"peak_minute"`
+	// MinGap is the shortest time between the starts of two consecutive
+	// requests (0 with fewer than two), and GapDelay the delay the host
+	// was owed then: politeness holds while MinGap >= GapDelay.
+	MinGap   float64 `json:"min_gap_s,omitempty"`
+	GapDelay float64 `json:"gap_delay_s,omitempty"`
+	// Seconds is the time the requests took in all, MaxSeconds the
+	// longest one's.
+	Seconds    float64 `json:"seconds,omitempty"`
+	MaxSeconds float64 `json:"max_s,omitempty"`
+}
+
+// HostBackoff is a host whose requests wait because it is in trouble.
+type HostBackoff struct {
+	Host     string    `json:"host"`
+	Until    time.Time `json:"until"`
+	Class    string    `json:"class,omitempty"` // the failure that set the wait
+	Failures int       `json:"failures"`        // in a row
+	Why      string    `json:"why,omitempty"`
 }
 
 // Welcome acknowledges a Hello on the supervisor's task socket.
 type Welcome struct {
+	Dispatcher string `json:"dispatcher"`
+	Run        string `json:"run"`
+}
+
+// Bye tells a member that the dispatcher's run is finished: no task will
+// come. A supervisor exits on it when asked to (ExitWhenDone), else waits
+// quietly for the next run. A dispatcher that is stopped, not finished,
+// says nothing: it will resume.
+type Bye struct {
 	Dispatcher string `json:"dispatcher"`
 	Run        string `json:"run"`
 }

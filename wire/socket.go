@@ -31,8 +31,9 @@ type Receiver struct {
 	poller   *zmq.Poller
 	endpoint string
 	bad      atomic.Int64
-	domain   string       // ZAP domain of a CURVE server; "" for plaintext
-	refused  atomic.Int64 // handshakes refused by ZAP
+	domain   string    // ZAP domain of a CURVE server; "" for plaintext
+	refused  *refusals // handshakes refused, by ZAP or before (CURVE servers only)
+	mon      *monitor  // reads the handshakes refused before ZAP
 }
 
 // Sender is a PUSH socket connected to one peer with ZMQ_IMMEDIATE set, so
@@ -62,8 +63,8 @@ func ListenSecure(endpoint string, sec Security) (*Receiver, error) {
 	if sec.Keys.IsZero() {
 		return Listen(endpoint)
 	}
-	r := &Receiver{}
-	domain, err := zap.add(sec.Authorized, &r.refused)
+	r := &Receiver{refused: newRefusals()}
+	domain, err := zap.add(sec.Authorized, r.refused)
 	if err != nil {
 		return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
 	}
@@ -73,8 +74,13 @@ func ListenSecure(endpoint string, sec Security) (*Receiver, error) {
 	})
 	if err != nil {
 		zap.remove(domain)
+		return nil, err
 	}
-	return r, err
+	if r.mon, err = watch(r.sock, r.refused); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("wire: listen %s: monitor: %w", endpoint, err)
+	}
+	return r, nil
 }
 
 // listen binds r's socket, after secure (when not nil) set its security.
@@ -154,18 +160,35 @@ func (r *Receiver) Recv(timeout time.Duration) (Kind, any, error) {
 	kind, v, err := Decode(frame)
 	if err != nil {
 		r.bad.Add(1)
+		countFrame(&traffic.in, 0, len(frame))
 		return 0, nil, fmt.Errorf("on %s: %w", r.endpoint, err)
 	}
+	countFrame(&traffic.in, kind, len(frame))
 	return kind, v, nil
 }
 
 // Dropped counts frames that were refused as bad.
 func (r *Receiver) Dropped() int64 { return r.bad.Load() }
 
-// Refused counts the handshakes of a CURVE Receiver refused because the
-// client's key is not authorized (a plaintext peer or one dialling with a
-// wrong server key fails before that and is not counted).
-func (r *Receiver) Refused() int64 { return r.refused.Load() }
+// Refused counts the handshakes a CURVE Receiver refused: clients whose
+// key is not authorized, plaintext clients, and clients that dialled with
+// another server key. 0 for a plaintext Receiver.
+func (r *Receiver) Refused() int64 {
+	if r.refused == nil {
+		return 0
+	}
+	return r.refused.total.Load()
+}
+
+// Refusals lists the handshakes a CURVE Receiver refused, by reason and
+// peer, the most recent first (at most maxRefusals of them). Nil for a
+// plaintext Receiver.
+func (r *Receiver) Refusals() []Refusal {
+	if r.refused == nil {
+		return nil
+	}
+	return r.refused.list()
+}
 
 // Close closes the socket, discarding anything unread.
 func (r *Receiver) Close() error {
@@ -173,6 +196,10 @@ func (r *Receiver) Close() error {
 	defer r.mu.Unlock()
 	if r.sock == nil {
 		return nil
+	}
+	if r.mon != nil {
+		r.sock.Monitor("", 0)
+		r.mon.stop()
 	}
 	err := r.sock.Close()
 	r.sock = nil
@@ -267,6 +294,7 @@ func (s *Sender) Send(kind Kind, v any, timeout time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, err)
 		}
+		countFrame(&traffic.out, kind, len(frame))
 		return nil
 	}
 	polled, err := s.poller.Poll(timeout)
@@ -282,6 +310,7 @@ func (s *Sender) Send(kind Kind, v any, timeout time.Duration) error {
 		}
 		return fmt.Errorf("wire: send %s to %s: %w", kind, s.endpoint, err)
 	}
+	countFrame(&traffic.out, kind, len(frame))
 	return nil
 }
 

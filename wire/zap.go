@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	zmq "github.com/pebbe/zmq4"
@@ -44,14 +43,14 @@ type zapState struct {
 // zapDomain is one Receiver's policy.
 type zapDomain struct {
 	keys    map[string]bool // Z85 public keys accepted
-	refused *atomic.Int64   // the Receiver's count of refused handshakes
+	refused *refusals       // the Receiver's table of refused handshakes
 }
 
 var zap = zapState{domains: make(map[string]*zapDomain)}
 
 // add registers a new domain accepting keys, starting the handler if it is
 // not running, and returns the domain's name.
-func (z *zapState) add(keys []string, refused *atomic.Int64) (string, error) {
+func (z *zapState) add(keys []string, refused *refusals) (string, error) {
 	z.life.Lock()
 	defer z.life.Unlock()
 	if z.done == nil {
@@ -172,7 +171,7 @@ func (z *zapState) answer(msg [][]byte) []string {
 		}
 		return []string{"1.0", id, "500", "malformed request", "", ""}
 	}
-	version, id, domain, mechanism := string(msg[0]), string(msg[1]), string(msg[2]), string(msg[5])
+	version, id, domain, address, mechanism := string(msg[0]), string(msg[1]), string(msg[2]), string(msg[3]), string(msg[5])
 	if version != "1.0" {
 		return []string{"1.0", id, "500", "unknown version", "", ""}
 	}
@@ -185,12 +184,13 @@ func (z *zapState) answer(msg [][]byte) []string {
 		}
 		return []string{version, id, "400", "unknown domain", "", ""}
 	}
+	key := ""
 	if mechanism == "CURVE" && len(msg) == 7 && len(msg[6]) == 32 {
-		key := zmq.Z85encode(string(msg[6]))
+		key = zmq.Z85encode(string(msg[6]))
 		if d.keys[key] {
 			return []string{version, id, "200", "OK", key, ""}
 		}
 	}
-	d.refused.Add(1)
+	d.refused.note(RefusedKey, address, key, time.Now().UTC())
 	return []string{version, id, "400", "key not authorized", "", ""}
 }

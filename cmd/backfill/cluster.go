@@ -42,18 +42,19 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 		cfg.ExpectTimeout = -1 // no limit
 	}
 	cfg.Keys, cfg.Authorized, cfg.Insecure = keys, authorized, sec.insecure
-	defer c.st.Close()
 	summary, err := crawl(ctx, cfg, c.df.records, 0, func(d *dispatcher.Dispatcher) error {
 		c.log.Info("dispatcher listening", "endpoint", d.Endpoint(), "mappings", c.set.Digest())
 		return nil
-	}, nil, stderr)
+	}, nil, c.ob, nil, stderr)
+	err = errors.Join(err, c.close())
 	if summary != nil {
 		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary))
 	}
 	return err
 }
 
-// cmdSupervisor runs one supervisor until it is stopped (SIGINT/SIGTERM).
+// cmdSupervisor runs one supervisor until it is stopped (SIGINT/SIGTERM),
+// or with --exit-when-done until its dispatcher's run is finished.
 func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("supervisor", stderr)
 	var (
@@ -61,7 +62,9 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 		mf mappingFlags
 		sf storeFlags
 		cf crawlerFlags
+		of observeFlags
 	)
+	of.register(fs, false)
 	lf.register(fs)
 	mf.register(fs)
 	sf.register(fs, "shared cache store for robots.txt and last-crawl times: a SQLite file path (default: STATE-DIR/results.db)")
@@ -73,6 +76,7 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	listen := fs.String("listen", "tcp://127.0.0.1:*", "ZeroMQ endpoint where this supervisor receives tasks")
 	advertise := fs.String("advertise", "", "endpoint the dispatcher should dial for tasks (default: the bound --listen endpoint)")
 	stateDir := fs.String("state-dir", "backfill-state", "directory for the default cache store")
+	exitWhenDone := fs.Bool("exit-when-done", false, "exit once the dispatcher's run is finished (default: keep running, a service waiting for the dispatcher's next run)")
 	var sec securityFlags
 	sec.registerSupervisor(fs)
 	if err := parse(fs, args); err != nil {
@@ -85,10 +89,11 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	log, err := lf.logger(stderr)
+	log, logFile, err := lf.logger(stderr, nil)
 	if err != nil {
 		return err
 	}
+	defer logFile.Close()
 	set, err := mf.load()
 	if err != nil {
 		return err
@@ -99,6 +104,10 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer st.Close()
+	ob, err := of.start(log)
+	if err != nil {
+		return err
+	}
 	cfg := cf.supervisorConfig(*name, *dispatcherEP, set, st, log)
 	cfg.Listen = *listen
 	cfg.Advertise = *advertise
@@ -108,14 +117,17 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	prober := survey.NewProber(survey.ProberConfig{Fetch: cfg.Fetch, Logger: log})
 	defer prober.Close()
 	cfg.Prober = prober
+	cfg.ExitWhenDone = *exitWhenDone
 	s, err := supervisor.New(cfg)
 	if err != nil {
-		return err
+		return errors.Join(err, ob.stop())
 	}
+	ob.supervisor(s, *name)
 	log.Info("supervisor started", "name", *name, "tasks", s.Endpoint(), "dispatcher", *dispatcherEP, "workers", cf.workers)
 	err = s.Run(ctx)
+	obErr := ob.stop()
 	if ctx.Err() != nil {
-		return nil // stopped by a signal: a clean exit
+		return obErr // stopped by a signal: a clean exit
 	}
-	return err
+	return errors.Join(err, obErr)
 }

@@ -708,7 +708,7 @@ func TestRebalanceMidCrawl(t *testing.T) {
 	newcomer := c.contact["sup-3"]
 	c.waitRequestBy("request by the new supervisor", newcomer)
 	c.verify(c.finish())
-	if exp, _ := c.summary()["Expired"].(float64); exp != 0 {
+	if exp, _ := c.summary()["expired"].(float64); exp != 0 {
 		t.Errorf("%v leases expired; the test wants none", exp)
 	}
 	// Some host was crawled by an old owner before the join and by the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,26 +25,45 @@ import (
 // sample records, two supervisors and a dispatcher in this process.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
-	var lf logFlags
+	var (
+		lf logFlags
+		of observeFlags
+	)
 	lf.register(fs)
+	of.register(fs, true)
 	stateDir := fs.String("state-dir", "", "keep the demo's state here (default: a temporary directory, removed afterwards)")
 	delay := fs.Int("crawl-delay", 1, "Crawl-delay (seconds) the fixture hosts ask for")
+	hold := fs.Bool("hold", false, "after the crawl, keep serving --metrics and --status until interrupted")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if lf.level == "info" {
+	levelSet := false
+	fs.Visit(func(f *flag.Flag) { levelSet = levelSet || f.Name == "log-level" })
+	if !levelSet {
 		lf.level = "warn" // the demo prints its own story
 	}
-	log, err := lf.logger(stderr)
+	var term *terminal
+	if isTerminal(stderr) {
+		term = newTerminal(stderr)
+	}
+	log, logFile, err := lf.logger(stderr, term)
 	if err != nil {
 		return err
 	}
+	defer logFile.Close()
+	ob, err := of.start(log)
+	if err != nil {
+		return err
+	}
+	defer ob.stop()
 	dir := *stateDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "backfill-demo-"); err != nil {
 			return err
 		}
 		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("state directory: %w", err)
 	}
 
 	web, err := testweb.Start(testweb.Options{CrawlDelay: *delay})
@@ -68,9 +88,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	fmt.Fprintf(stdout, "fixture web on %s: %s\n", web.Addr(), strings.Join(web.Hosts(), ", "))
 	fmt.Fprintf(stdout, "mappings: %d bundled; Crawl-delay %ds on every host\n\nbefore:\n", len(set.Mappings()), *delay)
+	if ob != nil {
+		fmt.Fprintf(stdout, "watch it: %s\n", strings.Join(ob.urls, "  "))
+	}
 	cfg := dispatcher.Config{StateDir: dir, Listen: "tcp://127.0.0.1:*", Mappings: set, Store: st, Depth: 1, Logger: log}
-	if isTerminal(stderr) {
-		cfg.Progress = newProgressBar(stderr).update
+	if term != nil {
+		cfg.Progress = term.update
 	}
 	shown := func(*dispatcher.Dispatcher) error {
 		if err := printRecords(ctx, stdout, st, nil); err != nil {
@@ -90,9 +113,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			DefaultDelay: time.Duration(*delay) * time.Second,
 			Logger:       log,
 		}
-	}, stderr)
-	if isTerminal(stderr) {
-		fmt.Fprintln(stderr)
+	}, ob, nil, stderr)
+	if term != nil {
+		term.finish()
 	}
 	if err != nil {
 		return err
@@ -102,6 +125,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	printSummary(stdout, summary)
+	if *hold && ob != nil {
+		fmt.Fprintf(stdout, "\nstill serving %s; interrupt to stop\n", strings.Join(ob.urls, "  "))
+		<-ctx.Done()
+	}
 	return nil
 }
 

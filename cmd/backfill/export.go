@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -21,8 +22,13 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("o", "-", "output file, - for standard output (JSON Lines stream there as they are read, for piping)")
 	fs.StringVar(out, "out", "-", "same as -o")
 	fields := fs.String("fields", "", "comma-separated extra columns to include even when no record has them")
+	follow := fs.Bool("follow", false, "tail a running crawl: write each record as it is complete, then, when the crawl finishes, the rest (JSON Lines; needs --from)")
+	from := fs.String("from", "", "with --follow: the dispatcher's --status (or --metrics) listener, e.g. http://10.0.0.2:9100/")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *follow && (*from == "" || *format != "jsonl" || *fields != "") {
+		return fmt.Errorf("%w: --follow needs --from and writes JSON Lines (no --format csv, no --fields)", errUsage)
 	}
 	if *format != "jsonl" && *format != "csv" {
 		return fmt.Errorf("%w: --format must be jsonl or csv, not %q", errUsage, *format)
@@ -46,6 +52,16 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		defer f.Close()
 		w = f
+	}
+	if *follow {
+		log := slog.New(slog.NewTextHandler(stderr, nil))
+		if err := newFollower(st, w, *provenance, log).followRemote(ctx, *from); err != nil {
+			return fmt.Errorf("export --follow: %w", err)
+		}
+		if f != nil {
+			return f.Close()
+		}
+		return nil
 	}
 	bw := bufio.NewWriter(w)
 	opts := store.ExportOptions{Format: *format, Provenance: *provenance}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/term"
+	"gopkg.in/natefinch/lumberjack.v2"
 
 	"backfill/dispatcher"
 	"backfill/etl"
@@ -48,24 +49,88 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// logFlags builds the process logger: text on a terminal, JSON otherwise.
-type logFlags struct{ level string }
+// logFlags build the process logger: log/slog, text or JSON, to stderr
+// or to a file rotated by size and age.
+type logFlags struct {
+	level      string
+	format     string
+	file       string
+	maxSize    int
+	maxAge     int
+	maxBackups int
+}
+
+// Log rotation defaults: a busy crawl at debug level writes a few hundred
+// MiB a day, so a file is kept to logMaxSize and the backups, compressed,
+// to a bounded number and age.
+const (
+	logMaxSize    = 100 // MiB
+	logMaxAge     = 28  // days
+	logMaxBackups = 10
+)
 
 func (l *logFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&l.format, "log-format", "auto", "log format: text, json, or auto (text on a terminal, JSON otherwise and in --log-file)")
+	fs.StringVar(&l.file, "log-file", "", "log to this file instead of stderr, rotated by size and age into compressed backups beside it")
+	fs.IntVar(&l.maxSize, "log-max-size", logMaxSize, "with --log-file: MiB a log file grows to before it is rotated")
+	fs.IntVar(&l.maxAge, "log-max-age", logMaxAge, "with --log-file: days a rotated backup is kept (0: no age limit)")
+	fs.IntVar(&l.maxBackups, "log-max-backups", logMaxBackups, "with --log-file: rotated backups kept (0: no count limit)")
 }
 
-func (l *logFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+// logger opens the log: to --log-file when given, else to stderr, through
+// term when stderr is a terminal showing a progress line (so log lines
+// never print over it). The closer ends the log file; it is a no-op for
+// stderr.
+func (l *logFlags) logger(stderr io.Writer, term *terminal) (*slog.Logger, io.Closer, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(l.level)); err != nil {
-		return nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, l.level, err)
+		return nil, nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, l.level, err)
+	}
+	if l.maxSize < 1 || l.maxAge < 0 || l.maxBackups < 0 {
+		return nil, nil, fmt.Errorf("%w: --log-max-size must be positive, --log-max-age and --log-max-backups not negative", errUsage)
+	}
+	var (
+		w                = stderr
+		closer io.Closer = nopCloser{}
+		text   bool
+	)
+	if term != nil {
+		w = term
+	}
+	switch l.format {
+	case "auto":
+		text = l.file == "" && isTerminal(stderr)
+	case "text":
+		text = true
+	case "json":
+	default:
+		return nil, nil, fmt.Errorf("%w: --log-format must be text, json or auto, not %q", errUsage, l.format)
+	}
+	if l.file != "" {
+		if err := os.MkdirAll(filepath.Dir(l.file), 0o755); err != nil {
+			return nil, nil, fmt.Errorf("--log-file: %w", err)
+		}
+		// Opened now, so a path that cannot be written fails the start
+		// instead of the first log line.
+		f, err := os.OpenFile(l.file, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--log-file: %w", err)
+		}
+		f.Close()
+		lj := &lumberjack.Logger{Filename: l.file, MaxSize: l.maxSize, MaxAge: l.maxAge, MaxBackups: l.maxBackups, Compress: true}
+		w, closer = lj, lj
 	}
 	opts := &slog.HandlerOptions{Level: level}
-	if isTerminal(stderr) {
-		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	if text {
+		return slog.New(slog.NewTextHandler(w, opts)), closer, nil
 	}
-	return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	return slog.New(slog.NewJSONHandler(w, opts)), closer, nil
 }
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -86,8 +151,11 @@ func (m *mappingFlags) register(fs *flag.FlagSet) {
 
 func (m *mappingFlags) load() (*etl.Set, error) {
 	set, err := loadMappingDir(m.dir)
-	if err != nil || m.learned == "" {
-		return set, err
+	if err != nil {
+		return nil, err
+	}
+	if m.learned == "" {
+		return set, m.fillable(set)
 	}
 	if m.learned == m.dir {
 		return nil, fmt.Errorf("%w: --use-learned names the --mappings directory", errUsage)
@@ -103,7 +171,24 @@ func (m *mappingFlags) load() (*etl.Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--use-learned %s: %w", m.learned, err)
 	}
-	return merged, nil
+	return merged, m.fillable(merged)
+}
+
+// fillable refuses a mapping set that could fill nothing: no mapping at
+// all (an empty folder), or none with a field; every record would count
+// as already complete.
+func (m *mappingFlags) fillable(set *etl.Set) error {
+	where := "the mappings directory " + m.dir
+	if m.learned != "" {
+		where += " and the learned mappings in " + m.learned
+	}
+	switch {
+	case len(set.Mappings()) == 0:
+		return fmt.Errorf("%s hold no mapping (*.json files; see docs/mappings.md)", where)
+	case len(set.FieldNames()) == 0:
+		return fmt.Errorf("mappings in %s have no fields: nothing could be filled (a mapping's \"fields\" lists what it extracts)", where)
+	}
+	return nil
 }
 
 // logLearned says that learned mappings are in use, so no crawl uses

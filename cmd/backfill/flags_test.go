@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -38,20 +40,34 @@ func TestResolveFlag(t *testing.T) {
 }
 
 func TestProgressLine(t *testing.T) {
+	at := func(complete, pages int64, sec int) dispatcher.Progress {
+		return dispatcher.Progress{Records: 10, Complete: int(complete), Pages: pages, Elapsed: time.Duration(sec) * time.Second}
+	}
 	cases := []struct {
-		pr   dispatcher.Progress
+		name string
+		prs  []dispatcher.Progress
 		want []string
 	}{
-		{dispatcher.Progress{Records: 10, Complete: 5, Elapsed: 10 * time.Second}, []string{"5/10 records complete", "ETA 10s", strings.Repeat("█", 5) + strings.Repeat("░", 5)}},
-		{dispatcher.Progress{Records: 10, Complete: 0, Elapsed: time.Second}, []string{"0/10", "ETA ?"}},
-		{dispatcher.Progress{Records: 4, Complete: 4, Elapsed: time.Second}, []string{"4/4", "ETA 0s", strings.Repeat("█", 10)}},
-		{dispatcher.Progress{}, []string{"0/0"}},
+		{"half done in ten seconds", []dispatcher.Progress{at(0, 0, 0), at(5, 20, 10)},
+			[]string{"5/10 records complete", "ETA 10s", "2.0 pages/s", strings.Repeat("█", 5) + strings.Repeat("░", 5)}},
+		{"nothing complete yet", []dispatcher.Progress{at(0, 0, 0), at(0, 3, 1)}, []string{"0/10", "ETA ?", "3.0 pages/s"}},
+		{"one report", []dispatcher.Progress{at(2, 1, 1)}, []string{"2/10", "ETA ?", "0.0 pages/s"}},
+		// The window forgets what is older than rateWindow: the rate is
+		// the last 30 seconds', not the whole run's.
+		{"window", []dispatcher.Progress{at(0, 0, 0), at(1, 100, 60), at(4, 130, 90)},
+			[]string{"4/10", "1.0 pages/s", "ETA 1m0s"}},
+		{"all complete", []dispatcher.Progress{{Records: 4, Complete: 4, Elapsed: time.Second}}, []string{"4/4", "ETA 0s", strings.Repeat("█", 10)}},
+		{"empty", []dispatcher.Progress{{}}, []string{"0/0"}},
 	}
 	for _, c := range cases {
-		got := progressLine(c.pr, 10)
+		var r rates
+		for _, pr := range c.prs {
+			r.add(pr)
+		}
+		got := progressLine(c.prs[len(c.prs)-1], &r, 10)
 		for _, w := range c.want {
 			if !strings.Contains(got, w) {
-				t.Errorf("progressLine(%+v) = %q, want it to contain %q", c.pr, got, w)
+				t.Errorf("%s: progressLine = %q, want it to contain %q", c.name, got, w)
 			}
 		}
 	}
@@ -100,6 +116,48 @@ func TestHTMLParserFlag(t *testing.T) {
 		}
 		if got := cf.supervisorConfig("s", "tcp://127.0.0.1:1", set, nil, nil).Mappings.HTMLParser(); got != c.want {
 			t.Errorf("env %q flag %q: the supervisor parses with %v, want %v", c.env, c.flag, got, c.want)
+		}
+	}
+}
+
+// TestTerminalLogAboveProgress: a log line written while the progress
+// line is on screen clears it, prints, and draws it again below.
+func TestTerminalLogAboveProgress(t *testing.T) {
+	var b strings.Builder
+	term := newTerminal(&b)
+	term.update(dispatcher.Progress{Records: 2, Complete: 1, Pages: 3})
+	line := term.line
+	if line == "" || !strings.HasSuffix(b.String(), line+"\x1b[K") {
+		t.Fatalf("no progress line drawn: %q", b.String())
+	}
+	b.Reset()
+	fmt.Fprint(term, "level=INFO msg=hello\n")
+	if want := "\r\x1b[Klevel=INFO msg=hello\n" + line; b.String() != want {
+		t.Errorf("log write = %q, want %q", b.String(), want)
+	}
+	b.Reset()
+	term.finish()
+	fmt.Fprint(term, "after\n")
+	if b.String() != "\nafter\n" {
+		t.Errorf("after finish: %q, want the line ended and the log plain", b.String())
+	}
+}
+
+// TestProgressLog: without a terminal, progress is a log line every
+// progressLogEvery of the run, with the rate and the ETA.
+func TestProgressLog(t *testing.T) {
+	var b strings.Builder
+	p := &progressLog{log: slog.New(slog.NewJSONHandler(&b, nil))}
+	for s := 0; s <= 70; s += 5 {
+		p.update(dispatcher.Progress{Records: 100, Complete: s, Pages: int64(2 * s), Elapsed: time.Duration(s) * time.Second})
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d progress lines over 70s, want 2 (at 30s and 60s):\n%s", len(lines), b.String())
+	}
+	for _, want := range []string{`"msg":"progress"`, `"complete":60`, `"pages_per_sec":2`, `"eta":"40s"`} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("progress line %s lacks %s", lines[1], want)
 		}
 	}
 }

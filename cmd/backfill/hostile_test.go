@@ -173,9 +173,9 @@ func TestHostileLinkFarm(t *testing.T) {
 		t.Errorf("supervisor exit code %d after SIGTERM", code)
 	}
 	var summary struct {
-		Pages     int64
-		Filtered  map[string]int64
-		LinkFarms int64
+		Pages     int64            `json:"pages"`
+		Filtered  map[string]int64 `json:"filtered"`
+		LinkFarms int64            `json:"link_farms"`
 	}
 	b, err := os.ReadFile(summaryPath)
 	if err != nil {

@@ -220,12 +220,15 @@ func TestLearnedMappingsFillRecords(t *testing.T) {
 	checkLearnDocs(t, learnedDir)
 
 	// Nothing learned is used silently: without --use-learned the same
-	// crawl has no mapping at all and fills nothing.
-	none := crawlTemplates(t, dir, "none", targets, "--mappings", empty)
-	for id, fields := range none {
-		if len(fields) > 0 {
-			t.Errorf("record %s filled without --use-learned: %v", id, fields)
-		}
+	// crawl has no mapping at all, and is refused as such.
+	path := filepath.Join(dir, "none.csv")
+	if err := os.WriteFile(path, targets, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := mainExit([]string{"run", "--records", path, "--state-dir", filepath.Join(dir, "none-state"), "--mappings", empty}, &stdout, &stderr)
+	if code != exitFail || !strings.Contains(stderr.String(), "hold no mapping") {
+		t.Errorf("a crawl without --use-learned and no mapping: exit %d, want %d saying so:\n%s", code, exitFail, stderr.String())
 	}
 }
 

@@ -24,10 +24,15 @@ import (
 
 // Exit codes.
 const (
-	exitOK    = 0
-	exitFail  = 1 // the run could not go on
-	exitUsage = 2 // bad flags or arguments
+	exitOK          = 0
+	exitFail        = 1   // the run could not go on
+	exitUsage       = 2   // bad flags or arguments
+	exitInterrupted = 130 // stopped by SIGINT or SIGTERM before the work was done (128 + SIGINT, as shells report it)
 )
+
+// interruptedMsg is what a command stopped by a signal before its work was
+// done says: the crawl's state is on disk, and the same command resumes.
+const interruptedMsg = "interrupted; rerun the same command to resume"
 
 // errUsage marks errors that are the caller's flags or arguments.
 var errUsage = errors.New("usage")
@@ -36,19 +41,24 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	// stoppable commands end normally on a signal (a supervisor is a
+	// service; status --watch runs until stopped); the others are
+	// interrupted by one.
+	stoppable bool
 }
 
 var commands = []command{
-	{"run", "crawl for a records file on this machine (dispatcher and supervisors in one process)", cmdRun},
-	{"dispatcher", "run the dispatcher of a cluster", cmdDispatcher},
-	{"supervisor", "run a supervisor of a cluster", cmdSupervisor},
-	{"status", "show a dispatcher's members, rates, queues and records complete", cmdStatus},
-	{"keygen", "write CURVE key pairs (NAME.key, NAME.pub) that secure a cluster", cmdKeygen},
-	{"export", "write the records with the values found", cmdExport},
-	{"survey", "survey hosts: web (web-server metadata of domains) or ports (TCP liveness)", cmdSurvey},
-	{"mappings", "author site mappings: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR], learn -o DIR", cmdMappings},
-	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo},
-	{"provision", "deploy a cluster to droplets: init FILE, render FILE -o DIR, check DIR", cmdProvision},
+	{"run", "crawl for a records file on this machine (dispatcher and supervisors in one process)", cmdRun, false},
+	{"dispatcher", "run the dispatcher of a cluster", cmdDispatcher, false},
+	{"supervisor", "run a supervisor of a cluster", cmdSupervisor, true},
+	{"status", "show a dispatcher's members, rates, queues and records complete", cmdStatus, true},
+	{"keygen", "write CURVE key pairs (NAME.key, NAME.pub) that secure a cluster", cmdKeygen, false},
+	{"export", "write the records with the values found", cmdExport, false},
+	{"report", "write a crawl's run report: one self-contained HTML file with charts", cmdReport, false},
+	{"survey", "survey hosts: web (web-server metadata of domains) or ports (TCP liveness)", cmdSurvey, false},
+	{"mappings", "author site mappings: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR], learn -o DIR", cmdMappings, false},
+	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo, false},
+	{"provision", "deploy a cluster to droplets: init FILE, render FILE -o DIR, check DIR", cmdProvision, false},
 }
 
 func main() {
@@ -101,6 +111,11 @@ func mainExit(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 		err := c.run(ctx, args[1:], stdout, stderr)
 		switch {
+		case ctx.Err() != nil && !c.stoppable && !errors.Is(err, errUsage) && !errors.Is(err, flag.ErrHelp):
+			// Whatever the command was doing was cut short by the
+			// signal: that is the news, not the cancellation errors.
+			fmt.Fprintln(stderr, interruptedMsg)
+			return exitInterrupted
 		case err == nil:
 			return exitOK
 		case errors.Is(err, flag.ErrHelp):

@@ -242,6 +242,13 @@ func fetchPolitely(ctx context.Context, cfg fetch.Config, rawURL string) (*fetch
 	defer f.Close()
 	ok, err := supervisor.CheckRobots(ctx, f, cfg.UserAgent, rawURL)
 	if err != nil {
+		if hint := guardHint(err); hint != "" {
+			return nil, fmt.Errorf("%s: %s", hostOf(rawURL), hint)
+		}
+		var re *supervisor.RobotsError
+		if errors.As(err, &re) {
+			return nil, fmt.Errorf("robots.txt of %s could not be read (%s), so nothing is fetched from it (a crawl waits until it can be read)", hostOf(rawURL), re.Reason)
+		}
 		return nil, err
 	}
 	if !ok {
@@ -249,9 +256,31 @@ func fetchPolitely(ctx context.Context, cfg fetch.Config, rawURL string) (*fetch
 	}
 	res, err := f.Get(ctx, rawURL)
 	if res == nil {
+		if hint := guardHint(err); hint != "" {
+			return nil, fmt.Errorf("%s: %s", hostOf(rawURL), hint)
+		}
 		return nil, err
 	}
 	return res, nil // a bad status still has a page worth trying mappings on
+}
+
+// guardHint says which flag lifts the address guard when err is its
+// refusal, "" otherwise: a page on this machine or a private network is
+// refused by default, which is not the site's doing.
+func guardHint(err error) string {
+	if fetch.ClassOf(err) != fetch.ClassBlocked {
+		return ""
+	}
+	var fe *fetch.Error
+	errors.As(err, &fe)
+	why := fe.Err.Error()
+	switch {
+	case strings.Contains(why, "(loopback)"):
+		return "the address guard refuses it: " + why + "; pass --allow-loopback to fetch loopback addresses"
+	case strings.Contains(why, "(private)"), strings.Contains(why, "(shared (CGNAT))"), strings.Contains(why, "(link-local)"):
+		return "the address guard refuses it: " + why + "; pass --allow-private to fetch private network addresses"
+	}
+	return "the address guard refuses it: " + why
 }
 
 func hostOf(rawURL string) string {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +22,15 @@ func TestMappingsCommands(t *testing.T) {
 	live := []string{"--allow-loopback", "--contact", "https://backfill.invalid/test"}
 	for host, addr := range web.Resolve() {
 		live = append(live, "--resolve", host+":"+addr)
+	}
+	// A host whose robots.txt fails: that is not a "disallow".
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	noLoopback := []string{"--contact", "https://backfill.invalid/test"}
+	for host, addr := range web.Resolve() {
+		noLoopback = append(noLoopback, "--resolve", host+":"+addr)
 	}
 	page := filepath.Join(t.TempDir(), "alice.html")
 	if err := os.WriteFile(page, []byte(`<html><body><div class="profile"><h1 class="fn">Alice Moreau</h1><p class="location">Lyon, France</p></div></body></html>`), 0o644); err != nil {
@@ -49,6 +60,10 @@ func TestMappingsCommands(t *testing.T) {
 			[]string{"status 200", "testweb-people", "location = "}, nil},
 		{"try obeys robots.txt", append(append([]string{"mappings", "try"}, live...), "http://staff.example.org/private/kim.html"), exitFail,
 			[]string{"robots.txt of staff.example.org disallows"}, nil},
+		{"try loopback without --allow-loopback", append(append([]string{"mappings", "try"}, noLoopback...), "http://people.example/p/alice"), exitFail,
+			[]string{"people.example: the address guard refuses it", "(loopback)", "pass --allow-loopback"}, []string{"disallow"}},
+		{"try with robots.txt failing", []string{"mappings", "try", "--allow-loopback", down.URL + "/p/alice"}, exitFail,
+			[]string{"could not be read", "robots.txt answered status 503", "nothing is fetched"}, []string{"disallow"}},
 		{"try unknown mapping", []string{"mappings", "try", "--mapping", "nope", "--url", "http://a.example/", page}, exitUsage, []string{`no mapping named "nope"`}, nil},
 		{"unknown subcommand", []string{"mappings", "lint"}, exitUsage, []string{`unknown mappings subcommand "lint"`}, nil},
 	}

@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/supervisor"
 	"backfill/testweb"
 )
 
@@ -180,14 +180,11 @@ func TestPeopleWebEndToEnd(t *testing.T) {
 	}
 }
 
-// findChromium returns the first browser binary on PATH, "" when none.
+// findChromium returns the browser a render node would start, "" when
+// there is none on PATH.
 func findChromium() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
+	p, _ := supervisor.FindBrowser()
+	return p
 }
 
 // renderedPages lists the URLs a run's dispatcher sent to be rendered, from

@@ -1,155 +1,69 @@
 package main
 
 import (
-	"encoding/json"
+	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strings"
-	"sync"
-	"time"
+	"path/filepath"
 
-	"backfill/dispatcher"
+	"backfill/report"
 )
 
-// writeSummary reports a finished run: as text on w, and as JSON in path
-// when path is not empty.
-func writeSummary(w io.Writer, s *dispatcher.Summary, path string) error {
-	printSummary(w, s)
-	if path == "" {
-		return nil
+// cmdReport writes the run report of the crawl whose state is in
+// --state-dir: one self-contained HTML file (see package report).
+func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("report", stderr)
+	var (
+		sf storeFlags
+		mf mappingFlags
+	)
+	sf.register(fs, "results store to read: a SQLite file path (default: STATE-DIR/results.db)")
+	mf.register(fs)
+	stateDir := fs.String("state-dir", "backfill-state", "the crawl's state directory (its status and history files, and the default results store)")
+	out := fs.String("o", "report.html", "the HTML file to write, - for standard output")
+	if err := parse(fs, args); err != nil {
+		return err
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
+	if sf.uri == "" {
+		if _, err := os.Stat(filepath.Join(*stateDir, "results.db")); err != nil {
+			return fmt.Errorf("no crawl to report on in %s: %w", *stateDir, err)
+		}
+	}
+	set, err := mf.load()
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write summary: %w", err)
+	st, err := sf.open(ctx, *stateDir)
+	if err != nil {
+		return err
 	}
+	defer st.Close()
+	data, err := report.Gather(ctx, *stateDir, st, set)
+	if err != nil {
+		return err
+	}
+	if *out == "-" {
+		bw := bufio.NewWriter(stdout)
+		return errors.Join(report.Write(bw, data), bw.Flush())
+	}
+	// Written beside the target and renamed: a report being written is
+	// never half there under its name.
+	f, err := os.CreateTemp(filepath.Dir(*out), ".report-*.html")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	if err := errors.Join(report.Write(bw, data), bw.Flush(), f.Chmod(0o644), f.Close()); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), *out); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	fmt.Fprintf(stdout, "report of %d records written to %s\n", data.Records, *out)
 	return nil
-}
-
-func printSummary(w io.Writer, s *dispatcher.Summary) {
-	fmt.Fprintf(w, "\nrecords: %d  complete: %d (already complete: %d)  partial: %d  untouched: %d  malformed lines: %d\n",
-		s.Records, s.Complete, s.Skipped, s.Partial, s.Untouched, s.BadLines)
-	fmt.Fprintf(w, "pages fetched: %d  extractions reused: %d  late results ignored: %d  field errors: %d\n",
-		s.Pages, s.Reused, s.Late, s.FieldErrors)
-	if s.Disagreeing > 0 {
-		fmt.Fprintf(w, "pages about someone else (values refused, links followed): %d\n", s.Disagreeing)
-	}
-	fmt.Fprintf(w, "wall time: %s  pages/s: %.1f\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec)
-	if s.Adopted > 0 {
-		fmt.Fprintf(w, "answers to the previous dispatcher process applied (not fetched again): %d\n", s.Adopted)
-	}
-	if s.Recrawled > 0 || s.NotModified > 0 || s.Refreshed+s.Changed+s.Unconfirmed > 0 {
-		fmt.Fprintf(w, "pages fetched again (older than --recrawl-after): %d  not modified (304, cached extraction applied): %d\n",
-			s.Recrawled, s.NotModified)
-	}
-	if s.Refreshed+s.Changed+s.Unconfirmed > 0 {
-		fmt.Fprintf(w, "fields refreshed: %d unchanged  %d changed (old value kept in history)  %d not found again (old value kept)\n",
-			s.Refreshed, s.Changed, s.Unconfirmed)
-	}
-	if s.StoreRetried > 0 || s.StorePending > 0 || s.StoreRefused > 0 {
-		fmt.Fprintf(w, "store writes: %d written  %d retried  %d pending (kept in the state, pushed on the next start)  %d refused (record unknown to the store)\n",
-			s.StoreWritten, s.StoreRetried, s.StorePending, s.StoreRefused)
-	}
-	if len(s.Retried) > 0 {
-		fmt.Fprintf(w, "failed pages of earlier runs fetched again: %s\n", countsLine(s.Retried))
-	}
-	if s.RetryKept > 0 || s.RetryExhausted > 0 {
-		fmt.Fprintf(w, "failed pages of earlier runs not fetched again: %d permanent (404, 410, robots.txt rules…)  %d failed --retry-attempts times; --retry-failed fetches them again\n",
-			s.RetryKept, s.RetryExhausted)
-	}
-	if s.RenderRetried > 0 {
-		fmt.Fprintf(w, "pages rendered because their HTML was a JavaScript shell: %d\n", s.RenderRetried)
-	}
-	if s.Waiting > 0 {
-		fmt.Fprintf(w, "pages left waiting for a render node: %d (their mappings say render: start supervisors with --render)\n", s.Waiting)
-	}
-	if s.RenderWanted > 0 {
-		fmt.Fprintf(w, "pages that need JavaScript, left unrendered: %d (start supervisors with --render on a machine with Chromium)\n", s.RenderWanted)
-	}
-	if len(s.Errors) > 0 {
-		classes := make([]string, 0, len(s.Errors))
-		for c := range s.Errors {
-			classes = append(classes, c)
-		}
-		sort.Strings(classes)
-		parts := make([]string, len(classes))
-		for i, c := range classes {
-			parts[i] = fmt.Sprintf("%s=%d", c, s.Errors[c])
-		}
-		fmt.Fprintf(w, "errors by class: %s\n", strings.Join(parts, " "))
-	}
-	if s.Duplicates > 0 {
-		fmt.Fprintf(w, "duplicate pages (text already seen at another URL; values applied, links not followed): %d\n", s.Duplicates)
-	}
-	if len(s.Filtered) > 0 || s.BadTopSites > 0 {
-		fmt.Fprintf(w, "links not followed: %s  (link farms: %d, malformed top-sites lines: %d)\n",
-			countsLine(s.Filtered), s.LinkFarms, s.BadTopSites)
-	}
-	if len(s.UntouchedIDs) > 0 {
-		more := ""
-		if s.Untouched > len(s.UntouchedIDs) {
-			more = fmt.Sprintf(" … and %d more", s.Untouched-len(s.UntouchedIDs))
-		}
-		fmt.Fprintf(w, "nothing found for: %s%s\n", strings.Join(s.UntouchedIDs, ", "), more)
-	}
-}
-
-// countsLine renders counts by key as "a=1 b=2", keys sorted.
-func countsLine(m map[string]int64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, " ")
-}
-
-// progressBar draws records complete with an ETA on a terminal, redrawing
-// one line in place.
-type progressBar struct {
-	mu   sync.Mutex
-	w    io.Writer
-	last time.Time
-}
-
-func newProgressBar(w io.Writer) *progressBar { return &progressBar{w: w} }
-
-func (p *progressBar) update(pr dispatcher.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if time.Since(p.last) < 200*time.Millisecond {
-		return
-	}
-	p.last = time.Now()
-	fmt.Fprint(p.w, "\r"+progressLine(pr, 30)+"\x1b[K")
-}
-
-// progressLine renders one progress line; width is the bar's cells.
-func progressLine(pr dispatcher.Progress, width int) string {
-	frac := 0.0
-	if pr.Records > 0 {
-		frac = float64(pr.Complete) / float64(pr.Records)
-	}
-	filled := int(frac * float64(width))
-	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
-	eta := "?"
-	if pr.Complete > 0 && pr.Complete < pr.Records && pr.Elapsed > 0 {
-		rate := float64(pr.Complete) / pr.Elapsed.Seconds()
-		eta = time.Duration(float64(pr.Records-pr.Complete) / rate * float64(time.Second)).Round(time.Second).String()
-	} else if pr.Complete >= pr.Records {
-		eta = "0s"
-	}
-	return fmt.Sprintf("%s %d/%d records complete (%d partial)  %d pages  queued %d  in flight %d  ETA %s",
-		bar, pr.Complete, pr.Records, pr.Partial, pr.Pages, pr.Queued, pr.InFlight, eta)
 }

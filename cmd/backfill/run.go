@@ -43,6 +43,7 @@ type dispatcherFlags struct {
 	// failed pages of earlier runs: how often to try, and all of them
 	retryAttempts int
 	retryFailed   bool
+	strict        bool
 	// blacklistFlag is --blacklist when another flag group registered it
 	// first (the supervisors read the same file): the value is shared.
 	blacklistFlag *flag.Flag
@@ -64,6 +65,7 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.maxRepeats, "max-repeats", dispatcher.DefaultMaxRepeats, "links found on pages with one path segment repeated more often (/a/a/a/a) are not followed (0: no limit)")
 	fs.IntVar(&d.maxFanout, "max-fanout", dispatcher.DefaultMaxFanout, "a page linking to more distinct registrable domains, or to more hosts outside its own domain, is a link farm: none of its links is followed (0: no limit)")
 	fs.DurationVar(&d.recrawlAfter, "recrawl-after", 0, "fetch a page crawled by an earlier run again, conditionally (ETag, Last-Modified), once it is older than this, instead of reusing its cached extraction (0: reuse however old)")
+	fs.BoolVar(&d.strict, "strict", false, "refuse the records file whole, before crawling, if any line is malformed (default: report malformed lines, crawl the rest, and give them back marked in the export)")
 	fs.BoolVar(&d.refresh, "refresh", false, "re-check the filled values older than --recrawl-after: refetch their sources and records' links; a changed value replaces the old one, which is kept in the field's provenance history")
 	fs.IntVar(&d.retryAttempts, "retry-attempts", dispatcher.DefaultRetryAttempts, "on a rerun, fetch again the pages that failed for a reason that may pass (dns, connect, timeout, 5xx, 429, blocked address, robots.txt unavailable) until they have failed this many times in a row (0: never)")
 	fs.BoolVar(&d.retryFailed, "retry-failed", false, "on a rerun, fetch again every page that failed, permanent failures (404, 410, robots.txt rules) included")
@@ -157,6 +159,7 @@ func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, lo
 		Refresh:       d.refresh,
 		RetryAttempts: noLimit(d.retryAttempts),
 		RetryFailed:   d.retryFailed,
+		Strict:        d.strict,
 		Logger:        log,
 	}
 }
@@ -168,13 +171,19 @@ type crawlSetup struct {
 	mf mappingFlags
 	sf storeFlags
 	df dispatcherFlags
+	of observeFlags
 
-	log *slog.Logger
-	set *etl.Set
-	st  store.Store
+	log  *slog.Logger
+	set  *etl.Set
+	st   store.Store
+	term *terminal // the progress line, when stderr is a terminal
+	ob   *observer // metrics and status page, when asked for
+
+	logFile io.Closer
 }
 
 func (c *crawlSetup) register(fs *flag.FlagSet) {
+	c.of.register(fs, true)
 	c.lf.register(fs)
 	c.mf.register(fs)
 	c.sf.register(fs, "results store: a SQLite file path (default: STATE-DIR/results.db)")
@@ -182,29 +191,62 @@ func (c *crawlSetup) register(fs *flag.FlagSet) {
 	c.df.register(fs)
 }
 
-// open validates the flags and opens what they name; the caller closes
-// c.st. The dispatcher's Config listens on listen.
+// open validates the flags and opens what they name; the caller calls
+// close when done. The dispatcher's Config listens on listen.
 func (c *crawlSetup) open(ctx context.Context, listen string, stderr io.Writer) (dispatcher.Config, error) {
 	var err error
 	if err = c.df.validate(); err != nil {
 		return dispatcher.Config{}, err
 	}
-	if c.log, err = c.lf.logger(stderr); err != nil {
+	if isTerminal(stderr) {
+		c.term = newTerminal(stderr)
+	}
+	if c.log, c.logFile, err = c.lf.logger(stderr, c.term); err != nil {
 		return dispatcher.Config{}, err
 	}
 	if c.set, err = c.mf.load(); err != nil {
+		c.close()
+		return dispatcher.Config{}, err
+	}
+	if c.ob, err = c.of.start(c.log); err != nil {
+		c.close()
 		return dispatcher.Config{}, err
 	}
 	c.mf.logLearned(c.log, c.set)
+	// Before the results store opens a file there: a directory that is
+	// read-only or in use by another run is named as such.
+	if err = dispatcher.CheckStateDir(c.df.stateDir); err != nil {
+		return dispatcher.Config{}, err
+	}
 	if c.st, err = c.sf.openLogged(ctx, c.df.stateDir, c.log); err != nil {
+		c.close()
 		return dispatcher.Config{}, err
 	}
 	cfg := c.df.config(listen, c.set, c.st, c.log)
 	cfg.StoreDrainTimeout = c.sf.drain
-	if isTerminal(stderr) {
-		cfg.Progress = newProgressBar(stderr).update
+	if c.term != nil {
+		cfg.Progress = c.term.update
+	} else {
+		cfg.Progress = (&progressLog{log: c.log}).update
 	}
 	return cfg, nil
+}
+
+// close ends what open opened: the progress line, the operator
+// endpoints, the store and the log file, and returns what failed.
+func (c *crawlSetup) close() error {
+	var errs []error
+	if c.term != nil {
+		c.term.finish()
+	}
+	errs = append(errs, c.ob.stop())
+	if c.st != nil {
+		errs = append(errs, c.st.Close())
+	}
+	if c.logFile != nil {
+		errs = append(errs, c.logFile.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -219,6 +261,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cf.render.register(fs)
 	c.register(fs)
 	supervisors := fs.Int("supervisors", 1, "supervisors to run in this process (each owns its share of the hosts)")
+	streamPath := fs.String("stream", "", "write each record as JSON Lines (export's shape) to this file, or - for stdout, the moment it is complete; when the crawl finishes, the records given up on and those complete before it follow")
+	streamProv := fs.Bool("stream-provenance", false, "with --stream: add where each filled value came from")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -232,12 +276,26 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	defer c.st.Close()
+	var follow *follower
+	summaryOut := stdout
+	closeStream := func() error { return nil }
+	if *streamPath != "" {
+		w, closeFn, err := openStream(*streamPath, stdout)
+		if err != nil {
+			return errors.Join(err, c.close())
+		}
+		closeStream = closeFn
+		follow = newFollower(c.st, w, *streamProv, c.log)
+		if *streamPath == "-" {
+			summaryOut = stderr // stdout is the stream's
+		}
+	}
 	summary, err := crawl(ctx, cfg, c.df.records, *supervisors, nil, func(i int, endpoint string) supervisor.Config {
 		return cf.supervisorConfig(fmt.Sprintf("local-%d", i+1), endpoint, c.set, c.st, c.log)
-	}, stderr)
+	}, c.ob, follow, stderr)
+	err = errors.Join(err, closeStream(), c.close())
 	if summary != nil {
-		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary))
+		err = errors.Join(err, writeSummary(summaryOut, summary, c.df.summary))
 	}
 	return err
 }
@@ -245,8 +303,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // crawl runs a dispatcher and n supervisors in this process until the
 // dispatcher has no work left, then stops the supervisors. loaded, when not
 // nil, runs once the records are in. With n = 0 it is a lone dispatcher
-// waiting for supervisors elsewhere.
-func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func(*dispatcher.Dispatcher) error, supCfg func(i int, endpoint string) supervisor.Config, stderr io.Writer) (*dispatcher.Summary, error) {
+// waiting for supervisors elsewhere. ob (nil for none) serves their
+// metrics and the status page.
+//
+// follow, when not nil, writes the records as they settle (run --stream):
+// fed while the crawl runs, and swept for the rest when it finished.
+func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, loaded func(*dispatcher.Dispatcher) error, supCfg func(i int, endpoint string) supervisor.Config, ob *observer, follow *follower, stderr io.Writer) (*dispatcher.Summary, error) {
 	if n > 0 && cfg.Expect == 0 {
 		cfg.Expect = n // all local: no need to wait for late joiners
 	}
@@ -255,27 +317,44 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 		return nil, err
 	}
 	defer d.Close()
+	ob.dispatcher(d)
 	report, err := d.Load(ctx, records)
 	if err != nil {
 		return nil, err
 	}
 	reportBadLines(stderr, report)
+	if report.New > 0 && report.NothingToFill == report.New {
+		return nil, fmt.Errorf("%s: none of its %d records has an empty field the mappings can fill (they fill: %s); name the fields to fill with --fields",
+			records, report.New, strings.Join(cfg.Mappings.FieldNames(), ", "))
+	}
 	if loaded != nil {
 		if err := loaded(d); err != nil {
 			return nil, err
 		}
 	}
 
+	stopStream := make(chan struct{})
+	streamed := make(chan error, 1)
+	if follow != nil {
+		go func() { streamed <- follow.follow(ctx, d, stopStream) }()
+	}
+
 	supCtx, stopSupervisors := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := 0; i < n; i++ {
-		s, err := supervisor.New(supCfg(i, d.Endpoint()))
+		sc := supCfg(i, d.Endpoint())
+		s, err := supervisor.New(sc)
 		if err != nil {
 			stopSupervisors()
 			wg.Wait()
+			if follow != nil {
+				close(stopStream)
+				<-streamed
+			}
 			return nil, err
 		}
+		ob.supervisor(s, sc.Name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -285,6 +364,16 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 	summary, runErr := d.Run(ctx)
 	stopSupervisors()
 	wg.Wait()
+	if follow != nil {
+		close(stopStream)
+		err := <-streamed
+		if err == nil && runErr == nil {
+			err = follow.sweep(ctx)
+		}
+		if err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("stream: %w", err))
+		}
+	}
 	for _, e := range errs {
 		if e != nil && !errors.Is(e, context.Canceled) {
 			runErr = errors.Join(runErr, e)
@@ -297,7 +386,7 @@ func reportBadLines(w io.Writer, r dispatcher.LoadReport) {
 	if r.Bad == 0 {
 		return
 	}
-	fmt.Fprintf(w, "%d malformed record lines skipped:\n", r.Bad)
+	fmt.Fprintf(w, "%d malformed record line(s), not crawled for (export gives them back in place, marked in %s):\n", r.Bad, store.ColumnError)
 	for i, e := range r.Errors {
 		if i == 20 {
 			fmt.Fprintf(w, "  … and %d more\n", len(r.Errors)-i)

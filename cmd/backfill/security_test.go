@@ -138,18 +138,7 @@ func TestSecuredCluster(t *testing.T) {
 		t.Errorf("requests by supervisor: %v, want only good's", fetched)
 	}
 
-	exp := start(t, "export", "export", "--state-dir", stateDir, "--format", "jsonl", "--provenance")
-	if code := exp.waitExit(time.Minute); code != 0 {
-		t.Fatalf("export exit code %d", code)
-	}
-	got := foundValues(t, &exp.stdout)
-	for id, fields := range truth {
-		for f, want := range fields {
-			if g := got[id][f]; g != want {
-				t.Errorf("record %s field %s = %q, want %q", id, f, g, want)
-			}
-		}
-	}
+	exportMatchesTruth(t, "secured cluster", stateDir, truth)
 }
 
 // Plaintext is refused at start-up on an endpoint that is not loopback, and

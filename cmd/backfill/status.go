@@ -1,42 +1,56 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"maps"
+	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/statuspage"
 )
 
 // cmdStatus prints what the dispatcher whose state directory is given last
-// wrote to its status file: its members with their rates, the queue
-// depths and the records complete. With --watch it prints again every
-// interval until interrupted.
+// wrote to its status file, or what a remote dispatcher's status page
+// serves (--from): its members with their rates, the queue depths and the
+// records complete. With --watch it prints again every interval until
+// interrupted.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("status", stderr)
 	stateDir := fs.String("state-dir", "backfill-state", "the dispatcher's state directory (run this on the dispatcher's machine)")
+	from := fs.String("from", "", "read the status from a dispatcher's --status (or --metrics) listener, e.g. http://10.0.0.2:9100/, instead of --state-dir")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	watch := fs.Duration("watch", 0, "print again every interval until interrupted (e.g. 2s); 0 prints once")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: status takes no arguments (got %q)", errUsage, fs.Arg(0))
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	if *watch < 0 {
 		return fmt.Errorf("%w: --watch must not be negative", errUsage)
 	}
+	read := func() (dispatcher.Status, error) { return readStatusFile(*stateDir) }
+	if *from != "" {
+		u, err := statusURL(*from)
+		if err != nil {
+			return err
+		}
+		read = func() (dispatcher.Status, error) { return fetchStatus(ctx, u) }
+	}
 	for {
-		if err := printStatus(stdout, *stateDir, *asJSON, time.Now()); err != nil {
+		s, err := read()
+		if err != nil {
+			return err
+		}
+		if err := printStatus(stdout, s, *asJSON, time.Now()); err != nil {
 			return err
 		}
 		if *watch == 0 {
@@ -51,14 +65,64 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 }
 
-func printStatus(w io.Writer, dir string, asJSON bool, now time.Time) error {
+func readStatusFile(dir string) (dispatcher.Status, error) {
 	s, err := dispatcher.ReadStatus(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no dispatcher status in %s: has a dispatcher run with --state-dir %s?", dir, dir)
+		return s, fmt.Errorf("no dispatcher status in %s: has a dispatcher run with --state-dir %s?", dir, dir)
 	}
+	return s, err
+}
+
+// statusURL is the status JSON's URL under a listener's base URL (or
+// that URL itself when it names the JSON).
+func statusURL(from string) (string, error) {
+	u, err := url.Parse(from)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%w: --from %q: want the http(s) URL of a dispatcher's --status or --metrics listener", errUsage, from)
+	}
+	if !strings.HasSuffix(u.Path, statuspage.JSONPath) {
+		u.Path = strings.TrimSuffix(u.Path, "/") + statuspage.JSONPath
+	}
+	return u.String(), nil
+}
+
+// statusTimeout bounds one request for a remote status.
+const statusTimeout = 10 * time.Second
+
+// fetchStatus reads a remote dispatcher's status.
+func fetchStatus(ctx context.Context, u string) (dispatcher.Status, error) {
+	var s dispatcher.Status
+	if err := getJSON(ctx, u, &s); err != nil {
+		return s, fmt.Errorf("status from %s: %w", u, err)
+	}
+	return s, nil
+}
+
+// getJSON GETs u, within statusTimeout, into v: a dispatcher's status or
+// its feed.
+func getJSON(ctx context.Context, u string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(resp.Status)
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, maxStatusBody)).Decode(v)
+}
+
+// maxStatusBody bounds a remote status: the timeline and the lists in it
+// are bounded, far below this.
+const maxStatusBody = 16 << 20
+
+func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -81,7 +145,12 @@ func printStatus(w io.Writer, dir string, asJSON bool, now time.Time) error {
 	}
 	fmt.Fprintf(w, "records    %d: %d complete (%.1f%%), %d partial, %d untouched\n", s.Records, s.Complete, pct, s.Partial, untouched)
 	fmt.Fprintf(w, "queues     %d queued, %d in flight, %d waiting for a render node\n", s.Queued, s.InFlight, s.WaitingRender)
-	fmt.Fprintf(w, "pages      %d (%.1f/s)  expired leases %d  late results %d\n", s.Pages, s.PagesPerSec, s.Expired, s.Late)
+	restarts := ""
+	if s.Restarts > 0 {
+		restarts = fmt.Sprintf("  (the whole crawl: %d restart(s))", s.Restarts)
+	}
+	fmt.Fprintf(w, "pages      %d (%.1f/s over %s)  expired leases %d  late results %d%s\n", s.Pages, s.PagesPerSec,
+		(time.Duration(s.ElapsedSeconds * float64(time.Second))).Round(time.Second), s.Expired, s.Late, restarts)
 	if len(s.Errors) > 0 {
 		fmt.Fprint(w, "errors    ")
 		for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
@@ -105,6 +174,18 @@ func printStatus(w io.Writer, dir string, asJSON bool, now time.Time) error {
 		fmt.Fprintln(tw, "NAME\tENDPOINT\tLEFT\tREASON\tFETCHED")
 		for _, m := range s.Left {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", m.Name, m.Endpoint, m.Left.Local().Format(time.TimeOnly), m.Reason, m.Fetched)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.Refused) > 0 {
+		fmt.Fprintf(w, "\nrefused handshakes (%d peers)\n", len(s.Refused))
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ADDRESS\tKEY\tATTEMPTS\tLAST\tREASON")
+		for _, r := range s.Refused {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", cmp.Or(r.Address, "?"), cmp.Or(r.Key, "-"), r.Count,
+				r.Last.Local().Format(time.TimeOnly), r.Reason)
 		}
 		return tw.Flush()
 	}

@@ -129,11 +129,12 @@ type surveyRun struct {
 }
 
 func (f *surveyFlags) open(ctx context.Context, stdout, stderr io.Writer, spec wire.SurveySpec, deny []netip.Prefix) (*surveyRun, error) {
-	log, err := f.lf.logger(stderr)
+	log, logFile, err := f.lf.logger(stderr, nil)
 	if err != nil {
 		return nil, err
 	}
 	r := &surveyRun{f: f, log: log, report: stdout}
+	r.closer = append(r.closer, logFile.Close)
 	st, err := f.sf.openLogged(ctx, f.stateDir, log)
 	if err != nil {
 		return nil, err

@@ -195,6 +195,52 @@ var cases = []testCase{
 			t.Fatalf("a rejected batch left %d records", len(got))
 		}
 	}},
+	{"records/raw input, malformed lines and typed values", func(ctx context.Context, t *testing.T, s store.Store) {
+		// The input exactly as read (bytes a JSON string could not hold
+		// included), the format, and a malformed line's reason come back.
+		recs := []store.Record{
+			{ID: "1", Seq: 1, Format: store.FormatJSONL, Raw: []byte(`{"id": 1, "n": 1e3, "l": ["a"], "o": {"x": null}}`),
+				Fields: map[string]string{"id": "1", "n": "1e3", "l": `["a"]`, "o": `{"x":null}`}, Order: []string{"id", "n", "l", "o"}},
+			{ID: "2", Seq: 2, Format: store.FormatCSV, Raw: []byte("2,\"a,\r\nb\",  x  "),
+				Fields: map[string]string{"id": "2", "name": "a,\r\nb", "c": "x"}, Order: []string{"id", "name", "c"}},
+			{ID: "3", Seq: 3, Format: store.FormatCSV, Raw: []byte("3,\xff\xfe"), Error: "in.csv:4: not valid UTF-8", Order: []string{"id", "name", "c"}},
+			{ID: "4", Seq: 4, Format: store.FormatJSONL, Error: "in.jsonl:5: line longer than 4194304 bytes"},
+		}
+		mustPut(ctx, t, s, recs)
+		v := value("age", "42", 0, base)
+		v.Type = "number"
+		mustSet(ctx, t, s, "1", v)
+		want := withFound(recs)
+		want[0].Found = map[string]store.Value{"age": v}
+		assertRecords(t, all(ctx, t, s), want)
+	}},
+	{"records/outcomes", func(ctx context.Context, t *testing.T, s store.Store) {
+		recs := sampleRecords()
+		mustPut(ctx, t, s, recs)
+		outs := []store.Outcome{
+			{Record: "1", Reason: "match-key-refused", Detail: "name differs", Pages: 2, Page: "https://one.example/", Key: "name"},
+			{Record: "2", Reason: "failed", Failed: map[string]int{"dns": 2, "robots": 1}},
+			{Record: "nobody", Reason: "no-links"}, // unknown: ignored
+		}
+		if err := s.SetOutcomes(ctx, outs); err != nil {
+			t.Fatalf("SetOutcomes: %v", err)
+		}
+		want := withFound(recs)
+		want[0].Outcome, want[1].Outcome = &outs[0], &outs[1]
+		assertRecords(t, all(ctx, t, s), want)
+		// Replaced, and cleared by an empty reason; a redelivery is harmless.
+		outs = []store.Outcome{{Record: "1"}, {Record: "2", Reason: "no-values", Pages: 1}}
+		for range 2 {
+			if err := s.SetOutcomes(ctx, outs); err != nil {
+				t.Fatalf("SetOutcomes: %v", err)
+			}
+		}
+		want[0].Outcome, want[1].Outcome = nil, &outs[1]
+		assertRecords(t, all(ctx, t, s), want)
+		if err := s.SetOutcomes(ctx, []store.Outcome{{Reason: "no-links"}}); err == nil {
+			t.Error("SetOutcomes with an empty record id succeeded")
+		}
+	}},
 	{"records/large batch", func(ctx context.Context, t *testing.T, s store.Store) {
 		const n = 2_000
 		recs := make([]store.Record, n)
@@ -304,6 +350,23 @@ var cases = []testCase{
 			mustSet(ctx, t, s, recs[0].ID, v)
 		}
 		assertRecords(t, all(ctx, t, s), once)
+	}},
+	{"records/one by id", func(ctx context.Context, t *testing.T, s store.Store) {
+		recs := sampleRecords()
+		mustPut(ctx, t, s, recs)
+		v := value("email", "ada@one.example", 1, base)
+		v.Conflicts = []store.Conflict{{Value: "b@b.example", Source: "https://b.example/", Depth: 1}}
+		mustSet(ctx, t, s, recs[0].ID, v)
+		for _, want := range all(ctx, t, s) {
+			got, err := s.Record(ctx, want.ID)
+			if err != nil {
+				t.Fatalf("Record(%q): %v", want.ID, err)
+			}
+			assertRecords(t, []store.Record{got}, []store.Record{want})
+		}
+		if _, err := s.Record(ctx, "no-such-record"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Record of an unknown id: %v, want ErrNotFound", err)
+		}
 	}},
 	{"fields/unknown record", func(ctx context.Context, t *testing.T, s store.Store) {
 		mustPut(ctx, t, s, sampleRecords())
@@ -731,6 +794,9 @@ func normal(r store.Record) store.Record {
 	}
 	if len(r.Links) == 0 {
 		r.Links = nil
+	}
+	if len(r.Raw) == 0 {
+		r.Raw = nil
 	}
 	if len(r.Found) == 0 {
 		r.Found = nil

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"backfill/dispatcher"
+)
+
+// writeSummary reports a finished run: as text on w, and as JSON in path
+// when path is not empty.
+func writeSummary(w io.Writer, s *dispatcher.Summary, path string) error {
+	printSummary(w, s)
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}
+
+func printSummary(w io.Writer, s *dispatcher.Summary) {
+	if !s.Finished {
+		fmt.Fprint(w, "\nthe crawl stopped before it finished; so far:")
+	}
+	fmt.Fprintf(w, "\nrecords: %d  complete: %d (already complete: %d)  partial: %d  untouched: %d  malformed lines: %d\n",
+		s.Records, s.Complete, s.Skipped, s.Partial, s.Untouched, s.BadLines)
+	fmt.Fprintf(w, "pages fetched: %d  extractions reused: %d  late results ignored: %d  field errors: %d\n",
+		s.Pages, s.Reused, s.Late, s.FieldErrors)
+	if s.Disagreeing > 0 {
+		fmt.Fprintf(w, "pages about someone else (values refused, links followed): %d\n", s.Disagreeing)
+	}
+	restarts := ""
+	if s.Restarts > 0 {
+		restarts = fmt.Sprintf("  (the whole crawl: %d dispatcher restart(s))", s.Restarts)
+	}
+	fmt.Fprintf(w, "working time: %s  pages/s: %.1f%s\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec, restarts)
+	if s.Refused > 0 {
+		fmt.Fprintf(w, "refused: %d  (%s)\n", s.Refused, countsLine(s.RefusedBy))
+	}
+	if s.Adopted > 0 {
+		fmt.Fprintf(w, "answers to the previous dispatcher process applied (not fetched again): %d\n", s.Adopted)
+	}
+	if s.Recrawled > 0 || s.NotModified > 0 || s.Refreshed+s.Changed+s.Unconfirmed > 0 {
+		fmt.Fprintf(w, "pages fetched again (older than --recrawl-after): %d  not modified (304, cached extraction applied): %d\n",
+			s.Recrawled, s.NotModified)
+	}
+	if s.Refreshed+s.Changed+s.Unconfirmed > 0 {
+		fmt.Fprintf(w, "fields refreshed: %d unchanged  %d changed (old value kept in history)  %d not found again (old value kept)\n",
+			s.Refreshed, s.Changed, s.Unconfirmed)
+	}
+	if s.StoreRetried > 0 || s.StorePending > 0 || s.StoreRefused > 0 {
+		fmt.Fprintf(w, "store writes: %d written  %d retried  %d pending (kept in the state, pushed on the next start)  %d refused (record unknown to the store)\n",
+			s.StoreWritten, s.StoreRetried, s.StorePending, s.StoreRefused)
+	}
+	if len(s.Retried) > 0 {
+		fmt.Fprintf(w, "failed pages of earlier runs fetched again: %s\n", countsLine(s.Retried))
+	}
+	if s.RetryKept > 0 || s.RetryExhausted > 0 {
+		fmt.Fprintf(w, "failed pages of earlier runs not fetched again: %d permanent (404, 410, robots.txt rules…)  %d failed --retry-attempts times; --retry-failed fetches them again\n",
+			s.RetryKept, s.RetryExhausted)
+	}
+	if s.RenderRetried > 0 {
+		fmt.Fprintf(w, "pages rendered because their HTML was a JavaScript shell: %d\n", s.RenderRetried)
+	}
+	if s.Waiting > 0 {
+		fmt.Fprintf(w, "pages left waiting for a render node: %d (their mappings say render: start supervisors with --render)\n", s.Waiting)
+	}
+	if s.RenderWanted > 0 {
+		fmt.Fprintf(w, "pages that need JavaScript, left unrendered: %d (start supervisors with --render on a machine with Chromium)\n", s.RenderWanted)
+	}
+	if len(s.Errors) > 0 {
+		classes := make([]string, 0, len(s.Errors))
+		for c := range s.Errors {
+			classes = append(classes, c)
+		}
+		sort.Strings(classes)
+		parts := make([]string, len(classes))
+		for i, c := range classes {
+			parts[i] = fmt.Sprintf("%s=%d", c, s.Errors[c])
+		}
+		fmt.Fprintf(w, "errors by class: %s\n", strings.Join(parts, " "))
+	}
+	if s.Duplicates > 0 {
+		fmt.Fprintf(w, "duplicate pages (text already seen at another URL; values applied, links not followed): %d\n", s.Duplicates)
+	}
+	if len(s.Filtered) > 0 || s.BadTopSites > 0 {
+		fmt.Fprintf(w, "links not followed: %s  (link farms: %d, malformed top-sites lines: %d)\n",
+			countsLine(s.Filtered), s.LinkFarms, s.BadTopSites)
+	}
+	if len(s.Reasons) > 0 {
+		fmt.Fprintln(w, "incomplete records by reason (export --provenance says why for each):")
+		for _, r := range dispatcher.ReasonOrder() {
+			c, ok := s.Reasons[r]
+			if !ok {
+				continue
+			}
+			more := ""
+			if c.Records > len(c.IDs) {
+				more = fmt.Sprintf(" … and %d more", c.Records-len(c.IDs))
+			}
+			fmt.Fprintf(w, "  %-18s %d: %s%s\n", r, c.Records, strings.Join(c.IDs, ", "), more)
+		}
+	}
+}
+
+// countsLine renders counts by key as "a=1 b=2", keys sorted.
+func countsLine(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, " ")
+}

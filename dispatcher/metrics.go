@@ -1,0 +1,154 @@
+package dispatcher
+
+import (
+	"maps"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The dispatcher's metrics. They are read from the counters it keeps
+// anyway, under its mutex, when Prometheus scrapes (see Collector); only
+// the store write latency is observed as the crawl goes. The counters are
+// the crawl's totals (totals.go): they go on across restarts of the
+// dispatcher and never fall within a process.
+var (
+	descRecords = prometheus.NewDesc("backfill_records",
+		"Records in the crawl.", nil, nil)
+	descComplete = prometheus.NewDesc("backfill_records_complete",
+		"Records whose target fields are all filled (those with nothing to fill included).", nil, nil)
+	descPartial = prometheus.NewDesc("backfill_records_partial",
+		"Records with some but not all target fields filled.", nil, nil)
+	descFrontier = prometheus.NewDesc("backfill_frontier_tasks",
+		"Tasks queued in the frontier, not yet sent (on disk and in memory).", nil, nil)
+	descWindow = prometheus.NewDesc("backfill_frontier_window_tasks",
+		"Queued tasks held in memory, ready to be routed.", nil, nil)
+	descHostQueues = prometheus.NewDesc("backfill_frontier_hosts",
+		"Hosts with tasks in memory: ready to send, or waiting (their in-flight limit, their supervisor's capacity, or a supervisor able to take them).",
+		[]string{"state"}, nil)
+	descLeased = prometheus.NewDesc("backfill_tasks_leased",
+		"Tasks out on lease to supervisors.", nil, nil)
+	descWaitingRender = prometheus.NewDesc("backfill_tasks_waiting_render",
+		"Render tasks no live supervisor can take.", nil, nil)
+	descExpired = prometheus.NewDesc("backfill_leases_expired_total",
+		"Leases that ran out and whose tasks were sent again.", nil, nil)
+	descLate = prometheus.NewDesc("backfill_results_late_total",
+		"Results for anything but a task's current lease, ignored.", nil, nil)
+	descPagesDone = prometheus.NewDesc("backfill_pages_total",
+		"Pages fetched and extracted whose results the dispatcher applied.", nil, nil)
+	descReused = prometheus.NewDesc("backfill_extractions_reused_total",
+		"Cached extractions applied to another record instead of fetching the page again.", nil, nil)
+	descFailed = prometheus.NewDesc("backfill_failures_total",
+		"Tasks answered with a failure, by class (the classes of the run summary).", []string{"class"}, nil)
+	descFilled = prometheus.NewDesc("backfill_fields_filled_total",
+		"Record fields that got their first value, by field name.", []string{"field"}, nil)
+	descStoreWritten = prometheus.NewDesc("backfill_store_values_written_total",
+		"Values the results store acknowledged.", nil, nil)
+	descStoreErrors = prometheus.NewDesc("backfill_store_write_errors_total",
+		"Failed pushes to the results store: retried (kept and tried again) or refused (the store has no such record).",
+		[]string{"kind"}, nil)
+	descMembers = prometheus.NewDesc("backfill_members",
+		"Supervisors registered and alive.", nil, nil)
+	descJoined = prometheus.NewDesc("backfill_members_joined_total",
+		"Supervisors that joined (again, after a restart).", nil, nil)
+	descLost = prometheus.NewDesc("backfill_members_lost_total",
+		"Supervisors dropped, by reason (silent, restarted).", []string{"reason"}, nil)
+	descMemberInFlight = prometheus.NewDesc("backfill_member_tasks_in_flight",
+		"Tasks leased to each supervisor.", []string{"member"}, nil)
+	descMemberRate = prometheus.NewDesc("backfill_member_pages_per_second",
+		"Each supervisor's pages (fetched or failed) per second, from its heartbeats.", []string{"member"}, nil)
+	descMemberHeartbeat = prometheus.NewDesc("backfill_member_last_heartbeat_timestamp_seconds",
+		"When each supervisor was last heard from.", []string{"member"}, nil)
+	descRobotsOutcomes = prometheus.NewDesc("backfill_crawl_robots_fetches_total",
+		"robots.txt requests of every supervisor of the crawl, by outcome, as their heartbeats report them.",
+		[]string{"outcome"}, nil)
+)
+
+// metricsView is what one scrape reads, copied under the mutex.
+type metricsView struct {
+	records, complete, partial  int
+	frontier, window, leased    int
+	waitingRender               int
+	readyHosts, hosts           int
+	expired, late, pages, reuse int64
+	errs, lost, robots, filled  map[string]int64
+	joined                      int64
+	members                     []MemberStatus
+}
+
+// collector reads the dispatcher's counters when scraped.
+type collector struct{ d *Dispatcher }
+
+// Collector returns the dispatcher's Prometheus collector; register it
+// once.
+func (d *Dispatcher) Collector() prometheus.Collector { return collector{d} }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descRecords, descComplete, descPartial, descFrontier, descWindow,
+		descHostQueues, descLeased, descWaitingRender, descExpired, descLate, descPagesDone, descReused,
+		descFailed, descFilled, descStoreWritten, descStoreErrors, descMembers, descJoined, descLost,
+		descMemberInFlight, descMemberRate, descMemberHeartbeat, descRobotsOutcomes} {
+		ch <- d
+	}
+	c.d.ob.seconds.Describe(ch)
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	d := c.d
+	d.mu.Lock()
+	v := metricsView{
+		records: d.nRecords, complete: d.nComplete, partial: d.nPartial,
+		frontier: d.queuedN, window: len(d.w.queued), leased: len(d.w.leased),
+		waitingRender: d.w.waitingRender(), readyHosts: d.w.ready.Len(), hosts: len(d.w.hosts),
+		expired: d.total(&d.run.expired), late: d.total(&d.run.late), pages: d.total(&d.run.pages), reuse: d.total(&d.run.reused),
+		errs: sumMaps(d.base.errs, d.run.errs), lost: maps.Clone(d.led.lost), robots: maps.Clone(d.led.h.Robots),
+		filled: maps.Clone(d.led.filled),
+		joined: d.led.joined,
+	}
+	for _, m := range d.members {
+		v.members = append(v.members, m.status())
+	}
+	d.mu.Unlock()
+
+	counter := func(desc *prometheus.Desc, n int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(n), labels...)
+	}
+	gauge := func(desc *prometheus.Desc, n float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, n, labels...)
+	}
+	gauge(descRecords, float64(v.records))
+	gauge(descComplete, float64(v.complete))
+	gauge(descPartial, float64(v.partial))
+	gauge(descFrontier, float64(v.frontier))
+	gauge(descWindow, float64(v.window))
+	gauge(descHostQueues, float64(v.readyHosts), "ready")
+	gauge(descHostQueues, float64(v.hosts-v.readyHosts), "waiting")
+	gauge(descLeased, float64(v.leased))
+	gauge(descWaitingRender, float64(v.waitingRender))
+	counter(descExpired, v.expired)
+	counter(descLate, v.late)
+	counter(descPagesDone, v.pages)
+	counter(descReused, v.reuse)
+	for class, n := range v.errs {
+		counter(descFailed, n, class)
+	}
+	for field, n := range v.filled {
+		counter(descFilled, n, field)
+	}
+	counter(descStoreWritten, d.ob.written.Load())
+	counter(descStoreErrors, d.ob.retried.Load(), "retried")
+	counter(descStoreErrors, d.ob.refused.Load(), "refused")
+	d.ob.seconds.Collect(ch)
+	gauge(descMembers, float64(len(v.members)))
+	counter(descJoined, v.joined)
+	for reason, n := range v.lost {
+		counter(descLost, n, reason)
+	}
+	for _, m := range v.members {
+		gauge(descMemberInFlight, float64(m.InFlight), m.Name)
+		gauge(descMemberRate, m.Rate, m.Name)
+		gauge(descMemberHeartbeat, float64(m.LastSeen.UnixNano())/1e9, m.Name)
+	}
+	for outcome, n := range v.robots {
+		counter(descRobotsOutcomes, n, outcome)
+	}
+}

@@ -1,0 +1,182 @@
+package dispatcher
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+)
+
+// A crawl may take several dispatcher processes: one is stopped or dies,
+// the next resumes from the state. The summary and the status describe the
+// whole crawl, so its counters are kept in the state's meta table as
+// totals ("total.<name>", "total.errors.<class>", "total.filtered.<why>"),
+// written with every commit: the totals of the processes before, plus
+// this one's counters. A crawl ends when a Run finishes with no work left
+// ("finished"); the next Dispatcher on the state starts a new crawl, with
+// totals from zero (loading more records or refreshing is a new crawl).
+// "starts" counts the processes of the current crawl.
+
+// Meta keys of the totals.
+const (
+	metaFinished = "finished"
+	metaStarts   = "starts"
+	metaElapsed  = "total.elapsed_ns"
+	totalPrefix  = "total."
+	errorsPrefix = totalPrefix + "errors."
+	filterPrefix = totalPrefix + "filtered."
+)
+
+// tally is one counter kept across restarts.
+type tally struct {
+	key string
+	v   *int64
+}
+
+// tallies lists the counters kept across restarts, by meta key: the
+// fields of the per-run counts.
+func (d *Dispatcher) tallies() []tally {
+	r := &d.run
+	return []tally{
+		{"pages", &r.pages}, {"reused", &r.reused}, {"disagreeing", &r.disagreeing}, {"late", &r.late}, {"adopted", &r.adopted},
+		{"expired", &r.expired}, {"field_errors", &r.fieldErrs}, {"refused_registrations", &r.refused},
+		{"refused_match_key", &r.keyRefused}, {"render_retried", &r.renderRetried}, {"render_wanted", &r.renderWanted},
+		{"not_modified", &r.notModified}, {"refreshed", &r.refreshed}, {"changed", &r.changed},
+		{"unconfirmed", &r.unconfirmed}, {"link_farms", &r.linkFarms}, {"duplicates", &r.duplicates},
+		{"recrawled", &r.recrawled},
+	}
+}
+
+// totals are what the processes before this one counted.
+type totals struct {
+	n        map[string]int64
+	errs     map[string]int64
+	filtered map[string]int64
+	elapsed  time.Duration
+	starts   int64
+}
+
+// loadTotals reads the totals at New, starting a new crawl if the last
+// one finished, and counts this process as one more start.
+func (d *Dispatcher) loadTotals(ctx context.Context) error {
+	s := d.st
+	finished, err := s.meta(ctx, metaFinished)
+	if err != nil {
+		return err
+	}
+	if finished != 0 {
+		if _, err := s.conn.ExecContext(ctx, `DELETE FROM meta WHERE key LIKE 'total.%' OR key IN (?, ?)`, metaFinished, metaStarts); err != nil {
+			return fmt.Errorf("dispatcher: state totals: %w", err)
+		}
+	}
+	t := totals{n: map[string]int64{}, errs: map[string]int64{}, filtered: map[string]int64{}}
+	rows, err := s.conn.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE 'total.%'`)
+	if err != nil {
+		return fmt.Errorf("dispatcher: state totals: %w", err)
+	}
+	for rows.Next() {
+		var k string
+		var v int64
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			return fmt.Errorf("dispatcher: state totals: %w", err)
+		}
+		switch {
+		case k == metaElapsed:
+			t.elapsed = time.Duration(v)
+		case strings.HasPrefix(k, errorsPrefix):
+			t.errs[strings.TrimPrefix(k, errorsPrefix)] = v
+		case strings.HasPrefix(k, filterPrefix):
+			t.filtered[strings.TrimPrefix(k, filterPrefix)] = v
+		default:
+			t.n[strings.TrimPrefix(k, totalPrefix)] = v
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dispatcher: state totals: %w", err)
+	}
+	if t.starts, err = s.meta(ctx, metaStarts); err != nil {
+		return err
+	}
+	t.starts++
+	if err := s.setMeta(ctx, metaStarts, t.starts); err != nil {
+		return err
+	}
+	d.base = t
+	return nil
+}
+
+// saveTotals writes the totals: the base plus this process's counters.
+// Callers hold mu; inside the state transaction when one is open.
+func (d *Dispatcher) saveTotals(ctx context.Context) error {
+	for _, t := range d.tallies() {
+		if err := d.st.setMeta(ctx, totalPrefix+t.key, d.base.n[t.key]+*t.v); err != nil {
+			return err
+		}
+	}
+	for k, v := range d.run.errs {
+		if err := d.st.setMeta(ctx, errorsPrefix+k, d.base.errs[k]+v); err != nil {
+			return err
+		}
+	}
+	for k, v := range d.run.filtered {
+		if err := d.st.setMeta(ctx, filterPrefix+k, d.base.filtered[k]+v); err != nil {
+			return err
+		}
+	}
+	return d.st.setMeta(ctx, metaElapsed, int64(d.elapsed()))
+}
+
+// elapsed is the crawl's working time: the processes before this one, the
+// Runs of this one, and the Run going on. Callers hold mu.
+func (d *Dispatcher) elapsed() time.Duration {
+	e := d.base.elapsed
+	if !d.runStart.IsZero() {
+		e += time.Since(d.runStart)
+	}
+	return e
+}
+
+// foldTotals moves this process's counters into the base and zeroes them
+// in one assignment (Run does, when it starts and ends, so that each
+// Run's own figures are at hand while the totals go on). Callers hold mu.
+func (d *Dispatcher) foldTotals() {
+	for _, t := range d.tallies() {
+		d.base.n[t.key] += *t.v
+	}
+	for k, v := range d.run.errs {
+		d.base.errs[k] += v
+	}
+	for k, v := range d.run.filtered {
+		d.base.filtered[k] += v
+	}
+	d.run = newRunCounts()
+	if !d.runStart.IsZero() {
+		d.base.elapsed += time.Since(d.runStart)
+		d.runStart = time.Time{}
+	}
+}
+
+// total is a counter's total over the crawl. Callers hold mu.
+func (d *Dispatcher) total(v *int64) int64 {
+	for _, t := range d.tallies() {
+		if t.v == v {
+			return d.base.n[t.key] + *v
+		}
+	}
+	return *v
+}
+
+// sumMaps is base plus cur, as a new map.
+func sumMaps(base, cur map[string]int64) map[string]int64 {
+	out := maps.Clone(base)
+	if out == nil {
+		out = make(map[string]int64)
+	}
+	for k, v := range cur {
+		out[k] += v
+	}
+	return out
+}
