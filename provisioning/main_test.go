@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"backfill/store/mongotest"
 	"backfill/testweb"
 )
 
 // childEnv names the part a re-executed test binary plays inside one of
-// the rehearsal's network namespaces: "web", "mongodb" or "dial".
+// the rehearsal's network namespaces: "web" or "dial".
 const childEnv = "BACKFILL_REHEARSAL_CHILD"
 
 // TestMain lets the rehearsal run servers and probes inside its network
@@ -62,21 +61,6 @@ func child(role string) int {
 		<-stop
 		web.Close()
 		if err := json.NewEncoder(os.Stdout).Encode(web.Log()); err != nil {
-			return 1
-		}
-		return 0
-	case "mongodb":
-		srv, err := mongotest.Start(os.Getenv("BACKFILL_REHEARSAL_DATA"), mongotest.Options{Addr: addr, ServerTLS: &mongotest.ServerTLS{
-			CertFile: os.Getenv("BACKFILL_REHEARSAL_CERT"), KeyFile: os.Getenv("BACKFILL_REHEARSAL_CERT"), CAFile: os.Getenv("BACKFILL_REHEARSAL_CA"),
-		}})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		fmt.Println("ready")
-		<-stop
-		if err := srv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		return 0
