@@ -88,6 +88,7 @@ func TestStoreFileEveryCommand(t *testing.T) {
 		{"dispatcher", "--records", records},
 		{"supervisor", "--dispatcher", "tcp://127.0.0.1:1"},
 		{"export"},
+		{"report"},
 		{"survey", "web", "--domains", domains},
 		{"survey", "ports", "--targets", "127.0.0.1"},
 	} {
