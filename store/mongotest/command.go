@@ -28,7 +28,10 @@ const ferretdbModule = "github.com/FerretDB/FerretDB"
 // FerretDB's release build generates and its module download lacks, so
 // the module is copied into dir, given that file, and built in place of
 // the download (a replace directive in a copy of this module's go.mod).
-// With -trimpath the build cache serves later builds, whatever dir is.
+// It is a plain go build, as a test's build of backfill is: the
+// dependencies they share (SQLite's, the largest) come from the build
+// cache, and only the copied module's own packages are compiled each time
+// (some seconds).
 func BuildCommand(ctx context.Context, dir string) (string, error) {
 	fail := func(err error) (string, error) {
 		return "", fmt.Errorf("mongotest: build the FerretDB command: %w", err)
@@ -45,7 +48,7 @@ func BuildCommand(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return fail(fmt.Errorf("go env GOMOD: %w", err))
 	}
-	main := strings.TrimSpace(string(gomod))
+	mainMod := strings.TrimSpace(string(gomod))
 
 	src := filepath.Join(dir, "ferretdb-src")
 	if err := copyModule(mod.Dir, src); err != nil {
@@ -55,7 +58,7 @@ func BuildCommand(ctx context.Context, dir string) (string, error) {
 		return fail(err)
 	}
 	modfile := filepath.Join(dir, "build.mod")
-	b, err := os.ReadFile(main)
+	b, err := os.ReadFile(mainMod)
 	if err != nil {
 		return fail(err)
 	}
@@ -63,7 +66,7 @@ func BuildCommand(ctx context.Context, dir string) (string, error) {
 	if err := os.WriteFile(modfile, b, 0o644); err != nil {
 		return fail(err)
 	}
-	sum, err := os.ReadFile(strings.TrimSuffix(main, ".mod") + ".sum")
+	sum, err := os.ReadFile(strings.TrimSuffix(mainMod, ".mod") + ".sum")
 	if err != nil {
 		return fail(err)
 	}
@@ -71,8 +74,8 @@ func BuildCommand(ctx context.Context, dir string) (string, error) {
 		return fail(err)
 	}
 	bin := filepath.Join(dir, "ferretdb")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-modfile", modfile, "-o", bin, ferretdbModule+"/cmd/ferretdb")
-	cmd.Dir = filepath.Dir(main)
+	cmd := exec.CommandContext(ctx, "go", "build", "-modfile", modfile, "-o", bin, ferretdbModule+"/cmd/ferretdb")
+	cmd.Dir = filepath.Dir(mainMod)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("go build: %w\n%s", err, out))
 	}
