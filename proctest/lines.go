@@ -1,14 +1,13 @@
-// Package proctest keeps what a process started by a test writes, a line
-// at a time, so that the test waits for the line saying the process got
-// somewhere ("dispatcher listening") rather than sleeping. The end-to-end
-// tests of cmd/backfill and the provisioning rehearsal read their
-// processes' standard error with it.
+// Package proctest runs the processes of a test: Start starts a command,
+// keeps what it writes to standard error a line at a time (Lines), so
+// that the test waits for the line saying the process got somewhere
+// ("dispatcher listening") rather than sleeping, and kills it at the
+// test's end if it is still running. The end-to-end tests of cmd/backfill
+// and the provisioning rehearsal run their processes with it.
 //
-//	var stderr proctest.Lines
-//	pipe, _ := cmd.StderrPipe()
-//	cmd.Start()
-//	go func() { stderr.Scan(pipe); cmd.Wait(); close(done) }()
-//	if _, ok := stderr.Wait(regexp.MustCompile(`listening`), time.Now().Add(time.Minute)); !ok { … }
+//	p := proctest.Start(t, exec.Command(bin, "dispatcher", …))
+//	if _, ok := p.Stderr.Wait(regexp.MustCompile(`listening`), time.Now().Add(time.Minute)); !ok { … }
+//	code, err := p.Wait(time.Minute)
 package proctest
 
 import (

@@ -2,6 +2,7 @@ package proctest
 
 import (
 	"io"
+	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -43,5 +44,35 @@ func TestWait(t *testing.T) {
 	}
 	if want := "starting\nloading\nlistening on 127.0.0.1:5550\nmore"; l.String() != want {
 		t.Errorf("String() = %q, want %q", l.String(), want)
+	}
+}
+
+// TestProcess: a started process's stderr lines and exit code reach the
+// test; one still running at the deadline is reported, and the test's end
+// kills it.
+func TestProcess(t *testing.T) {
+	p := Start(t, exec.Command("sh", "-c", "echo starting >&2; echo done >&2; exit 3"))
+	if _, ok := p.Stderr.Wait(regexp.MustCompile(`^done$`), time.Now().Add(time.Minute)); !ok {
+		t.Fatalf("stderr: %q", p.Stderr.String())
+	}
+	if code, err := p.Wait(time.Minute); code != 3 || err != nil {
+		t.Errorf("Wait = %d, %v; want 3", code, err)
+	}
+	select {
+	case <-p.Done():
+	default:
+		t.Error("Done is open after the process ended")
+	}
+	var slow *Process
+	t.Run("still running", func(t *testing.T) {
+		slow = Start(t, exec.Command("sleep", "60"))
+		if code, err := slow.Wait(10 * time.Millisecond); err == nil {
+			t.Errorf("Wait on a sleeping process = %d, nil; want an error", code)
+		}
+	})
+	select {
+	case <-slow.Done():
+	default:
+		t.Error("the process outlived its test")
 	}
 }

@@ -28,8 +28,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// child plays role until SIGTERM (servers) or at once (dial), and
-// reports on standard output.
+// child plays role until SIGTERM (servers) or at once (dial). A server
+// says "ready" on standard error once it serves, and writes what it saw
+// to standard output when it stops; a probe writes its outcome there.
 func child(role string) int {
 	addr := os.Getenv("BACKFILL_REHEARSAL_ADDR")
 	stop := make(chan os.Signal, 1)
@@ -57,7 +58,7 @@ func child(role string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		fmt.Println("ready")
+		fmt.Fprintln(os.Stderr, "ready")
 		<-stop
 		web.Close()
 		if err := json.NewEncoder(os.Stdout).Encode(web.Log()); err != nil {

@@ -151,110 +151,48 @@ func (n *netns) expectReach(t *testing.T, allowed, blocked []probe) {
 
 // proc is a process running in a host's namespace.
 type proc struct {
+	*proctest.Process
 	name   string
-	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr proctest.Lines
-	done   chan struct{}
+	stdout bytes.Buffer // read once the process has ended
 }
 
 // start runs args inside host's namespace with env added to the test's
 // environment; the test's end kills it if it is still running.
 func (n *netns) start(t *testing.T, host, name string, args, env []string) *proc {
 	t.Helper()
-	p := &proc{name: name, done: make(chan struct{})}
-	p.cmd = exec.Command("ip", append([]string{"netns", "exec", n.ns(host)}, args...)...)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout = &p.stdout
-	pipe, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.stderr.Scan(pipe)
-		p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
+	p := &proc{name: name}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.ns(host)}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = &p.stdout
+	p.Process = proctest.Start(t, cmd)
 	return p
 }
 
 // waitLine waits for a line of the process's stderr matching re.
 func (p *proc) waitLine(t *testing.T, re string, what string) string {
 	t.Helper()
-	line, ok := p.stderr.Wait(regexp.MustCompile(re), time.Now().Add(time.Minute))
+	line, ok := p.Stderr.Wait(regexp.MustCompile(re), time.Now().Add(time.Minute))
 	if !ok {
-		t.Fatalf("%s %s within a minute:\n%s", p.name, what, &p.stderr)
+		t.Fatalf("%s %s within a minute:\n%s", p.name, what, &p.Stderr)
 	}
 	return line
 }
 
-func (p *proc) signal(s os.Signal) { p.cmd.Process.Signal(s) }
+func (p *proc) signal(s os.Signal) { p.Cmd.Process.Signal(s) }
 
 func (p *proc) waitExit(t *testing.T, within time.Duration) int {
 	t.Helper()
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(within):
-		t.Fatalf("%s still running after %v\n%s", p.name, within, &p.stderr)
-		return -1
+	code, err := p.Wait(within)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", p.name, err, &p.Stderr)
 	}
+	return code
 }
 
 // maxRSS is the finished process's peak resident memory, KiB.
 func (p *proc) maxRSS() int64 {
-	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && runtime.GOOS == "linux" {
+	if ru, ok := p.Cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && runtime.GOOS == "linux" {
 		return ru.Maxrss
 	}
 	return 0
-}
-
-// waitStdout waits for a line on the process's standard output.
-func (p *proc) waitStdout(t *testing.T, line string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !bytes.Contains(p.stdout.Bytes(), []byte(line+"\n")) {
-		select {
-		case <-p.done:
-			t.Fatalf("%s ended before saying %q\n%s", p.name, line, &p.stderr)
-		case <-time.After(20 * time.Millisecond): // polling a pipe's copy: nothing to wait on
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not say %q within a minute\n%s", p.name, line, &p.stderr)
-		}
-	}
-}
-
-// stdoutAfter is the standard output after the line given.
-func (p *proc) stdoutAfter(line string) []byte {
-	_, after, _ := bytes.Cut(p.stdout.Bytes(), []byte(line+"\n"))
-	return after
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
 }

@@ -173,7 +173,7 @@ func TestRehearsal(t *testing.T) {
 	}
 
 	web := n.start(t, "web", "web", childCmd("web", addrWeb+":80", nil), nil)
-	web.waitStdout(t, "ready")
+	web.waitLine(t, `^ready$`, "did not start")
 
 	// MongoDB, with the user the MongoDB host's setup makes: the
 	// inventory's, with the password rendered for that host.
@@ -249,7 +249,7 @@ func TestRehearsal(t *testing.T) {
 	}
 
 	if code := disp.waitExit(t, 3*time.Minute); code != 0 {
-		t.Fatalf("dispatcher exit code %d\n%s", code, &disp.stderr)
+		t.Fatalf("dispatcher exit code %d\n%s", code, &disp.Stderr)
 	}
 	// The render host's firewall still holds, its browser started.
 	sups[1].waitLine(t, `renderer started`, "never started its browser")
@@ -257,7 +257,7 @@ func TestRehearsal(t *testing.T) {
 	for _, p := range append(sups, strangerProc) {
 		p.signal(syscall.SIGTERM)
 		if code := p.waitExit(t, time.Minute); code != 0 {
-			t.Errorf("%s exit code %d after SIGTERM\n%s", p.name, code, &p.stderr)
+			t.Errorf("%s exit code %d after SIGTERM\n%s", p.name, code, &p.Stderr)
 		}
 	}
 	web.signal(syscall.SIGTERM)
@@ -274,7 +274,7 @@ func TestRehearsal(t *testing.T) {
 			t.Errorf("the dispatcher's command line lacks %s: %q", a, dispCmd)
 		}
 	}
-	joined := regexp.MustCompile(`supervisor joined.*"supervisor":"([^"]+)"`).FindAllStringSubmatch(disp.stderr.String(), -1)
+	joined := regexp.MustCompile(`supervisor joined.*"supervisor":"([^"]+)"`).FindAllStringSubmatch(disp.Stderr.String(), -1)
 	var names []string
 	for _, j := range joined {
 		names = append(names, j[1])
@@ -283,11 +283,11 @@ func TestRehearsal(t *testing.T) {
 	if strings.Join(names, ",") != "sup-1,sup-2" {
 		t.Errorf("members joined: %v, want sup-1 and sup-2", names)
 	}
-	if _, ok := strangerProc.stderr.Wait(regexp.MustCompile(`registered with dispatcher`), time.Now()); ok {
+	if _, ok := strangerProc.Stderr.Wait(regexp.MustCompile(`registered with dispatcher`), time.Now()); ok {
 		t.Error("the stranger registered with the dispatcher")
 	}
 	var log []testweb.Request
-	if err := json.Unmarshal(web.stdoutAfter("ready"), &log); err != nil {
+	if err := json.Unmarshal(web.stdout.Bytes(), &log); err != nil {
 		t.Fatalf("the web's request log: %v", err)
 	}
 	bySup := map[string]int{}
@@ -313,7 +313,7 @@ func TestRehearsal(t *testing.T) {
 	storeFile := flagValue(t, dispCmd, "--store-file")
 	exp := n.start(t, "disp", "export", append([]string{shipped, "export", "--format", "jsonl"}, storeFlags(storeFile)...), nil)
 	if code := exp.waitExit(t, time.Minute); code != 0 {
-		t.Fatalf("export exit code %d\n%s", code, &exp.stderr)
+		t.Fatalf("export exit code %d\n%s", code, &exp.Stderr)
 	}
 	want := single.wait(t)
 	if got := exp.stdout.Bytes(); !bytes.Equal(got, want) {
@@ -350,7 +350,7 @@ func TestRehearsal(t *testing.T) {
 		}
 		p := n.start(t, "disp", "export with "+c.name, append([]string{shipped, "export"}, storeFlags(f)...), nil)
 		code := p.waitExit(t, time.Minute)
-		msg := p.stderr.String()
+		msg := p.Stderr.String()
 		if code == 0 || !strings.Contains(msg, c.want) {
 			t.Errorf("export with %s: exit %d, want a failure saying %q:\n%s", c.name, code, c.want, msg)
 		}
@@ -359,7 +359,7 @@ func TestRehearsal(t *testing.T) {
 		}
 	}
 	for _, p := range append(sups, disp, strangerProc) {
-		if strings.Contains(p.stderr.String(), password) {
+		if strings.Contains(p.Stderr.String(), password) {
 			t.Errorf("%s logged the MongoDB password", p.name)
 		}
 	}
