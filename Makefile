@@ -65,7 +65,7 @@ test: deps deps-render
 # rehearse deploys a rendered cluster into network namespaces on this
 # machine (root only) and crawls the sample dataset through it; make test
 # runs it too.
-rehearse: deps
+rehearse: deps deps-render
 	$(GO) test -count=1 -run 'TestRehearsal' -v ./provisioning
 
 bench: deps deps-render

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -73,8 +74,8 @@ func CheckInventory(ctx context.Context, path string) (*Report, error) {
 // Check validates a rendered directory with the real tools: cloud-init's
 // schema on every user-data, shellcheck on every script, systemd-analyze
 // verify on every unit, nft -c on every ruleset, sshd -t on the SSH
-// drop-in, fail2ban-client -t on the jail, and that every secret is
-// private to its host. Every problem is reported; a missing tool is one.
+// drop-in, fail2ban-client -t on the jail, that no unit holds a
+// password, and that every secret is private to its host. Every problem is reported; a missing tool is one.
 func Check(ctx context.Context, dir string) (*Report, error) {
 	if missing := MissingValidators(); len(missing) > 0 {
 		return nil, fmt.Errorf("provisioning: check: %w: %s", ErrValidatorMissing, strings.Join(missing, ", "))
@@ -106,6 +107,7 @@ func Check(ctx context.Context, dir string) (*Report, error) {
 		// A MongoDB-only host runs no backfill unit.
 		if units, _ := filepath.Glob(filepath.Join(files, "etc/systemd/system/*.service")); len(units) > 0 {
 			note(h, "systemd-analyze verify "+strings.Join(baseNames(units), " "), env.systemd(ctx, files, units))
+			note(h, "no password in a unit (a command line is anyone's to read)", checkUnitsHoldNoPassword(units))
 		}
 		note(h, "nft -c -f /etc/nftables.conf", env.nft(ctx, filepath.Join(files, "etc/nftables.conf")))
 		note(h, "sshd -t -f /etc/ssh/sshd_config.d/10-backfill.conf", env.sshd(ctx, filepath.Join(files, "etc/ssh/sshd_config.d/10-backfill.conf")))
@@ -338,8 +340,31 @@ func copyTree(src, dst string) error {
 func isRenderedSecret(p string) bool {
 	base := filepath.Base(p)
 	return strings.HasSuffix(base, ".key") || base == "client.pem" || base == "server.pem" ||
-		base == "password" || base == "store.env" || base == "authorized_keys" ||
+		base == "password" || base == "store.uri" || base == "authorized_keys" ||
 		base == UserDataFile || base == InstallFile
+}
+
+// uriWithPassword matches a MongoDB URI that carries a password.
+var uriWithPassword = regexp.MustCompile(`mongodb(\+srv)?://[^/\s@]*:[^/\s@]*@`)
+
+// checkUnitsHoldNoPassword checks that no unit passes a store URI with
+// its password: on the command line or in the environment, every local
+// user could read it in /proc; --store-file is the way.
+func checkUnitsHoldNoPassword(units []string) error {
+	var errs []error
+	for _, u := range units {
+		b, err := os.ReadFile(u)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i, l := range strings.Split(string(b), "\n") {
+			if uriWithPassword.MatchString(l) {
+				errs = append(errs, fmt.Errorf("%s:%d: a MongoDB URI with its password; give it with --store-file", u, i+1))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkSecretModes checks that a host's secrets are readable by their

@@ -13,8 +13,9 @@
 // equivalent idempotent install.sh and, under files/, every file the host
 // receives at its path: systemd units, the nftables ruleset, the SSH and
 // fail2ban drop-ins, journald and unattended-upgrades settings, the
-// host's keys and its peers' public keys, and the activation script both
-// installers run. The files come from the templates embedded under
+// host's keys and its peers' public keys, the MongoDB URI (password
+// included) in a file the units name with --store-file, never on a
+// command line, and the activation script both installers run. The files come from the templates embedded under
 // templates/; the renderer only fills them in. Check validates a rendered
 // directory with the real tools (cloud-init, systemd-analyze, shellcheck,
 // nft, sshd, fail2ban-client), and fails when one is missing.
@@ -26,6 +27,8 @@
 //	report, err := provisioning.Check(ctx, "deploy")
 //
 // The rehearsal test deploys a rendered cluster into network namespaces
-// on one machine, with each host's firewall, and crawls through it.
+// on one machine, with each host's firewall, a render host with Chromium
+// and a MongoDB-protocol server that requires the rendered password, and
+// crawls through it.
 // Nothing here is safe for concurrent use on one Inventory.
 package provisioning

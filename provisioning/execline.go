@@ -7,9 +7,9 @@ import (
 
 // ExecLine joins a command line for a systemd unit's ExecStart: a word
 // made only of safe characters stays bare, others are double-quoted with
-// '"' and '\' escaped; '%' (a specifier) is doubled everywhere. A word
-// that is exactly "${NAME}" stays bare, so systemd replaces it by the
-// variable's value as one word.
+// '"' and '\' escaped and '$' doubled; '%' (a specifier) is doubled
+// everywhere. So no word is a variable reference: a secret does not reach
+// a command line that way, where every local user could read it.
 func ExecLine(args []string) (string, error) {
 	if len(args) == 0 || !strings.HasPrefix(args[0], "/") {
 		return "", fmt.Errorf("provisioning: ExecStart needs an absolute program path, got %q", args)
@@ -19,8 +19,6 @@ func ExecLine(args []string) (string, error) {
 		switch {
 		case a == "":
 			words[i] = `""`
-		case isEnvRef(a):
-			words[i] = a
 		case strings.ContainsAny(a, "\n\r"):
 			return "", fmt.Errorf("provisioning: ExecStart argument %q holds a line break", a)
 		case strings.IndexFunc(a, unsafeExecRune) < 0:
@@ -31,19 +29,6 @@ func ExecLine(args []string) (string, error) {
 		}
 	}
 	return strings.Join(words, " "), nil
-}
-
-// isEnvRef reports whether w is "${NAME}".
-func isEnvRef(w string) bool {
-	if !strings.HasPrefix(w, "${") || !strings.HasSuffix(w, "}") || len(w) < 4 {
-		return false
-	}
-	for _, r := range w[2 : len(w)-1] {
-		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 func unsafeExecRune(r rune) bool {

@@ -11,12 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"backfill/store/mongotest"
 	"backfill/testweb"
 )
 
 // childEnv names the part a re-executed test binary plays inside one of
-// the rehearsal's network namespaces: "web", "mongodb" or "dial".
+// the rehearsal's network namespaces: "web" or "dial".
 const childEnv = "BACKFILL_REHEARSAL_CHILD"
 
 // TestMain lets the rehearsal run servers and probes inside its network
@@ -29,8 +28,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// child plays role until SIGTERM (servers) or at once (dial), and
-// reports on standard output.
+// child plays role until SIGTERM (servers) or at once (dial). A server
+// says "ready" on standard error once it serves, and writes what it saw
+// to standard output when it stops; a probe writes its outcome there.
 func child(role string) int {
 	addr := os.Getenv("BACKFILL_REHEARSAL_ADDR")
 	stop := make(chan os.Signal, 1)
@@ -58,25 +58,10 @@ func child(role string) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		fmt.Println("ready")
+		fmt.Fprintln(os.Stderr, "ready")
 		<-stop
 		web.Close()
 		if err := json.NewEncoder(os.Stdout).Encode(web.Log()); err != nil {
-			return 1
-		}
-		return 0
-	case "mongodb":
-		srv, err := mongotest.Start(os.Getenv("BACKFILL_REHEARSAL_DATA"), mongotest.Options{Addr: addr, ServerTLS: &mongotest.ServerTLS{
-			CertFile: os.Getenv("BACKFILL_REHEARSAL_CERT"), KeyFile: os.Getenv("BACKFILL_REHEARSAL_CERT"), CAFile: os.Getenv("BACKFILL_REHEARSAL_CA"),
-		}})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		fmt.Println("ready")
-		<-stop
-		if err := srv.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		return 0

@@ -25,7 +25,7 @@ const (
 	StateDir     = "/var/lib/backfill"
 	curveDir     = ConfigDir + "/curve"
 	mongoDir     = ConfigDir + "/mongodb"
-	storeEnvFile = ConfigDir + "/store.env"
+	storeURIFile = ConfigDir + "/store.uri"
 	mappingsDir  = ConfigDir + "/mappings"
 	activatePath = "/usr/local/lib/backfill/activate.sh"
 	logDir       = "/var/log/backfill"
@@ -223,13 +223,14 @@ func (c *cluster) supervisorArgs(n *node) []string {
 	return append(a, c.metricsArgs(n)...)
 }
 
-// storeArgs point a crawl process at MongoDB; the URI, which holds the
-// password, comes from the unit's EnvironmentFile.
+// storeArgs point a crawl process at MongoDB. The URI holds the
+// password, so it comes from a file (--store-file) that only the service
+// user reads: a command line is anyone's to read in /proc.
 func (c *cluster) storeArgs() []string {
 	if c.mongo == nil {
 		return nil
 	}
-	a := []string{"--store", "${BACKFILL_STORE}"}
+	a := []string{"--store-file", storeURIFile}
 	if c.usesTLS() {
 		a = append(a, "--store-ca-file", mongoDir+"/ca.pem", "--store-cert", mongoDir+"/client.pem")
 	}

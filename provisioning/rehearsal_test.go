@@ -1,25 +1,23 @@
 package provisioning_test
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"backfill/provisioning"
+	"backfill/store/mongotest"
 	"backfill/testweb"
 	"backfill/wire"
 )
@@ -36,9 +34,9 @@ const (
 	addrOutsider   = rehearsalNet + "9"
 )
 
-// rehearsalInventory is the cluster rehearsed: a dispatcher, two
-// supervisors and a MongoDB host. The fixture web sits at a private
-// address, hence allow_private.
+// rehearsalInventory is the cluster rehearsed: a dispatcher, a
+// supervisor, a render supervisor (Chromium) and a MongoDB host. The
+// fixture web sits at a private address, hence allow_private.
 const rehearsalInventory = `
 name = "rehearsal"
 contact = "https://backfill.invalid/rehearsal"
@@ -69,8 +67,8 @@ roles = ["supervisor"]
 [[hosts]]
 name = "sup-2"
 address = "` + addrSup2 + `"
-memory = "512M"
-roles = ["supervisor"]
+memory = "1G"
+roles = ["render"]
 
 [[hosts]]
 name = "db"
@@ -83,21 +81,24 @@ roles = ["mongodb"]
 // a network namespace on one bridge, with the host's rendered nftables
 // ruleset applied, running its role's real process with the command line
 // of its rendered unit (systemd itself does not run). It crawls the
-// sample dataset to completion and checks that the supervisors joined
-// over CURVE, that the firewall keeps an outsider from the ZeroMQ and
-// MongoDB ports that the cluster's own hosts reach, that a supervisor
-// whose key is not in the inventory gets no task, and that the export
-// equals a one-machine `backfill run` of the same records.
+// sample dataset, and the JavaScript sample on the render host, to
+// completion and checks that the supervisors joined over CURVE, that the
+// firewall keeps an outsider from the ZeroMQ and MongoDB ports that the
+// cluster's own hosts reach (the render host's too, its browser
+// running), that a supervisor whose key is not in the inventory gets no
+// task, that MongoDB takes the rendered user and password and refuses a
+// wrong password or none, that the password is in no process's command
+// line and no log, and that the export equals a one-machine `backfill
+// run` of the same records.
 //
 // What stands in for the machines: paths under /usr/local/bin/backfill,
 // /etc/backfill and /var/lib/backfill point into the test's directory
 // (the rendered files/ tree of each host); processes run as root, not as
-// the unit's User. MongoDB is the embedded MongoDB-protocol server
-// (store/mongotest) listening where the rendered mongod.conf binds, with
-// the rendered server certificate, CA and client certificates, so TLS
-// with client certificates is exercised for real; it knows no SCRAM, so
-// the rendered URI's user and password are dropped (the password itself
-// is tested only as far as being rendered, 0600, into store.env).
+// the unit's User. MongoDB is FerretDB's own server program (see
+// mongotest.BuildCommand) listening where the rendered mongod.conf binds,
+// with the rendered server certificate and CA, requiring client
+// certificates and the rendered user with the rendered password (SCRAM),
+// as the MongoDB host's setup makes it.
 func TestRehearsal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the rehearsal crawls for some seconds")
@@ -113,13 +114,29 @@ func TestRehearsal(t *testing.T) {
 			t.Fatalf("the rehearsal needs %s (apt-get install iproute2 nftables): %v", tool, err)
 		}
 	}
+	if findBrowser() == "" {
+		t.Fatal("the rehearsal's render host needs Chromium on PATH (make deps-render installs it)")
+	}
 	start := time.Now()
 	dir := t.TempDir()
 	bin := buildBackfill(t, dir)
+	mongod, err := mongotest.BuildCommand(context.Background(), filepath.Join(dir, "mongod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built in %v", time.Since(start).Round(time.Second))
 
 	// The same records and fixture web for the cluster and for the
-	// one-machine run it is compared with, which runs meanwhile.
+	// one-machine run it is compared with, which runs meanwhile: the
+	// sample and the JavaScript sample, whose records only a render
+	// supervisor fills.
 	records, truth := testweb.Sample()
+	js, jsTruth := testweb.SampleJS()
+	_, body, _ := bytes.Cut(js, []byte("\n")) // the same header as Sample's
+	records = append(records, body...)
+	for id, f := range jsTruth {
+		truth[id] = f
+	}
 	writeTestFile(t, filepath.Join(dir, "records.csv"), records)
 	localWeb, err := testweb.Start(testweb.Options{CrawlDelay: testweb.DefaultCrawlDelay})
 	if err != nil {
@@ -155,28 +172,35 @@ func TestRehearsal(t *testing.T) {
 		n.run(h, "nft", "-f", filepath.Join(deploy, h, provisioning.FilesDir, "etc/nftables.conf"))
 	}
 
-	web := n.start(t, "web", "web", childCmd("web", addrWeb+":80", nil))
-	web.waitStdout(t, "ready")
-	dbAddr := mongodAddr(t, filepath.Join(deploy, "db", provisioning.FilesDir, "etc/mongod.conf"))
+	web := n.start(t, "web", "web", childCmd("web", addrWeb+":80", nil), nil)
+	web.waitLine(t, `^ready$`, "did not start")
+
+	// MongoDB, with the user the MongoDB host's setup makes: the
+	// inventory's, with the password rendered for that host.
 	mongoFiles := filepath.Join(deploy, "db", provisioning.FilesDir, "etc/backfill/mongodb")
-	db := n.start(t, "db", "mongodb", childCmd("mongodb", dbAddr, []string{
-		"BACKFILL_REHEARSAL_DATA=" + t.TempDir(),
-		"BACKFILL_REHEARSAL_CERT=" + filepath.Join(mongoFiles, "server.pem"),
-		"BACKFILL_REHEARSAL_CA=" + filepath.Join(mongoFiles, "ca.pem"),
-	}))
-	db.waitStdout(t, "ready")
+	password := strings.TrimSpace(string(readFile(t, filepath.Join(mongoFiles, "password"))))
+	if len(password) < 16 {
+		t.Fatalf("the rendered MongoDB password %q is too short to look for", password)
+	}
+	server := mongotest.CommandConfig{
+		Addr:     mongodAddr(t, filepath.Join(deploy, "db", provisioning.FilesDir, "etc/mongod.conf")),
+		TLS:      mongotest.ServerTLS{CertFile: filepath.Join(mongoFiles, "server.pem"), KeyFile: filepath.Join(mongoFiles, "server.pem"), CAFile: filepath.Join(mongoFiles, "ca.pem")},
+		DataDir:  t.TempDir(),
+		User:     inv.MongoDB.User,
+		Password: password,
+	}
+	db := n.start(t, "db", "mongodb", append([]string{mongod}, server.Args()...), server.Env())
+	db.waitLine(t, regexp.QuoteMeta(mongotest.CommandListening), "did not listen")
 
 	unit := func(host, name string) []string {
 		return unitCommand(t, filepath.Join(deploy, host), name, shipped, filepath.Join(dir, "machines", host))
 	}
 	dispCmd := unit("disp", "backfill-dispatcher.service")
 	copyRecords(t, filepath.Join(deploy, "disp"), filepath.Join(dir, "machines", "disp"))
-	disp := n.start(t, "disp", "dispatcher", dispCmd)
-	if _, ok := disp.stderr.wait(regexp.MustCompile(`dispatcher listening`), time.Now().Add(time.Minute)); !ok {
-		t.Fatalf("the dispatcher never listened:\n%s", disp.stderr)
-	}
-	zmqPort := strconv.Itoa(provisioning.DispatcherPort)
-	n.expectReach(t, map[string]string{"sup-1": addrDispatcher + ":" + zmqPort}, map[string]string{"out": addrDispatcher + ":" + zmqPort})
+	disp := n.start(t, "disp", "dispatcher", dispCmd, nil)
+	disp.waitLine(t, `dispatcher listening`, "never listened")
+	zmqPort := ":" + strconv.Itoa(provisioning.DispatcherPort)
+	n.expectReach(t, []probe{{"sup-1", addrDispatcher + zmqPort}}, []probe{{"out", addrDispatcher + zmqPort}})
 
 	// A supervisor whose key is not in the inventory, on the dispatcher's
 	// own machine, where the firewall lets everything through: only
@@ -190,41 +214,50 @@ func TestRehearsal(t *testing.T) {
 	if err := wire.WriteKeys(stranger, k, false); err != nil {
 		t.Fatal(err)
 	}
-	sup2 := unit("sup-2", "backfill-supervisor.service")
-	strangerCmd := replaceFlags(t, sup2, map[string]string{
+	sup1 := unit("sup-1", "backfill-supervisor.service")
+	strangerCmd := replaceFlags(t, sup1, map[string]string{
 		"--name": "stranger", "--key": stranger + wire.SecretExt, "--contact": "https://backfill.invalid/stranger",
 		"--listen": "tcp://" + addrDispatcher + ":5552", "--state-dir": filepath.Join(dir, "stranger-state"),
 	})
-	strangerProc := n.start(t, "disp", "stranger", strangerCmd)
-	if _, ok := strangerProc.stderr.wait(regexp.MustCompile(`dispatcher not answering`), time.Now().Add(time.Minute)); !ok {
-		t.Fatalf("the stranger did not report an unanswered hello:\n%s", strangerProc.stderr)
-	}
+	strangerProc := n.start(t, "disp", "stranger", strangerCmd, nil)
+	strangerProc.waitLine(t, `dispatcher not answering`, "did not report an unanswered hello")
 
+	sup2 := unit("sup-2", "backfill-supervisor.service")
+	if !slices.Contains(sup2, "--render") {
+		t.Fatalf("the render host's unit lacks --render: %q", sup2)
+	}
 	sups := []*proc{
-		n.start(t, "sup-1", "sup-1", unit("sup-1", "backfill-supervisor.service")),
-		n.start(t, "sup-2", "sup-2", sup2),
+		n.start(t, "sup-1", "sup-1", sup1, nil),
+		n.start(t, "sup-2", "sup-2", sup2, nil),
 	}
 	for _, s := range sups {
-		if _, ok := s.stderr.wait(regexp.MustCompile(`registered with dispatcher`), time.Now().Add(time.Minute)); !ok {
-			t.Fatalf("%s never registered:\n%s", s.name, s.stderr)
-		}
+		s.waitLine(t, `registered with dispatcher`, "never registered")
 	}
-	taskPort := strconv.Itoa(provisioning.SupervisorPort)
-	mongoPort := strconv.Itoa(provisioning.MongoDBPort)
+	taskPort := ":" + strconv.Itoa(provisioning.SupervisorPort)
+	mongoPort := ":" + strconv.Itoa(provisioning.MongoDBPort)
 	n.expectReach(t,
-		map[string]string{"disp": addrSup1 + ":" + taskPort, "sup-1": addrDB + ":" + mongoPort},
-		map[string]string{"out": addrSup1 + ":" + taskPort, "sup-2": addrSup1 + ":" + taskPort, "web": addrDB + ":" + mongoPort})
-	// The outsider's view of the MongoDB port, checked apart: expectReach
-	// takes one probe per host.
-	n.expectReach(t, map[string]string{"disp": addrDB + ":" + mongoPort}, map[string]string{"out": addrDB + ":" + mongoPort})
+		[]probe{{"disp", addrSup1 + taskPort}, {"disp", addrSup2 + taskPort}, {"sup-1", addrDB + mongoPort}, {"sup-2", addrDB + mongoPort}, {"disp", addrDB + mongoPort}},
+		[]probe{{"out", addrSup1 + taskPort}, {"out", addrSup2 + taskPort}, {"sup-2", addrSup1 + taskPort}, {"sup-1", addrSup2 + taskPort}, {"web", addrDB + mongoPort}, {"out", addrDB + mongoPort}})
+
+	// Every process is up: the password is in none's command line, which
+	// the dispatcher's shows to be read.
+	if len(cmdlinesHolding(t, flagValue(t, dispCmd, "--authorized-keys"))) == 0 {
+		t.Error("the dispatcher's command line is not among those read in /proc")
+	}
+	if pids := cmdlinesHolding(t, password); len(pids) > 0 {
+		t.Errorf("the MongoDB password is in the command line of %s", strings.Join(pids, "; "))
+	}
 
 	if code := disp.waitExit(t, 3*time.Minute); code != 0 {
-		t.Fatalf("dispatcher exit code %d\n%s", code, disp.stderr)
+		t.Fatalf("dispatcher exit code %d\n%s", code, &disp.Stderr)
 	}
+	// The render host's firewall still holds, its browser started.
+	sups[1].waitLine(t, `renderer started`, "never started its browser")
+	n.expectReach(t, []probe{{"disp", addrSup2 + taskPort}}, []probe{{"out", addrSup2 + taskPort}, {"web", addrSup2 + taskPort}})
 	for _, p := range append(sups, strangerProc) {
 		p.signal(syscall.SIGTERM)
 		if code := p.waitExit(t, time.Minute); code != 0 {
-			t.Errorf("%s exit code %d after SIGTERM\n%s", p.name, code, p.stderr)
+			t.Errorf("%s exit code %d after SIGTERM\n%s", p.name, code, &p.Stderr)
 		}
 	}
 	web.signal(syscall.SIGTERM)
@@ -237,23 +270,24 @@ func TestRehearsal(t *testing.T) {
 
 	// The supervisors joined over CURVE, the stranger never did.
 	for _, a := range []string{"--key", "--authorized-keys"} {
-		if !strings.Contains(strings.Join(dispCmd, " "), a+" ") {
+		if !slices.Contains(dispCmd, a) {
 			t.Errorf("the dispatcher's command line lacks %s: %q", a, dispCmd)
 		}
 	}
-	joined := regexp.MustCompile(`supervisor joined.*"supervisor":"([^"]+)"`).FindAllStringSubmatch(disp.stderr.String(), -1)
+	joined := regexp.MustCompile(`supervisor joined.*"supervisor":"([^"]+)"`).FindAllStringSubmatch(disp.Stderr.String(), -1)
 	var names []string
 	for _, j := range joined {
 		names = append(names, j[1])
 	}
-	if strings.Join(names, ",") != "sup-1,sup-2" && strings.Join(names, ",") != "sup-2,sup-1" {
+	slices.Sort(names)
+	if strings.Join(names, ",") != "sup-1,sup-2" {
 		t.Errorf("members joined: %v, want sup-1 and sup-2", names)
 	}
-	if _, ok := strangerProc.stderr.wait(regexp.MustCompile(`registered with dispatcher`), time.Now()); ok {
+	if _, ok := strangerProc.Stderr.Wait(regexp.MustCompile(`registered with dispatcher`), time.Now()); ok {
 		t.Error("the stranger registered with the dispatcher")
 	}
 	var log []testweb.Request
-	if err := json.Unmarshal(web.stdoutAfter("ready"), &log); err != nil {
+	if err := json.Unmarshal(web.stdout.Bytes(), &log); err != nil {
 		t.Fatalf("the web's request log: %v", err)
 	}
 	bySup := map[string]int{}
@@ -263,20 +297,23 @@ func TestRehearsal(t *testing.T) {
 				bySup[who]++
 			}
 		}
+		if r.Path == "/favicon.ico" {
+			t.Errorf("%s%s requested (User-Agent %q): a browser's own request went out", r.Host, r.Path, r.UserAgent)
+		}
 	}
 	if bySup["stranger"] != 0 || bySup["rehearsal"] == 0 {
 		t.Errorf("requests to the web: %v, want the cluster's only", bySup)
 	}
 
-	// The export, read from MongoDB on the dispatcher's machine, equals the
-	// one-machine run's.
-	exportCmd := []string{shipped, "export", "--format", "jsonl"}
-	for _, f := range []string{"--store", "--store-ca-file", "--store-cert"} {
-		exportCmd = append(exportCmd, f, flagValue(t, dispCmd, f))
+	// The export, read from MongoDB on the dispatcher's machine with the
+	// unit's store flags, equals the one-machine run's.
+	storeFlags := func(file string) []string {
+		return []string{"--store-file", file, "--store-ca-file", flagValue(t, dispCmd, "--store-ca-file"), "--store-cert", flagValue(t, dispCmd, "--store-cert"), "--store-retry", "0"}
 	}
-	exp := n.start(t, "disp", "export", exportCmd)
+	storeFile := flagValue(t, dispCmd, "--store-file")
+	exp := n.start(t, "disp", "export", append([]string{shipped, "export", "--format", "jsonl"}, storeFlags(storeFile)...), nil)
 	if code := exp.waitExit(t, time.Minute); code != 0 {
-		t.Fatalf("export exit code %d\n%s", code, exp.stderr)
+		t.Fatalf("export exit code %d\n%s", code, &exp.Stderr)
 	}
 	want := single.wait(t)
 	if got := exp.stdout.Bytes(); !bytes.Equal(got, want) {
@@ -295,9 +332,100 @@ func TestRehearsal(t *testing.T) {
 	if filled == 0 {
 		t.Error("the export fills nothing")
 	}
+
+	// MongoDB refuses a wrong password and none, and says so without
+	// showing either.
+	uri := readStoreURI(t, storeFile)
+	wrongPassword := "not-" + password
+	for _, c := range []struct{ name, uri, want string }{
+		{"a wrong password", strings.Replace(uri, ":"+password+"@", ":"+wrongPassword+"@", 1), "Authentication failed"},
+		{"no password", strings.NewReplacer(inv.MongoDB.User+":"+password+"@", "", "authSource=admin&", "").Replace(uri), "requires authentication"},
+	} {
+		f := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".uri")
+		if c.uri == uri {
+			t.Fatalf("%s: the URI was not changed", c.name)
+		}
+		if err := os.WriteFile(f, []byte(c.uri+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := n.start(t, "disp", "export with "+c.name, append([]string{shipped, "export"}, storeFlags(f)...), nil)
+		code := p.waitExit(t, time.Minute)
+		msg := p.Stderr.String()
+		if code == 0 || !strings.Contains(msg, c.want) {
+			t.Errorf("export with %s: exit %d, want a failure saying %q:\n%s", c.name, code, c.want, msg)
+		}
+		if strings.Contains(msg, password) || strings.Contains(msg, wrongPassword) {
+			t.Errorf("export with %s shows the password:\n%s", c.name, msg)
+		}
+	}
+	for _, p := range append(sups, disp, strangerProc) {
+		if strings.Contains(p.Stderr.String(), password) {
+			t.Errorf("%s logged the MongoDB password", p.name)
+		}
+	}
 	db.signal(syscall.SIGTERM)
 	db.waitExit(t, time.Minute)
 	t.Logf("rehearsal took %v", time.Since(start).Round(time.Second))
+}
+
+// findBrowser is the Chromium a render supervisor finds on PATH, or "".
+func findBrowser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// cmdlinesHolding lists the processes of this machine whose command line
+// holds s: "PID: command line".
+func cmdlinesHolding(t *testing.T, s string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	seen := 0
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		seen++
+		if bytes.Contains(b, []byte(s)) {
+			out = append(out, e.Name()+": "+string(bytes.ReplaceAll(b, []byte{0}, []byte(" "))))
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no process's command line could be read in /proc")
+	}
+	return out
+}
+
+// readStoreURI is the URI of a rendered --store-file.
+func readStoreURI(t *testing.T, path string) string {
+	t.Helper()
+	for _, l := range strings.Split(string(readFile(t, path)), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			return l
+		}
+	}
+	t.Fatalf("%s holds no URI", path)
+	return ""
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // buildBackfill builds the binary the cluster ships.
@@ -337,8 +465,8 @@ func (p *pending) wait(t *testing.T) []byte {
 	return p.out
 }
 
-// singleMachineRun crawls the records with `backfill run` against the
-// fixture web on loopback and exports the result.
+// singleMachineRun crawls the records with `backfill run --render`
+// against the fixture web on loopback and exports the result.
 func singleMachineRun(t *testing.T, bin, dir string, web *testweb.Web) *pending {
 	p := &pending{done: make(chan struct{})}
 	state := filepath.Join(dir, "single")
@@ -347,6 +475,7 @@ func singleMachineRun(t *testing.T, bin, dir string, web *testweb.Web) *pending 
 	for host, addr := range web.Resolve() {
 		args = append(args, "--resolve", host+":"+addr)
 	}
+	args = append(args, "--render")
 	go func() {
 		defer close(p.done)
 		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
@@ -383,37 +512,26 @@ func mongodAddr(t *testing.T, path string) string {
 // of a command line is the rendered unit's.
 var mappedPrefixes = []string{provisioning.BinaryPath, provisioning.ConfigDir, provisioning.StateDir}
 
-// unitCommand is the ExecStart of a host's rendered unit, split and
-// expanded as systemd does (its EnvironmentFile read), with the mapped
-// paths pointing into the test's directories: the binary at bin, the
-// configuration at the host's rendered files, the state under machine.
+// unitCommand is the ExecStart of a host's rendered unit, split as
+// systemd does, with the mapped paths pointing into the test's
+// directories: the binary at bin, the configuration at the host's
+// rendered files, the state under machine. A unit that sets variables
+// (Environment=, EnvironmentFile=) fails it: the rendered units take
+// everything from their command line and the files it names.
 func unitCommand(t *testing.T, hostDir, unit, bin, machine string) []string {
 	t.Helper()
 	files := filepath.Join(hostDir, provisioning.FilesDir)
-	b, err := os.ReadFile(filepath.Join(files, "etc/systemd/system", unit))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{}
+	b := readFile(t, filepath.Join(files, "etc/systemd/system", unit))
 	var line string
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "ExecStart="); ok {
 			line = v
 		}
-		if v, ok := strings.CutPrefix(l, "EnvironmentFile="); ok {
-			readEnvFile(t, filepath.Join(files, filepath.FromSlash(v)), env)
+		if strings.HasPrefix(l, "Environment") {
+			t.Fatalf("%s sets variables, which the rehearsal does not: %s", unit, l)
 		}
 	}
-	if store, ok := env["BACKFILL_STORE"]; ok {
-		// The embedded server knows no SCRAM: see TestRehearsal.
-		u, err := url.Parse(store)
-		if err != nil || u.User == nil || !strings.Contains(u.RawQuery, "tls=true") {
-			t.Fatalf("the rendered store URI is not TLS with a user: %v", err)
-		}
-		u.User = nil
-		env["BACKFILL_STORE"] = u.String()
-	}
-	args, err := splitExecLine(line, env)
+	args, err := splitExecLine(line)
 	if err != nil {
 		t.Fatalf("%s: ExecStart %q: %v", unit, line, err)
 	}
@@ -453,28 +571,9 @@ func copyRecords(t *testing.T, hostDir, machine string) {
 	}
 }
 
-func readEnvFile(t *testing.T, path string, env map[string]string) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		l = strings.TrimSpace(l)
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(l, "=")
-		if !ok {
-			t.Fatalf("%s: %q is not KEY=VALUE", path, l)
-		}
-		env[k] = v
-	}
-}
-
 // splitExecLine splits an ExecStart the way systemd does for the forms
-// ExecLine writes: bare and double-quoted words, %% and $$, ${NAME}.
-func splitExecLine(line string, env map[string]string) ([]string, error) {
+// ExecLine writes: bare and double-quoted words, %% and $$.
+func splitExecLine(line string) ([]string, error) {
 	var out []string
 	for s := strings.TrimSpace(line); s != ""; s = strings.TrimLeft(s, " ") {
 		var w strings.Builder
@@ -497,13 +596,8 @@ func splitExecLine(line string, env map[string]string) ([]string, error) {
 			}
 			word := s[:i]
 			s = s[i:]
-			if strings.HasPrefix(word, "${") && strings.HasSuffix(word, "}") {
-				v, ok := env[word[2:len(word)-1]]
-				if !ok {
-					return nil, fmt.Errorf("%s is not in the environment", word)
-				}
-				out = append(out, v)
-				continue
+			if strings.Contains(strings.ReplaceAll(word, "$$", ""), "$") {
+				return nil, fmt.Errorf("%s refers to a variable", word)
 			}
 			w.WriteString(word)
 		}
@@ -546,275 +640,4 @@ func flagValue(t *testing.T, args []string, f string) string {
 func childCmd(role, addr string, env []string) []string {
 	exe, _ := os.Executable()
 	return append([]string{"env", childEnv + "=" + role, "BACKFILL_REHEARSAL_ADDR=" + addr}, append(env, exe, "-test.run=^$")...)
-}
-
-// netns is the rehearsal's network: a namespace holding the bridge, and
-// one namespace per host joined to it by a veth pair. Names carry the
-// test process's id, so concurrent runs never meet; everything is
-// removed when the test ends, and what a killed run left is removed by
-// the next.
-type netns struct {
-	t      *testing.T
-	prefix string
-	sw     string
-}
-
-// netnsPrefix starts the names of the rehearsal's namespaces.
-const netnsPrefix = "bfrh"
-
-func newNetns(t *testing.T) *netns {
-	removeStale(t)
-	n := &netns{t: t, prefix: fmt.Sprintf("%s%d-", netnsPrefix, os.Getpid())}
-	n.sw = n.prefix + "sw"
-	n.ip("netns", "add", n.sw)
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", n.sw).Run() })
-	n.ip("-n", n.sw, "link", "add", "br0", "type", "bridge")
-	n.ip("-n", n.sw, "link", "set", "br0", "up")
-	return n
-}
-
-// removeStale deletes the namespaces (and their /etc/netns files) of
-// rehearsals whose process is gone.
-func removeStale(t *testing.T) {
-	re := regexp.MustCompile(`^` + netnsPrefix + `(\d+)-`)
-	for _, d := range []string{"/run/netns", "/etc/netns"} {
-		ents, _ := os.ReadDir(d)
-		for _, e := range ents {
-			m := re.FindStringSubmatch(e.Name())
-			if m == nil {
-				continue
-			}
-			pid, _ := strconv.Atoi(m[1])
-			if syscall.Kill(pid, 0) == syscall.ESRCH {
-				if d == "/run/netns" {
-					exec.Command("ip", "netns", "del", e.Name()).Run()
-				} else {
-					os.RemoveAll(filepath.Join(d, e.Name()))
-				}
-				t.Logf("removed %s/%s, left by a rehearsal that died", d, e.Name())
-			}
-		}
-	}
-}
-
-func (n *netns) ns(host string) string { return n.prefix + host }
-
-func (n *netns) ip(args ...string) {
-	n.t.Helper()
-	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		n.t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-// run runs a command inside a host's namespace.
-func (n *netns) run(host string, args ...string) {
-	n.t.Helper()
-	n.ip(append([]string{"netns", "exec", n.ns(host)}, args...)...)
-}
-
-// addHost makes a host's namespace, with addr/24 on its link to the bridge.
-func (n *netns) addHost(host, addr string) {
-	n.t.Helper()
-	ns := n.ns(host)
-	n.ip("netns", "add", ns)
-	n.t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
-	n.ip("-n", ns, "link", "set", "lo", "up")
-	n.ip("-n", n.sw, "link", "add", "v-"+host, "type", "veth", "peer", "name", "eth0", "netns", ns)
-	n.ip("-n", n.sw, "link", "set", "v-"+host, "master", "br0", "up")
-	n.ip("-n", ns, "addr", "add", addr+"/24", "dev", "eth0")
-	n.ip("-n", ns, "link", "set", "eth0", "up")
-}
-
-// etcHosts gives a host's namespace its own /etc/hosts (ip netns exec
-// mounts /etc/netns/NAME/hosts over it).
-func (n *netns) etcHosts(host, content string) {
-	n.t.Helper()
-	d := filepath.Join("/etc/netns", n.ns(host))
-	n.t.Cleanup(func() { os.RemoveAll(d) })
-	writeTestFile(n.t, filepath.Join(d, "hosts"), []byte("127.0.0.1 localhost\n"+content))
-}
-
-// expectReach dials from hosts at once: each of allowed must connect,
-// each of blocked must time out (dropped by the firewall), proving that
-// the port is open to the allowed and closed to the others.
-func (n *netns) expectReach(t *testing.T, allowed, blocked map[string]string) {
-	t.Helper()
-	type probe struct{ from, to, want string }
-	var probes []probe
-	for from, to := range allowed {
-		probes = append(probes, probe{from, to, "connected"})
-	}
-	for from, to := range blocked {
-		probes = append(probes, probe{from, to, "timeout"})
-	}
-	results := make([]string, len(probes))
-	var wg sync.WaitGroup
-	for i, p := range probes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			timeout := "20s" // an answer comes at once; only a drop waits
-			if p.want == "timeout" {
-				timeout = "1500ms"
-			}
-			cmd := exec.Command("ip", append([]string{"netns", "exec", n.ns(p.from)}, childCmd("dial", p.to, []string{"BACKFILL_REHEARSAL_TIMEOUT=" + timeout})...)...)
-			out, err := cmd.CombinedOutput()
-			results[i] = strings.TrimSpace(string(out))
-			if err != nil {
-				results[i] += " (" + err.Error() + ")"
-			}
-		}()
-	}
-	wg.Wait()
-	for i, p := range probes {
-		if results[i] != p.want {
-			t.Errorf("%s dialling %s: %s, want %s", p.from, p.to, results[i], p.want)
-		}
-	}
-}
-
-// proc is a process running in a host's namespace.
-type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	stdout syncBuffer
-	stderr *lines
-	done   chan struct{}
-}
-
-// start runs args inside host's namespace; the test's end kills it if
-// it is still running.
-func (n *netns) start(t *testing.T, host, name string, args []string) *proc {
-	t.Helper()
-	p := &proc{name: name, stderr: &lines{more: make(chan struct{})}, done: make(chan struct{})}
-	p.cmd = exec.Command("ip", append([]string{"netns", "exec", n.ns(host)}, args...)...)
-	p.cmd.Stdout = &p.stdout
-	pipe, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			p.stderr.add(sc.Text())
-		}
-		io.Copy(io.Discard, pipe)
-		p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
-}
-
-func (p *proc) signal(s os.Signal) { p.cmd.Process.Signal(s) }
-
-func (p *proc) waitExit(t *testing.T, within time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(within):
-		t.Fatalf("%s still running after %v\n%s", p.name, within, p.stderr)
-		return -1
-	}
-}
-
-// maxRSS is the finished process's peak resident memory, KiB.
-func (p *proc) maxRSS() int64 {
-	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && runtime.GOOS == "linux" {
-		return ru.Maxrss
-	}
-	return 0
-}
-
-// waitStdout waits for a line on the process's standard output.
-func (p *proc) waitStdout(t *testing.T, line string) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !bytes.Contains(p.stdout.Bytes(), []byte(line+"\n")) {
-		select {
-		case <-p.done:
-			t.Fatalf("%s ended before saying %q\n%s", p.name, line, p.stderr)
-		case <-time.After(20 * time.Millisecond): // polling a pipe's copy: nothing to wait on
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not say %q within a minute\n%s", p.name, line, p.stderr)
-		}
-	}
-}
-
-// stdoutAfter is the standard output after the line given.
-func (p *proc) stdoutAfter(line string) []byte {
-	_, after, _ := bytes.Cut(p.stdout.Bytes(), []byte(line+"\n"))
-	return after
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
-}
-
-// lines keeps a process's stderr and lets the test wait for a line.
-type lines struct {
-	mu   sync.Mutex
-	all  []string
-	more chan struct{}
-}
-
-func (l *lines) add(s string) {
-	l.mu.Lock()
-	l.all = append(l.all, s)
-	close(l.more)
-	l.more = make(chan struct{})
-	l.mu.Unlock()
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.all, "\n")
-}
-
-// wait returns the first line matching re, waiting until deadline.
-func (l *lines) wait(re *regexp.Regexp, deadline time.Time) (string, bool) {
-	for i := 0; ; {
-		l.mu.Lock()
-		for ; i < len(l.all); i++ {
-			if re.MatchString(l.all[i]) {
-				s := l.all[i]
-				l.mu.Unlock()
-				return s, true
-			}
-		}
-		more := l.more
-		l.mu.Unlock()
-		select {
-		case <-more:
-		case <-time.After(time.Until(deadline)):
-			return "", false
-		}
-	}
 }

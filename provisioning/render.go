@@ -203,7 +203,7 @@ func (c *cluster) files(n *node, sec *secrets, sum string) ([]File, error) {
 			fl = append(fl, mf...)
 		}
 		if c.mongo != nil {
-			add(storeEnvFile, 0o600, rootOwner, []byte("# MongoDB for the backfill services: the password is in here, keep it root's\nBACKFILL_STORE="+c.storeURI(sec.password)+"\n"))
+			add(storeURIFile, 0o600, serviceOwner, []byte("# The MongoDB URI of the backfill services (--store-file), password included: keep it 0600\n"+c.storeURI(sec.password)+"\n"))
 		}
 		for _, unit := range n.units() {
 			b, err := c.unit(n, unit)
@@ -301,9 +301,6 @@ func (c *cluster) unit(n *node, unit string) ([]byte, error) {
 		"Role": role, "Cluster": c.inv.Name, "Host": n.Name, "User": serviceUser,
 		"Condition": cond, "ExecStart": exec, "MemoryMax": budget, "HostMemory": n.mem,
 		"StateDir": StateDir, "AfterMongoDB": n == c.mongo,
-	}
-	if c.mongo != nil {
-		data["EnvironmentFile"] = storeEnvFile
 	}
 	if c.inv.Logs == "file" {
 		data["LogFile"] = logDir + "/" + strings.TrimSuffix(strings.TrimPrefix(unit, "backfill-"), ".service") + ".log"

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -94,9 +95,31 @@ func tree(t *testing.T, dir string) map[string][]byte {
 	return m
 }
 
+// The files user-data and install.sh carry, base64-encoded, are left out
+// of their golden copies: each is compared where it is readable, under
+// files/, and TestUserDataMatchesInstall checks that both carry exactly
+// those files.
+var (
+	cloudPayload  = regexp.MustCompile(`(?m)^(    content: )[A-Za-z0-9+/=]+$`)
+	scriptPayload = regexp.MustCompile(`(?m)(<<'EOF'\n)[A-Za-z0-9+/=\n]*?(\nEOF)$`)
+)
+
+const elided = "(a file under files/, base64-encoded)"
+
+// elidePayloads is a rendered file as its golden copy holds it.
+func elidePayloads(rel string, b []byte) []byte {
+	switch path.Base(rel) {
+	case provisioning.UserDataFile:
+		return cloudPayload.ReplaceAll(b, []byte("${1}"+elided))
+	case provisioning.InstallFile:
+		return scriptPayload.ReplaceAll(b, []byte("${1}"+elided+"${2}"))
+	}
+	return b
+}
+
 // TestGolden renders the 1-, 3- and 6-host inventories and compares every
-// file with testdata/golden/CASE/want. go test -run TestGolden -update
-// rewrites them.
+// file with testdata/golden/CASE/want (user-data and install.sh without
+// the files they carry). go test -run TestGolden -update rewrites them.
 func TestGolden(t *testing.T) {
 	if !wire.HasCurve() {
 		t.Skip("libzmq was built without CURVE")
@@ -106,11 +129,19 @@ func TestGolden(t *testing.T) {
 			dir := copyCase(t, name)
 			out := render(t, dir)
 			got := tree(t, out)
+			for p, b := range got {
+				got[p] = elidePayloads(p, b)
+			}
 			golden := filepath.Join("testdata", "golden", name)
 			if *update {
 				os.RemoveAll(filepath.Join(golden, "want"))
 				if err := os.CopyFS(filepath.Join(golden, "want"), os.DirFS(out)); err != nil {
 					t.Fatal(err)
+				}
+				for p, b := range got {
+					if err := os.WriteFile(filepath.Join(golden, "want", filepath.FromSlash(p)), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 				os.RemoveAll(filepath.Join(golden, "keys"))
 				if err := os.CopyFS(filepath.Join(golden, "keys"), os.DirFS(filepath.Join(dir, "keys"))); err != nil {
@@ -222,6 +253,7 @@ func TestCheckFailsOnBrokenFiles(t *testing.T) {
 	}
 	edit(filepath.Join(out, "crawler-1", provisioning.UserDataFile), "ssh_pwauth: false", "ssh_pwauth: 3")
 	edit(filepath.Join(files, "etc/systemd/system/backfill-supervisor.service"), "MemoryMax=", "MemoryMax=1Q\nMemoryMaxx=")
+	edit(filepath.Join(files, "etc/systemd/system/backfill-supervisor.service"), "--state-dir", "--store mongodb://crawler:hunter2-pw@10.0.0.9:27017/crawl --state-dir")
 	edit(filepath.Join(files, "etc/nftables.conf"), "ct state invalid drop", "ct state invalidd drop")
 	edit(filepath.Join(files, "etc/ssh/sshd_config.d/10-backfill.conf"), "MaxAuthTries 3", "MaxAuthTries three")
 	edit(filepath.Join(files, "etc/fail2ban/jail.d/backfill.local"), "[sshd]", "[sshd")
@@ -234,9 +266,13 @@ func TestCheckFailsOnBrokenFiles(t *testing.T) {
 	if err == nil {
 		t.Fatal("broken files passed the check")
 	}
+	if strings.Contains(err.Error(), "hunter2-pw") {
+		t.Errorf("the check's error shows the password:\n%v", err)
+	}
 	for _, want := range []string{
 		"crawler-1: cloud-init schema", "ssh_pwauth",
 		"crawler-1: systemd-analyze verify", "MemoryMaxx",
+		"crawler-1: no password in a unit", "backfill-supervisor.service:14: a MongoDB URI with its password",
 		"crawler-1: nft -c", "invalidd",
 		"crawler-1: sshd -t", "MaxAuthTries",
 		"crawler-1: fail2ban-client -t",
@@ -290,8 +326,9 @@ func TestRenderTwice(t *testing.T) {
 	}
 }
 
-// TestUserDataMatchesInstall: cloud-init and install.sh put the same
-// files, with the same modes and owners, and install the same packages.
+// TestUserDataMatchesInstall: on every host of every golden cluster,
+// cloud-init and install.sh put exactly the files under files/, with the
+// same modes and owners, and install the same packages.
 func TestUserDataMatchesInstall(t *testing.T) {
 	if !wire.HasCurve() {
 		t.Skip("libzmq was built without CURVE")
@@ -299,70 +336,97 @@ func TestUserDataMatchesInstall(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Fatal("python3 with its yaml module (cloud-init's) is needed to read user-data")
 	}
-	out := render(t, copyCase(t, "six-hosts"))
-	type file struct{ Mode, Owner, Content string }
-	putRE := regexp.MustCompile(`(?m)^put (\S+) (\d{4}) (\S+) <<'EOF'\n([A-Za-z0-9+/=\n]*?)\nEOF$`)
-	pkgRE := regexp.MustCompile(`(?m)^apt-get install -y -qq -o Dpkg::Options::=--force-confold (.*) >/dev/null$`)
-	for _, host := range []string{"dispatcher", "db", "crawler-3", "render"} {
-		hd := filepath.Join(out, host)
-		cmd := exec.Command("python3", "-c", "import sys, yaml, json; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)", filepath.Join(hd, provisioning.UserDataFile))
-		js, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: read user-data: %v", host, err)
-		}
-		var ud struct {
-			Packages   []string `json:"packages"`
-			WriteFiles []struct {
-				Path, Permissions, Owner, Encoding, Content string
-				Defer                                       bool
-			} `json:"write_files"`
-			Swap map[string]any `json:"swap"`
-		}
-		if err := json.Unmarshal(js, &ud); err != nil {
-			t.Fatal(err)
-		}
-		fromCloud := map[string]file{}
-		for _, f := range ud.WriteFiles {
-			b, err := base64.StdEncoding.DecodeString(f.Content)
-			if err != nil || f.Encoding != "b64" && f.Encoding != "gz+b64" || !f.Defer {
-				t.Fatalf("%s: user-data file %s: encoding %s, defer %v: %v", host, f.Path, f.Encoding, f.Defer, err)
-			}
-			if f.Encoding == "gz+b64" {
-				b = gunzip(t, b)
-			}
-			fromCloud[f.Path] = file{f.Permissions, f.Owner, string(b)}
-		}
-		install, err := os.ReadFile(filepath.Join(hd, provisioning.InstallFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fromScript := map[string]file{}
-		for _, m := range putRE.FindAllSubmatch(install, -1) {
-			b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(string(m[4]), "\n", ""))
+	for _, name := range goldenCases {
+		t.Run(name, func(t *testing.T) {
+			out := render(t, copyCase(t, name))
+			hosts, err := os.ReadDir(out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			fromScript[string(m[1])] = file{string(m[2]), string(m[3]), string(b)}
-		}
-		if len(fromScript) == 0 || len(fromCloud) != len(fromScript) {
-			t.Errorf("%s: user-data writes %d files, install.sh %d", host, len(fromCloud), len(fromScript))
-		}
-		for p, f := range fromCloud {
-			if fromScript[p] != f {
-				t.Errorf("%s: %s differs between user-data and install.sh", host, p)
+			for _, h := range hosts {
+				if h.IsDir() {
+					checkCarried(t, filepath.Join(out, h.Name()), smallDroplets[name+"/"+h.Name()])
+				}
 			}
-			disk, err := os.ReadFile(filepath.Join(hd, provisioning.FilesDir, filepath.FromSlash(p)))
-			if err != nil || string(disk) != f.Content {
-				t.Errorf("%s: %s differs from files/: %v", host, p, err)
-			}
+		})
+	}
+}
+
+// smallDroplets are the golden clusters' hosts under 1 GiB, which get a
+// swap file.
+var smallDroplets = map[string]bool{"three-hosts/crawler-1": true, "three-hosts/crawler-2": true, "six-hosts/crawler-3": true}
+
+// checkCarried checks one host's user-data and install.sh against its
+// files/; wantSwap: the host is a droplet small enough for a swap file.
+func checkCarried(t *testing.T, hd string, wantSwap bool) {
+	t.Helper()
+	type file struct{ Mode, Owner, Content string }
+	putRE := regexp.MustCompile(`(?m)^put (\S+) (\d{4}) (\S+) <<'EOF'\n([A-Za-z0-9+/=\n]*?)\nEOF$`)
+	pkgRE := regexp.MustCompile(`(?m)^apt-get install -y -qq -o Dpkg::Options::=--force-confold (.*) >/dev/null$`)
+	host := filepath.Base(hd)
+	cmd := exec.Command("python3", "-c", "import sys, yaml, json; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)", filepath.Join(hd, provisioning.UserDataFile))
+	js, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: read user-data: %v", host, err)
+	}
+	var ud struct {
+		Packages   []string `json:"packages"`
+		WriteFiles []struct {
+			Path, Permissions, Owner, Encoding, Content string
+			Defer                                       bool
+		} `json:"write_files"`
+		Swap map[string]any `json:"swap"`
+	}
+	if err := json.Unmarshal(js, &ud); err != nil {
+		t.Fatal(err)
+	}
+	fromCloud := map[string]file{}
+	for _, f := range ud.WriteFiles {
+		b, err := base64.StdEncoding.DecodeString(f.Content)
+		if err != nil || f.Encoding != "b64" && f.Encoding != "gz+b64" || !f.Defer {
+			t.Fatalf("%s: user-data file %s: encoding %s, defer %v: %v", host, f.Path, f.Encoding, f.Defer, err)
 		}
-		pk := pkgRE.FindSubmatch(install)
-		if pk == nil || !slices.Equal(strings.Fields(string(pk[1])), ud.Packages) {
-			t.Errorf("%s: packages differ: user-data %v, install.sh %q", host, ud.Packages, pk)
+		if f.Encoding == "gz+b64" {
+			b = gunzip(t, b)
 		}
-		wantSwap := host == "crawler-3" // the 512M droplet
-		if (ud.Swap != nil) != wantSwap || bytes.Contains(install, []byte("mkswap")) != wantSwap {
-			t.Errorf("%s: swap in user-data %v, in install.sh %v; want %v", host, ud.Swap, bytes.Contains(install, []byte("mkswap")), wantSwap)
+		fromCloud[f.Path] = file{f.Permissions, f.Owner, string(b)}
+	}
+	install, err := os.ReadFile(filepath.Join(hd, provisioning.InstallFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromScript := map[string]file{}
+	for _, m := range putRE.FindAllSubmatch(install, -1) {
+		b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(string(m[4]), "\n", ""))
+		if err != nil {
+			t.Fatal(err)
 		}
+		fromScript[string(m[1])] = file{string(m[2]), string(m[3]), string(b)}
+	}
+	onDisk := 0
+	filepath.WalkDir(filepath.Join(hd, provisioning.FilesDir), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			onDisk++
+		}
+		return err
+	})
+	if onDisk == 0 || len(fromCloud) != onDisk || len(fromScript) != onDisk {
+		t.Errorf("%s: user-data writes %d files, install.sh %d, files/ holds %d", host, len(fromCloud), len(fromScript), onDisk)
+	}
+	for p, f := range fromCloud {
+		if fromScript[p] != f {
+			t.Errorf("%s: %s differs between user-data and install.sh", host, p)
+		}
+		disk, err := os.ReadFile(filepath.Join(hd, provisioning.FilesDir, filepath.FromSlash(p)))
+		if err != nil || string(disk) != f.Content {
+			t.Errorf("%s: %s differs from files/: %v", host, p, err)
+		}
+	}
+	pk := pkgRE.FindSubmatch(install)
+	if pk == nil || !slices.Equal(strings.Fields(string(pk[1])), ud.Packages) {
+		t.Errorf("%s: packages differ: user-data %v, install.sh %q", host, ud.Packages, pk)
+	}
+	if (ud.Swap != nil) != wantSwap || bytes.Contains(install, []byte("mkswap")) != wantSwap {
+		t.Errorf("%s: swap in user-data %v, in install.sh %v; want %v", host, ud.Swap, bytes.Contains(install, []byte("mkswap")), wantSwap)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -62,50 +63,16 @@ type process struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
 	stderr *lineLog
-	done   chan struct{}
-	err    error
+	done   <-chan struct{}
+	proc   *proctest.Process
 }
 
-// lineLog keeps a process's stderr and lets the test wait for a line.
-type lineLog struct {
-	mu    sync.Mutex
-	lines []string
-	more  chan struct{}
-}
+// lineLog is a process's stderr, its lines waited for; wait is the name
+// the tests call proctest's Wait by.
+type lineLog struct{ *proctest.Lines }
 
-func (l *lineLog) add(s string) {
-	l.mu.Lock()
-	l.lines = append(l.lines, s)
-	close(l.more)
-	l.more = make(chan struct{})
-	l.mu.Unlock()
-}
-
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
-// wait returns the first line matching re, waiting until deadline.
 func (l *lineLog) wait(re *regexp.Regexp, deadline time.Time) (string, bool) {
-	for i := 0; ; {
-		l.mu.Lock()
-		for ; i < len(l.lines); i++ {
-			if re.MatchString(l.lines[i]) {
-				s := l.lines[i]
-				l.mu.Unlock()
-				return s, true
-			}
-		}
-		more := l.more
-		l.mu.Unlock()
-		select {
-		case <-more:
-		case <-time.After(time.Until(deadline)):
-			return "", false
-		}
-	}
+	return l.Wait(re, deadline)
 }
 
 // writeSample writes the fixture web's sample records into dir and
@@ -138,32 +105,12 @@ func startDispatcher(t *testing.T, args ...string) (*process, string) {
 
 func start(t *testing.T, name string, args ...string) *process {
 	t.Helper()
-	p := &process{t: t, name: name, stderr: &lineLog{more: make(chan struct{})}, done: make(chan struct{})}
+	p := &process{t: t, name: name}
 	p.cmd = exec.Command(backfillBinary(t), args...)
 	p.cmd.Stdout = &p.stdout
-	pipe, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			p.stderr.add(sc.Text())
-		}
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
+	p.proc = proctest.Start(t, p.cmd)
+	p.stderr, p.done = &lineLog{&p.proc.Stderr}, p.proc.Done()
 	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			p.cmd.Process.Kill()
-			<-p.done
-		}
 		if t.Failed() {
 			t.Logf("%s stderr:\n%s", name, p.stderr)
 		}
@@ -174,18 +121,11 @@ func start(t *testing.T, name string, args ...string) *process {
 // waitExit waits for the process to end and returns its exit code.
 func (p *process) waitExit(timeout time.Duration) int {
 	p.t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(timeout):
-		p.t.Fatalf("%s did not exit within %s", p.name, timeout)
+	code, err := p.proc.Wait(timeout)
+	if err != nil {
+		p.t.Fatalf("%s: %v", p.name, err)
 	}
-	if p.err != nil {
-		if ee, ok := p.err.(*exec.ExitError); ok {
-			return ee.ExitCode()
-		}
-		p.t.Fatalf("%s: %v", p.name, p.err)
-	}
-	return 0
+	return code
 }
 
 // TestEndToEnd runs a dispatcher and two supervisors as separate OS

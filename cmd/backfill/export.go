@@ -33,7 +33,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *format != "jsonl" && *format != "csv" {
 		return fmt.Errorf("%w: --format must be jsonl or csv, not %q", errUsage, *format)
 	}
-	if sf.uri == "" {
+	if !sf.given() {
 		path := *stateDir + "/results.db"
 		if _, err := os.Stat(path); err != nil {
 			return fmt.Errorf("no results to export: %w", err)

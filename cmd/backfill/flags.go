@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -223,9 +224,12 @@ func loadMappingDir(dir string) (*etl.Set, error) {
 }
 
 // storeFlags opens the results store: a SQLite file, or MongoDB with
-// its TLS files and timeouts.
+// its TLS files and timeouts. The URI comes from --store or, so that a
+// password in it stays out of the command line (which every local user
+// can read in /proc), from the file --store-file names.
 type storeFlags struct {
 	uri      string
+	file     string
 	caFile   string
 	certFile string
 	keyFile  string
@@ -236,6 +240,7 @@ type storeFlags struct {
 
 func (s *storeFlags) register(fs *flag.FlagSet, what string) {
 	fs.StringVar(&s.uri, "store", "", what+"; or a MongoDB URI, mongodb://[user:password@]host[:port]/database[?options] (also mongodb+srv://), whose options may set TLS and authentication")
+	fs.StringVar(&s.file, "store-file", "", "read --store from this file instead (one line; # comments): a password in it stays out of the command line; the file must be readable by its owner only (mode 0600)")
 	fs.StringVar(&s.caFile, "store-ca-file", "", "MongoDB: PEM file of the CAs that sign the server's certificate (turns TLS on)")
 	fs.StringVar(&s.certFile, "store-cert", "", "MongoDB: PEM client certificate for TLS client authentication, with its key unless --store-key is given (turns TLS on)")
 	fs.StringVar(&s.keyFile, "store-key", "", "MongoDB: PEM private key of --store-cert, when not in the same file")
@@ -264,6 +269,58 @@ func (s *storeFlags) options(log *slog.Logger) (store.Options, error) {
 		Timeout: s.timeout, RetryFor: retry, Logger: log}, nil
 }
 
+// given says whether the store is named (--store or --store-file), not
+// the state directory's default.
+func (s *storeFlags) given() bool { return s.uri != "" || s.file != "" }
+
+// target is the store's URI or path: --store, or the line of
+// --store-file. Its errors never quote the file's content.
+func (s *storeFlags) target() (string, error) {
+	if s.file == "" {
+		return s.uri, nil
+	}
+	if s.uri != "" {
+		return "", fmt.Errorf("%w: give --store or --store-file, not both", errUsage)
+	}
+	f, err := os.Open(s.file)
+	if err != nil {
+		return "", fmt.Errorf("--store-file: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("--store-file: %w", err)
+	}
+	if runtime.GOOS != "windows" && info.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("--store-file %s: readable by others (mode %04o), and it may hold a password; chmod 600 it", s.file, info.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, storeFileMax+1))
+	if err != nil {
+		return "", fmt.Errorf("--store-file %s: %w", s.file, err)
+	}
+	if len(b) > storeFileMax {
+		return "", fmt.Errorf("--store-file %s: larger than %d bytes; it holds one URI", s.file, storeFileMax)
+	}
+	var uri string
+	for i, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasPrefix(l, "#"):
+		case uri != "":
+			return "", fmt.Errorf("--store-file %s:%d: a second line besides comments; the file holds one URI", s.file, i+1)
+		default:
+			uri = l
+		}
+	}
+	if uri == "" {
+		return "", fmt.Errorf("--store-file %s: no URI in it, only blank lines and # comments", s.file)
+	}
+	return uri, nil
+}
+
+// storeFileMax bounds --store-file: a URI, a few comments.
+const storeFileMax = 64 << 10
+
 func (s *storeFlags) open(ctx context.Context, stateDir string) (store.Store, error) {
 	return s.openLogged(ctx, stateDir, nil)
 }
@@ -271,7 +328,10 @@ func (s *storeFlags) open(ctx context.Context, stateDir string) (store.Store, er
 // openLogged is open with a logger for the store's warnings (a MongoDB
 // that does not answer).
 func (s *storeFlags) openLogged(ctx context.Context, stateDir string, log *slog.Logger) (store.Store, error) {
-	uri := s.uri
+	uri, err := s.target()
+	if err != nil {
+		return nil, err
+	}
 	if uri == "" {
 		if err := os.MkdirAll(stateDir, 0o755); err != nil {
 			return nil, fmt.Errorf("state directory: %w", err)

@@ -27,7 +27,7 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if sf.uri == "" {
+	if !sf.given() {
 		if _, err := os.Stat(filepath.Join(*stateDir, "results.db")); err != nil {
 			return fmt.Errorf("no crawl to report on in %s: %w", *stateDir, err)
 		}

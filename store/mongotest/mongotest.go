@@ -19,6 +19,11 @@
 // the server accepts only TLS connections that present a client certificate
 // signed by a CA the package generates (see TLSFiles).
 //
+// The embedded server takes no user: anyone who reaches it is in. A test
+// that must see a password required, and a wrong one refused, runs
+// FerretDB's own server program in a process of its own instead
+// (BuildCommand, CommandConfig), with SCRAM authentication on.
+//
 // Servers of the protocol's version 1 lack transactions and some index
 // options; the store uses neither, and a test passing here does not prove
 // behaviour that only a real MongoDB has (replica-set failover, for one).
