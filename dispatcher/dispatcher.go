@@ -225,8 +225,11 @@ type Progress struct {
 // LoadReport says what Load read.
 type LoadReport struct {
 	Records int // good records in the file (new and already known)
-	New     int // records not seen before (0 on a resumed load)
-	Bad     int // malformed lines: not crawled for, exported marked
+	// New counts the records not seen before: 0 when the file was taken
+	// in before, and when a crash cut its intake short, those from its
+	// first read on.
+	New int
+	Bad int // malformed lines: not crawled for, exported marked
 	// NothingToFill counts the new records that had no target field
 	// (none of their empty fields is one the mappings produce, nor one
 	// of Config.Fields): complete from the start.
@@ -743,6 +746,9 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		return rep, err
 	}
 	rep.Records, rep.Bad = prog.records, prog.bad
+	if prog.pos.offset > 0 && !prog.done {
+		rep.New, rep.NothingToFill = prog.fresh, prog.nothing
+	}
 	if prog.done {
 		d.log.Info("records file taken in before; not read again", "file", path, "records", rep.Records, "bad", rep.Bad)
 		d.mu.Lock()
@@ -849,6 +855,8 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		rep.NothingToFill += none
 		next.records -= len(dups)
 		next.bad += len(dups)
+		next.fresh += n
+		next.nothing += none
 		for _, e := range dups {
 			note([]error{e})
 		}
@@ -883,12 +891,15 @@ const (
 	loadCommitEvery = time.Second
 )
 
-// loadProg is how far a records file was taken in (the loads table).
+// loadProg is how far a records file was taken in (the loads table):
+// its good records and malformed lines read, the records new to the
+// state and of those the ones with nothing to fill (LoadReport's counts,
+// from the file's first read on).
 type loadProg struct {
-	num          int64 // the file's number (records.file)
-	pos          filePos
-	records, bad int
-	done         bool
+	num                          int64 // the file's number (records.file)
+	pos                          filePos
+	records, bad, fresh, nothing int
+	done                         bool
 }
 
 // loadProgress reads how far the file at path (with fi's size and
@@ -899,7 +910,7 @@ func (d *Dispatcher) loadProgress(ctx context.Context, path string, fi os.FileIn
 	var p loadProg
 	var size, mtime int64
 	var done int
-	err := d.st.q.loadGet.QueryRowContext(ctx, path).Scan(&p.num, &size, &mtime, &p.pos.offset, &p.pos.line, &p.records, &p.bad, &done)
+	err := d.st.q.loadGet.QueryRowContext(ctx, path).Scan(&p.num, &size, &mtime, &p.pos.offset, &p.pos.line, &p.records, &p.bad, &p.fresh, &p.nothing, &done)
 	if errors.Is(err, errNoRows) {
 		if err := d.st.q.loadNum.QueryRowContext(ctx).Scan(&p.num); err != nil {
 			return p, fmt.Errorf("dispatcher: state loads: %w", err)
@@ -1004,7 +1015,7 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines [
 	}
 	if err == nil {
 		_, err = exec(ctx, d.st.q.loadPut, path, prog.num, fi.Size(), fi.ModTime().UnixNano(), prog.pos.offset, prog.pos.line,
-			prog.records-len(dups), prog.bad+len(dups), b2i(prog.done))
+			prog.records-len(dups), prog.bad+len(dups), prog.fresh+len(fresh), prog.nothing+nothingToFill, b2i(prog.done))
 	}
 	// The store gets the records before any value is set on them, and
 	// before the state says they are taken in.

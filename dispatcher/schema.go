@@ -227,6 +227,8 @@ var schemaV4 = []string{
 		line    INTEGER NOT NULL,
 		records INTEGER NOT NULL,
 		bad     INTEGER NOT NULL,
+		fresh   INTEGER NOT NULL,
+		unfillable INTEGER NOT NULL,
 		done    INTEGER NOT NULL) WITHOUT ROWID`,
 
 	`INSERT INTO target_sets(names) SELECT DISTINCT CAST(targets AS TEXT) FROM records`,

@@ -155,11 +155,12 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.filledRecords, `SELECT seq FROM records WHERE nfilled > 0 AND seq > ? ORDER BY seq LIMIT ?`},
 		{&q.fpIns, `INSERT INTO fingerprints(url, exact, sim, words, duplicate_of) VALUES(?, ?, ?, ?, ?)`},
 		{&q.fpAll, `SELECT url, exact, sim, words FROM fingerprints ORDER BY seq`},
-		{&q.loadGet, `SELECT num, size, mtime, offset, line, records, bad, done FROM loads WHERE path = ?`},
+		{&q.loadGet, `SELECT num, size, mtime, offset, line, records, bad, fresh, unfillable, done FROM loads WHERE path = ?`},
 		{&q.loadNum, `SELECT COALESCE(MAX(num), 0) + 1 FROM loads`},
-		{&q.loadPut, `INSERT INTO loads(path, num, size, mtime, offset, line, records, bad, done) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)
+		{&q.loadPut, `INSERT INTO loads(path, num, size, mtime, offset, line, records, bad, fresh, unfillable, done) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime = excluded.mtime, offset = excluded.offset,
-				line = excluded.line, records = excluded.records, bad = excluded.bad, done = excluded.done`},
+				line = excluded.line, records = excluded.records, bad = excluded.bad, fresh = excluded.fresh,
+				unfillable = excluded.unfillable, done = excluded.done`},
 
 		{&q.obPut, `INSERT INTO outbox(record_id, field, value, gen) VALUES(?, ?, ?, ?)
 			ON CONFLICT(record_id, field) DO UPDATE SET value = excluded.value, gen = excluded.gen, refused = 0`},
