@@ -566,10 +566,8 @@ func (p *recordParser) jsonRecord(raw []byte, line int) (store.Record, string) {
 	}
 	rec := store.Record{Format: store.FormatJSONL, Raw: raw, Fields: make(map[string]string, len(members))}
 	for _, m := range members {
-		dec := json.NewDecoder(bytes.NewReader(m.Value))
-		dec.UseNumber()
-		var v any
-		if err := dec.Decode(&v); err != nil {
+		v, err := memberValue(m.Value)
+		if err != nil {
 			return store.Record{}, "bad JSON: " + err.Error()
 		}
 		rec.Order = append(rec.Order, m.Key)
@@ -590,6 +588,30 @@ func (p *recordParser) jsonRecord(raw []byte, line int) (store.Record, string) {
 		}
 	}
 	return rec, ""
+}
+
+// memberValue decodes one member's value (text JSONMembers has checked)
+// as json.Decoder with UseNumber would: a UTF-8 string without escapes, a
+// number and a literal straight from the text, the rest (escaped strings,
+// lists, objects) through the decoder.
+func memberValue(text []byte) (any, error) {
+	switch c := text[0]; {
+	case c == '"' && bytes.IndexByte(text, '\\') < 0 && utf8.Valid(text):
+		return string(text[1 : len(text)-1]), nil
+	case c == '-' || c >= '0' && c <= '9':
+		return json.Number(text), nil
+	case c == 't':
+		return true, nil
+	case c == 'f':
+		return false, nil
+	case c == 'n':
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
 }
 
 // jsonLinks reads a links value: a list of URLs, or one string of URLs

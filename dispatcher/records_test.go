@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -479,5 +480,23 @@ func TestLoadStrict(t *testing.T) {
 	}
 	if rep := e.load("good.csv", "id,name\nx,Ann\ny,Bo\n"); rep.Records != 2 || rep.Bad != 0 {
 		t.Errorf("a good file under strict: %+v", rep)
+	}
+}
+
+// TestMemberValue holds the short cuts of memberValue to what the decoder
+// (UseNumber) gives for the same text.
+func TestMemberValue(t *testing.T) {
+	for _, text := range []string{`"a"`, `""`, `"a\"b"`, `"caf\u00e9"`, `"é ü"`, "\"caf\xe9\"", `1e3`, `-0.50`, `0`, `true`, `false`, `null`,
+		`[1,"x",null]`, `{"a":{"b":2}}`} {
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.UseNumber()
+		var want any
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := memberValue([]byte(text))
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %#v (%v), want %#v", text, got, err, want)
+		}
 	}
 }

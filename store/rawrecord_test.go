@@ -115,3 +115,32 @@ func TestJSONMembersAndSplice(t *testing.T) {
 		}
 	}
 }
+
+// FuzzJSONMembers holds the fast split of a valid object (validMembers)
+// to the decoder's reading of the same text: the same keys, values,
+// spans and closing brace, and it never takes what the decoder refuses.
+func FuzzJSONMembers(f *testing.F) {
+	for _, s := range []string{`{}`, ` { "a" : 1 } `, `{"a":"x\"}","b":[1,{"c":"]"}],"d":null}`, `{"a\u0062":-0.5e3,"t":true}`,
+		`{"a":1,"a":2}`, `{"a":1} x`, `[1]`, `{"a":"caf` + "\xe9" + `"}`, `{"k":"\\"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		fast, fastEnd, ok := validMembers(raw)
+		slow, slowEnd, err := decodeMembers(raw)
+		if !ok {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%q: split %v, the decoder refuses it: %v", raw, fast, err)
+		}
+		if fastEnd != slowEnd || len(fast) != len(slow) {
+			t.Fatalf("%q: split %v end %d, decoder %v end %d", raw, fast, fastEnd, slow, slowEnd)
+		}
+		for i := range fast {
+			a, b := fast[i], slow[i]
+			if a.Key != b.Key || !bytes.Equal(a.Value, b.Value) || a.Start != b.Start || a.End != b.End {
+				t.Fatalf("%q: member %d split %+v, decoder %+v", raw, i, a, b)
+			}
+		}
+	})
+}
