@@ -29,6 +29,10 @@ type cachedResult struct {
 	// it later can still have it rendered (see renderLate).
 	JSOnly   bool     `json:"j,omitempty"`
 	Mappings []string `json:"m,omitempty"`
+	// NoLinks says the page's links were not kept: when it was fetched
+	// no record could follow them (the depth limit). A record that
+	// reaches it nearer has it fetched again (revisit).
+	NoLinks bool `json:"n,omitempty"`
 }
 
 // applyItem is a page to apply to a record at a depth. late is set when
@@ -185,7 +189,15 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 			}
 			res.Fields = append(res.Fields, f)
 		}
-		res.Links = d.pageLinks(t.url, r.Links)
+		if t.depth+1 <= d.cfg.Depth {
+			res.Links = d.pageLinks(t.url, r.Links)
+		} else {
+			// Every record reached the page at the depth limit: its
+			// links would not be followed, so they are neither read
+			// nor kept (an index page's hundreds of links were most
+			// of the cached results' bytes).
+			res.NoLinks = true
+		}
 		if r.JSOnly && !t.render {
 			res.JSOnly, res.Mappings = true, r.Mappings
 		}
