@@ -150,9 +150,65 @@ func (d *Dispatcher) attachRecordLinks(ctx context.Context, r *recState, links [
 	return nil
 }
 
-// commitResult applies one Result if it answers the current lease of its
-// task; anything else is late (or a duplicate) and only counted.
-func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.Time) error {
+// resultBatch bounds the results commitResults takes at once: their
+// outcomes go to the seen store in one statement and their records are
+// read in another, instead of two statements a result.
+const resultBatch = 64
+
+// doneResult is one result commitResults applies: its task, the cached
+// extraction it makes and the row it writes to the seen store.
+type doneResult struct {
+	t             *task
+	r             *wire.Result
+	res           *cachedResult
+	blob          []byte
+	at            int64
+	etag, lastMod string
+}
+
+// commitResults applies the Results that answer the current lease of their
+// tasks; anything else is late (or a duplicate) and only counted. Their
+// pages go to the seen store first, all at once; then each result's
+// records, in order, get its values and links.
+func (d *Dispatcher) commitResults(ctx context.Context, rs []*wire.Result, now time.Time) error {
+	done := make([]doneResult, 0, len(rs))
+	for _, r := range rs {
+		dr, ok, err := d.prepareResult(ctx, r, now)
+		if err != nil {
+			return err
+		}
+		if ok {
+			done = append(done, dr)
+		}
+	}
+	if err := d.markDone(ctx, done); err != nil {
+		return err
+	}
+	work, err := d.resultRecords(ctx, done)
+	if err != nil {
+		return err
+	}
+	for _, dr := range done {
+		if dr.r.Class != "" {
+			continue
+		}
+		for _, it := range work[dr.t.key] {
+			it.res = dr.res
+			d.work = append(d.work, it)
+		}
+		if err := d.drainWork(ctx); err != nil {
+			return err
+		}
+		if err := d.retryRender(ctx, dr.t, dr.r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareResult checks a Result's lease, releases its task and makes what
+// the seen store keeps of the page; ok is false for a late result.
+func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, now time.Time) (doneResult, bool, error) {
 	key, ok := parseTaskID(r.TaskID)
 	t := d.w.leased[key]
 	if ok && t == nil && r.Lease < d.firstLease {
@@ -160,7 +216,7 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 	}
 	if t == nil || t.lease != r.Lease {
 		d.run.late++
-		return nil
+		return doneResult{}, false, nil
 	}
 	d.release(t)
 	res := &cachedResult{Source: t.url}
@@ -174,7 +230,7 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 	if r.Class == "" && r.NotModified {
 		cached, err := d.notModified304(ctx, t, r)
 		if err != nil {
-			return err
+			return doneResult{}, false, err
 		}
 		if cached != nil {
 			res, notModified = cached.res, true
@@ -203,7 +259,7 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 		}
 		dup, err := d.contentSeen(ctx, t, r)
 		if err != nil {
-			return err
+			return doneResult{}, false, err
 		}
 		if dup {
 			// Its values still go to the records (pages on one template
@@ -218,55 +274,99 @@ func (d *Dispatcher) commitResult(ctx context.Context, r *wire.Result, now time.
 		d.led.failed(ErrorNote{At: now, URL: t.url, Host: t.host, Class: r.Class, Status: r.Status, Error: r.Error, Supervisor: r.Supervisor})
 		d.log.Debug("task failed", "url", t.url, "host", t.host, "class", r.Class, "status", r.Status, "error", r.Error, "supervisor", r.Supervisor)
 		if err := d.logFailed(ctx, t.key, t.url, r.Class, r.Error); err != nil {
-			return err
+			return doneResult{}, false, err
 		}
 	}
 	if len(r.FieldErrs) > 0 {
 		d.run.fieldErrs += int64(len(r.FieldErrs))
 		d.log.Debug("extraction errors", "url", t.url, "host", t.host, "errors", r.FieldErrs)
 	}
-	var blob []byte
+	dr := doneResult{t: t, r: r, res: res}
 	if r.Class == "" {
 		var err error
-		if blob, err = json.Marshal(res); err != nil {
-			return fmt.Errorf("dispatcher: result of %s: %w", t.url, err)
+		if dr.blob, err = json.Marshal(res); err != nil {
+			return doneResult{}, false, fmt.Errorf("dispatcher: result of %s: %w", t.url, err)
 		}
 	}
 	at := r.FetchedAt
 	if at.IsZero() {
 		at = now
 	}
+	dr.at = at.UnixNano()
 	if r.Class == "" {
 		// The validators of this answer (a 304 need not repeat them).
-		etag, lastMod = cmp.Or(validator(r.ETag), etag), cmp.Or(validator(r.LastModified), lastMod)
-	} else {
-		etag, lastMod = "", "" // no cached extraction for a 304 to stand for
+		dr.etag, dr.lastMod = cmp.Or(validator(r.ETag), etag), cmp.Or(validator(r.LastModified), lastMod)
 	}
-	if _, err := exec(ctx, d.st.q.urlDone, at.UnixNano(), r.Class, r.Status, blob, etag, lastMod, t.key); err != nil {
-		return err
-	}
-	if r.Class != "" {
-		return nil
-	}
-	rows, err := query(ctx, d.st.q.urlRecords, t.key)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var it applyItem
-		if err := rows.Scan(&it.rec, &it.depth); err != nil {
-			rows.Close()
-			return fmt.Errorf("dispatcher: state: %w", err)
+	// A failure keeps no validators: there is no cached extraction for a
+	// 304 to stand for.
+	return dr, true, nil
+}
+
+// markDone writes the pages' outcomes to the seen store, rowChunk rows a
+// statement: a failed fetch counts in attempts and a good one clears
+// them (retry.go); a failed page keeps its URL, since a rerun may fetch
+// it again.
+func (d *Dispatcher) markDone(ctx context.Context, done []doneResult) error {
+	for _, size := range chunkSizes(len(done), rowChunk) {
+		part := done[:size]
+		done = done[size:]
+		st, err := d.st.stmtN(ctx, "urlDoneN", size, func(n int) string {
+			return `UPDATE urls SET state = 2, last_crawled = v.column1, class = v.column2, status = v.column3, result = v.column4,
+				etag = v.column5, last_modified = v.column6,
+				attempts = CASE WHEN v.column2 = '' THEN 0 ELSE urls.attempts + 1 END,
+				url = CASE WHEN v.column2 = '' THEN NULL ELSE urls.url END
+				FROM (VALUES ` + placeholders(n, "(?, ?, ?, ?, ?, ?, ?)") + `) AS v WHERE urls.key = v.column7`
+		})
+		if err != nil {
+			return err
 		}
-		it.res = res
-		d.work = append(d.work, it)
+		args := make([]any, 0, 7*size)
+		for _, dr := range part {
+			args = append(args, dr.at, dr.r.Class, dr.r.Status, dr.blob, dr.etag, dr.lastMod, dr.t.key)
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("dispatcher: state urls: %w", err)
+		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("dispatcher: state: %w", err)
+	return nil
+}
+
+// resultRecords reads which records reached each good page of done, and
+// at what depth, in record order: rowChunk pages a statement.
+func (d *Dispatcher) resultRecords(ctx context.Context, done []doneResult) (map[int64][]applyItem, error) {
+	keys := make([]any, 0, len(done))
+	for _, dr := range done {
+		if dr.r.Class == "" {
+			keys = append(keys, dr.t.key)
+		}
 	}
-	if err := d.drainWork(ctx); err != nil {
-		return err
+	work := make(map[int64][]applyItem, len(keys))
+	for _, size := range chunkSizes(len(keys), rowChunk) {
+		part := keys[:size]
+		keys = keys[size:]
+		st, err := d.st.stmtN(ctx, "urlRecordsN", size, func(n int) string {
+			return `SELECT url, rec, depth FROM links WHERE url IN (` + placeholders(n, "?") + `) ORDER BY url, rec`
+		})
+		if err != nil {
+			return nil, err
+		}
+		rows, err := st.QueryContext(ctx, part...)
+		if err != nil {
+			return nil, fmt.Errorf("dispatcher: state links: %w", err)
+		}
+		for rows.Next() {
+			var key int64
+			var it applyItem
+			if err := rows.Scan(&key, &it.rec, &it.depth); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("dispatcher: state links: %w", err)
+			}
+			work[key] = append(work[key], it)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("dispatcher: state links: %w", err)
+		}
 	}
-	return d.retryRender(ctx, t, r)
+	return work, nil
 }

@@ -29,7 +29,7 @@ func (d *Dispatcher) release(t *task) {
 // go on answering what they held. If the task is still queued (not sent
 // again yet) the answer is as good as any, and taking it spares the site a
 // second request for the page. The task is leased to the result's sender
-// for the moment commitResult takes to release it. nil if not queued.
+// for the moment commitResults takes to release it. nil if not queued.
 func (d *Dispatcher) adopt(key int64, r *wire.Result) *task {
 	t := d.w.queued[key]
 	if t == nil {

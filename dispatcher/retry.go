@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"net/http"
@@ -131,19 +132,29 @@ func (d *Dispatcher) retryFailed(ctx context.Context) error {
 }
 
 // requeueDone queues a done (or dropped) task again at depth, with its
-// URL norm ("": the one the state kept, a failed page's). It is read back
-// from SQLite with the rest; its place in the order is not known here, so
-// the window reads from the start.
+// URL norm ("": the one the state kept, a failed page's), and puts it in
+// the window as a new task goes (window.add keeps the order; it used to
+// send the next refill back to the start of the queue, to read every
+// queued task again).
 func (d *Dispatcher) requeueDone(ctx context.Context, key int64, norm string, depth int) error {
 	d.nextSeq++
-	var u any
+	var arg any
 	if norm != "" {
-		u = norm
+		arg = norm
 	}
-	if _, err := exec(ctx, d.st.q.urlRequeue, d.nextSeq, depth, u, key); err != nil {
-		return err
+	t := &task{key: key, depth: depth, seq: d.nextSeq}
+	var u sql.NullString
+	var matched, render int
+	if err := d.st.q.urlRequeue.QueryRowContext(ctx, d.nextSeq, depth, arg, key).Scan(&u, &matched, &t.priority, &render); err != nil {
+		return fmt.Errorf("dispatcher: state requeue: %w", err)
 	}
 	d.queuedN++
-	d.w.spilled, d.w.cursor = true, nil
+	t.url, t.matched, t.render = u.String, matched == 1, render == 1
+	if t.host, t.domain = hostDomain(t.url); t.host == "" {
+		// refill drops it, saying why.
+		d.w.spilled, d.w.cursor = true, nil
+		return nil
+	}
+	d.w.add(t, false)
 	return nil
 }

@@ -276,16 +276,42 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 	}
 	err := func() error {
 		lastDispatch := time.Now()
+		// Results are applied resultBatch at a time, in their order
+		// among the other frames.
+		var results []*wire.Result
+		commit := func() error {
+			if len(results) == 0 {
+				return nil
+			}
+			err := d.commitResults(ctx, results, now)
+			clear(results)
+			results = results[:0]
+			return err
+		}
 		for i, f := range frames {
 			// A batch can take long (a page with many new links, or
 			// hundreds of results after a pause): hand out the tasks its
 			// results freed as it goes, so supervisors never wait for the
 			// whole batch.
 			if dispatch && i > 0 && time.Since(lastDispatch) >= dispatchEvery {
+				if err := commit(); err != nil {
+					return err
+				}
 				if err := d.dispatch(ctx, now); err != nil {
 					return err
 				}
 				lastDispatch = time.Now()
+			}
+			if v, ok := f.v.(*wire.Result); ok {
+				if results = append(results, v); len(results) == resultBatch {
+					if err := commit(); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := commit(); err != nil {
+				return err
 			}
 			switch v := f.v.(type) {
 			case *wire.Hello:
@@ -300,13 +326,12 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 					m.beat(v)
 					d.led.heartbeat(v)
 				}
-			case *wire.Result:
-				if err := d.commitResult(ctx, v, now); err != nil {
-					return err
-				}
 			default:
 				d.log.Debug("unexpected frame on intake", "kind", f.kind)
 			}
+		}
+		if err := commit(); err != nil {
+			return err
 		}
 		for more := true; more; {
 			select {

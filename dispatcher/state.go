@@ -73,15 +73,15 @@ type stmts struct {
 	badAt, badConverted, badTaken      *sql.Stmt
 	badIns, refusalIns, urlRecordIDs   *sql.Stmt
 
-	urlDone, urlDrop, urlCached, urlValid, urlState *sql.Stmt
-	urlRequeue, urlRender, urlDepth, urlWanted      *sql.Stmt
-	urlRecords, recordTasks, ownLinks, linkPut      *sql.Stmt
-	refill, refillAfter, failedPages                *sql.Stmt
-	hostGet                                         *sql.Stmt
-	priorPut, priorGet, priorOpen, priorClose       *sql.Stmt
-	filledRecords, fpIns, fpAll                     *sql.Stmt
-	loadGet, loadNum, loadPut                       *sql.Stmt
-	obPut, obNext, obAck, obRefuse, obCount         *sql.Stmt
+	urlDrop, urlCached, urlValid, urlState     *sql.Stmt
+	urlRequeue, urlRender, urlDepth, urlWanted *sql.Stmt
+	urlRecords, recordTasks, ownLinks, linkPut *sql.Stmt
+	refill, refillAfter, failedPages           *sql.Stmt
+	hostGet                                    *sql.Stmt
+	priorPut, priorGet, priorOpen, priorClose  *sql.Stmt
+	filledRecords, fpIns, fpAll                *sql.Stmt
+	loadGet, loadNum, loadPut                  *sql.Stmt
+	obPut, obNext, obAck, obRefuse, obCount    *sql.Stmt
 }
 
 // stmtSQL lists every statement of stmts with its SQL.
@@ -112,16 +112,11 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.refusalIns, `INSERT INTO refusals(rec, page, field, page_value, record_value) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&q.urlRecordIDs, `SELECT r.id, l.depth FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = ? ORDER BY l.rec`},
 
-		// urlDone counts a failed fetch in attempts and clears the count on
-		// a good one (retry.go). A failed page keeps its URL: a rerun may
-		// fetch it again.
-		{&q.urlDone, `UPDATE urls SET state = 2, last_crawled = ?1, class = ?2, status = ?3, result = ?4, etag = ?5, last_modified = ?6,
-			attempts = CASE WHEN ?2 = '' THEN 0 ELSE attempts + 1 END, url = CASE WHEN ?2 = '' THEN NULL ELSE url END
-			WHERE key = ?7`},
 		{&q.urlDrop, `UPDATE urls SET state = 3, url = NULL WHERE key = ?`},
 		{&q.urlCached, `SELECT class, result, etag, last_modified FROM urls WHERE key = ?`},
 		{&q.urlValid, `SELECT etag, last_modified FROM urls WHERE key = ? AND class = '' AND result IS NOT NULL`},
-		{&q.urlRequeue, `UPDATE urls SET state = 0, seq = ?, depth = ?, url = COALESCE(?, url) WHERE key = ?`},
+		{&q.urlRequeue, `UPDATE urls SET state = 0, seq = ?, depth = ?, url = COALESCE(?, url) WHERE key = ?
+			RETURNING url, matched, priority, render`},
 		{&q.urlRender, `UPDATE urls SET state = 0, render = 1, seq = ?, url = COALESCE(url, ?) WHERE key = ?`},
 		{&q.urlState, `SELECT state FROM urls WHERE key = ?`},
 		{&q.urlDepth, `UPDATE urls SET depth = ? WHERE key = ? AND depth > ?`},
