@@ -117,7 +117,14 @@ func (f *Fetcher) readBody(ctx, parent context.Context, hr *http.Response) ([]by
 		r = dec
 	}
 
-	data, truncated, err := readCapped(r, max)
+	// A body sent as it is says its length: read it into a slice of that
+	// size (most pages are a few KiB; a readChunk buffer each was most of
+	// a crawl's allocation).
+	hint := int64(readChunk)
+	if len(codings) == 0 && hr.ContentLength >= 0 {
+		hint = hr.ContentLength + 1
+	}
+	data, truncated, err := readCapped(r, max, hint)
 	if errors.Is(err, errWireCap) {
 		truncated, err = true, nil
 	}
@@ -219,9 +226,13 @@ func decoder(coding string, r io.Reader) (io.Reader, error) {
 
 // readCapped reads r until EOF or until max bytes are held; it reads at
 // most one byte past max, to learn whether there was more. It reads
-// straight into the slice it returns, which grows as the body does.
-func readCapped(r io.Reader, max int64) ([]byte, bool, error) {
-	buf := make([]byte, 0, min(max+1, readChunk))
+// straight into the slice it returns, which starts at hint bytes (at
+// least one) and grows as the body does.
+func readCapped(r io.Reader, max, hint int64) ([]byte, bool, error) {
+	if hint < 1 {
+		hint = 1
+	}
+	buf := make([]byte, 0, min(max+1, hint))
 	for {
 		if len(buf) == cap(buf) {
 			grow := min(int64(cap(buf)), max+1-int64(len(buf))) // double, up to max+1
