@@ -192,9 +192,7 @@ func (d *Dispatcher) attachKnown(ctx context.Context, key int64, norm string, re
 // revisit gives rec, which reached a URL the seen store holds, what the
 // URL has: its cached extraction while that is fresh (see stale), else the
 // URL is queued again if it is done or dropped (a queued or leased task
-// will answer every record that reached it). A cached extraction kept
-// without the page's links (cachedResult.NoLinks) is fetched again for a
-// record that may follow them.
+// will answer every record that reached it).
 func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec int64, depth int, k knownURL) error {
 	switch {
 	case k.last > 0 && !d.stale(k.last):
@@ -202,9 +200,6 @@ func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec in
 			var res cachedResult
 			if err := json.Unmarshal(k.result, &res); err != nil {
 				return fmt.Errorf("dispatcher: state cached result of %s: %w", norm, err)
-			}
-			if res.NoLinks && depth+1 <= d.cfg.Depth && k.state == stateDone {
-				return d.requeueDone(ctx, key, norm, depth)
 			}
 			d.run.reused++
 			it := applyItem{rec: rec, res: &res, depth: depth}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -460,50 +459,5 @@ func TestExpectedMembersWithoutRender(t *testing.T) {
 	}
 	if e.sum.Waiting != 1 || e.sum.Pages != 1 {
 		t.Errorf("summary waiting %d pages %d, want 1 and 1", e.sum.Waiting, e.sum.Pages)
-	}
-}
-
-// TestLeafPageFetchedAgainNearer: a page every record reached at the depth
-// limit is kept without its links (nothing could follow them); a record
-// that reaches it nearer, in a later Run, has it fetched again and its
-// links followed.
-func TestLeafPageFetchedAgainNearer(t *testing.T) {
-	dir := t.TempDir()
-	p, q, r := "https://p.example/", "https://q.example/", "https://r.example/"
-	web := map[string]page{
-		p: {links: []string{q}},
-		q: {links: []string{r}},
-		r: {fields: []wire.Field{fld("phone", "555")}},
-	}
-	tweak := func(c *Config) { c.Fields, c.Depth = []string{"phone"}, 1 }
-	e := newEnv(t, dir, tweak)
-	e.load("a.csv", csvOf("id,links", "a,"+p))
-	st := crawl(t, e, e.runWithTwo(), web, 20*time.Second)
-	if e.err != nil {
-		t.Fatal(e.err)
-	}
-	if st.requests[r] != 0 || st.requests[q] != 1 {
-		t.Fatalf("first run fetched %v; want p and q, not r (depth 2)", st.requests)
-	}
-	var blob []byte
-	if err := e.d.st.conn.QueryRowContext(context.Background(), `SELECT result FROM urls WHERE key = ?`, urlKey(q)).Scan(&blob); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(blob), `"n":true`) || strings.Contains(string(blob), r) {
-		t.Errorf("q's cached result %s: want it marked as kept without links", blob)
-	}
-	e.close()
-
-	e2 := newEnv(t, dir, tweak)
-	e2.load("b.csv", csvOf("id,links", "b,"+q))
-	st = crawl(t, e2, e2.runWithTwo(), web, 20*time.Second)
-	if e2.err != nil {
-		t.Fatal(e2.err)
-	}
-	if st.requests[q] != 1 || st.requests[r] != 1 {
-		t.Errorf("second run fetched %v; want q again and r", st.requests)
-	}
-	if got := e2.records()["b"].Found["phone"].Value; got != "555" {
-		t.Errorf("record b's phone %q, want r's 555", got)
 	}
 }

@@ -29,10 +29,6 @@ type cachedResult struct {
 	// it later can still have it rendered (see renderLate).
 	JSOnly   bool     `json:"j,omitempty"`
 	Mappings []string `json:"m,omitempty"`
-	// NoLinks says the page's links were not kept: when it was fetched
-	// no record could follow them (the depth limit). A record that
-	// reaches it nearer has it fetched again (revisit).
-	NoLinks bool `json:"n,omitempty"`
 }
 
 // applyItem is a page to apply to a record at a depth. late is set when
@@ -245,15 +241,7 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, now time
 			}
 			res.Fields = append(res.Fields, f)
 		}
-		if t.depth+1 <= d.cfg.Depth {
-			res.Links = d.pageLinks(t.url, r.Links)
-		} else {
-			// Every record reached the page at the depth limit: its
-			// links would not be followed, so they are neither read
-			// nor kept (an index page's hundreds of links were most
-			// of the cached results' bytes).
-			res.NoLinks = true
-		}
+		res.Links = d.pageLinks(t.url, r.Links)
 		if r.JSOnly && !t.render {
 			res.JSOnly, res.Mappings = true, r.Mappings
 		}
