@@ -44,13 +44,14 @@ func fetchAll(ctx context.Context, src Source, hosts []string, jobs [][]fetchJob
 					return
 				}
 				hj[k].page, hj[k].err = src.Fetch(ctx, hj[k].url)
+				// Progress is told under the lock: its callers need not
+				// be safe for concurrent use.
 				mu.Lock()
 				done++
-				n := done
-				mu.Unlock()
-				if opts.Progress != nil && (n%10 == 0 || n == total) {
-					opts.Progress(fmt.Sprintf("fetched %d of %d teacher pages", n, total))
+				if opts.Progress != nil && (done%10 == 0 || done == total) {
+					opts.Progress(fmt.Sprintf("fetched %d of %d teacher pages", done, total))
 				}
+				mu.Unlock()
 			}
 		}(jobs[i])
 	}

@@ -53,7 +53,7 @@ type Options struct {
 	// (default DefaultPagesPerHost): the first ones in record order.
 	PagesPerHost int
 	Hosts        int          // hosts fetched from at once, default DefaultHosts
-	Progress     func(string) // told what is being done; nil: silent
+	Progress     func(string) // told what is being done, one call at a time; nil: silent
 }
 
 func (o *Options) defaults() {
