@@ -127,8 +127,12 @@
 // dispatcher, and Hello says so. Each task is one address, probed on its
 // own goroutine by the Prober, which keeps the survey's politeness; at
 // most Capacity run at once and each is answered with one SurveyResult
-// echoing its ID and Lease (survey.go). The crawl's host queues are not
-// involved: a survey never fetches pages.
+// echoing its ID and Lease (survey.go). A task sent again while it is
+// held (its lease ran out, or the dispatcher took the supervisor for
+// gone) is not run a second time: the run in progress answers it. Every
+// Heartbeat lists the survey tasks held (Surveys), which renews their
+// leases. The crawl's host queues are not involved: a survey never
+// fetches pages.
 //
 // # For operators
 //

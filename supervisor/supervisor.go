@@ -204,8 +204,10 @@ type Supervisor struct {
 	// recorded before it was called (see reserve).
 	flushMu sync.Mutex
 
-	// Survey tasks in progress (survey.go): one slot each, at most Capacity.
+	// Survey tasks in progress (survey.go): one slot each, at most
+	// Capacity; their IDs, which heartbeats list.
 	surveySlots chan struct{}
+	surveyHeld  heldSurveys
 	surveys     sync.WaitGroup
 	surveyed    atomic.Int64
 
@@ -745,6 +747,7 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		Failed:   s.failedTotal(),
 		RSS:      rss(),
 		At:       time.Now().UTC(),
+		Surveys:  s.surveyHeld.list(),
 	}
 	if s.render != nil {
 		rs := s.render.Stats()
