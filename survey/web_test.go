@@ -21,7 +21,7 @@ import (
 // checkRow compares a row with what the zone says domain i is.
 func checkRow(t *testing.T, w *surveytest.Web, i int, r survey.WebRow) {
 	t.Helper()
-	switch surveytest.NameClass(i) {
+	switch w.Class(i) {
 	case surveytest.NameNX:
 		want(t, r, survey.Unresolved, survey.DNSNXDomain)
 		return
@@ -107,23 +107,25 @@ var expectedHits = map[string]int{
 }
 
 func TestWebSurvey(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 1200, Addresses: 100, SlowDNS: 2 * time.Second})
+	t.Parallel()
+	const domains = 600
+	w := surveytest.Start(t, surveytest.Options{Domains: domains, Addresses: 60})
 	dir := t.TempDir()
-	domains := filepath.Join(dir, "domains.txt")
-	if err := w.WriteDomains(domains, "not a domain!", "d00001.test", "  # indented comment", "http://D00002.TEST/path"); err != nil {
+	list := filepath.Join(dir, "domains.txt")
+	if err := w.WriteDomains(list, "not a domain!", "d00001.test", "  # indented comment", "http://D00002.TEST/path"); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	sum, err := survey.RunWeb(context.Background(), survey.WebConfig{
 		Config:  survey.Config{StateDir: filepath.Join(dir, "state"), Out: &out, Cluster: local(t, 2, w), Spec: webSpec(w)},
-		Domains: domains, Resolver: resolver(t, w),
+		Domains: list, Resolver: resolver(t, w),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := readRows[survey.WebRow](t, out.Bytes())
-	if len(rows) != 1200 || sum.Rows != 1200 || !sum.Finished {
-		t.Fatalf("%d rows, summary %d finished %v; want 1200", len(rows), sum.Rows, sum.Finished)
+	if len(rows) != domains || sum.Rows != domains || !sum.Finished {
+		t.Fatalf("%d rows, summary %d finished %v; want %d", len(rows), sum.Rows, sum.Finished, domains)
 	}
 	if sum.Input.Bad != 1 || sum.Input.Dups != 2 || !strings.Contains(sum.Input.Errors[0], "domains.txt:2: ") {
 		t.Errorf("input report %+v", sum.Input)
@@ -157,6 +159,9 @@ func TestWebSurvey(t *testing.T) {
 		if w.MaxConns(a) > 1 {
 			t.Errorf("%s had %d connections at once", a, w.MaxConns(a))
 		}
+		if w.MaxBlockConns(a) > webPer24 {
+			t.Errorf("the /24 of %s had %d connections at once, want at most %d", a, w.MaxBlockConns(a), webPer24)
+		}
 	}
 	for k, n := range outcomes {
 		if sum.Outcomes[k] != n {
@@ -185,32 +190,34 @@ func TestWebSurvey(t *testing.T) {
 
 // With --probe-every-vhost every domain is probed on its own.
 func TestWebSurveyEveryHost(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 150, Addresses: 20, SlowDNS: time.Second})
+	t.Parallel()
+	const domains = 150
+	w := surveytest.Start(t, surveytest.Options{Domains: domains, Addresses: 20, Prompt: true})
 	dir := t.TempDir()
-	domains := filepath.Join(dir, "domains.txt")
-	w.WriteDomains(domains)
+	list := filepath.Join(dir, "domains.txt")
+	w.WriteDomains(list)
 	spec := webSpec(w)
 	spec.EveryHost = true
 	spec.Schemes = []string{"http"}
 	var out bytes.Buffer
 	if _, err := survey.RunWeb(context.Background(), survey.WebConfig{
 		Config:  survey.Config{StateDir: filepath.Join(dir, "state"), Out: &out, Format: survey.FormatCSV, Cluster: local(t, 1, w), Spec: spec},
-		Domains: domains, Resolver: resolver(t, w),
+		Domains: list, Resolver: resolver(t, w),
 	}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 151 || !strings.HasPrefix(lines[0], "domain,outcome,class,ip,shared_ip") {
+	if len(lines) != domains+1 || !strings.HasPrefix(lines[0], "domain,outcome,class,ip,shared_ip") {
 		t.Fatalf("CSV: %d lines, header %q", len(lines), lines[0])
 	}
 	perAddr := map[netip.Addr]int{}
-	for i := range 150 {
-		if surveytest.NameClass(i) == surveytest.NameNormal || surveytest.NameClass(i) == surveytest.NameCNAME {
+	for i := range domains {
+		if c := w.Class(i); c == surveytest.NameNormal || c == surveytest.NameCNAME {
 			perAddr[w.Addr(i)]++
 		}
 	}
 	for a, n := range perAddr {
-		per, special := map[string]int{surveytest.KindNoHead: 2, surveytest.KindToHTTPS: 2, surveytest.KindClosed: 0, surveytest.KindFiltered: 0}[w.Kind(a)]
+		per, special := map[string]int{surveytest.KindNoHead: 2, surveytest.KindToHTTPS: 2, surveytest.KindClosed: 0}[w.Kind(a)]
 		if !special {
 			per = 1
 		}
@@ -230,7 +237,8 @@ func TestWebSurveyEveryHost(t *testing.T) {
 // A second run in the same state directory copies forward what did not
 // change; a domain whose address changed is probed again.
 func TestWebRescan(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 200, Addresses: 20, SlowDNS: time.Second})
+	t.Parallel()
+	w := surveytest.Start(t, surveytest.Options{Domains: 200, Addresses: 20, Prompt: true})
 	dir := t.TempDir()
 	domains := filepath.Join(dir, "domains.txt")
 	w.WriteDomains(domains)
@@ -263,9 +271,9 @@ func TestWebRescan(t *testing.T) {
 	for i := range 200 {
 		// Failures are not cached: only those names are asked again.
 		d := surveytest.Domain(i)
-		failed := surveytest.NameClass(i) == surveytest.NameServFail || surveytest.NameClass(i) == surveytest.NameSlow
+		failed := w.Class(i) == surveytest.NameServFail
 		if again := w.Asked(d) > asked[d]; again != failed {
-			t.Errorf("%s (%s) asked again: %v", d, surveytest.NameClass(i), again)
+			t.Errorf("%s (%s) asked again: %v", d, w.Class(i), again)
 		}
 	}
 	if s1.Run != "web/1" || s2.Run != "web/2" || len(second) != len(first) {
@@ -314,14 +322,15 @@ func (l *lineCanceller) Write(p []byte) (int, error) {
 // An interrupted survey resumes: the rows committed stay, their
 // addresses are not asked again, and the rest are done once.
 func TestWebResume(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 400, Addresses: 40, SlowDNS: time.Second})
+	t.Parallel()
+	w := surveytest.Start(t, surveytest.Options{Domains: 400, Addresses: 40, Prompt: true})
 	dir := t.TempDir()
 	domains := filepath.Join(dir, "domains.txt")
 	w.WriteDomains(domains)
 	spec := webSpec(w)
 	ctx, cancel := context.WithCancel(context.Background())
 	lc := &lineCanceller{n: 60, cancel: cancel}
-	cfg := survey.WebConfig{Config: survey.Config{StateDir: filepath.Join(dir, "state"), Out: lc, Cluster: local(t, 1, w), Spec: spec},
+	cfg := survey.WebConfig{Config: survey.Config{StateDir: filepath.Join(dir, "state"), Out: lc, Cluster: localUntil(ctx, t, 1, w), Spec: spec},
 		Domains: domains, Resolver: resolver(t, w)}
 	sum, err := survey.RunWeb(ctx, cfg)
 	if err == nil || sum == nil || sum.Finished {
