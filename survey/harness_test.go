@@ -57,9 +57,10 @@ const (
 )
 
 // local returns a Cluster whose Listening starts n supervisors in this
-// process; they stop when the test ends. Heartbeats are the default
-// ones: a supervisor is taken for gone after three missed, which a test
-// never wants.
+// process; they stop when the test ends. The supervisors beat every
+// supervisor.DefaultHeartbeat, but the survey takes one for gone only
+// after three silentHeartbeats: a test never wants that, as the gone
+// supervisor's addresses would go to another while it still probes them.
 func local(t testing.TB, n int, ca *surveytest.Web) survey.Cluster {
 	return localUntil(context.Background(), t, n, ca)
 }
@@ -74,13 +75,18 @@ func localUntil(parent context.Context, t testing.TB, n int, ca *surveytest.Web)
 	return localFetch(parent, t, n, fc)
 }
 
+// silentHeartbeat is a third of the silence after which a test's survey
+// takes a supervisor for gone.
+const silentHeartbeat = 10 * time.Second
+
 // localFetch is localUntil whose supervisors connect as fc allows.
 func localFetch(parent context.Context, t testing.TB, n int, fc fetch.Config) survey.Cluster {
 	ctx, cancel := context.WithCancel(parent)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return survey.Cluster{
-		Expect: n,
+		Expect:    n,
+		Heartbeat: silentHeartbeat,
 		Listening: func(endpoint string) {
 			for i := range n {
 				p := survey.NewProber(survey.ProberConfig{Fetch: fc})
