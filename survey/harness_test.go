@@ -45,15 +45,19 @@ func bundled(t testing.TB) *etl.Set {
 	return set
 }
 
-// Timeouts of the tests' probes and lookups. They are far longer than a
-// loaded machine ever delays a loopback answer or a TLS handshake,
-// because nothing in the zone times out by being slow: what must time
-// out never answers at all (surveytest). Each hanging or filtered address
-// and each slow name costs its timeout, so only the tests whose point is
-// the timeouts have them; the others use a Prompt zone.
+// Timeouts of the tests' probes and lookups. Nothing in the zone times
+// out by being slow: what must time out never answers at all
+// (surveytest). So most tests survey Prompt zones, where nothing waits a
+// timeout out, with patient timeouts: far longer than any stall of a
+// loaded machine, and free. The tests of the timeout classes themselves
+// (hanging, filtered, slow names) wait each timeout out once, with the
+// short ones, and run alone, so that the machine's load is all that can
+// slow their answers down, not the other tests' work.
 const (
-	probeTimeout = 5 * time.Second
-	dnsTimeout   = 2 * time.Second
+	patientTimeout    = 30 * time.Second
+	patientDNSTimeout = 10 * time.Second
+	probeTimeout      = 4 * time.Second
+	dnsTimeout        = 2 * time.Second
 )
 
 // local returns a Cluster whose Listening starts n supervisors in this
@@ -108,9 +112,9 @@ func localFetch(parent context.Context, t testing.TB, n int, fc fetch.Config) su
 	}
 }
 
-// webSpec is how the tests probe the zone.
+// webSpec is how the tests probe a Prompt zone.
 func webSpec(w *surveytest.Web) wire.SurveySpec {
-	return wire.SurveySpec{Timeout: probeTimeout, Schemes: []string{"http", "https"}, Headers: []string{"X-Powered-By"},
+	return wire.SurveySpec{Timeout: patientTimeout, Schemes: []string{"http", "https"}, Headers: []string{"X-Powered-By"},
 		MaxRedirects: 3, UserAgent: testUA, Delay: 10 * time.Millisecond, HTTPPort: w.HTTPPort, HTTPSPort: w.HTTPSPort, Per24: webPer24}
 }
 
@@ -118,8 +122,9 @@ func webSpec(w *surveytest.Web) wire.SurveySpec {
 // command's default).
 const webPer24 = 4
 
+// resolver asks a Prompt zone.
 func resolver(t testing.TB, w *surveytest.Web) *survey.Resolver {
-	return resolverTimeout(t, w, dnsTimeout)
+	return resolverTimeout(t, w, patientDNSTimeout)
 }
 
 func resolverTimeout(t testing.TB, w *surveytest.Web, timeout time.Duration) *survey.Resolver {

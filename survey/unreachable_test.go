@@ -92,7 +92,7 @@ func unreachableInside(t *testing.T) {
 	var out bytes.Buffer
 	_, err = survey.RunPorts(context.Background(), survey.PortsConfig{
 		Config: survey.Config{StateDir: filepath.Join(t.TempDir(), "state"), Out: &out, Cluster: localFetch(context.Background(), t, 1, fc),
-			Spec: wire.SurveySpec{Timeout: probeTimeout, UserAgent: testUA}},
+			Spec: wire.SurveySpec{Timeout: patientTimeout, UserAgent: testUA}},
 		Targets: []string{hostUnreach.String(), noRoute.String()}, Ports: []int{80}, Blocklist: bl,
 	})
 	if err != nil {
@@ -108,7 +108,7 @@ func unreachableInside(t *testing.T) {
 		}
 	}
 
-	w := surveytest.Start(t, surveytest.Options{Domains: 1, Addresses: 1})
+	w := surveytest.Start(t, surveytest.Options{Domains: 1, Addresses: 1, Prompt: true})
 	domain := surveytest.Domain(0)
 	w.SetA(domain, hostUnreach)
 	out.Reset()

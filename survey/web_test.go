@@ -98,6 +98,24 @@ func want(t *testing.T, r survey.WebRow, outcome, class string) {
 	}
 }
 
+// checkAsked checks how a survey with IP dedupe and webSpec's politeness
+// asked the zone: expectedHits requests at every address, one connection
+// at a time to each, at most webPer24 at once into each /24.
+func checkAsked(t *testing.T, w *surveytest.Web) {
+	t.Helper()
+	for _, a := range w.Addresses() {
+		if got, wantN := w.Hits(a), expectedHits[w.Kind(a)]; got != wantN {
+			t.Errorf("%s (%s) got %d requests, want %d", a, w.Kind(a), got, wantN)
+		}
+		if w.MaxConns(a) > 1 {
+			t.Errorf("%s had %d connections at once", a, w.MaxConns(a))
+		}
+		if w.MaxBlockConns(a) > webPer24 {
+			t.Errorf("the /24 of %s had %d connections at once, want at most %d", a, w.MaxBlockConns(a), webPer24)
+		}
+	}
+}
+
 // expectedHits is how many requests a survey with IP dedupe makes to an
 // address of kind: one per scheme, plus the GET after a refused HEAD and
 // the redirect followed on the same host.
@@ -106,10 +124,12 @@ var expectedHits = map[string]int{
 	surveytest.KindNoHead: 4, surveytest.KindToHTTPS: 3, surveytest.KindClosed: 0, surveytest.KindFiltered: 0,
 }
 
+// A survey of a Prompt zone: everything but the timeout classes
+// (TestWebTimeouts).
 func TestWebSurvey(t *testing.T) {
 	t.Parallel()
 	const domains = 600
-	w := surveytest.Start(t, surveytest.Options{Domains: domains, Addresses: 60})
+	w := surveytest.Start(t, surveytest.Options{Domains: domains, Addresses: 60, Prompt: true})
 	dir := t.TempDir()
 	list := filepath.Join(dir, "domains.txt")
 	if err := w.WriteDomains(list, "not a domain!", "d00001.test", "  # indented comment", "http://D00002.TEST/path"); err != nil {
@@ -152,17 +172,7 @@ func TestWebSurvey(t *testing.T) {
 			t.Errorf("%s shares %s's probe, but %s was probed at %s", r.Domain, r.ProbedAs, probedAs[r.IP], r.IP)
 		}
 	}
-	for _, a := range w.Addresses() {
-		if got, wantN := w.Hits(a), expectedHits[w.Kind(a)]; got != wantN {
-			t.Errorf("%s (%s) got %d requests, want %d", a, w.Kind(a), got, wantN)
-		}
-		if w.MaxConns(a) > 1 {
-			t.Errorf("%s had %d connections at once", a, w.MaxConns(a))
-		}
-		if w.MaxBlockConns(a) > webPer24 {
-			t.Errorf("the /24 of %s had %d connections at once, want at most %d", a, w.MaxBlockConns(a), webPer24)
-		}
-	}
+	checkAsked(t, w)
 	for k, n := range outcomes {
 		if sum.Outcomes[k] != n {
 			t.Errorf("summary outcomes %v, rows %v", sum.Outcomes, outcomes)
@@ -186,6 +196,51 @@ func TestWebSurvey(t *testing.T) {
 			t.Errorf("summary text lacks %q:\n%s", s, text.String())
 		}
 	}
+}
+
+// The timeout classes: hanging servers (timeout), filtered ports
+// (connect-timeout) and names never answered (dns-timeout), each waited out
+// once, beside answers that must come in time. The test is small and runs
+// alone, not beside the others, so that only the machine's load, not the
+// other tests' work, can delay those answers.
+func TestWebTimeouts(t *testing.T) {
+	const domains = 100
+	w := surveytest.Start(t, surveytest.Options{Domains: domains, Addresses: surveytest.BlockSize})
+	list := filepath.Join(t.TempDir(), "domains.txt")
+	w.WriteDomains(list)
+	spec := webSpec(w)
+	spec.Timeout = probeTimeout
+	var out bytes.Buffer
+	if _, err := survey.RunWeb(context.Background(), survey.WebConfig{
+		Config:  survey.Config{StateDir: filepath.Join(t.TempDir(), "state"), Out: &out, Cluster: local(t, 1, w), Spec: spec},
+		Domains: list, Resolver: resolverTimeout(t, w, dnsTimeout),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rows := readRows[survey.WebRow](t, out.Bytes())
+	if len(rows) != domains {
+		t.Fatalf("%d rows, want %d", len(rows), domains)
+	}
+	classes := map[string]bool{}
+	var slowest time.Duration
+	for _, r := range rows {
+		var i int
+		fmt.Sscanf(r.Domain, "d%05d.test", &i)
+		checkRow(t, w, i, r)
+		classes[r.Class] = true
+		for _, p := range r.Probes {
+			if p.Class == "" {
+				slowest = max(slowest, p.Elapsed)
+			}
+		}
+	}
+	for _, c := range []string{survey.WebTimeout, survey.WebConnectTimeout, survey.DNSTimeout} {
+		if !classes[c] {
+			t.Errorf("no row of class %s", c)
+		}
+	}
+	checkAsked(t, w)
+	t.Logf("the slowest probe that was answered took %v (its waits for its turn included) of the %v each stage is allowed", slowest, probeTimeout)
 }
 
 // With --probe-every-vhost every domain is probed on its own.

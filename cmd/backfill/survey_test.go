@@ -40,12 +40,13 @@ func surveyRows[T any](t *testing.T, path string) []T {
 	return out
 }
 
-// Timeouts of the survey tests: far longer than a loaded machine delays a
-// loopback answer. The zones are Prompt (surveytest): nothing in them
-// makes a survey wait a timeout out, so the timeouts cost nothing.
+// Timeouts of the survey tests: far longer than any stall of a loaded
+// machine. The zones are Prompt (surveytest), and the ports open or
+// refused: nothing makes a survey wait a timeout out, so they cost
+// nothing.
 const (
-	surveyTimeout    = "5s"
-	surveyDNSTimeout = "2s"
+	surveyTimeout    = "30s"
+	surveyDNSTimeout = "10s"
 )
 
 // startSurveyDispatcher starts `backfill survey ...` listening for the
