@@ -283,7 +283,27 @@ func TestLastCrawlBuffer(t *testing.T) {
 		t.Errorf("cached %v, %v; want %v", at, err, now)
 	}
 
+	// Workers look at the buffer while flushes write it.
 	cache.during = func() {}
+	stop, looked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(looked)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.pendingLastCrawl("b.test")
+			}
+		}
+	}()
+	for range 20 {
+		s.recordLastCrawl("b.test", time.Now())
+		s.flushLastCrawls(context.Background())
+	}
+	close(stop)
+	<-looked
+
 	cache.Store.Close() // the cache is down from now on
 	times := map[string]time.Time{
 		"old.test":   now.Add(-time.Hour), // matters to no one any more

@@ -871,6 +871,7 @@ type lastCrawlBatcher interface {
 // per lastCrawlFlush instead. The buffer holds at most one entry per host
 // crawled within one interval.
 func (s *Supervisor) recordLastCrawl(host string, end time.Time) {
+	end = end.UTC() // as the cache keeps it; a batch is not changed once taken
 	s.lastMu.Lock()
 	if end.After(s.lastPending[host]) {
 		s.lastPending[host] = end
@@ -973,9 +974,6 @@ func (s *Supervisor) flushLastCrawls(ctx context.Context) {
 			}
 		}
 	}()
-	for h, at := range batch {
-		batch[h] = at.UTC()
-	}
 	if b, ok := s.cache.(lastCrawlBatcher); ok {
 		if err := b.PutLastCrawls(ctx, batch); err != nil {
 			s.cacheFailed("put last crawls", fmt.Sprintf("%d hosts", len(batch)), err)
