@@ -321,3 +321,43 @@ func TestLastCrawlBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestAttemptsForgottenWhateverTheAnswer: a page answered 503 is queued
+// again with its count of attempts; when it is then answered another way
+// (here robots.txt, fetched again meanwhile, disallows it) the count goes
+// too, so health keeps counts of held tasks only.
+func TestAttemptsForgottenWhateverTheAnswer(t *testing.T) {
+	t.Parallel()
+	s := newFuncSite(t, "a.test", false, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/robots.txt":
+			w.Write([]byte("User-agent: *\nDisallow: /\n"))
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "not now", http.StatusServiceUnavailable)
+		}
+	})
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	cfg := testConfig(t, d, s)
+	cfg.NoSoft404 = true
+	// The cached robots.txt allows everything until just after the 503.
+	now := time.Now()
+	if err := cfg.Cache.PutRobots(context.Background(), "a.test", store.Robots{Status: 404, FetchedAt: now, Expires: now.Add(500 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, cfg)
+	register(t, d)
+	d.task("ann", 1, "http://a.test/people/ann")
+	if res := d.collect(1, 15*time.Second)["ann"]; res.Class != ClassRobots {
+		t.Fatalf("class %q (%s), want %q: requests %s", res.Class, res.Error, ClassRobots, paths(s.log()))
+	}
+	if p := paths(s.log()); p != "/people/ann /robots.txt" {
+		t.Fatalf("requests %q, want the page (503) then robots.txt", p)
+	}
+	r.sup.health.mu.Lock()
+	n := len(r.sup.health.attempts)
+	r.sup.health.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d tasks' attempts kept after every task was answered", n)
+	}
+}

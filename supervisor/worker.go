@@ -429,6 +429,9 @@ func (s *Supervisor) answer(t *wire.Task, class, msg string) *wire.Result {
 // finishSafe runs finish, answering "panic" if extraction panics, and
 // always gives the task's capacity back.
 func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
+	// Whichever way the task was answered, its count of 429/503 answers
+	// goes with it: health keeps counts of held tasks only.
+	s.health.settled(p.task.ID)
 	released := false
 	release := func() {
 		if !released {
