@@ -96,15 +96,7 @@ func newClusterBench(b *testing.B, opts testweb.LargeOptions) *clusterBench {
 	cb.records = writeFile(b, dir, "records.csv", testweb.LargeRecords(web))
 	// The fixture web's own mappings, as BenchmarkCrawl runs them.
 	cb.mappings = fixtureMappings(b, dir)
-	res := web.Resolve()
-	hostPorts := make([]string, 0, len(res))
-	for hp := range res {
-		hostPorts = append(hostPorts, hp)
-	}
-	sort.Strings(hostPorts)
-	for _, hp := range hostPorts {
-		cb.resolveA = append(cb.resolveA, "--resolve", hp+":"+res[hp])
-	}
+	cb.resolveA = resolveFlags(web)
 	cb.expected = opts.Hosts * (opts.Pages + 1)
 	return cb
 }

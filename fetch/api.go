@@ -128,6 +128,12 @@ type Config struct {
 	// it at a DNS server on loopback.
 	Resolver *net.Resolver
 
+	// MaxTransportHosts is how many distinct hosts one http.Transport
+	// serves before the Fetcher replaces it with a fresh one, since a
+	// Transport keeps state for every host it was asked for (see
+	// transport.go). Default DefaultMaxTransportHosts.
+	MaxTransportHosts int
+
 	// Deny lists ranges never dialed, on top of the built-in guard (a
 	// user's blacklist of IPs and CIDRs). DenyAddr, when set, is asked
 	// about every address the guard and Deny let through; a non-empty
@@ -163,9 +169,8 @@ type Response struct {
 // Fetcher fetches pages. Safe for concurrent use; Close releases its idle
 // connections.
 type Fetcher struct {
-	cfg       Config
-	transport *http.Transport
-	client    *http.Client
+	cfg Config
+	ts  *transports
 }
 
 // New builds a Fetcher. A missing User-Agent is reported by Get, so a
@@ -173,13 +178,7 @@ type Fetcher struct {
 func New(cfg Config) *Fetcher {
 	cfg = cfg.withDefaults()
 	f := &Fetcher{cfg: cfg}
-	f.transport = f.newTransport()
-	f.client = &http.Client{
-		Transport: f.transport,
-		// Redirects are followed by Get itself, so every hop is counted,
-		// loop-checked and dialed through the address guard.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	f.ts = newTransports(cfg.MaxTransportHosts, f.newTransport)
 	return f
 }
 
@@ -193,8 +192,8 @@ func (f *Fetcher) Get(ctx context.Context, rawURL string) (*Response, error) {
 
 // Close releases idle connections.
 func (f *Fetcher) Close() {
-	if f != nil && f.transport != nil {
-		f.transport.CloseIdleConnections()
+	if f != nil && f.ts != nil {
+		f.ts.closeIdle()
 	}
 }
 
@@ -234,6 +233,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxRefreshWait <= 0 {
 		c.MaxRefreshWait = DefaultMaxRefreshWait
+	}
+	if c.MaxTransportHosts <= 0 {
+		c.MaxTransportHosts = DefaultMaxTransportHosts
 	}
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver

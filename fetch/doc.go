@@ -60,6 +60,10 @@
 //
 // The transport keeps connections alive (at most two per host, four idle),
 // since the supervisor sends one request per host at a time; Close
-// releases the idle ones. A DNS lookup abandoned at DNSTimeout finishes in
+// releases the idle ones. An http.Transport also keeps state for every
+// host it was ever asked for, which a crawl of millions of failing hosts
+// would pile up, so after Config.MaxTransportHosts distinct hosts the
+// Fetcher moves on to a fresh one; requests under way on the old one
+// finish there (transport.go). A DNS lookup abandoned at DNSTimeout finishes in
 // the background within the system resolver's own timeout.
 package fetch

@@ -26,7 +26,7 @@ func (f *Fetcher) get(parent context.Context, rawURL string, cond *Validators) (
 	fail := func(c Class, err error) (*Response, error) {
 		return nil, &Error{Class: c, URL: rawURL, Err: err}
 	}
-	if f == nil || f.client == nil {
+	if f == nil || f.ts == nil {
 		return fail(ClassOther, errors.New("fetcher not built with New"))
 	}
 	if strings.TrimSpace(f.cfg.UserAgent) == "" {
@@ -117,7 +117,7 @@ func (f *Fetcher) once(ctx, parent context.Context, u *url.URL, cond *Validators
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
 	cond.set(req.Header)
 
-	hr, err := f.client.Do(req)
+	hr, err := f.ts.clientFor(u).Do(req)
 	if err != nil {
 		c, cerr := classify(ctx, parent, err)
 		return fail(c, cerr)

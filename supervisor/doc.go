@@ -127,8 +127,12 @@
 // dispatcher, and Hello says so. Each task is one address, probed on its
 // own goroutine by the Prober, which keeps the survey's politeness; at
 // most Capacity run at once and each is answered with one SurveyResult
-// echoing its ID and Lease (survey.go). The crawl's host queues are not
-// involved: a survey never fetches pages.
+// echoing its ID and Lease (survey.go). A task sent again while it is
+// held (its lease ran out, or the dispatcher took the supervisor for
+// gone) is not run a second time: the run in progress answers it. Every
+// Heartbeat lists the survey tasks held (Surveys), which renews their
+// leases. The crawl's host queues are not involved: a survey never
+// fetches pages.
 //
 // # For operators
 //
@@ -144,10 +148,40 @@
 //
 // # Memory
 //
-// At most Capacity tasks are held, queued or in progress; the dispatcher
-// never sends more, and any excess is dropped and logged. Bodies are bounded
-// by the fetcher's cap and by Workers. Idle hosts are forgotten once their
-// delay has passed; their history lives in the cache.
+// Memory is bounded by configuration, whatever the number of hosts a
+// crawl meets. At most Capacity tasks are held, queued or in progress; the
+// dispatcher never sends more, and any excess is dropped and logged.
+// Bodies are bounded by the fetcher's cap and by Workers. What is kept
+// per host is bounded by Config.MaxHosts, the least recently used going
+// first (lru.go):
+//
+//   - the scheduler keeps at most MaxHosts idle hosts (hosts with tasks
+//     are bounded by Capacity). A host is forgotten even within its
+//     delay: the end of its last request is in the cache, or in the
+//     buffer on its way there, which a host's first turn reads, so the
+//     delay holds when it comes back (its robots.txt is read from the
+//     cache too, or asked again if the host could not be reached);
+//   - the health registry keeps at most MaxHosts hosts and as many
+//     addresses in trouble. A host forgotten while held back (Retry-After,
+//     back-off) has its wait written to the cache as the end of its last
+//     request, so it waits at least as long; a blacklisting is kept while
+//     the host's tasks keep asking about it, and one forgotten is learned
+//     again from the host's next failures, spaced by back-off;
+//   - soft-404 verdicts of at most MaxHosts hosts (the rest are read
+//     again from the cache), the pace ledger's 4,096 busiest-recent
+//     hosts, and a render node's cache of page requests, bounded in bytes
+//     and in answers;
+//   - each fetcher moves to a fresh http.Transport after MaxHosts distinct
+//     hosts (fetch.Config.MaxTransportHosts), since a Transport keeps
+//     state for every host it was asked for;
+//   - the buffer of last-crawl times holds the hosts crawled since the
+//     last flush; while the cache fails, only the times that may still
+//     space out a request are kept for the next one.
+//
+// Without Config.Cache the in-memory cache keeps robots.txt entries and
+// soft-404 verdicts of at most MaxHosts hosts and last-crawl times for as
+// long as they may space out a request (the longest delay honoured): the
+// only table bounded by the crawl's pace rather than by a count.
 //
 // # Shutdown
 //

@@ -164,32 +164,40 @@ func (hh *hostHealth) failures() int { return max(hh.netFails, hh.serverFails) }
 
 // health is the registry of host and address health. Safe for concurrent
 // use. Entries of healthy hosts are dropped, so it holds only hosts and
-// addresses in trouble.
+// addresses in trouble, and at most maxTracked of each: past that the
+// least recently seen is forgotten. A forgotten host still held back
+// (Retry-After, back-off) leaves its wait with spill, which the
+// supervisor writes to the host cache as the host's last request, so the
+// wait outlives the entry; a forgotten blacklisting is learned again
+// from the host's next failures, which its back-off spaces out.
 type health struct {
 	log        *slog.Logger
 	maxBackoff time.Duration
 	backoffMin time.Duration
 	userHosts  map[string]string // user-blacklisted host → the file entry (file:line)
+	// spill keeps the wait of a host forgotten before it ended; nil
+	// drops it.
+	spill func(host string, until time.Time)
 
 	mu       sync.Mutex
-	hosts    map[string]*hostHealth
-	addrs    map[string]*hostHealth // "ip:port"
-	attempts map[string]int         // task ID → requests answered 429/503
+	hosts    *lru[*hostHealth]
+	addrs    *lru[*hostHealth] // "ip:port"
+	attempts map[string]int    // task ID → requests answered 429/503
 
 	blacklisted atomic.Int64 // hosts and addresses blacklisted during the run
 }
 
-func newHealth(log *slog.Logger, maxBackoff, backoffMin time.Duration, bl fetch.Blacklist) *health {
+func newHealth(log *slog.Logger, maxBackoff, backoffMin time.Duration, bl fetch.Blacklist, maxTracked int) *health {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	hs := &health{
 		log: log, maxBackoff: maxBackoff, backoffMin: backoffMin,
 		userHosts: map[string]string{},
-		hosts:     map[string]*hostHealth{},
-		addrs:     map[string]*hostHealth{},
+		addrs:     newLRU[*hostHealth](maxTracked, nil),
 		attempts:  map[string]int{},
 	}
+	hs.hosts = newLRU(maxTracked, hs.forgotten)
 	for _, e := range bl.Hosts {
 		hs.userHosts[e.Host] = e.Where
 	}
@@ -231,10 +239,17 @@ func (hs *health) refused(hostPort string) string {
 	}
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if hh := hs.hosts[hostPort]; hh != nil && hh.blacklisted != "" {
+	if hh, _ := hs.hosts.get(hostPort); hh != nil && hh.blacklisted != "" {
 		return hh.blacklisted
 	}
 	return ""
+}
+
+// forgotten is called for a host entry the registry let go, under mu.
+func (hs *health) forgotten(host string, hh *hostHealth) {
+	if hs.spill != nil && hh.notBefore.After(time.Now()) {
+		hs.spill(host, hh.notBefore)
+	}
 }
 
 // wait reports when the host's next request may start, and why, or a zero
@@ -242,7 +257,7 @@ func (hs *health) refused(hostPort string) string {
 func (hs *health) wait(host string) (time.Time, string, string) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	hh := hs.hosts[host]
+	hh, _ := hs.hosts.get(host)
 	if hh == nil {
 		return time.Time{}, "", ""
 	}
@@ -254,11 +269,12 @@ func (hs *health) wait(host string) (time.Time, string, string) {
 func (hs *health) backoffs(now time.Time, n int) []wire.HostBackoff {
 	hs.mu.Lock()
 	var l []wire.HostBackoff
-	for name, hh := range hs.hosts {
+	hs.hosts.each(func(name string, hh *hostHealth) bool {
 		if hh.notBefore.After(now) {
 			l = append(l, wire.HostBackoff{Host: name, Until: hh.notBefore.UTC(), Class: hh.class, Failures: hh.failures(), Why: hh.why})
 		}
-	}
+		return true
+	})
 	hs.mu.Unlock()
 	slices.SortFunc(l, func(a, b wire.HostBackoff) int {
 		return cmp.Or(b.Until.Compare(a.Until), cmp.Compare(a.Host, b.Host))
@@ -271,11 +287,12 @@ func (hs *health) inBackoff(now time.Time) int {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	n := 0
-	for _, hh := range hs.hosts {
+	hs.hosts.each(func(_ string, hh *hostHealth) bool {
 		if hh.notBefore.After(now) {
 			n++
 		}
-	}
+		return true
+	})
 	return n
 }
 
@@ -284,7 +301,7 @@ func (hs *health) inBackoff(now time.Time) int {
 func (hs *health) addrRefused(ap netip.AddrPort) string {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	if hh := hs.addrs[ap.String()]; hh != nil && hh.blacklisted != "" {
+	if hh, _ := hs.addrs.get(ap.String()); hh != nil && hh.blacklisted != "" {
 		return "blacklisted: " + hh.blacklisted
 	}
 	return ""
@@ -297,7 +314,7 @@ func (hs *health) addrBlacklisted(addr string) bool {
 	}
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	hh := hs.addrs[addr]
+	hh, _ := hs.addrs.get(addr)
 	return hh != nil && hh.blacklisted != ""
 }
 
@@ -326,14 +343,14 @@ func (hs *health) observe(host string, resp *fetch.Response, err error, base tim
 
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	hh := hs.hosts[host]
+	hh, _ := hs.hosts.get(host)
 	if hh == nil {
 		if tr == troubleNone {
 			hs.observeAddr(addr, tr, class, err)
 			return time.Time{}, false
 		}
 		hh = &hostHealth{}
-		hs.hosts[host] = hh
+		hs.hosts.put(host, hh)
 	}
 	throttled := false
 	hh.record(tr)
@@ -364,7 +381,7 @@ func (hs *health) observe(host string, resp *fetch.Response, err error, base tim
 		}
 	}
 	if hh.blacklisted == "" && hh.failures() == 0 && !hh.notBefore.After(end) {
-		delete(hs.hosts, host)
+		hs.hosts.remove(host)
 	}
 	hs.observeAddr(addr, tr, class, err)
 	return hh.notBefore, throttled
@@ -377,13 +394,13 @@ func (hs *health) observeAddr(addr string, tr trouble, class string, err error) 
 	if addr == "" || class == string(fetch.ClassBlocked) {
 		return
 	}
-	hh := hs.addrs[addr]
+	hh, _ := hs.addrs.get(addr)
 	if hh == nil {
 		if tr == troubleNone || tr == troubleThrottle {
 			return
 		}
 		hh = &hostHealth{}
-		hs.addrs[addr] = hh
+		hs.addrs.put(addr, hh)
 	}
 	hh.record(tr)
 	if hh.blacklisted == "" {
@@ -395,7 +412,7 @@ func (hs *health) observeAddr(addr string, tr trouble, class string, err error) 
 		}
 	}
 	if hh.blacklisted == "" && hh.failures() == 0 {
-		delete(hs.addrs, addr)
+		hs.addrs.remove(addr)
 	}
 }
 
@@ -411,10 +428,10 @@ func (hs *health) blacklist(hh *hostHealth, what, name, reason string) {
 func (hs *health) blacklistHost(host, reason string) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	hh := hs.hosts[host]
+	hh, _ := hs.hosts.get(host)
 	if hh == nil {
 		hh = &hostHealth{}
-		hs.hosts[host] = hh
+		hs.hosts.put(host, hh)
 	}
 	if hh.blacklisted == "" {
 		hs.blacklist(hh, "host", host, reason)

@@ -371,7 +371,7 @@ func TestUserBlacklist(t *testing.T) {
 }
 
 func TestHealthRefusedSubdomains(t *testing.T) {
-	hs := newHealth(nil, time.Minute, time.Second, fetch.Blacklist{Hosts: []fetch.BlacklistHost{{Host: "bad.test", Where: "f:1"}}})
+	hs := newHealth(nil, time.Minute, time.Second, fetch.Blacklist{Hosts: []fetch.BlacklistHost{{Host: "bad.test", Where: "f:1"}}}, DefaultMaxHosts)
 	for host, refused := range map[string]bool{
 		"bad.test": true, "www.bad.test": true, "a.b.bad.test:8080": true, "bad.test.": true,
 		"notbad.test": false, "bad.test.example": false, "good.test": false, "[::1]:80": false,

@@ -12,52 +12,50 @@ import (
 // memory. It keeps politeness within the process, but a host that moves to
 // another supervisor does not take its history along; clusters pass the
 // shared store instead.
+//
+// It is bounded like the rest of the supervisor's per-host state: robots
+// entries and soft-404 verdicts of at most maxHosts hosts each, the least
+// recently used forgotten (a forgotten robots.txt is fetched again when
+// its host comes back, after the host's delay); last-crawl times for as
+// long as they may space out a request (horizon), which is what the
+// scheduler relies on when it forgets a host within its delay.
 type memCache struct {
+	horizon time.Duration
+
 	mu      sync.Mutex
-	robots  map[string]store.Robots
+	robots  *lru[store.Robots]
+	soft404 *lru[store.Soft404]
 	last    map[string]time.Time
-	soft404 map[string]store.Soft404
-	sweepAt int // sweep stale entries when a map grows beyond this
+	sweepAt int // drop stale last-crawl times when the map grows beyond this
 }
 
 const memCacheSweep = 4096
 
-func newMemCache() *memCache {
-	return &memCache{robots: make(map[string]store.Robots), last: make(map[string]time.Time),
-		soft404: make(map[string]store.Soft404), sweepAt: memCacheSweep}
+func newMemCache(maxHosts int, horizon time.Duration) *memCache {
+	return &memCache{horizon: horizon, robots: newLRU[store.Robots](maxHosts, nil),
+		soft404: newLRU[store.Soft404](maxHosts, nil), last: make(map[string]time.Time), sweepAt: memCacheSweep}
 }
 
-// sweep drops expired robots entries and soft-404 verdicts and last-crawl
-// times older than any delay honoured, then sets the next sweep at twice
-// what is left, so the cost stays amortized. Callers hold mu.
+// sweep drops the last-crawl times older than the horizon once the map
+// has doubled since the last sweep, so the cost stays amortized. Callers
+// hold mu.
 func (c *memCache) sweep() {
-	if len(c.robots) <= c.sweepAt && len(c.last) <= c.sweepAt && len(c.soft404) <= c.sweepAt {
+	if len(c.last) <= c.sweepAt {
 		return
 	}
-	now := time.Now()
-	for h, e := range c.robots {
-		if e.Expires.Before(now) {
-			delete(c.robots, h)
-		}
-	}
-	for h, e := range c.soft404 {
-		if e.Expires.Before(now) {
-			delete(c.soft404, h)
-		}
-	}
-	cutoff := now.Add(-MaxRobotsTTL)
+	cutoff := time.Now().Add(-c.horizon)
 	for h, t := range c.last {
 		if t.Before(cutoff) {
 			delete(c.last, h)
 		}
 	}
-	c.sweepAt = max(memCacheSweep, 2*len(c.robots), 2*len(c.last), 2*len(c.soft404))
+	c.sweepAt = max(memCacheSweep, 2*len(c.last))
 }
 
 func (c *memCache) Robots(_ context.Context, host string) (store.Robots, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	r, ok := c.robots[host]
+	r, ok := c.robots.get(host)
 	if !ok {
 		return store.Robots{}, store.ErrNotFound
 	}
@@ -67,8 +65,7 @@ func (c *memCache) Robots(_ context.Context, host string) (store.Robots, error) 
 func (c *memCache) PutRobots(_ context.Context, host string, r store.Robots) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.robots[host] = r
-	c.sweep()
+	c.robots.put(host, r)
 	return nil
 }
 
@@ -95,7 +92,7 @@ func (c *memCache) PutLastCrawl(_ context.Context, host string, at time.Time) er
 func (c *memCache) Soft404(_ context.Context, host string) (store.Soft404, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.soft404[host]
+	v, ok := c.soft404.get(host)
 	if !ok {
 		return store.Soft404{}, store.ErrNotFound
 	}
@@ -105,7 +102,6 @@ func (c *memCache) Soft404(_ context.Context, host string) (store.Soft404, error
 func (c *memCache) PutSoft404(_ context.Context, host string, v store.Soft404) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.soft404[host] = v
-	c.sweep()
+	c.soft404.put(host, v)
 	return nil
 }

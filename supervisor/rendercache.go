@@ -13,8 +13,10 @@ import (
 // loads is requested once, not once per page: each request costs the
 // host a turn of its delay. Requests for a URL already on its way wait for
 // that one answer. Successful (2xx) answers are kept, the oldest dropped
-// first beyond the byte budget; an answer the site marks no-store, and
-// every failure, are not kept. Safe for concurrent use.
+// first beyond the byte budget or renderCacheEntries answers (empty
+// answers cost no bytes but an entry all the same); an answer the site
+// marks no-store, and every failure, are not kept. Safe for concurrent
+// use.
 type renderCache struct {
 	max int64 // bytes of bodies kept
 
@@ -23,6 +25,9 @@ type renderCache struct {
 	order   []string // kept entries, oldest first
 	bytes   int64
 }
+
+// renderCacheEntries bounds the answers kept, whatever their size.
+const renderCacheEntries = 4096
 
 type cacheEntry struct {
 	ready chan struct{} // closed once resp and err are set
@@ -64,7 +69,7 @@ func (c *renderCache) get(ctx context.Context, rawURL string, fetchFn func(conte
 		e.kept = true
 		c.bytes += int64(len(e.resp.Body))
 		c.order = append(c.order, rawURL)
-		for c.bytes > c.max && len(c.order) > 0 {
+		for (c.bytes > c.max || len(c.order) > renderCacheEntries) && len(c.order) > 0 {
 			old := c.order[0]
 			c.order = c.order[1:]
 			if oe := c.entries[old]; oe != nil {

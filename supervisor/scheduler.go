@@ -45,6 +45,12 @@ type host struct {
 // tasks or subrequests; its key is the time its politeness delay ends. Workers take the
 // earliest host whose time has come, so one slow or delayed host never holds
 // up the others, and the number of workers bounds concurrent fetches.
+//
+// A host with nothing queued and no worker is idle: it stays, so its robots
+// rules and last request are at hand when tasks come back, but at most
+// maxIdle of them do; past that the least recently released is forgotten
+// (see forget). Hosts with work are bounded by capacity, so the map holds
+// at most capacity + maxIdle hosts.
 type scheduler struct {
 	mu       sync.Mutex
 	hosts    map[string]*host
@@ -53,17 +59,43 @@ type scheduler struct {
 	capacity int
 	seq      uint64
 	stopped  bool
-	wake     chan struct{} // closed and replaced whenever waiters should look again
-	evictAt  int           // sweep idle hosts when the map grows beyond this
+	wake     chan struct{}  // closed and replaced whenever waiters should look again
+	idle     *lru[struct{}] // idle hosts by name, least recently released last
 }
 
-func newScheduler(capacity int) *scheduler {
-	return &scheduler{
+func newScheduler(capacity, maxIdle int) *scheduler {
+	s := &scheduler{
 		hosts:    make(map[string]*host),
 		capacity: capacity,
 		wake:     make(chan struct{}),
-		evictAt:  max(2*capacity, 1024),
 	}
+	s.idle = newLRU(maxIdle, s.forget)
+	return s
+}
+
+// forget drops an idle host the idle list let go. This is safe at any
+// time, even within the host's delay: the end of its last request is in
+// the host cache, or on its way there (Supervisor.pendingLastCrawl), and
+// so are its robots rules (but those of a host that could not be reached
+// at all, which is asked again); a host that comes back reads them on its
+// first turn, like a host never seen. Its trouble (back-off,
+// blacklisting) is the health registry's, not the scheduler's. Callers
+// hold mu.
+func (s *scheduler) forget(name string, _ struct{}) {
+	delete(s.hosts, name)
+}
+
+// hostLocked returns the host called name, made if new, and no longer
+// idle. Callers hold mu.
+func (s *scheduler) hostLocked(name string) *host {
+	h := s.hosts[name]
+	if h == nil {
+		h = &host{name: name, index: -1}
+		s.hosts[name] = h
+		return h
+	}
+	s.idle.remove(name)
+	return h
 }
 
 // notify wakes every waiting worker. Callers hold mu. Waking all of them is
@@ -94,10 +126,7 @@ func (s *scheduler) add(hostName string, t *wire.Task) (replaced bool, err error
 	if s.held >= s.capacity {
 		return false, errFull
 	}
-	if h == nil {
-		h = &host{name: hostName, index: -1}
-		s.hosts[hostName] = h
-	}
+	h = s.hostLocked(hostName)
 	h.tasks = append(h.tasks, t)
 	s.held++
 	if !h.busy && h.index < 0 {
@@ -197,8 +226,7 @@ func (s *scheduler) done() {
 }
 
 // release gives a held host back; its next turn starts no earlier than
-// ready. A host without tasks leaves the heap but its state stays, so its
-// robots rules and last request time are at hand when tasks come back.
+// ready. A host without tasks leaves the heap and becomes idle.
 func (s *scheduler) release(h *host, ready time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -212,26 +240,7 @@ func (s *scheduler) release(h *host, ready time.Time) {
 		s.notify()
 		return
 	}
-	if len(s.hosts) > s.evictAt {
-		s.sweep()
-	}
-}
-
-// sweep forgets idle hosts whose delay has passed. Forgetting is safe:
-// their robots rules live in the host cache and are read again when tasks
-// for them arrive, and their delay has passed, so the last request time
-// (which may still be on its way to the cache) no longer matters. Callers
-// hold mu.
-func (s *scheduler) sweep() {
-	now := time.Now()
-	for name, h := range s.hosts {
-		if !h.busy && len(h.tasks) == 0 && len(h.subs) == 0 && !h.ready.After(now) {
-			delete(s.hosts, name)
-		}
-	}
-	// Hosts still in their delay stay; if they alone exceed the bound,
-	// sweep again only after the map has grown by as much once more.
-	s.evictAt = max(2*s.capacity, 1024, 2*len(s.hosts))
+	s.idle.put(h.name, struct{}{})
 }
 
 // stop wakes every waiter and refuses further work; queued tasks are

@@ -20,7 +20,7 @@ func take(t *testing.T, s *scheduler, within time.Duration) (*host, error) {
 }
 
 func TestSchedulerServesInOrderOfReadiness(t *testing.T) {
-	s := newScheduler(10)
+	s := newScheduler(10, DefaultMaxHosts)
 	for _, name := range []string{"x", "y", "z"} {
 		for i := range 2 {
 			if _, err := s.add(name, task(fmt.Sprintf("%s%d", name, i))); err != nil {
@@ -62,7 +62,7 @@ func TestSchedulerServesInOrderOfReadiness(t *testing.T) {
 }
 
 func TestSchedulerOneHolderPerHost(t *testing.T) {
-	s := newScheduler(10)
+	s := newScheduler(10, DefaultMaxHosts)
 	s.add("x", task("a"))
 	s.add("x", task("b"))
 	h, err := take(t, s, time.Second)
@@ -88,7 +88,7 @@ func TestSchedulerOneHolderPerHost(t *testing.T) {
 }
 
 func TestSchedulerCapacity(t *testing.T) {
-	s := newScheduler(2)
+	s := newScheduler(2, DefaultMaxHosts)
 	for _, id := range []string{"a", "b"} {
 		if _, err := s.add("x", task(id)); err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestSchedulerCapacity(t *testing.T) {
 }
 
 func TestSchedulerStopWakesWaiters(t *testing.T) {
-	s := newScheduler(2)
+	s := newScheduler(2, DefaultMaxHosts)
 	s.add("x", task("a"))
 	h, _ := take(t, s, time.Second)
 	s.release(h, time.Now().Add(time.Hour))
@@ -144,33 +144,70 @@ func TestSchedulerStopWakesWaiters(t *testing.T) {
 	}
 }
 
-func TestSchedulerForgetsIdleHosts(t *testing.T) {
-	s := newScheduler(1)
-	s.evictAt = 3
-	for i := range 6 {
+// TestSchedulerIdleHostsBounded releases ten times maxIdle distinct hosts,
+// some still in their delay: the scheduler keeps at most maxIdle idle
+// hosts (the least recently released go first), never one with tasks or
+// held by a worker, and a forgotten host that gets a task again is a new
+// one (its first turn reads its state from the cache).
+func TestSchedulerIdleHostsBounded(t *testing.T) {
+	const maxIdle = 4
+	s := newScheduler(3, maxIdle)
+	// A host with a task queued and one held by a worker are not idle.
+	if _, err := s.add("queued", task("queued-1")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := take(t, s, time.Second)
+	if err != nil || h.name != "queued" {
+		t.Fatalf("take = %v, %v", h, err)
+	}
+	if _, err := s.add("queued", task("queued-2")); err != nil {
+		t.Fatal(err)
+	}
+	held := h
+	for i := range 10 * maxIdle {
 		name := fmt.Sprintf("h%d", i)
 		if _, err := s.add(name, task(name)); err != nil {
 			t.Fatal(err)
 		}
 		h, err := take(t, s, time.Second)
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || h.name != name {
+			t.Fatalf("take = %v, %v; want %s", h, err, name)
 		}
 		s.pop(h)
 		s.done()
+		h.last = time.Now()
 		ready := time.Now()
-		if i == 0 {
-			ready = ready.Add(time.Hour) // still in its delay: kept
+		if i%2 == 0 {
+			ready = ready.Add(time.Hour) // still in its delay: forgotten all the same
 		}
 		s.release(h, ready)
-	}
-	if _, hosts := s.counts(); hosts > 4 {
-		t.Errorf("%d hosts kept, want idle ones forgotten", hosts)
+		if _, hosts := s.counts(); hosts > maxIdle+1 {
+			t.Fatalf("after %d hosts: %d kept, want at most %d idle and the one held", i+1, hosts, maxIdle)
+		}
 	}
 	s.mu.Lock()
-	_, kept := s.hosts["h0"]
+	_, keptHeld := s.hosts["queued"]
+	_, keptOld := s.hosts["h0"]
+	_, keptNew := s.hosts[fmt.Sprintf("h%d", 10*maxIdle-1)]
 	s.mu.Unlock()
-	if !kept {
-		t.Error("a host still in its delay was forgotten")
+	if !keptHeld || keptOld || !keptNew {
+		t.Errorf("held host kept %v (want true), oldest idle kept %v (want false), newest idle kept %v (want true)", keptHeld, keptOld, keptNew)
 	}
+	if _, err := s.add("h0", task("h0-again")); err != nil {
+		t.Fatal(err)
+	}
+	if h := take1(t, s, "h0"); !h.last.IsZero() {
+		t.Error("a forgotten host came back with state kept in the scheduler")
+	}
+	s.release(held, time.Now())
+}
+
+// take1 takes the next host, which must be name.
+func take1(t *testing.T, s *scheduler, name string) *host {
+	t.Helper()
+	h, err := take(t, s, time.Second)
+	if err != nil || h.name != name {
+		t.Fatalf("take = %v, %v; want %s", h, err, name)
+	}
+	return h
 }

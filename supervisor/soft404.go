@@ -59,7 +59,6 @@ const (
 	soft404Resemble = 0.9  // least estimated resemblance of a soft 404
 	soft404Band     = 0.2  // largest relative difference in length
 	soft404Tokens   = 5000 // words of a page looked at
-	soft404Hosts    = 100_000
 )
 
 // soft404Print is the fingerprint of a host's answer to an invented path.
@@ -73,11 +72,11 @@ type soft404Print struct {
 
 // soft404s remembers, per host, whether it was probed and the fingerprint
 // (nil for a fine host), until the verdict expires. It holds at most
-// soft404Hosts hosts; beyond that, arbitrary ones are forgotten and looked
-// up again if they come back.
+// Config.MaxHosts hosts; beyond that, the least recently used are
+// forgotten and read again from the host cache if they come back.
 type soft404s struct {
 	mu    sync.Mutex
-	hosts map[string]soft404Verdict
+	hosts *lru[soft404Verdict]
 }
 
 type soft404Verdict struct {
@@ -85,15 +84,17 @@ type soft404Verdict struct {
 	expires time.Time
 }
 
-func newSoft404s() *soft404s { return &soft404s{hosts: map[string]soft404Verdict{}} }
+func newSoft404s(maxHosts int) *soft404s {
+	return &soft404s{hosts: newLRU[soft404Verdict](maxHosts, nil)}
+}
 
 // known reports whether host has an unexpired verdict, and its fingerprint.
 func (s *soft404s) known(host string) (*soft404Print, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, ok := s.hosts[host]
+	v, ok := s.hosts.get(host)
 	if ok && !time.Now().Before(v.expires) {
-		delete(s.hosts, host)
+		s.hosts.remove(host)
 		return nil, false
 	}
 	return v.print, ok
@@ -102,13 +103,7 @@ func (s *soft404s) known(host string) (*soft404Print, bool) {
 func (s *soft404s) set(host string, p *soft404Print, expires time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.hosts[host]; !ok && len(s.hosts) >= soft404Hosts {
-		for h := range s.hosts {
-			delete(s.hosts, h)
-			break
-		}
-	}
-	s.hosts[host] = soft404Verdict{print: p, expires: expires}
+	s.hosts.put(host, soft404Verdict{print: p, expires: expires})
 }
 
 // soft404Stored is a fingerprint as the host cache keeps it.

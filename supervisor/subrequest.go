@@ -120,11 +120,7 @@ func (s *scheduler) addSub(hostName string, sr *subReq) error {
 	if s.stopped {
 		return errStopped
 	}
-	h := s.hosts[hostName]
-	if h == nil {
-		h = &host{name: hostName, index: -1}
-		s.hosts[hostName] = h
-	}
+	h := s.hostLocked(hostName)
 	h.subs = append(h.subs, sr)
 	if !h.busy && h.index < 0 {
 		s.push(h)

@@ -38,6 +38,9 @@ const (
 	MaxRobotsTTL                       = 24 * time.Hour
 	DefaultHeartbeat                   = 2 * time.Second
 	DefaultHelloMax                    = 10 * time.Second
+	// DefaultMaxHosts is Config.MaxHosts's default: a few thousand hosts'
+	// state is a few MiB.
+	DefaultMaxHosts = 8192
 )
 
 const (
@@ -99,6 +102,16 @@ type Config struct {
 	ContentSeen bool
 	// NoSoft404 skips the per-host soft-404 probe (see soft404.go).
 	NoSoft404 bool
+
+	// MaxHosts bounds what the supervisor keeps in memory per host,
+	// whatever the number of hosts a crawl meets: at most MaxHosts idle
+	// hosts in the scheduler (hosts with tasks are bounded by Capacity),
+	// hosts and as many addresses in trouble, soft-404 verdicts, and,
+	// without a Cache, entries of the in-memory cache. Past it the least
+	// recently used go, and what politeness needs of them is read again
+	// from the cache (see "Memory" in the package doc). Default
+	// DefaultMaxHosts, at least Capacity.
+	MaxHosts int
 
 	// Security. With Keys (this supervisor's CURVE pair), the dispatcher
 	// is dialled as a CURVE server holding DispatcherKey's secret, and the
@@ -198,15 +211,19 @@ type Supervisor struct {
 	failed    map[string]int64
 
 	// Last-crawl times not yet written to the cache, host → end of the
-	// latest request; see recordLastCrawl.
-	lastMu      sync.Mutex
-	lastPending map[string]time.Time
+	// latest request; see recordLastCrawl. lastFlushing is the batch
+	// being written, until it is.
+	lastMu       sync.Mutex
+	lastPending  map[string]time.Time
+	lastFlushing map[string]time.Time
 	// flushMu orders flushes: one that returns has written every time
 	// recorded before it was called (see reserve).
 	flushMu sync.Mutex
 
-	// Survey tasks in progress (survey.go): one slot each, at most Capacity.
+	// Survey tasks in progress (survey.go): one slot each, at most
+	// Capacity; their IDs, which heartbeats list.
 	surveySlots chan struct{}
+	surveyHeld  heldSurveys
 	surveys     sync.WaitGroup
 	surveyed    atomic.Int64
 
@@ -240,8 +257,8 @@ func New(cfg Config) (*Supervisor, error) {
 			return nil, fmt.Errorf("supervisor: %s %v is negative", d.name, d.v)
 		}
 	}
-	if cfg.Workers < 0 || cfg.Capacity < 0 {
-		return nil, fmt.Errorf("supervisor: workers %d and capacity %d must not be negative", cfg.Workers, cfg.Capacity)
+	if cfg.Workers < 0 || cfg.Capacity < 0 || cfg.MaxHosts < 0 {
+		return nil, fmt.Errorf("supervisor: workers %d, capacity %d and max hosts %d must not be negative", cfg.Workers, cfg.Capacity, cfg.MaxHosts)
 	}
 	if cfg.Name == "" {
 		h, err := os.Hostname()
@@ -259,6 +276,10 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.Capacity == 0 {
 		cfg.Capacity = DefaultCapacityPer * cfg.Workers
 	}
+	if cfg.MaxHosts == 0 {
+		cfg.MaxHosts = DefaultMaxHosts
+	}
+	cfg.MaxHosts = max(cfg.MaxHosts, cfg.Capacity)
 	switch {
 	case cfg.DefaultDelay == 0:
 		cfg.DefaultDelay = DefaultDelay
@@ -294,10 +315,13 @@ func New(cfg Config) (*Supervisor, error) {
 	log = log.With("supervisor", cfg.Name)
 	cache := cfg.Cache
 	if cache == nil {
-		cache = newMemCache()
+		cache = newMemCache(cfg.MaxHosts, lastCrawlHorizon(cfg))
 	}
-	hs := newHealth(log, cfg.MaxBackoff, cfg.BackoffMin, cfg.Blacklist)
+	hs := newHealth(log, cfg.MaxBackoff, cfg.BackoffMin, cfg.Blacklist, cfg.MaxHosts)
 	cfg.Fetch.Deny = append(slices.Clip(cfg.Fetch.Deny), cfg.Blacklist.Prefixes...)
+	if cfg.Fetch.MaxTransportHosts == 0 {
+		cfg.Fetch.MaxTransportHosts = cfg.MaxHosts
+	}
 	if user := cfg.Fetch.DenyAddr; user != nil {
 		cfg.Fetch.DenyAddr = func(ap netip.AddrPort) string {
 			if why := user(ap); why != "" {
@@ -350,7 +374,7 @@ func New(cfg Config) (*Supervisor, error) {
 		fetcher:  fetch.New(cfg.Fetch),
 		render:   rend,
 		cache:    cache,
-		sched:    newScheduler(cfg.Capacity),
+		sched:    newScheduler(cfg.Capacity, cfg.MaxHosts),
 		welcome:  make(chan struct{}, 1),
 		bye:      make(chan struct{}, 1),
 		failed:   make(map[string]int64),
@@ -359,7 +383,7 @@ func New(cfg Config) (*Supervisor, error) {
 
 		robotsFetcher: fetch.New(robotsFetch),
 		health:        hs,
-		soft404:       newSoft404s(),
+		soft404:       newSoft404s(cfg.MaxHosts),
 		surveySlots:   make(chan struct{}, cfg.Capacity),
 		meter:         newMeter(),
 		paces:         newPaces(),
@@ -370,6 +394,7 @@ func New(cfg Config) (*Supervisor, error) {
 		s.subFetcher = fetch.New(subFetch)
 		s.docs = newRenderDocs(renderDocsMax, renderDocsBytes, renderDocsTTL)
 	}
+	hs.spill = s.recordLastCrawl
 	if s.advert == "" {
 		s.advert = s.endpoint
 	}
@@ -748,6 +773,7 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		Failed:   s.failedTotal(),
 		RSS:      rss(),
 		At:       time.Now().UTC(),
+		Surveys:  s.surveyHeld.list(),
 	}
 	if s.render != nil {
 		rs := s.render.Stats()
@@ -848,11 +874,32 @@ type lastCrawlBatcher interface {
 // per lastCrawlFlush instead. The buffer holds at most one entry per host
 // crawled within one interval.
 func (s *Supervisor) recordLastCrawl(host string, end time.Time) {
+	end = end.UTC() // as the cache keeps it; a batch is not changed once taken
 	s.lastMu.Lock()
 	if end.After(s.lastPending[host]) {
 		s.lastPending[host] = end
 	}
 	s.lastMu.Unlock()
+}
+
+// pendingLastCrawl is the time buffered for host and not yet in the
+// cache, if any: a host the scheduler forgot and that comes back within
+// a flush interval finds its latest request here.
+func (s *Supervisor) pendingLastCrawl(host string) (time.Time, bool) {
+	s.lastMu.Lock()
+	defer s.lastMu.Unlock()
+	at, ok := s.lastPending[host]
+	if f, fok := s.lastFlushing[host]; fok && f.After(at) {
+		at, ok = f, true
+	}
+	return at, ok
+}
+
+// lastCrawlHorizon is how long a last-crawl time may matter to
+// politeness: the longest delay honoured, padded as an inherited time is
+// (nextStart). An older time spaces out no request.
+func lastCrawlHorizon(cfg Config) time.Duration {
+	return max(cfg.DefaultDelay, cfg.MaxCrawlDelay) + lastCrawlFlush
 }
 
 // reserve writes to the cache that a request to h starts now, before it
@@ -906,23 +953,30 @@ func (s *Supervisor) flushLastCrawls(ctx context.Context) {
 		return
 	}
 	s.lastPending = make(map[string]time.Time, len(batch))
+	s.lastFlushing = batch
 	s.lastMu.Unlock()
 
 	failed := make(map[string]time.Time)
 	defer func() {
+		s.lastMu.Lock()
+		s.lastFlushing = nil
+		s.lastMu.Unlock()
 		if v := recover(); v != nil {
 			s.log.Error("panic while writing last-crawl times recovered", "hosts", len(batch), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			return
 		}
 		if len(failed) > 0 && ctx.Err() == nil {
+			// Kept for the next flush while they may still matter, so
+			// a cache that stays down does not make the buffer grow
+			// with every host crawled.
+			stale := time.Now().Add(-lastCrawlHorizon(s.cfg))
 			for h, at := range failed {
-				s.recordLastCrawl(h, at)
+				if at.After(stale) {
+					s.recordLastCrawl(h, at)
+				}
 			}
 		}
 	}()
-	for h, at := range batch {
-		batch[h] = at.UTC()
-	}
 	if b, ok := s.cache.(lastCrawlBatcher); ok {
 		if err := b.PutLastCrawls(ctx, batch); err != nil {
 			s.cacheFailed("put last crawls", fmt.Sprintf("%d hosts", len(batch)), err)

@@ -170,3 +170,57 @@ func TestSurveyTasksBoundedByCapacity(t *testing.T) {
 		t.Fatalf("answer %+v", x)
 	}
 }
+
+// A survey task sent again while the supervisor still holds it (its lease
+// ran out, or the dispatcher took the supervisor for gone) is not probed
+// a second time: the run in progress answers it. Heartbeats list the tasks
+// held, and none once they are answered.
+func TestSurveyTaskSentAgainIsProbedOnce(t *testing.T) {
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	p := &connectProber{release: make(chan struct{}), entered: make(chan struct{}, 5)}
+	cfg := testConfig(t, d)
+	cfg.Prober = p
+	r := start(t, cfg)
+	register(t, d)
+	sendSurvey(t, d, wire.SurveyTask{ID: "a", Lease: 1, Job: wire.SurveyPorts, IP: "127.0.0.1"})
+	sendSurvey(t, d, wire.SurveyTask{ID: "a", Lease: 2, Job: wire.SurveyPorts, IP: "127.0.0.1"})
+	// Tasks are taken in order: once b began, the second a was seen.
+	sendSurvey(t, d, wire.SurveyTask{ID: "b", Lease: 1, Job: wire.SurveyPorts, IP: "127.0.0.1"})
+	for range 2 {
+		select {
+		case <-p.entered:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("only %d survey tasks began", p.now.Load())
+		}
+	}
+	awaitBeat(t, d, "a,b")
+	close(p.release)
+	got := surveyResults(t, d, 2)
+	if got["a"].Lease != 1 || got["b"] == nil {
+		t.Fatalf("results %+v", got)
+	}
+	awaitBeat(t, d, "")
+	if err := r.stop(); err != nil { // every probe begun has ended
+		t.Fatal(err)
+	}
+	if n := len(p.entered); n != 0 {
+		t.Fatalf("task a was probed again (%d more probes)", n)
+	}
+}
+
+// awaitBeat waits for a heartbeat listing exactly the survey tasks held
+// (comma-separated, sorted).
+func awaitBeat(t *testing.T, d *dispatcher, held string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case hb := <-d.beats:
+			if strings.Join(hb.Surveys, ",") == held {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no heartbeat listing survey tasks %q", held)
+		}
+	}
+}

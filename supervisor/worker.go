@@ -114,6 +114,13 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	// crawling steadily is ours, and what we know of it is ahead of the
 	// cache (which gets our times write-behind, see recordLastCrawl), so
 	// reading it on every turn would cost a query per request for nothing.
+	if h.last.IsZero() {
+		// A host the scheduler forgot: its latest request may not be in
+		// the cache yet. Ours, so not padded.
+		if at, ok := s.pendingLastCrawl(h.name); ok {
+			h.last = at
+		}
+	}
 	if h.last.IsZero() || now.Sub(h.last) > lastCrawlFlush {
 		if lc, ok := s.lastCrawl(ctx, h.name); ok && lc.After(h.last) {
 			h.last, h.inherited = lc, true
@@ -422,6 +429,9 @@ func (s *Supervisor) answer(t *wire.Task, class, msg string) *wire.Result {
 // finishSafe runs finish, answering "panic" if extraction panics, and
 // always gives the task's capacity back.
 func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
+	// Whichever way the task was answered, its count of 429/503 answers
+	// goes with it: health keeps counts of held tasks only.
+	s.health.settled(p.task.ID)
 	released := false
 	release := func() {
 		if !released {

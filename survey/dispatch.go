@@ -25,8 +25,11 @@ type Cluster struct {
 	// Expect is how many supervisors to wait for before dispatching; 0
 	// starts with the first.
 	Expect int
-	// Lease is how long a supervisor has for a task before it is sent
-	// again. Default DefaultLease.
+	// Lease is how long a task may go unanswered before it is sent
+	// again; every heartbeat of its supervisor that lists the task as
+	// held renews it, so it runs out only for a task its supervisor lost
+	// (dropped at capacity, or its answer not sent). It should span
+	// several heartbeats. Default DefaultLease.
 	Lease time.Duration
 	// Heartbeat is the supervisors' heartbeat interval; one silent for
 	// three of them is dropped and its tasks sent elsewhere. Default 2s.
@@ -42,6 +45,7 @@ const (
 	defaultHeartbeat = 2 * time.Second
 	maxAttempts      = 3 // a task whose supervisor failed it this often gets an error row
 	recvPoll         = 20 * time.Millisecond
+	recvBatch        = 256 // messages taken in one go before leases and silence are judged
 	sendTimeout      = time.Second
 	commitEvery      = 100 * time.Millisecond
 )
@@ -126,15 +130,8 @@ func (d *dispatch) run(ctx context.Context, tasks []*task) error {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(err, d.flush(context.WithoutCancel(ctx)))
 		}
-		kind, v, err := d.in.Recv(recvPoll)
-		switch {
-		case err == nil:
-			d.handle(kind, v)
-		case errors.Is(err, wire.ErrBadFrame):
-			d.stats.BadFrame++
-			d.log.Warn("bad frame on the survey intake dropped", "err", err)
-		case !errors.Is(err, wire.ErrTimeout):
-			return fmt.Errorf("survey: intake: %w", err)
+		if err := d.receive(); err != nil {
+			return err
 		}
 		now := time.Now()
 		d.expire(now)
@@ -144,6 +141,30 @@ func (d *dispatch) run(ctx context.Context, tasks []*task) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// receive waits up to recvPoll for a message, then takes every one
+// already queued (up to recvBatch): silence and leases are judged after
+// what has arrived is read, not while a heartbeat or an answer waits in
+// the queue behind a slow commit.
+func (d *dispatch) receive() error {
+	wait := recvPoll
+	for range recvBatch {
+		kind, v, err := d.in.Recv(wait)
+		switch {
+		case err == nil:
+			d.handle(kind, v)
+		case errors.Is(err, wire.ErrBadFrame):
+			d.stats.BadFrame++
+			d.log.Warn("bad frame on the survey intake dropped", "err", err)
+		case errors.Is(err, wire.ErrTimeout):
+			return nil
+		default:
+			return fmt.Errorf("survey: intake: %w", err)
+		}
+		wait = 0
 	}
 	return nil
 }
@@ -170,7 +191,9 @@ func (d *dispatch) handle(kind wire.Kind, v any) {
 	case wire.KindHello:
 		d.hello(*v.(*wire.Hello))
 	case wire.KindHeartbeat:
-		d.hello(v.(*wire.Heartbeat).Hello)
+		hb := v.(*wire.Heartbeat)
+		d.hello(hb.Hello)
+		d.renew(hb.Supervisor, hb.Surveys)
 	case wire.KindSurveyResult:
 		d.result(v.(*wire.SurveyResult))
 	case wire.KindResult:
@@ -209,6 +232,20 @@ func (d *dispatch) hello(h wire.Hello) {
 	d.stats.Members++
 	clear(d.owner) // membership changed: routes are computed again
 	d.log.Info("supervisor joined the survey", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "capacity", capacity)
+}
+
+// renew extends the leases of the tasks a member says it holds.
+func (d *dispatch) renew(name string, held []string) {
+	m := d.members[name]
+	if m == nil {
+		return
+	}
+	until := time.Now().Add(d.cfg.Lease)
+	for _, id := range held {
+		if _, ok := m.tasks[id]; ok {
+			d.deadl[id] = until
+		}
+	}
 }
 
 // security decides whether a supervisor may have survey tasks and how its
@@ -350,6 +387,9 @@ func (d *dispatch) route(ip string) *member {
 // result takes a supervisor's answer: the first answer to a task not yet
 // done is kept, whatever its lease; later ones change nothing.
 func (d *dispatch) result(r *wire.SurveyResult) {
+	if m := d.members[r.Supervisor]; m != nil {
+		m.lastSeen = time.Now()
+	}
 	var t *task
 	if ft := d.flying[r.TaskID]; ft != nil {
 		t = ft
@@ -362,9 +402,6 @@ func (d *dispatch) result(r *wire.SurveyResult) {
 		d.queue = slices.Delete(d.queue, i, i+1)
 	} else {
 		return // done already, or not ours
-	}
-	if m := d.members[r.Supervisor]; m != nil {
-		m.lastSeen = time.Now()
 	}
 	if r.Error != "" {
 		t.attempts++

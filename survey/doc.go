@@ -21,10 +21,12 @@
 // Hello/Heartbeat in, Welcome and SurveyTasks out, SurveyResults in. Each
 // /24 (/48) goes to one supervisor (rendezvous hashing), each task is
 // leased until its result is committed with its rows (one transaction),
-// and silent supervisors' tasks go to the others. Committed rows go to the
-// output (output.go: JSON Lines or CSV) and, by a background loop, to the
-// results store (store.Surveys). The summary (summary.go) is counted from
-// the run's rows.
+// the lease renewed by every heartbeat that lists the task as held (so a
+// lease runs out for a task its supervisor lost, never for one that is
+// only long), and silent supervisors' tasks go to the others. Committed
+// rows go to the output (output.go: JSON Lines or CSV) and, by a
+// background loop, to the results store (store.Surveys). The summary
+// (summary.go) is counted from the run's rows.
 //
 // The supervisor side is Prober (prober.go), which cmd/backfill gives
 // every supervisor as its Config.Prober: one task of an address at a

@@ -45,25 +45,58 @@ func bundled(t testing.TB) *etl.Set {
 	return set
 }
 
+// Timeouts of the tests' probes and lookups. Nothing in the zone times
+// out by being slow: what must time out never answers at all
+// (surveytest). So most tests survey Prompt zones, where nothing waits a
+// timeout out, with patient timeouts: far longer than any stall of a
+// loaded machine, and free. The tests of the timeout classes themselves
+// (hanging, filtered, slow names) wait each timeout out once, with the
+// short ones, and run alone, so that the machine's load is all that can
+// slow their answers down, not the other tests' work.
+const (
+	patientTimeout    = 30 * time.Second
+	patientDNSTimeout = 10 * time.Second
+	probeTimeout      = 4 * time.Second
+	dnsTimeout        = 2 * time.Second
+)
+
 // local returns a Cluster whose Listening starts n supervisors in this
-// process; they stop when the test ends.
+// process; they stop when the test ends. The supervisors beat every
+// supervisor.DefaultHeartbeat, but the survey takes one for gone only
+// after three silentHeartbeats: a test never wants that, as the gone
+// supervisor's addresses would go to another while it still probes them.
 func local(t testing.TB, n int, ca *surveytest.Web) survey.Cluster {
-	ctx, cancel := context.WithCancel(context.Background())
+	return localUntil(context.Background(), t, n, ca)
+}
+
+// localUntil is local whose supervisors stop when ctx ends, as those of a
+// one-machine survey that is interrupted.
+func localUntil(parent context.Context, t testing.TB, n int, ca *surveytest.Web) survey.Cluster {
+	fc := fetch.Config{UserAgent: testUA, AllowLoopback: true}
+	if ca != nil {
+		fc.RootCAs = ca.CA
+	}
+	return localFetch(parent, t, n, fc)
+}
+
+// silentHeartbeat is a third of the silence after which a test's survey
+// takes a supervisor for gone.
+const silentHeartbeat = 10 * time.Second
+
+// localFetch is localUntil whose supervisors connect as fc allows.
+func localFetch(parent context.Context, t testing.TB, n int, fc fetch.Config) survey.Cluster {
+	ctx, cancel := context.WithCancel(parent)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return survey.Cluster{
 		Expect:    n,
-		Heartbeat: 200 * time.Millisecond,
+		Heartbeat: silentHeartbeat,
 		Listening: func(endpoint string) {
 			for i := range n {
-				fc := fetch.Config{UserAgent: testUA, AllowLoopback: true}
-				if ca != nil {
-					fc.RootCAs = ca.CA
-				}
 				p := survey.NewProber(survey.ProberConfig{Fetch: fc})
 				s, err := supervisor.New(supervisor.Config{
 					Name: fmt.Sprintf("local-%d", i+1), Dispatcher: endpoint, Workers: 4, Mappings: bundled(t),
-					Fetch: fc, Prober: p, Heartbeat: 200 * time.Millisecond, HelloMax: 300 * time.Millisecond,
+					Fetch: fc, Prober: p, HelloMax: 300 * time.Millisecond,
 					Logger: slog.New(slog.DiscardHandler),
 				})
 				if err != nil {
@@ -79,16 +112,23 @@ func local(t testing.TB, n int, ca *surveytest.Web) survey.Cluster {
 	}
 }
 
-// webSpec is how the tests probe the zone. The delay between two
-// connections to an address gives its server the time to see the first
-// one closed, so its count of connections open at once is exact.
+// webSpec is how the tests probe a Prompt zone.
 func webSpec(w *surveytest.Web) wire.SurveySpec {
-	return wire.SurveySpec{Timeout: 400 * time.Millisecond, Schemes: []string{"http", "https"}, Headers: []string{"X-Powered-By"},
-		MaxRedirects: 3, UserAgent: testUA, Delay: 50 * time.Millisecond, HTTPPort: w.HTTPPort, HTTPSPort: w.HTTPSPort, Per24: 2}
+	return wire.SurveySpec{Timeout: patientTimeout, Schemes: []string{"http", "https"}, Headers: []string{"X-Powered-By"},
+		MaxRedirects: 3, UserAgent: testUA, Delay: 10 * time.Millisecond, HTTPPort: w.HTTPPort, HTTPSPort: w.HTTPSPort, Per24: webPer24}
 }
 
+// webPer24 is the tests' cap on connections at once into a /24 (the
+// command's default).
+const webPer24 = 4
+
+// resolver asks a Prompt zone.
 func resolver(t testing.TB, w *surveytest.Web) *survey.Resolver {
-	r, err := survey.NewResolver(w.DNS, 300*time.Millisecond)
+	return resolverTimeout(t, w, patientDNSTimeout)
+}
+
+func resolverTimeout(t testing.TB, w *surveytest.Web, timeout time.Duration) *survey.Resolver {
+	r, err := survey.NewResolver(w.DNS, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}

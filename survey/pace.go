@@ -154,8 +154,8 @@ func (g *ipGate) leave(ip netip.Addr, t *ipTurn) {
 
 // drop forgets an address no task is using or waiting for. Its last time
 // goes with it: a survey sends each address once per run, so only tasks
-// of an address that meet here (a retry whose lease expired while the
-// first try still ran) need it.
+// of an address that meet here (of two surveys on the same supervisors,
+// or a copy of a task sent again just as its answer left) need it.
 func (g *ipGate) drop(ip netip.Addr, t *ipTurn) {
 	g.mu.Lock()
 	if t.users--; t.users == 0 {

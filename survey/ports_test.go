@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,18 +19,16 @@ import (
 	"backfill/wire"
 )
 
-// portHost is a loopback address with an open port that greets, an open
-// port that stays silent, a closed port and a filtered one; it counts the
-// connections it had open at once.
+// portHost is a loopback address with an open port that greets and a
+// closed port, and maybe an open port that stays silent and a filtered
+// one (0 when not); it counts the connections it had open at once.
 type portHost struct {
 	ip                              netip.Addr
 	greet, silent, closed, filtered int
-
-	mu       sync.Mutex
-	now, max int
+	conns                           surveytest.Conns
 }
 
-func newPortHost(t *testing.T, ip string) *portHost {
+func newPortHost(t *testing.T, ip string, silent, filtered bool) *portHost {
 	h := &portHost{ip: netip.MustParseAddr(ip)}
 	listen := func(greet bool) int {
 		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
@@ -45,44 +42,64 @@ func newPortHost(t *testing.T, ip string) *portHost {
 				if err != nil {
 					return
 				}
-				h.mu.Lock()
-				h.now++
-				h.max = max(h.max, h.now)
-				h.mu.Unlock()
+				h.conns.Opened(h.ip, c)
 				go func() {
 					if greet {
-						io.WriteString(c, "SSH-2.0-OpenSSH_9.6 test\r\n")
+						io.WriteString(c, greeting)
 					}
 					io.Copy(io.Discard, c)
 					c.Close()
-					h.mu.Lock()
-					h.now--
-					h.mu.Unlock()
+					h.conns.Closed(h.ip, c)
 				}()
 			}
 		}()
 		return ln.Addr().(*net.TCPAddr).Port
 	}
-	h.greet, h.silent = listen(true), listen(false)
+	h.greet = listen(true)
+	if silent {
+		h.silent = listen(false)
+	}
 	ln, _ := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	h.closed = ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	h.filtered = surveytest.FilteredPort(t, ip)
+	if filtered {
+		h.filtered = surveytest.FilteredPort(t, ip)
+	}
 	return h
 }
 
+// states are the states a host's ports must be found in.
+func (h *portHost) states() map[int]string {
+	m := map[int]string{h.greet: survey.PortOpen, h.closed: survey.PortClosed}
+	if h.silent != 0 {
+		m[h.silent] = survey.PortOpen
+	}
+	if h.filtered != 0 {
+		m[h.filtered] = survey.PortFiltered
+	}
+	return m
+}
+
+// greeting is what a greeting port says; a banner grab stops at its end.
+const greeting = "SSH-2.0-OpenSSH_9.6 test\r\n"
+
+// The silent port (a banner wait) and the filtered one (a connect
+// timeout) are on hosts in /24s of their own, so they wait side by side.
+// As TestWebTimeouts, the test waits timeouts out and runs alone.
 func TestPortSurvey(t *testing.T) {
-	hosts := []*portHost{newPortHost(t, "127.3.0.1"), newPortHost(t, "127.3.0.2"), newPortHost(t, "127.3.1.1")}
+	hosts := []*portHost{newPortHost(t, "127.3.0.1", true, false), newPortHost(t, "127.3.1.1", false, true), newPortHost(t, "127.3.2.1", false, false)}
 	var ports []int
 	for _, h := range hosts {
-		ports = append(ports, h.greet, h.silent, h.closed, h.filtered)
+		for p := range h.states() {
+			ports = append(ports, p)
+		}
 	}
 	dir := t.TempDir()
 	var out bytes.Buffer
 	sum, err := survey.RunPorts(context.Background(), survey.PortsConfig{
 		Config: survey.Config{StateDir: filepath.Join(dir, "state"), Out: &out, Cluster: local(t, 2, nil),
-			Spec: wire.SurveySpec{Timeout: 300 * time.Millisecond, Banner: 64, Delay: 5 * time.Millisecond, Rate: 500, Per24: 1, UserAgent: testUA}},
-		Targets:   []string{"127.3.0.1", "127.3.0.2", "127.3.1.1/32", "10.1.2.3", "bad target!"},
+			Spec: wire.SurveySpec{Timeout: probeTimeout, Banner: 64, Delay: 5 * time.Millisecond, Rate: 500, Per24: 1, UserAgent: testUA}},
+		Targets:   []string{"127.3.0.1", "127.3.1.1", "127.3.2.1/32", "10.1.2.3", "bad target!"},
 		Ports:     ports,
 		Blocklist: survey.DefaultBlocklist(), AllowLoopback: true,
 	})
@@ -98,20 +115,21 @@ func TestPortSurvey(t *testing.T) {
 		byKey[net.JoinHostPort(r.IP, strconv.Itoa(r.Port))] = r
 	}
 	for _, h := range hosts {
-		for port, want := range map[int]string{h.greet: survey.PortOpen, h.silent: survey.PortOpen, h.closed: survey.PortClosed, h.filtered: survey.PortFiltered} {
+		for port, want := range h.states() {
 			r := byKey[net.JoinHostPort(h.ip.String(), strconv.Itoa(port))]
 			if r.State != want {
 				t.Errorf("%s:%d is %s, want %s (%+v)", h.ip, port, r.State, want, r)
 			}
 		}
-		if r := byKey[net.JoinHostPort(h.ip.String(), strconv.Itoa(h.greet))]; !strings.HasPrefix(r.Banner, "SSH-2.0-OpenSSH_9.6") || r.LatencyMS <= 0 {
+		if r := byKey[net.JoinHostPort(h.ip.String(), strconv.Itoa(h.greet))]; r.Banner != greeting || r.LatencyMS <= 0 {
 			t.Errorf("banner %q latency %v", r.Banner, r.LatencyMS)
 		}
-		h.mu.Lock()
-		if h.max > 1 {
-			t.Errorf("%s had %d connections at once", h.ip, h.max)
+		if r := byKey[net.JoinHostPort(h.ip.String(), strconv.Itoa(h.silent))]; h.silent != 0 && (r.Banner != "" || r.Error != "") {
+			t.Errorf("silent port: banner %q error %q", r.Banner, r.Error)
 		}
-		h.mu.Unlock()
+		if n := h.conns.Max(h.ip); n > 1 {
+			t.Errorf("%s had %d connections at once", h.ip, n)
+		}
 	}
 	for _, p := range ports {
 		r := byKey[net.JoinHostPort("10.1.2.3", strconv.Itoa(p))]
@@ -119,7 +137,7 @@ func TestPortSurvey(t *testing.T) {
 			t.Errorf("10.1.2.3:%d: %+v, want excluded", p, r)
 		}
 	}
-	if sum.States[survey.PortOpen] != 6 || sum.HostsOpen != 3 {
+	if sum.States[survey.PortOpen] != 4 || sum.HostsOpen != 3 || sum.States[survey.PortFiltered] != 1 {
 		t.Errorf("summary %+v", sum)
 	}
 }

@@ -1,6 +1,7 @@
 package survey
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -62,25 +63,58 @@ func (p *Prober) connect(ctx context.Context, ip netip.Addr, port int, spec wire
 }
 
 // banner reads the first bytes a server sends; on a web port it asks with
-// a HEAD request first, as such servers wait for the client to speak.
+// a HEAD request first, as such servers wait for the client to speak. It
+// reads until Banner bytes came, the greeting is complete (bannerDone), the
+// server closes, or the banner time is up.
 func banner(conn net.Conn, ip netip.Addr, port int, spec wire.SurveySpec) (string, string) {
 	// The dialer's connection sets its own read deadline on every read, so
 	// the wait is a timer that closes the connection.
 	wait := max(2*spec.Timeout, bannerWaitMin)
 	timer := time.AfterFunc(wait, func() { conn.Close() })
 	defer timer.Stop()
-	if webPorts[port] {
+	web := webPorts[port]
+	if web {
 		req := fmt.Sprintf("HEAD / HTTP/1.0\r\nHost: %s\r\nUser-Agent: %s\r\n\r\n", ip, spec.UserAgent)
 		if _, err := io.WriteString(conn, req); err != nil {
 			return "", "banner: " + err.Error()
 		}
 	}
 	buf := make([]byte, min(spec.Banner, MaxBanner))
-	n, err := io.ReadAtLeast(conn, buf, len(buf))
+	n := 0
+	var err error
+	for n < len(buf) && err == nil && !bannerDone(buf[:n], web) {
+		var m int
+		m, err = conn.Read(buf[n:])
+		n += m
+	}
 	if n == 0 && err != nil && !isTimeoutErr(err) && err != io.EOF && timer.Stop() {
 		return "", "banner: " + err.Error()
 	}
 	return printable(buf[:n]), ""
+}
+
+// bannerDone reports whether b is a whole greeting: on a web port the
+// response header (up to its blank line); elsewhere a line that is not
+// the continuation of a multi-line reply ("220-" in SMTP and FTP).
+func bannerDone(b []byte, web bool) bool {
+	if web {
+		return bytes.Contains(b, []byte("\r\n\r\n")) || bytes.Contains(b, []byte("\n\n"))
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return false
+	}
+	last := b[bytes.LastIndexByte(b[:len(b)-1], '\n')+1:]
+	continued := len(last) >= 4 && last[3] == '-' && isDigits(last[:3])
+	return !continued
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // printable keeps a banner readable in JSON and CSV: valid UTF-8, control

@@ -194,10 +194,20 @@ func (p *Prober) request(ctx context.Context, c *connector, u *url.URL, method s
 	// Timeout; the request as a whole has all three.
 	rctx, cancel := context.WithTimeout(ctx, 3*c.spec.Timeout)
 	defer cancel()
+	// The transport dials and shakes hands on a goroutine of its own,
+	// which may still be at it when a timed-out request returns.
 	connected := false
 	rctx = httptrace.WithClientTrace(rctx, &httptrace.ClientTrace{
-		TLSHandshakeDone: func(_ tls.ConnectionState, err error) { tlsErr = err },
-		GotConn:          func(httptrace.GotConnInfo) { connected = true },
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			connMu.Lock()
+			tlsErr = err
+			connMu.Unlock()
+		},
+		GotConn: func(httptrace.GotConnInfo) {
+			connMu.Lock()
+			connected = true
+			connMu.Unlock()
+		},
 	})
 	req, err := http.NewRequestWithContext(rctx, method, u.String(), nil)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // checkRow compares a row with what the zone says domain i is.
 func checkRow(t *testing.T, w *surveytest.Web, i int, r survey.WebRow) {
 	t.Helper()
-	switch surveytest.NameClass(i) {
+	switch w.Class(i) {
 	case surveytest.NameNX:
 		want(t, r, survey.Unresolved, survey.DNSNXDomain)
 		return
@@ -98,6 +98,24 @@ func want(t *testing.T, r survey.WebRow, outcome, class string) {
 	}
 }
 
+// checkAsked checks how a survey with IP dedupe and webSpec's politeness
+// asked the zone: expectedHits requests at every address, one connection
+// at a time to each, at most webPer24 at once into each /24.
+func checkAsked(t *testing.T, w *surveytest.Web) {
+	t.Helper()
+	for _, a := range w.Addresses() {
+		if got, wantN := w.Hits(a), expectedHits[w.Kind(a)]; got != wantN {
+			t.Errorf("%s (%s) got %d requests, want %d", a, w.Kind(a), got, wantN)
+		}
+		if w.MaxConns(a) > 1 {
+			t.Errorf("%s had %d connections at once", a, w.MaxConns(a))
+		}
+		if w.MaxBlockConns(a) > webPer24 {
+			t.Errorf("the /24 of %s had %d connections at once, want at most %d", a, w.MaxBlockConns(a), webPer24)
+		}
+	}
+}
+
 // expectedHits is how many requests a survey with IP dedupe makes to an
 // address of kind: one per scheme, plus the GET after a refused HEAD and
 // the redirect followed on the same host.
@@ -106,24 +124,28 @@ var expectedHits = map[string]int{
 	surveytest.KindNoHead: 4, surveytest.KindToHTTPS: 3, surveytest.KindClosed: 0, surveytest.KindFiltered: 0,
 }
 
+// A survey of a Prompt zone: everything but the timeout classes
+// (TestWebTimeouts).
 func TestWebSurvey(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 1200, Addresses: 100, SlowDNS: 2 * time.Second})
+	t.Parallel()
+	const domains = 600
+	w := surveytest.Start(t, surveytest.Options{Domains: domains, Addresses: 60, Prompt: true})
 	dir := t.TempDir()
-	domains := filepath.Join(dir, "domains.txt")
-	if err := w.WriteDomains(domains, "not a domain!", "d00001.test", "  # indented comment", "http://D00002.TEST/path"); err != nil {
+	list := filepath.Join(dir, "domains.txt")
+	if err := w.WriteDomains(list, "not a domain!", "d00001.test", "  # indented comment", "http://D00002.TEST/path"); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
 	sum, err := survey.RunWeb(context.Background(), survey.WebConfig{
 		Config:  survey.Config{StateDir: filepath.Join(dir, "state"), Out: &out, Cluster: local(t, 2, w), Spec: webSpec(w)},
-		Domains: domains, Resolver: resolver(t, w),
+		Domains: list, Resolver: resolver(t, w),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := readRows[survey.WebRow](t, out.Bytes())
-	if len(rows) != 1200 || sum.Rows != 1200 || !sum.Finished {
-		t.Fatalf("%d rows, summary %d finished %v; want 1200", len(rows), sum.Rows, sum.Finished)
+	if len(rows) != domains || sum.Rows != domains || !sum.Finished {
+		t.Fatalf("%d rows, summary %d finished %v; want %d", len(rows), sum.Rows, sum.Finished, domains)
 	}
 	if sum.Input.Bad != 1 || sum.Input.Dups != 2 || !strings.Contains(sum.Input.Errors[0], "domains.txt:2: ") {
 		t.Errorf("input report %+v", sum.Input)
@@ -150,14 +172,7 @@ func TestWebSurvey(t *testing.T) {
 			t.Errorf("%s shares %s's probe, but %s was probed at %s", r.Domain, r.ProbedAs, probedAs[r.IP], r.IP)
 		}
 	}
-	for _, a := range w.Addresses() {
-		if got, wantN := w.Hits(a), expectedHits[w.Kind(a)]; got != wantN {
-			t.Errorf("%s (%s) got %d requests, want %d", a, w.Kind(a), got, wantN)
-		}
-		if w.MaxConns(a) > 1 {
-			t.Errorf("%s had %d connections at once", a, w.MaxConns(a))
-		}
-	}
+	checkAsked(t, w)
 	for k, n := range outcomes {
 		if sum.Outcomes[k] != n {
 			t.Errorf("summary outcomes %v, rows %v", sum.Outcomes, outcomes)
@@ -183,34 +198,81 @@ func TestWebSurvey(t *testing.T) {
 	}
 }
 
+// The timeout classes: hanging servers (timeout), filtered ports
+// (connect-timeout) and names never answered (dns-timeout), each waited out
+// once, beside answers that must come in time. The test is small and runs
+// alone, not beside the others, so that only the machine's load, not the
+// other tests' work, can delay those answers.
+func TestWebTimeouts(t *testing.T) {
+	const domains = 100
+	w := surveytest.Start(t, surveytest.Options{Domains: domains, Addresses: surveytest.BlockSize})
+	list := filepath.Join(t.TempDir(), "domains.txt")
+	w.WriteDomains(list)
+	spec := webSpec(w)
+	spec.Timeout = probeTimeout
+	var out bytes.Buffer
+	if _, err := survey.RunWeb(context.Background(), survey.WebConfig{
+		Config:  survey.Config{StateDir: filepath.Join(t.TempDir(), "state"), Out: &out, Cluster: local(t, 1, w), Spec: spec},
+		Domains: list, Resolver: resolverTimeout(t, w, dnsTimeout),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	rows := readRows[survey.WebRow](t, out.Bytes())
+	if len(rows) != domains {
+		t.Fatalf("%d rows, want %d", len(rows), domains)
+	}
+	classes := map[string]bool{}
+	var slowest time.Duration
+	for _, r := range rows {
+		var i int
+		fmt.Sscanf(r.Domain, "d%05d.test", &i)
+		checkRow(t, w, i, r)
+		classes[r.Class] = true
+		for _, p := range r.Probes {
+			if p.Class == "" {
+				slowest = max(slowest, p.Elapsed)
+			}
+		}
+	}
+	for _, c := range []string{survey.WebTimeout, survey.WebConnectTimeout, survey.DNSTimeout} {
+		if !classes[c] {
+			t.Errorf("no row of class %s", c)
+		}
+	}
+	checkAsked(t, w)
+	t.Logf("the slowest probe that was answered took %v (its waits for its turn included) of the %v each stage is allowed", slowest, probeTimeout)
+}
+
 // With --probe-every-vhost every domain is probed on its own.
 func TestWebSurveyEveryHost(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 150, Addresses: 20, SlowDNS: time.Second})
+	t.Parallel()
+	const domains = 150
+	w := surveytest.Start(t, surveytest.Options{Domains: domains, Addresses: 20, Prompt: true})
 	dir := t.TempDir()
-	domains := filepath.Join(dir, "domains.txt")
-	w.WriteDomains(domains)
+	list := filepath.Join(dir, "domains.txt")
+	w.WriteDomains(list)
 	spec := webSpec(w)
 	spec.EveryHost = true
 	spec.Schemes = []string{"http"}
 	var out bytes.Buffer
 	if _, err := survey.RunWeb(context.Background(), survey.WebConfig{
 		Config:  survey.Config{StateDir: filepath.Join(dir, "state"), Out: &out, Format: survey.FormatCSV, Cluster: local(t, 1, w), Spec: spec},
-		Domains: domains, Resolver: resolver(t, w),
+		Domains: list, Resolver: resolver(t, w),
 	}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 151 || !strings.HasPrefix(lines[0], "domain,outcome,class,ip,shared_ip") {
+	if len(lines) != domains+1 || !strings.HasPrefix(lines[0], "domain,outcome,class,ip,shared_ip") {
 		t.Fatalf("CSV: %d lines, header %q", len(lines), lines[0])
 	}
 	perAddr := map[netip.Addr]int{}
-	for i := range 150 {
-		if surveytest.NameClass(i) == surveytest.NameNormal || surveytest.NameClass(i) == surveytest.NameCNAME {
+	for i := range domains {
+		if c := w.Class(i); c == surveytest.NameNormal || c == surveytest.NameCNAME {
 			perAddr[w.Addr(i)]++
 		}
 	}
 	for a, n := range perAddr {
-		per, special := map[string]int{surveytest.KindNoHead: 2, surveytest.KindToHTTPS: 2, surveytest.KindClosed: 0, surveytest.KindFiltered: 0}[w.Kind(a)]
+		per, special := map[string]int{surveytest.KindNoHead: 2, surveytest.KindToHTTPS: 2, surveytest.KindClosed: 0}[w.Kind(a)]
 		if !special {
 			per = 1
 		}
@@ -230,7 +292,8 @@ func TestWebSurveyEveryHost(t *testing.T) {
 // A second run in the same state directory copies forward what did not
 // change; a domain whose address changed is probed again.
 func TestWebRescan(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 200, Addresses: 20, SlowDNS: time.Second})
+	t.Parallel()
+	w := surveytest.Start(t, surveytest.Options{Domains: 200, Addresses: 20, Prompt: true})
 	dir := t.TempDir()
 	domains := filepath.Join(dir, "domains.txt")
 	w.WriteDomains(domains)
@@ -263,9 +326,9 @@ func TestWebRescan(t *testing.T) {
 	for i := range 200 {
 		// Failures are not cached: only those names are asked again.
 		d := surveytest.Domain(i)
-		failed := surveytest.NameClass(i) == surveytest.NameServFail || surveytest.NameClass(i) == surveytest.NameSlow
+		failed := w.Class(i) == surveytest.NameServFail
 		if again := w.Asked(d) > asked[d]; again != failed {
-			t.Errorf("%s (%s) asked again: %v", d, surveytest.NameClass(i), again)
+			t.Errorf("%s (%s) asked again: %v", d, w.Class(i), again)
 		}
 	}
 	if s1.Run != "web/1" || s2.Run != "web/2" || len(second) != len(first) {
@@ -314,14 +377,15 @@ func (l *lineCanceller) Write(p []byte) (int, error) {
 // An interrupted survey resumes: the rows committed stay, their
 // addresses are not asked again, and the rest are done once.
 func TestWebResume(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 400, Addresses: 40, SlowDNS: time.Second})
+	t.Parallel()
+	w := surveytest.Start(t, surveytest.Options{Domains: 400, Addresses: 40, Prompt: true})
 	dir := t.TempDir()
 	domains := filepath.Join(dir, "domains.txt")
 	w.WriteDomains(domains)
 	spec := webSpec(w)
 	ctx, cancel := context.WithCancel(context.Background())
 	lc := &lineCanceller{n: 60, cancel: cancel}
-	cfg := survey.WebConfig{Config: survey.Config{StateDir: filepath.Join(dir, "state"), Out: lc, Cluster: local(t, 1, w), Spec: spec},
+	cfg := survey.WebConfig{Config: survey.Config{StateDir: filepath.Join(dir, "state"), Out: lc, Cluster: localUntil(ctx, t, 1, w), Spec: spec},
 		Domains: domains, Resolver: resolver(t, w)}
 	sum, err := survey.RunWeb(ctx, cfg)
 	if err == nil || sum == nil || sum.Finished {

@@ -18,7 +18,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		v    any
 	}{
 		{KindHello, &Hello{Supervisor: "s1", Endpoint: "tcp://127.0.0.1:6000", Capacity: 64, Render: true, Mappings: "abc", Started: at}},
-		{KindHeartbeat, &Heartbeat{Hello: Hello{Supervisor: "s1", Capacity: 8, Started: at}, InFlight: 3, Fetched: 10, Failed: 1, RSS: 1 << 20, At: at}},
+		{KindHeartbeat, &Heartbeat{Hello: Hello{Supervisor: "s1", Capacity: 8, Started: at}, InFlight: 3, Fetched: 10, Failed: 1, RSS: 1 << 20, At: at, Surveys: []string{"w:127.1.0.1"}}},
 		{KindWelcome, &Welcome{Dispatcher: "d", Run: "r1"}},
 		{KindBye, &Bye{Dispatcher: "d", Run: "r1"}},
 		{KindTask, &Task{ID: "t1", Lease: 7, URL: "http://a.example/", Host: "a.example", Depth: 1}},

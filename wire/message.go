@@ -89,6 +89,12 @@ type Heartbeat struct {
 	Robots   map[string]int64 `json:"robots,omitempty"`
 	Hosts    []HostPace       `json:"hosts,omitempty"`
 	Backoff  []HostBackoff    `json:"backoff,omitempty"`
+
+	// Surveys are the IDs of the survey tasks (SurveyTask) the supervisor
+	// holds, running or waiting for their address's turn: a survey's
+	// dispatcher renews their leases, so a task outlasts its lease only
+	// when its supervisor no longer has it.
+	Surveys []string `json:"surveys,omitempty"`
 }
 
 // HostPace is how one supervisor's requests to one host went, since the

@@ -83,7 +83,7 @@ func (f *surveyFlags) register(fs *flag.FlagSet, timeout, delay time.Duration) {
 	fs.StringVar(&f.cluster, "cluster", "", "ZeroMQ endpoint where the cluster's supervisors join (e.g. tcp://0.0.0.0:5551); without it the survey runs on this machine")
 	fs.IntVar(&f.expect, "expect", 0, "with --cluster: supervisors to wait for before dispatching (0: start with the first)")
 	fs.IntVar(&f.supervisors, "supervisors", 1, "without --cluster: supervisors to run in this process")
-	fs.DurationVar(&f.lease, "lease", survey.DefaultLease, "how long a supervisor has for one address before it is sent elsewhere")
+	fs.DurationVar(&f.lease, "lease", survey.DefaultLease, "how long an address's task may go unanswered, and unlisted by its supervisor's heartbeats, before it is sent again")
 	fs.BoolVar(&f.allowLoop, "allow-loopback", false, "allow probing loopback addresses (testing only)")
 	fs.BoolVar(&f.allowPriv, "allow-private", false, "allow probing private network addresses (web surveys)")
 	fs.StringVar(&f.blocklist, "blocklist", "", "file of IPs, CIDRs and host names never probed, one a line, # comments (adds to the default one)")

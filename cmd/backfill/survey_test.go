@@ -40,6 +40,15 @@ func surveyRows[T any](t *testing.T, path string) []T {
 	return out
 }
 
+// Timeouts of the survey tests: far longer than any stall of a loaded
+// machine. The zones are Prompt (surveytest), and the ports open or
+// refused: nothing makes a survey wait a timeout out, so they cost
+// nothing.
+const (
+	surveyTimeout    = "30s"
+	surveyDNSTimeout = "10s"
+)
+
 // startSurveyDispatcher starts `backfill survey ...` listening for the
 // cluster and returns it with its intake endpoint.
 func startSurveyDispatcher(t *testing.T, name string, args ...string) (*process, string) {
@@ -64,14 +73,14 @@ func startSurveySupervisor(t *testing.T, name, endpoint string) *process {
 // One machine: `survey web` against the loopback zone, its three outcome
 // classes, the summary and the store.
 func TestSurveyWebOneMachine(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 300, Addresses: 30, SlowDNS: time.Second})
+	w := surveytest.Start(t, surveytest.Options{Domains: 300, Addresses: 30, Prompt: true})
 	dir := t.TempDir()
 	domains := filepath.Join(dir, "domains.txt")
 	w.WriteDomains(domains, "bad domain!")
 	out := filepath.Join(dir, "survey.jsonl")
-	p := start(t, "survey", "survey", "web", "--domains", domains, "--resolver", w.DNS, "--dns-timeout", "300ms",
+	p := start(t, "survey", "survey", "web", "--domains", domains, "--resolver", w.DNS, "--dns-timeout", surveyDNSTimeout,
 		"--http-port", strconv.Itoa(w.HTTPPort), "--https-port", strconv.Itoa(w.HTTPSPort), "--allow-loopback",
-		"--timeout", "400ms", "--delay", "0", "--rate", "0", "--out", out, "--state-dir", filepath.Join(dir, "state"),
+		"--timeout", surveyTimeout, "--delay", "0", "--rate", "0", "--out", out, "--state-dir", filepath.Join(dir, "state"),
 		"--summary", filepath.Join(dir, "summary.json"), "--headers", "X-Powered-By")
 	if code := p.waitExit(2 * time.Minute); code != 0 {
 		t.Fatalf("exit %d\n%s", code, p.stderr)
@@ -108,14 +117,14 @@ func TestSurveyWebOneMachine(t *testing.T) {
 // The cluster: `survey web --cluster` with two supervisor processes; each
 // /24 is probed by one supervisor.
 func TestSurveyWebCluster(t *testing.T) {
-	w := surveytest.Start(t, surveytest.Options{Domains: 400, Addresses: 300, SlowDNS: time.Second})
+	w := surveytest.Start(t, surveytest.Options{Domains: 400, Addresses: 300, Prompt: true})
 	dir := t.TempDir()
 	domains := filepath.Join(dir, "domains.txt")
 	w.WriteDomains(domains)
 	out := filepath.Join(dir, "survey.jsonl")
 	disp, endpoint := startSurveyDispatcher(t, "survey", "web", "--cluster", "tcp://127.0.0.1:0", "--expect", "2",
-		"--domains", domains, "--resolver", w.DNS, "--dns-timeout", "300ms", "--schemes", "http",
-		"--http-port", strconv.Itoa(w.HTTPPort), "--timeout", "400ms", "--delay", "0", "--rate", "0", "--out", out,
+		"--domains", domains, "--resolver", w.DNS, "--dns-timeout", surveyDNSTimeout, "--schemes", "http",
+		"--http-port", strconv.Itoa(w.HTTPPort), "--timeout", surveyTimeout, "--delay", "0", "--rate", "0", "--out", out,
 		"--state-dir", filepath.Join(dir, "state"))
 	startSurveySupervisor(t, "crawler-1", endpoint)
 	startSurveySupervisor(t, "crawler-2", endpoint)
@@ -149,7 +158,7 @@ func TestSurveyPortsClusterKill(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "ports.jsonl")
 	args := []string{"ports", "--cluster", "tcp://127.0.0.1:0", "--expect", "2", "--targets", "127.4.0.0/24", "--ports", ports,
-		"--allow-loopback", "--rate", "150", "--delay", "0", "--timeout", "200ms", "--lease", "5s", "--out", out, "--state-dir", filepath.Join(dir, "state")}
+		"--allow-loopback", "--rate", "150", "--delay", "0", "--timeout", surveyTimeout, "--lease", "5s", "--out", out, "--state-dir", filepath.Join(dir, "state")}
 	disp, endpoint := startSurveyDispatcher(t, "survey-1", args...)
 	startSurveySupervisor(t, "crawler-1", endpoint)
 	startSurveySupervisor(t, "crawler-2", endpoint)

@@ -4,9 +4,15 @@
 // address an HTTP and an HTTPS server whose behaviour depends on the
 // address: various Server headers, servers that refuse HEAD, redirect,
 // hang, ports that refuse connections and ports that never accept them
-// (filtered). Every domain's expected outcome is known (Expect), and every
-// connection and request is counted per address, so tests can check
-// what a survey found and how politely it asked.
+// (filtered). Every domain's expected outcome is known (NameClass, Kind),
+// and every request and connection is counted per address (Conns), so
+// tests can check what a survey found and how politely it asked.
+//
+// What must time out does so by construction, not by being slower than
+// a timeout: a hanging server never answers, a filtered port never
+// accepts, a slow name is never answered (unless Options.SlowDNS says
+// when). So a test can give its probes a timeout far longer than a
+// loaded machine ever stalls, and still see every class.
 //
 // Only tests and benchmarks import it.
 package surveytest
@@ -38,14 +44,32 @@ import (
 
 // Options size the zone.
 type Options struct {
-	Domains   int           // default 2000
-	Addresses int           // default 200
-	SlowDNS   time.Duration // how long the slow names take to answer; default 2s
+	Domains   int // default 2000
+	Addresses int // default 200; at most MaxAddresses
+	// SlowDNS is how long the slow names take to answer; 0 (the
+	// default): they are never answered, as by a name server that is
+	// down.
+	SlowDNS time.Duration
 	// Plain makes every address a normal server and every name resolve
 	// (benchmarks of throughput, where timeouts would only measure the
 	// timeout).
 	Plain bool
+	// Prompt leaves out what makes a survey wait out a timeout: hanging
+	// and filtered addresses are normal servers, slow names answer at
+	// once. Other failures stay (closed addresses, NXDOMAIN, SERVFAIL).
+	// For tests whose point is not the timeouts, which then cost them
+	// nothing.
+	Prompt bool
 }
+
+// The zone's addresses are 127.1.B.1 to 127.1.B.20: BlockSize addresses
+// in each /24, as a hosting company's customers share its range (and its
+// name servers: NS). So a survey's per-/24 cap holds in several blocks
+// at once, and every block has addresses of most kinds.
+const (
+	BlockSize    = 20
+	MaxAddresses = 256 * BlockSize
+)
 
 // Kinds of address: what its servers do.
 const (
@@ -82,11 +106,14 @@ type Web struct {
 	addrs []netip.Addr
 	kinds []string
 
+	index map[netip.Addr]int // address → its j
+
+	conns Conns
+	done  chan struct{} // closed when the zone stops: what hangs lets go
+
 	mu       sync.Mutex
 	override map[string]netip.Addr // domain → address, set by SetA
 	hits     map[netip.Addr]int    // requests per address
-	conns    map[netip.Addr]int    // connections open now
-	maxConns map[netip.Addr]int
 	queries  int
 	asked    map[string]int // questions per name
 
@@ -102,26 +129,28 @@ func Start(tb testing.TB, opt Options) *Web {
 	if opt.Addresses <= 0 {
 		opt.Addresses = 200
 	}
-	if opt.SlowDNS <= 0 {
-		opt.SlowDNS = 2 * time.Second
+	if opt.Addresses > MaxAddresses {
+		tb.Fatalf("surveytest: at most %d addresses", MaxAddresses)
 	}
 	w := &Web{opt: opt, override: map[string]netip.Addr{}, hits: map[netip.Addr]int{}, asked: map[string]int{},
-		conns: map[netip.Addr]int{}, maxConns: map[netip.Addr]int{}}
+		index: map[netip.Addr]int{}, done: make(chan struct{})}
 	tb.Cleanup(w.close)
 	for j := range opt.Addresses {
-		w.addrs = append(w.addrs, netip.AddrFrom4([4]byte{127, 1, byte(j / 250), byte(j%250 + 1)}))
+		a := netip.AddrFrom4([4]byte{127, 1, byte(j / BlockSize), byte(j%BlockSize + 1)})
+		w.addrs = append(w.addrs, a)
+		w.index[a] = j
 		k := kindOf(j)
-		if opt.Plain {
+		if opt.Plain || opt.Prompt && (k == KindHang || k == KindFiltered) {
 			k = KindNormal
 		}
 		w.kinds = append(w.kinds, k)
 	}
-	tlsCfg, pool, err := certificates()
+	tlsCfg, selfSigned, pool, err := certificates()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	w.CA = pool
-	if err := w.listenAll(tlsCfg); err != nil {
+	if err := w.listenAll(tlsCfg, selfSigned); err != nil {
 		tb.Fatal(err)
 	}
 	if err := w.startDNS(); err != nil {
@@ -151,9 +180,16 @@ func kindOf(j int) string {
 }
 
 func (w *Web) close() {
+	close(w.done)
+	w.stopAll()
+}
+
+// stopAll runs the closers, last first.
+func (w *Web) stopAll() {
 	for i := len(w.closers) - 1; i >= 0; i-- {
 		w.closers[i]()
 	}
+	w.closers = nil
 }
 
 // Domain is the name of domain i of the zone.
@@ -174,9 +210,17 @@ func NameClass(i int) string {
 	return NameNormal
 }
 
-// Addr is the address domain i resolves to (before SetA). Domains of one
-// name-server group share a range of addresses, as a hosting company's
-// customers do.
+// Class is what this zone's DNS does with domain i: NameClass, as the
+// zone's options change it.
+func (w *Web) Class(i int) string {
+	c := NameClass(i)
+	if w.opt.Plain || w.opt.Prompt && c == NameSlow {
+		return NameNormal
+	}
+	return c
+}
+
+// Addr is the address domain i resolves to (before SetA).
 func (w *Web) Addr(i int) netip.Addr {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -190,23 +234,20 @@ func (w *Web) addrIndex(i int) int { return (i * 7919) % len(w.addrs) }
 
 // Kind is what the servers of a are.
 func (w *Web) Kind(a netip.Addr) string {
-	for j, x := range w.addrs {
-		if x == a {
-			return w.kinds[j]
-		}
+	if j, ok := w.index[a]; ok {
+		return w.kinds[j]
 	}
 	return ""
 }
 
 // Server is the Server header a's servers send.
 func (w *Web) Server(a netip.Addr) string {
-	b := a.As4()
-	return servers[(int(b[2])*250+int(b[3])-1)%len(servers)]
+	return servers[w.index[a]%len(servers)]
 }
 
-// NS is the name servers of domain i: one group per 20 addresses.
+// NS is the name servers of domain i: one group per /24 of addresses.
 func (w *Web) NS(i int) []string {
-	g := w.addrIndex(i) / 20
+	g := w.addrIndex(i) / BlockSize
 	return []string{fmt.Sprintf("ns1.isp%02d.test", g), fmt.Sprintf("ns2.isp%02d.test", g)}
 }
 
@@ -239,11 +280,11 @@ func (w *Web) TotalHits() int {
 }
 
 // MaxConns is the most connections a's servers had open at once.
-func (w *Web) MaxConns(a netip.Addr) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.maxConns[a]
-}
+func (w *Web) MaxConns(a netip.Addr) int { return w.conns.Max(a) }
+
+// MaxBlockConns is the most connections the servers of a's /24 had open
+// at once.
+func (w *Web) MaxBlockConns(a netip.Addr) int { return w.conns.MaxBlock(a) }
 
 // Queries is how many DNS questions the server answered.
 func (w *Web) Queries() int {
@@ -276,7 +317,7 @@ func (w *Web) WriteDomains(path string, extra ...string) error {
 // listenAll binds every address's HTTP and HTTPS port, both the same
 // number on every address (a survey asks port 80 and 443 of every host;
 // here one free pair stands for them).
-func (w *Web) listenAll(tlsCfg *tls.Config) error {
+func (w *Web) listenAll(tlsCfg, selfSigned *tls.Config) error {
 	for try := 0; try < 20; try++ {
 		base := 20000 + int(time.Now().UnixNano()%20000)
 		var lns []net.Listener
@@ -322,8 +363,7 @@ func (w *Web) listenAll(tlsCfg *tls.Config) error {
 		for _, ln := range lns {
 			ln.Close()
 		}
-		w.close()
-		w.closers = nil
+		w.stopAll()
 	}
 	return errors.New("surveytest: no free port pair on every address")
 }
@@ -333,25 +373,18 @@ func (w *Web) serve(ln net.Listener, a netip.Addr, https bool) {
 		Handler:           http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { w.handle(rw, r, a, https) }),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(io.Discard, "", 0), // probes that give up mid-handshake are expected
-		ConnState: func(_ net.Conn, s http.ConnState) {
-			w.mu.Lock()
-			defer w.mu.Unlock()
+		ConnState: func(c net.Conn, s http.ConnState) {
 			switch s {
 			case http.StateNew:
-				w.conns[a]++
-				w.maxConns[a] = max(w.maxConns[a], w.conns[a])
+				w.conns.Opened(a, c)
 			case http.StateClosed, http.StateHijacked:
-				w.conns[a]--
+				w.conns.Closed(a, c)
 			}
 		},
 	}
 	go srv.Serve(ln)
 	w.closers = append(w.closers, func() { srv.Close() }) // at once: hanging handlers are not waited for
 }
-
-// hang is how long a hanging server holds a request: longer than any
-// test's timeout, shorter than the test.
-const hang = 30 * time.Second
 
 func (w *Web) handle(rw http.ResponseWriter, r *http.Request, a netip.Addr, https bool) {
 	w.mu.Lock()
@@ -362,10 +395,10 @@ func (w *Web) handle(rw http.ResponseWriter, r *http.Request, a netip.Addr, http
 	rw.Header().Set("X-Powered-By", "test/"+kind)
 	host, _, _ := strings.Cut(r.Host, ":")
 	switch {
-	case kind == KindHang:
+	case kind == KindHang: // until the client gives up
 		select {
 		case <-r.Context().Done():
-		case <-time.After(hang):
+		case <-w.done:
 		}
 		return
 	case kind == KindNoHead && r.Method == http.MethodHead:
@@ -413,7 +446,11 @@ func ListenFull(a netip.Addr, port int) (net.Listener, error) {
 		return nil, err
 	}
 	// Fill the queue: connections that complete are held, until one does
-	// not complete in time.
+	// not complete in time. The kernel queues a connection when its
+	// handshake completes, whether or not the dial here hears of it in
+	// time, so the queue is full however slowly this process runs: at
+	// worst a dial that completed reports a timeout, and its connection
+	// stays queued. A SYN to a full queue is dropped, every time.
 	addr := netip.AddrPortFrom(a, uint16(port)).String()
 	var held []net.Conn
 	for range 16 {
@@ -477,10 +514,10 @@ func (l *fullListener) Close() error {
 
 // certificates makes a CA and a certificate it signs for every name of
 // the zone, and a self-signed one.
-func certificates() (*tls.Config, *x509.CertPool, error) {
+func certificates() (signed, selfSigned *tls.Config, pool *x509.CertPool, err error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	now := time.Now()
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "backfill test CA"},
@@ -488,7 +525,7 @@ func certificates() (*tls.Config, *x509.CertPool, error) {
 		KeyUsage: x509.KeyUsageCertSign}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -497,25 +534,23 @@ func certificates() (*tls.Config, *x509.CertPool, error) {
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &leafKey.PublicKey, caKey)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	selfTmpl := *leafTmpl
 	selfTmpl.Subject = pkix.Name{CommonName: "self-signed.test"}
 	selfDER, err := x509.CreateCertificate(rand.Reader, &selfTmpl, &selfTmpl, &leafKey.PublicKey, leafKey)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	selfSigned = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{selfDER}, PrivateKey: leafKey}}}
-	pool := x509.NewCertPool()
+	pool = x509.NewCertPool()
 	pool.AddCert(ca)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER, caDER}, PrivateKey: leafKey}}}, pool, nil
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER, caDER}, PrivateKey: leafKey}}}, selfSigned, pool, nil
 }
 
 // LeafExpiry is when the zone's certificates expire, for tests that check
 // the recorded expiry: the next whole hour a week on.
 func LeafExpiry(now time.Time) time.Time { return now.Add(7 * 24 * time.Hour).Truncate(time.Hour) }
-
-var selfSigned *tls.Config
 
 // startDNS serves the zone on a free loopback UDP port and the same TCP
 // port.
@@ -584,8 +619,8 @@ func (w *Web) answer(rw dns.ResponseWriter, q *dns.Msg) {
 		addr = w.Addr(i)
 	default:
 		class := NameNormal
-		if _, err := fmt.Sscanf(name, "d%05d.test", &i); err == nil && !w.opt.Plain {
-			class = NameClass(i)
+		if _, err := fmt.Sscanf(name, "d%05d.test", &i); err == nil {
+			class = w.Class(i)
 		}
 		if _, err := fmt.Sscanf(name, "d%05d.test", &i); err != nil || i >= w.opt.Domains || class == NameNX {
 			m.Rcode = dns.RcodeNameError
@@ -599,7 +634,15 @@ func (w *Web) answer(rw dns.ResponseWriter, q *dns.Msg) {
 			rw.WriteMsg(m)
 			return
 		case NameSlow:
-			time.Sleep(w.opt.SlowDNS)
+			if w.opt.SlowDNS <= 0 {
+				<-w.done
+				return // never answered
+			}
+			select {
+			case <-time.After(w.opt.SlowDNS):
+			case <-w.done:
+				return
+			}
 		case NameCNAME:
 			if qt == dns.TypeA || qt == dns.TypeAAAA {
 				target := fmt.Sprintf("h%05d.hosting.test.", i)
