@@ -14,6 +14,10 @@ import (
 	"backfill/testweb"
 )
 
+// hostileMaxRSS bounds the supervisor's peak resident memory in the
+// hostile crawl.
+const hostileMaxRSS = 384 << 20
+
 // TestHostileCrawl crawls every case of the hostile site as a record's own
 // link, with a dispatcher and a supervisor as separate processes, and
 // checks that the crawl ends in bounded time, that every case lands in its
@@ -121,11 +125,12 @@ func TestHostileCrawl(t *testing.T) {
 	t.Logf("hostile crawl of %d cases: %s; supervisor peak RSS %d MiB", len(cases), elapsed.Round(time.Millisecond), rss>>20)
 	// The bound catches a body, decompression or header that is not
 	// capped: the bombs among the cases expand to gigabytes. A capped
-	// crawl peaks at 155–175 MiB on an idle machine (8 workers, bodies up
-	// to 5 MiB, GOGC 200), and past 200 MiB when the machine is busy and
-	// the collector lags, so the bound leaves room for that.
-	if rss > 256<<20 {
-		t.Errorf("supervisor peak RSS %d MiB, want under 256 MiB", rss>>20)
+	// crawl peaks at 140–180 MiB (a race-detector build, 8 workers,
+	// bodies up to 5 MiB), and has reached 258 MiB when the machine was
+	// busy and the collector lagged; a bomb let through is gigabytes, so
+	// the bound leaves room for the load and still catches one.
+	if rss > hostileMaxRSS {
+		t.Errorf("supervisor peak RSS %d MiB, want under %d MiB", rss>>20, hostileMaxRSS>>20)
 	}
 }
 
