@@ -2,11 +2,13 @@ package learn
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"backfill/fetch"
+	"backfill/store"
 	"backfill/supervisor"
 	"backfill/testweb"
 )
@@ -61,5 +63,52 @@ func TestPoliteSource(t *testing.T) {
 	}
 	if strings.Join(paths, " ") != "/robots.txt /p/alice /p/carol /p/nobody" {
 		t.Errorf("people.example was asked for %v", paths)
+	}
+}
+
+// TestPoliteSourceKeepsTheCrawlsDelay: with a crawl's host cache, a host
+// the crawl asked a moment ago is first asked (robots.txt included) no
+// earlier than the crawl's time, taken CrawlLag later, plus the delay;
+// every request learning makes is recorded there for the crawl.
+func TestPoliteSourceKeepsTheCrawlsDelay(t *testing.T) {
+	web, err := testweb.Start(testweb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.PutLastCrawl(ctx, "people.example", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	crawled, err := st.LastCrawl(ctx, "people.example") // as kept: to the millisecond
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ua = "backfill/0.1 (+https://backfill.invalid/learn-test)"
+	f := fetch.New(fetch.Config{UserAgent: ua, Resolve: web.Resolve(), AllowLoopback: true})
+	defer f.Close()
+	const delay, lag = 300 * time.Millisecond, 200 * time.Millisecond
+	src := &PoliteSource{Fetcher: f, Delay: delay, Crawl: st, CrawlLag: lag,
+		Robots: func(ctx context.Context, u string) (HostRules, error) { return supervisor.FetchRobots(ctx, f, ua, u) }}
+	for _, u := range []string{"http://people.example/p/alice", "http://people.example/p/carol"} {
+		if _, err := src.Fetch(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := web.Log()
+	if len(log) != 3 || log[0].Path != "/robots.txt" {
+		t.Fatalf("the web was asked %+v", log)
+	}
+	if earliest := crawled.Add(lag + delay); log[0].Time.Before(earliest) {
+		t.Errorf("first request at %v, before the crawl's last request (%v) + lag + delay = %v", log[0].Time, crawled, earliest)
+	}
+	recorded, err := st.LastCrawl(ctx, "people.example")
+	if err != nil || recorded.Before(log[len(log)-1].Time.Truncate(time.Millisecond)) {
+		t.Errorf("last crawl recorded %v (%v); the last request arrived at %v", recorded, err, log[len(log)-1].Time)
 	}
 }
