@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"backfill/fetch"
-	"backfill/supervisor"
 	"backfill/testweb"
 )
 
@@ -147,15 +145,7 @@ func TestPageCacheGet(t *testing.T) {
 // time (the web sees no request), unless it is older than MaxAge; a page
 // kept damaged is fetched again.
 func TestKeptSource(t *testing.T) {
-	web, err := testweb.Start(testweb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
-	const ua = "backfill/0.1 (+https://backfill.invalid/learn-test)"
-	f := fetch.New(fetch.Config{UserAgent: ua, Resolve: web.Resolve(), AllowLoopback: true})
-	defer f.Close()
-	polite := &PoliteSource{Fetcher: f, Robots: func(ctx context.Context, u string) (HostRules, error) { return supervisor.FetchRobots(ctx, f, ua, u) }}
+	web, polite := startPolite(t, testweb.Options{})
 	c := openTestCache(t, 0, 0)
 	ctx := context.Background()
 	pages := func() int {

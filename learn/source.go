@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"backfill/backoff"
 	"backfill/fetch"
 	"backfill/store"
 )
@@ -137,18 +138,10 @@ func (s *PoliteSource) wait(ctx context.Context, h *politeHost, hostKey string, 
 			last = at.Add(s.CrawlLag)
 		}
 	}
-	wait := time.Until(last.Add(delay))
-	if wait <= 0 {
-		return nil
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
+	if wait := time.Until(last.Add(delay)); wait > 0 && !backoff.Sleep(ctx, wait) {
 		return ctx.Err()
 	}
+	return nil
 }
 
 // requested notes that a request to the host ended now, here and in

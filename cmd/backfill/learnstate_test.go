@@ -44,6 +44,24 @@ func learnStateTeachers(t *testing.T, dir string, perTemplate int, host string) 
 	return path
 }
 
+// startLearnWeb starts the templates web for the test.
+func startLearnWeb(t *testing.T) *testweb.Web {
+	t.Helper()
+	web, err := testweb.StartTemplates(testweb.TemplatesOptions{PerTemplate: learnPerTemplate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { web.Close() })
+	return web
+}
+
+// learnArgs are the command on records over stateDir, writing
+// into out, pointed at web.
+func learnArgs(web *testweb.Web, records, stateDir, out string) []string {
+	args := []string{"mappings", "learn", "--records", records, "--fields", "location,website,email", "--state-dir", stateDir, "-o", out}
+	return append(args, webFlags(web)...)
+}
+
 // readTree reads every file under dir, by path relative to it.
 func readTree(t *testing.T, dir string) map[string]string {
 	t.Helper()
@@ -72,18 +90,13 @@ func TestLearnStateDirKeepsTeacherPages(t *testing.T) {
 	if testing.Short() {
 		t.Skip("learns from the templates web")
 	}
-	web, err := testweb.StartTemplates(testweb.TemplatesOptions{PerTemplate: learnPerTemplate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startLearnWeb(t)
 	dir := t.TempDir()
 	records := learnStateTeachers(t, dir, 5, "")
 	stateDir := filepath.Join(dir, "backfill-state")
 	kept := filepath.Join(stateDir, learn.PageCacheFile)
 	learnOnce := func(out string, extra ...string) string {
-		args := []string{"mappings", "learn", "--records", records, "--fields", "location,website,email", "--state-dir", stateDir, "-o", filepath.Join(dir, out)}
-		return runBackfill(t, append(append(args, webFlags(web)...), extra...)...)
+		return runBackfill(t, append(learnArgs(web, records, stateDir, filepath.Join(dir, out)), extra...)...)
 	}
 
 	first := learnOnce("learned")
@@ -147,11 +160,7 @@ func TestLearnWaitsForTheCrawlsHosts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("learns from the templates web")
 	}
-	web, err := testweb.StartTemplates(testweb.TemplatesOptions{PerTemplate: learnPerTemplate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startLearnWeb(t)
 	dir := t.TempDir()
 	const host = "directory.example"
 	records := learnStateTeachers(t, dir, 3, host)
@@ -171,7 +180,7 @@ func TestLearnWaitsForTheCrawlsHosts(t *testing.T) {
 	}
 
 	const delay = 500 * time.Millisecond
-	args := append([]string{"mappings", "learn", "--records", records, "--fields", "location,website,email", "--state-dir", stateDir, "-o", filepath.Join(dir, "learned")}, webFlags(web)...)
+	args := learnArgs(web, records, stateDir, filepath.Join(dir, "learned"))
 	out := runBackfill(t, append(args, "--delay", delay.String())...)
 	if !strings.Contains(out, "1 mapping(s) learned") {
 		t.Errorf("learning from %s:\n%s", host, out)
@@ -198,11 +207,7 @@ func TestLearnBesideARunningCrawl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
-	web, err := testweb.StartTemplates(testweb.TemplatesOptions{PerTemplate: learnPerTemplate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer web.Close()
+	web := startLearnWeb(t)
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")
 	startDispatcher(t, "--records", oneRecord(t, dir), "--state-dir", stateDir, "--listen", "tcp://127.0.0.1:*")
@@ -210,7 +215,7 @@ func TestLearnBesideARunningCrawl(t *testing.T) {
 	const host = "press.example"
 	records := learnStateTeachers(t, dir, 3, host)
 	var stdout, stderr bytes.Buffer
-	args := append([]string{"mappings", "learn", "--records", records, "--fields", "location,website,email", "--state-dir", stateDir, "-o", filepath.Join(dir, "learned")}, webFlags(web)...)
+	args := learnArgs(web, records, stateDir, filepath.Join(dir, "learned"))
 	if code := mainExit(args, &stdout, &stderr); code != exitOK || !strings.Contains(stdout.String(), "1 mapping(s) learned") {
 		t.Fatalf("learning beside a running crawl: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
