@@ -45,8 +45,8 @@ type PoliteSource struct {
 	Crawl store.HostCache
 	// CrawlLag is how far the crawl's last-crawl times may trail its
 	// requests (its supervisors write them behind): a time read from
-	// Crawl is taken as that much later, as a supervisor takes a time
-	// another one wrote.
+	// Crawl that is later than our own last request is taken as that
+	// much later, as a supervisor takes a time another one wrote.
 	CrawlLag time.Duration
 
 	mu    sync.Mutex
@@ -134,7 +134,9 @@ func (s *PoliteSource) wait(ctx context.Context, h *politeHost, hostKey string, 
 		case err != nil:
 			// Without the crawl's time the delay cannot be kept.
 			return fmt.Errorf("last crawl of %s: %w", hostKey, err)
-		case at.Add(s.CrawlLag).After(last):
+		case at.After(h.last):
+			// Not our own time come back (the store keeps the later of
+			// two): the crawl's, perhaps written behind.
 			last = at.Add(s.CrawlLag)
 		}
 	}
