@@ -12,8 +12,14 @@
 //     pages of each host through a Source, one page at a time per host.
 //     PoliteSource is the Source a command uses: robots.txt first, then the
 //     Crawl-delay (or its own Delay) between two requests to a host, as a
-//     crawl would; nothing is kept from a crawl, so learning needs no state
-//     directory and changes nothing in the crawl's code.
+//     crawl would. Given a crawl's host cache (the store's), its delay also
+//     runs from the crawl's last request to the host, and its own requests
+//     are recorded there for the crawl. KeptSource puts a PageCache in
+//     front of it: a page kept there (PageCacheFile in a state directory:
+//     compressed bodies keyed by URL with their fetch time, bounded per
+//     host and in bytes) is read rather than fetched while younger than
+//     the recrawl age. Nothing of the crawl's own state is read, so
+//     learning works beside a running crawl.
 //   - Groups. The pages of a host are grouped by the shape of their URL
 //     (group.go); each group becomes one mapping, its url_pattern induced
 //     from the group's URLs (shared segments literal, the page's own

@@ -2,13 +2,16 @@ package learn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"backfill/backoff"
 	"backfill/fetch"
+	"backfill/store"
 )
 
 // HostRules is what a host's robots.txt says to us.
@@ -33,6 +36,18 @@ type PoliteSource struct {
 	// MaxDelay is the longest Crawl-delay honoured; a host asking more is
 	// not fetched from. 0: any.
 	MaxDelay time.Duration
+	// Crawl, when set, is a crawl's host cache (the store's): before
+	// each request to a host its last-crawl time there is read, and the
+	// host's delay runs from it when it is later than our own last
+	// request; each request's end is written there, so a crawl after
+	// (or during) learning waits for the host too. Only its last-crawl
+	// times are used.
+	Crawl store.HostCache
+	// CrawlLag is how far the crawl's last-crawl times may trail its
+	// requests (its supervisors write them behind): a time read from
+	// Crawl that is later than our own last request is taken as that
+	// much later, as a supervisor takes a time another one wrote.
+	CrawlLag time.Duration
 
 	mu    sync.Mutex
 	hosts map[string]*politeHost
@@ -66,9 +81,17 @@ func (s *PoliteSource) Fetch(ctx context.Context, rawURL string) (*Page, error) 
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	hostKey := fetch.HostKey(u)
 	if h.rules == nil && h.err == nil {
+		// The robots.txt request keeps the delay robots.txt has yet to
+		// tell: ours.
+		if err := s.wait(ctx, h, hostKey, s.Delay); err != nil {
+			return nil, err
+		}
 		h.rules, h.err = s.Robots(ctx, rawURL)
-		h.last = time.Now()
+		if err := s.requested(ctx, h, hostKey); err != nil {
+			return nil, err
+		}
 	}
 	if h.err != nil {
 		return nil, h.err
@@ -87,19 +110,51 @@ func (s *PoliteSource) Fetch(ctx context.Context, rawURL string) (*Page, error) 
 		}
 		delay = cd
 	}
-	if wait := time.Until(h.last.Add(delay)); wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
+	if err := s.wait(ctx, h, hostKey, delay); err != nil {
+		return nil, err
 	}
 	res, err := s.Fetcher.Get(ctx, rawURL)
-	h.last = time.Now()
+	if rerr := s.requested(ctx, h, hostKey); rerr != nil {
+		return nil, rerr
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &Page{URL: res.URL, ContentType: res.ContentType, Body: res.Body}, nil
+}
+
+// wait returns once delay has passed since the host's last request, ours
+// or (from Crawl) the crawl's, or when ctx ends.
+func (s *PoliteSource) wait(ctx context.Context, h *politeHost, hostKey string, delay time.Duration) error {
+	last := h.last
+	if s.Crawl != nil {
+		at, err := s.Crawl.LastCrawl(ctx, hostKey)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			// Without the crawl's time the delay cannot be kept.
+			return fmt.Errorf("last crawl of %s: %w", hostKey, err)
+		case at.After(h.last):
+			// Not our own time come back (the store keeps the later of
+			// two): the crawl's, perhaps written behind.
+			last = at.Add(s.CrawlLag)
+		}
+	}
+	if wait := time.Until(last.Add(delay)); wait > 0 && !backoff.Sleep(ctx, wait) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// requested notes that a request to the host ended now, here and in
+// Crawl.
+func (s *PoliteSource) requested(ctx context.Context, h *politeHost, hostKey string) error {
+	h.last = time.Now()
+	if s.Crawl == nil {
+		return nil
+	}
+	if err := s.Crawl.PutLastCrawl(ctx, hostKey, h.last); err != nil {
+		return fmt.Errorf("record the last crawl of %s: %w", hostKey, err)
+	}
+	return nil
 }

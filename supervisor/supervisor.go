@@ -41,6 +41,11 @@ const (
 	// DefaultMaxHosts is Config.MaxHosts's default: a few thousand hosts'
 	// state is a few MiB.
 	DefaultMaxHosts = 8192
+	// LastCrawlLag is how far the last-crawl times supervisors write to
+	// the host cache may trail their requests (they write them behind):
+	// another process that asks the same hosts takes a time it reads as
+	// that much later.
+	LastCrawlLag = lastCrawlFlush
 )
 
 const (
@@ -637,11 +642,7 @@ func taskHost(raw string) (string, error) {
 	if u.Hostname() == "" {
 		return "", fmt.Errorf("task url %q: no host", raw)
 	}
-	h := strings.ToLower(u.Host)
-	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
-		h = strings.TrimSuffix(h, ":"+p)
-	}
-	return h, nil
+	return fetch.HostKey(u), nil
 }
 
 // talk owns the outgoing side's schedule: Hello with back-off until the

@@ -47,6 +47,11 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	minTeachers := fs.Int("min-teachers", 0, fmt.Sprintf("fewest teacher pages a field needs per host and URL shape (default %d, 1 with --url alone)", learn.DefaultMinTeachers))
 	folds := fs.Int("folds", learn.DefaultFolds, "k of the k-fold cross-validation on held-out teachers")
 	perHost := fs.Int("pages-per-host", learn.DefaultPagesPerHost, "most teacher pages fetched from one host")
+	stateDir := fs.String("state-dir", "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched in DIR/"+learn.PageCacheFile+
+		" (compressed, bounded) and read them from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
+	recrawl := fs.Duration("recrawl-after", learn.DefaultRecrawlAfter, "with --state-dir: fetch a kept teacher page again once it is older than this (0: read it however old)")
+	var sf storeFlags
+	sf.register(fs, "the crawl's host cache, for its last-crawl times: a SQLite file path (default: STATE-DIR/results.db when it is there)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -62,6 +67,8 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("%w: --url needs the values its page shows (--value FIELD=VALUE)", errUsage)
 	case *pageURL == "" && len(values) > 0:
 		return fmt.Errorf("%w: --value belongs to --url", errUsage)
+	case *recrawl < 0:
+		return fmt.Errorf("%w: --recrawl-after must not be negative", errUsage)
 	}
 	opts := learn.Options{MatchKey: *match, MinTeachers: *minTeachers, Folds: *folds, PagesPerHost: *perHost,
 		Progress: func(s string) { fmt.Fprintln(stderr, s) }}
@@ -102,10 +109,15 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	f := fetch.New(cf.fetchConfig())
 	defer f.Close()
 	ua := cf.userAgentString()
-	src := &learn.PoliteSource{Fetcher: f, Delay: cf.delay, MaxDelay: cf.maxDelay,
+	ls, err := openLearnState(ctx, *stateDir, &sf, *recrawl)
+	if err != nil {
+		return err
+	}
+	defer ls.close()
+	src := ls.source(&learn.PoliteSource{Fetcher: f, Delay: cf.delay, MaxDelay: cf.maxDelay,
 		Robots: func(ctx context.Context, rawURL string) (learn.HostRules, error) {
 			return supervisor.FetchRobots(ctx, f, ua, rawURL)
-		}}
+		}})
 	res, err := learn.Learn(ctx, teachers, src, opts)
 	if errors.Is(err, learn.ErrNoTeachers) {
 		return fmt.Errorf("%w (fields %s)", err, strings.Join(opts.Fields, ", "))
@@ -118,6 +130,7 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	res.Report(stdout)
+	ls.report(stdout)
 	mappingsWritten := 0
 	for _, g := range res.Groups {
 		if g.Learned() {

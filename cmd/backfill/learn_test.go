@@ -294,6 +294,7 @@ func TestMappingsLearnCommand(t *testing.T) {
 		{"values without url", []string{"mappings", "learn", "-o", out, "--records", nobody, "--value", "a=b"}, exitUsage, []string{"--value belongs to --url"}},
 		{"bad value", []string{"mappings", "learn", "-o", out, "--value", "location"}, exitUsage, []string{"want FIELD=VALUE"}},
 		{"no fields", []string{"mappings", "learn", "-o", out, "--records", nobody}, exitUsage, []string{"--fields is required"}},
+		{"negative recrawl age", []string{"mappings", "learn", "-o", out, "--records", nobody, "--recrawl-after", "-1s"}, exitUsage, []string{"--recrawl-after must not be negative"}},
 		{"no teacher", append([]string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "location"}, webFlags(web)...), exitFail,
 			[]string{"no record knows a value of the fields to learn (fields location)"}},
 		{"one page", single, exitOK, []string{"learned-people.example", "Not cross-validated", "location  learned", "wrote 3 file(s)", "--use-learned " + out}},

@@ -21,7 +21,7 @@ import (
 // cmdMappings holds the authoring tools: check, try, test, learn.
 func cmdMappings(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: mappings needs a subcommand: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR], learn --records FILE --fields F,… -o DIR", errUsage)
+		return fmt.Errorf("%w: mappings needs a subcommand: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR], learn --records FILE --fields F,… [--state-dir DIR] -o DIR", errUsage)
 	}
 	switch args[0] {
 	case "check":
