@@ -21,8 +21,11 @@ import (
 	"backfill/store/storetest"
 )
 
-// quick are Options for tests: short timeouts, so a failure shows fast.
-var quick = store.Options{Timeout: 5 * time.Second, RetryFor: 10 * time.Second}
+// quick are Options for tests: timeouts that show a failure within a
+// minute, yet long enough for the embedded server, which runs under the
+// race detector on a loaded 2-core machine (a batch of a few hundred
+// upserts has taken over 5 s there).
+var quick = store.Options{Timeout: 20 * time.Second, RetryFor: 40 * time.Second}
 
 func openMongo(t *testing.T, uri string, opts store.Options) store.Store {
 	t.Helper()
