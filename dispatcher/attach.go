@@ -3,7 +3,6 @@ package dispatcher
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -197,12 +196,12 @@ func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec in
 	switch {
 	case k.last > 0 && !d.stale(k.last):
 		if k.class == "" && len(k.result) > 0 {
-			var res cachedResult
-			if err := json.Unmarshal(k.result, &res); err != nil {
+			res, err := d.results.decode(key, k.result)
+			if err != nil {
 				return fmt.Errorf("dispatcher: state cached result of %s: %w", norm, err)
 			}
 			d.run.reused++
-			it := applyItem{rec: rec, res: &res, depth: depth}
+			it := applyItem{rec: rec, res: res, depth: depth}
 			if res.JSOnly { // a shell's static result: it may want rendering now
 				it.lateKey, it.late = key, true
 			}

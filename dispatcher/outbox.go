@@ -95,19 +95,50 @@ func (d *Dispatcher) setupOutbox(ctx context.Context) error {
 	return nil
 }
 
+// outboxRow is one value of a record on its way into the outbox.
+type outboxRow struct {
+	id string // the record's id
+	v  store.Value
+}
+
 // enqueueValues writes a record's changed values into the outbox. Callers
 // hold mu, inside the state transaction.
 func (d *Dispatcher) enqueueValues(ctx context.Context, id string, vals []store.Value) error {
-	for _, v := range vals {
-		if m := d.cfg.Mappings.Mapping(v.Mapping); m != nil {
-			v.Type = m.FieldType(v.Field) // for export: a number is written as one
-		}
-		b, err := json.Marshal(v)
+	rows := make([]outboxRow, len(vals))
+	for i, v := range vals {
+		rows[i] = outboxRow{id: id, v: v}
+	}
+	return d.enqueue(ctx, rows)
+}
+
+// enqueue writes values into the outbox in the order given (their gen
+// numbers follow it), rowChunk rows a statement. Callers hold mu, inside
+// the state transaction.
+func (d *Dispatcher) enqueue(ctx context.Context, rows []outboxRow) error {
+	for _, size := range chunkSizes(len(rows), rowChunk) {
+		part := rows[:size]
+		rows = rows[size:]
+		st, err := d.st.stmtN(ctx, "obPutN", size, func(n int) string {
+			return `INSERT INTO outbox(record_id, field, value, gen) VALUES ` + placeholders(n, "(?, ?, ?, ?)") + `
+				ON CONFLICT(record_id, field) DO UPDATE SET value = excluded.value, gen = excluded.gen, refused = 0`
+		})
 		if err != nil {
-			return fmt.Errorf("dispatcher: record %q field %q: %w", id, v.Field, err)
+			return err
 		}
-		d.ob.gen++
-		if _, err := exec(ctx, d.st.q.obPut, id, v.Field, b, d.ob.gen); err != nil {
+		args := make([]any, 0, 4*size)
+		for _, row := range part {
+			v := row.v
+			if m := d.cfg.Mappings.Mapping(v.Mapping); m != nil {
+				v.Type = m.FieldType(v.Field) // for export: a number is written as one
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Errorf("dispatcher: record %q field %q: %w", row.id, v.Field, err)
+			}
+			d.ob.gen++
+			args = append(args, row.id, v.Field, b, d.ob.gen)
+		}
+		if _, err := exec(ctx, st, args...); err != nil {
 			return err
 		}
 	}

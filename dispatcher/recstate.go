@@ -46,16 +46,39 @@ func (d *Dispatcher) loadRec(ctx context.Context, seq int64) (*recState, error) 
 	return r, nil
 }
 
+// putRec writes one record's state now (see putRecs).
 func (d *Dispatcher) putRec(ctx context.Context, r *recState) error {
-	var filled []byte
-	if len(r.filled) > 0 {
-		var err error
-		if filled, err = json.Marshal(r.filled); err != nil {
-			return fmt.Errorf("dispatcher: record %q: %w", r.id, err)
+	return d.putRecs(ctx, []*recState{r})
+}
+
+// putRecs writes the records' state, rowChunk records a statement: a
+// batch's records in one round trip instead of one each.
+func (d *Dispatcher) putRecs(ctx context.Context, rs []*recState) error {
+	for _, size := range chunkSizes(len(rs), rowChunk) {
+		part := rs[:size]
+		rs = rs[size:]
+		st, err := d.st.stmtN(ctx, "recPutN", size, func(n int) string {
+			return `UPDATE records SET filled = v.column1, nfilled = v.column2, complete = v.column3, queued = v.column4
+				FROM (VALUES ` + placeholders(n, "(?, ?, ?, ?, ?)") + `) AS v WHERE records.seq = v.column5`
+		})
+		if err != nil {
+			return err
+		}
+		args := make([]any, 0, 5*size)
+		for _, r := range part {
+			var filled []byte
+			if len(r.filled) > 0 {
+				if filled, err = json.Marshal(r.filled); err != nil {
+					return fmt.Errorf("dispatcher: record %q: %w", r.id, err)
+				}
+			}
+			args = append(args, filled, len(r.filled), b2i(r.complete), genCount(d.gen, r.queued), r.seq)
+		}
+		if _, err := exec(ctx, st, args...); err != nil {
+			return err
 		}
 	}
-	_, err := exec(ctx, d.st.q.recPut, filled, len(r.filled), b2i(r.complete), genCount(d.gen, r.queued), r.seq)
-	return err
+	return nil
 }
 
 // flush writes the changed records to the state and their new values to
@@ -73,26 +96,25 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 		}
 	}
 	slices.Sort(seqs)
-	queued := false
-	for _, seq := range seqs {
+	rs := make([]*recState, len(seqs))
+	var rows []outboxRow
+	for i, seq := range seqs {
 		r := d.recCache[seq]
-		if err := d.putRec(ctx, r); err != nil {
-			return err
-		}
-		if len(r.changed) == 0 {
-			continue
-		}
-		vals := make([]store.Value, 0, len(r.changed))
+		rs[i] = r
+		start := len(rows)
 		for f := range r.changed {
-			vals = append(vals, r.filled[f])
+			rows = append(rows, outboxRow{id: r.id, v: r.filled[f]})
 		}
-		sort.Slice(vals, func(i, j int) bool { return vals[i].Field < vals[j].Field })
-		if err := d.enqueueValues(ctx, r.id, vals); err != nil {
-			return err
-		}
-		queued = true
+		added := rows[start:]
+		sort.Slice(added, func(i, j int) bool { return added[i].v.Field < added[j].v.Field })
 	}
-	if queued {
+	if err := d.putRecs(ctx, rs); err != nil {
+		return err
+	}
+	if err := d.enqueue(ctx, rows); err != nil {
+		return err
+	}
+	if len(rows) > 0 {
 		d.kickOutbox()
 	}
 	for _, seq := range seqs {

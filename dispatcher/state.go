@@ -68,10 +68,10 @@ const (
 type stmts struct {
 	metaGet, metaSet *sql.Stmt
 
-	recSeeds, recGet, recPut, recFirst *sql.Stmt
-	targetSets, targetSetIns           *sql.Stmt
-	badAt, badConverted, badTaken      *sql.Stmt
-	badIns, refusalIns, urlRecordIDs   *sql.Stmt
+	recSeeds, recGet, recFirst       *sql.Stmt
+	targetSets, targetSetIns         *sql.Stmt
+	badAt, badConverted, badTaken    *sql.Stmt
+	badIns, refusalIns, urlRecordIDs *sql.Stmt
 
 	urlDrop, urlCached, urlValid, urlState     *sql.Stmt
 	urlRequeue, urlRender, urlDepth, urlWanted *sql.Stmt
@@ -81,7 +81,7 @@ type stmts struct {
 	priorPut, priorGet, priorOpen, priorClose  *sql.Stmt
 	filledRecords, fpIns, fpAll                *sql.Stmt
 	loadGet, loadNum, loadPut                  *sql.Stmt
-	obPut, obNext, obAck, obRefuse, obCount    *sql.Stmt
+	obNext, obAck, obRefuse, obCount           *sql.Stmt
 }
 
 // stmtSQL lists every statement of stmts with its SQL.
@@ -98,7 +98,6 @@ func (q *stmts) stmtSQL() []struct {
 
 		{&q.recSeeds, `SELECT seq, links FROM records WHERE seq > ? AND complete = 0 AND links IS NOT NULL ORDER BY seq LIMIT ?`},
 		{&q.recGet, `SELECT id, own, targets, filled, complete, queued FROM records WHERE seq = ?`},
-		{&q.recPut, `UPDATE records SET filled = ?, nfilled = ?, complete = ?, queued = ? WHERE seq = ?`},
 		{&q.recFirst, `SELECT file, line FROM records WHERE id = ?`},
 		{&q.targetSets, `SELECT id, names FROM target_sets`},
 		{&q.targetSetIns, `INSERT INTO target_sets(names) VALUES(?)`},
@@ -157,8 +156,6 @@ func (q *stmts) stmtSQL() []struct {
 				line = excluded.line, records = excluded.records, bad = excluded.bad, fresh = excluded.fresh,
 				unfillable = excluded.unfillable, done = excluded.done`},
 
-		{&q.obPut, `INSERT INTO outbox(record_id, field, value, gen) VALUES(?, ?, ?, ?)
-			ON CONFLICT(record_id, field) DO UPDATE SET value = excluded.value, gen = excluded.gen, refused = 0`},
 		{&q.obNext, `SELECT record_id, field, value, gen FROM outbox WHERE refused = 0 ORDER BY gen LIMIT ?`},
 		{&q.obAck, `DELETE FROM outbox WHERE record_id = ? AND field = ? AND gen = ?`},
 		{&q.obRefuse, `UPDATE outbox SET refused = 1 WHERE record_id = ? AND gen <= ?`},
