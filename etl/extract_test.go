@@ -188,10 +188,17 @@ func TestMatchKey(t *testing.T) {
 		{"ﬁne", "fine"}, // compatibility ligature
 		{"Zoë Müller-Lüdenscheidt", "zoe muller-ludenscheidt"},
 		{"", ""},
+		{"  Ada   LOVELACE\r\n", "ada lovelace"}, // ASCII only
+		{"Ada\x00\x7f Example", "ada\x00\x7f example"},
+		{"ada@X.Example", "ada@x.example"},
 	}
 	for _, tc := range tests {
 		if got := MatchKey(tc.in); got != tc.want {
 			t.Errorf("MatchKey(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		// The ASCII shortcut agrees with the full normalization.
+		if got := matchKeyUnicode(tc.in); got != tc.want {
+			t.Errorf("matchKeyUnicode(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
