@@ -214,6 +214,75 @@ func PeopleTruth(w *Web, c PeopleCrawl) map[string]map[string]string {
 	return truth
 }
 
+// PeopleLeastPages returns how many pages a crawl c of a web started by
+// StartPeople fetches when it follows every record's links to c.Depth
+// (all: what a crawler that does not track records fetches), and the
+// fewest a crawl needs to fill what PeopleTruth fills (least). A record
+// whose every target field has a value needs only the pages on a
+// shortest path from its link to its profile; any other record needs
+// every page it reaches, since no crawler can know a value is missing
+// before it has looked everywhere. Pages robots.txt disallows are not
+// fetched; a link that answers 404 is. It bounds what stopping each
+// record when it is complete can save on this web.
+func PeopleLeastPages(w *Web, c PeopleCrawl) (least, all int) {
+	if w == nil || w.people == nil {
+		return 0, 0
+	}
+	s := w.people
+	down := make(map[string]bool, len(c.Down))
+	for _, h := range c.Down {
+		down[canonicalHost(h)] = true
+	}
+	truth := PeopleTruth(w, c)
+	need, every := make(map[string]bool), make(map[string]bool)
+	for i := range s.records {
+		r := &s.records[i]
+		complete := true
+		for _, v := range truth[r.id] {
+			complete = complete && v != ""
+		}
+		parent := map[string]string{r.link: ""}
+		level := []string{r.link}
+		profile := ""
+		for depth := 0; depth <= c.Depth && len(level) > 0; depth++ {
+			var next []string
+			for _, u := range level {
+				host, p, ok := s.split(u)
+				if !ok || down[peopleHost(host)] {
+					continue
+				}
+				pg := s.page(host, p)
+				if pg.disallowed {
+					continue
+				}
+				every[u] = true
+				if !complete {
+					need[u] = true
+				}
+				if pg.person == r.person && profile == "" {
+					profile = u
+				}
+				if depth == c.Depth {
+					continue
+				}
+				for _, l := range pg.links {
+					if _, seen := parent[l]; !seen {
+						parent[l] = u
+						next = append(next, l)
+					}
+				}
+			}
+			level = next
+		}
+		if complete {
+			for u := profile; u != ""; u = parent[u] {
+				need[u] = true
+			}
+		}
+	}
+	return len(need), len(every)
+}
+
 // PeopleProfileURL returns the URL of the profile of the person record id
 // is about, public or private, and its layout; "" when w is not a people
 // web or knows no such record.

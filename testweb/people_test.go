@@ -559,3 +559,89 @@ func BenchmarkStartPeople(b *testing.B) {
 		w.Close()
 	}
 }
+
+// TestPeopleLeastPages holds PeopleLeastPages to a crawl of the served
+// pages: every record's links followed to the depth (all), and for a
+// record whose targets all have values only the shortest path to the
+// page naming its person (least).
+func TestPeopleLeastPages(t *testing.T) {
+	w := startPeople(t, PeopleOptions{Hosts: 30, Pages: 6, Records: 120})
+	client := newClient(t, w)
+	set := peopleSet(t)
+	type served struct {
+		ok    bool
+		name  string
+		links []string
+	}
+	pages := map[string]*served{}
+	fetch := func(u string) *served {
+		if p, ok := pages[u]; ok {
+			return p
+		}
+		p := &served{}
+		pages[u] = p
+		if strings.Contains(u, "/private/") { // robots.txt disallows it
+			return p
+		}
+		g := get(t, client, "GET", u, "", "")
+		p.ok = true
+		if g.status == 200 {
+			if ex := set.Extract(u, []byte(g.body), "text/html"); ex != nil {
+				for _, f := range ex.Fields {
+					if f.Field == "name" && len(f.Values) > 0 && p.name == "" {
+						p.name = f.Values[0]
+					}
+				}
+				p.links = append(append(p.links, ex.Links...), ex.OutLinks...)
+			}
+		}
+		return p
+	}
+	const depth = 2
+	truth := PeopleTruth(w, PeopleCrawl{Depth: depth})
+	need, every := map[string]bool{}, map[string]bool{}
+	for _, r := range peopleRows(t, w) {
+		complete := true
+		for _, v := range truth[r.id] {
+			complete = complete && v != ""
+		}
+		profile, _ := PeopleProfileURL(w, r.id)
+		parent := map[string]string{r.link: ""}
+		level := []string{r.link}
+		for d := 0; d <= depth; d++ {
+			var next []string
+			for _, u := range level {
+				p := fetch(u)
+				if !p.ok {
+					continue
+				}
+				every[u] = true
+				if !complete {
+					need[u] = true
+				}
+				if d == depth {
+					continue
+				}
+				for _, l := range p.links {
+					if _, seen := parent[l]; !seen {
+						parent[l] = u
+						next = append(next, l)
+					}
+				}
+			}
+			level = next
+		}
+		if complete {
+			if _, ok := parent[profile]; !ok {
+				t.Fatalf("%s: complete in the truth, but its profile %s is not within depth %d", r.id, profile, depth)
+			}
+			for u := profile; u != ""; u = parent[u] {
+				need[u] = true
+			}
+		}
+	}
+	least, all := PeopleLeastPages(w, PeopleCrawl{Depth: depth})
+	if least != len(need) || all != len(every) || least >= all {
+		t.Errorf("PeopleLeastPages = %d of %d; the served web: %d of %d", least, all, len(need), len(every))
+	}
+}
