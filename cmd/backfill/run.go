@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"backfill/dispatcher"
@@ -272,7 +273,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *supervisors < 1 {
 		return fmt.Errorf("%w: --supervisors must be at least 1", errUsage)
 	}
-	cfg, err := c.open(ctx, "tcp://127.0.0.1:*", stderr)
+	cfg, err := c.open(ctx, localEndpoint("dispatcher"), stderr)
 	if err != nil {
 		return err
 	}
@@ -291,13 +292,28 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	summary, err := crawl(ctx, cfg, c.df.records, *supervisors, nil, func(i int, endpoint string) supervisor.Config {
-		return cf.supervisorConfig(fmt.Sprintf("local-%d", i+1), endpoint, c.set, c.st, c.log)
+		sc := cf.supervisorConfig(fmt.Sprintf("local-%d", i+1), endpoint, c.set, c.st, c.log)
+		sc.Listen = localEndpoint(sc.Name)
+		return sc
 	}, c.ob, follow, stderr)
 	err = errors.Join(err, closeStream(), c.close())
 	if summary != nil {
 		err = errors.Join(err, writeSummary(summaryOut, summary, c.df.summary))
 	}
 	return err
+}
+
+// localEndpoints numbers the in-process endpoints of this process.
+var localEndpoints atomic.Uint64
+
+// localEndpoint returns a ZeroMQ endpoint for a socket that only this
+// process's own sockets connect to (run's dispatcher and supervisors): an
+// inproc one, which passes messages between threads without the kernel (a
+// tenth of the CPU per page of a crawl went to loopback TCP's system
+// calls). Names are unique within the process, as inproc requires, even
+// when one process runs several crawls.
+func localEndpoint(role string) string {
+	return fmt.Sprintf("inproc://backfill-%d-%s-%d", os.Getpid(), role, localEndpoints.Add(1))
 }
 
 // crawl runs a dispatcher and n supervisors in this process until the
