@@ -71,6 +71,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 
 	tick := min(d.cfg.Lease/4, d.cfg.Heartbeat/2, time.Second)
 	settled := false // once settled, dispatching never pauses again (see settle)
+	kick := false    // the next receive waits for no frame
 	var lastTick, lastProgress, lastStatus time.Time
 	stepCtx := context.WithoutCancel(ctx)
 	var runErr error
@@ -80,7 +81,11 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			runErr = err
 			break
 		}
-		frames, idle, err := d.receive(ctx, intake)
+		wait := recvWait
+		if kick {
+			wait, kick = 0, false
+		}
+		frames, idle, err := d.receive(ctx, intake, wait)
 		if err != nil {
 			runErr = err
 			break
@@ -106,6 +111,12 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		// the step's cost. Cancellation is seen between steps, and
 		// every statement of a step is short.
 		done, err := d.step(stepCtx, frames, now, doTick, settled, idle)
+		if !settled && err == nil && !done {
+			// A Hello of this batch may have settled the crawl: the
+			// next step dispatches without waiting for a frame.
+			settled = d.settle(start, now)
+			kick = settled
+		}
 		var p Progress
 		report := d.cfg.Progress != nil && (done || now.Sub(lastProgress) >= progressEvery)
 		if report {
@@ -234,12 +245,24 @@ func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
 	}
 }
 
-// receive waits up to recvWait for one frame, then takes whatever else is
-// ready, up to maxBatch. idle reports that nothing came for recvWait: a
-// good time to commit. (A queue that is merely empty for an instant is
+// receive waits up to wait (recvWait but when a step is due at once) for
+// one frame, then takes whatever else is ready, up to maxBatch. idle
+// reports that nothing came: a good time to commit. (A queue that is merely empty for an instant is
 // not idle: under load it is, between every two results.)
-func (d *Dispatcher) receive(ctx context.Context, intake <-chan frame) (out []frame, idle bool, err error) {
-	timer := time.NewTimer(recvWait)
+func (d *Dispatcher) receive(ctx context.Context, intake <-chan frame, wait time.Duration) (out []frame, idle bool, err error) {
+	if wait <= 0 {
+		select {
+		case f := <-intake:
+			if f.err != nil {
+				return nil, true, f.err
+			}
+			out = append(out, f)
+		default:
+			return nil, true, nil
+		}
+		return d.receiveMore(intake, out)
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case f := <-intake:
@@ -252,6 +275,11 @@ func (d *Dispatcher) receive(ctx context.Context, intake <-chan frame) (out []fr
 	case <-ctx.Done():
 		return nil, true, nil // Run sees ctx.Err next
 	}
+	return d.receiveMore(intake, out)
+}
+
+// receiveMore adds to out the frames already waiting, up to maxBatch.
+func (d *Dispatcher) receiveMore(intake <-chan frame, out []frame) ([]frame, bool, error) {
 	for len(out) < maxBatch {
 		select {
 		case f := <-intake:
