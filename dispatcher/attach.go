@@ -177,17 +177,6 @@ func placeholders(n int, one string) string {
 	return b.String()
 }
 
-// attachKnown attaches rec to a URL the seen store already holds.
-func (d *Dispatcher) attachKnown(ctx context.Context, key int64, norm string, rec int64, depth int, k knownURL) error {
-	if k.recDepth.Valid && int(k.recDepth.Int64) <= depth {
-		return nil // already reached by this record, no farther away
-	}
-	if _, err := exec(ctx, d.st.q.linkPut, key, rec, depth); err != nil {
-		return err
-	}
-	return d.revisit(ctx, key, norm, rec, depth, k)
-}
-
 // revisit gives rec, which reached a URL the seen store holds, what the
 // URL has: its cached extraction while that is fresh (see stale), else the
 // URL is queued again if it is done or dropped (a queued or leased task

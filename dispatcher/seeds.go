@@ -227,7 +227,7 @@ func (d *Dispatcher) seedMore(ctx context.Context) (int, error) {
 	return d.queuedN - before, nil
 }
 
-// seedLink is one record's link to one URL, at depth 0.
+// seedLink is one record's link to one URL.
 type seedLink struct {
 	key int64
 	rec int64
@@ -263,7 +263,8 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 	var hosts []string
 	for _, r := range refs {
 		if k, ok := known[r.key]; ok {
-			if err := d.attachKnown(ctx, r.key, r.norm, r.rec, 0, k); err != nil {
+			links = append(links, seedLink{r.key, r.rec})
+			if err := d.revisit(ctx, r.key, r.norm, r.rec, 0, k); err != nil {
 				return err
 			}
 			continue
