@@ -202,21 +202,11 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
 	path := f.Path
-	// Foreign keys: a record's found fields go with it.
-	w, err := sql.Open("sqlite", f.DSN(append([]string{"foreign_keys(1)"}, sqlitedb.Writer...), sqlitedb.Immediate))
-	if err != nil {
-		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxIdleTime(0)
-	w.SetConnMaxLifetime(0)
-
 	// The schema must exist (and the file be in WAL mode) before any reader
 	// connects, so the writer goes first.
-	if _, err := sqlitedb.Migrate(ctx, w, sqliteSchema); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
+	w, err := openSQLiteWriter(ctx, f, sqliteSchema)
+	if err != nil {
+		return nil, err
 	}
 
 	r, err := sql.Open("sqlite", f.DSN(append([]string{"foreign_keys(1)"}, sqlitedb.Reader...), nil))

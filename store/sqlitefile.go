@@ -26,21 +26,28 @@ func OpenSQLiteFile(ctx context.Context, path string, schema [][]string) (*sql.D
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
+	steps := make([]sqlitedb.Migration, len(schema))
+	for i, stmts := range schema {
+		steps[i] = sqlitedb.Migration{SQL: stmts}
+	}
+	return openSQLiteWriter(ctx, f, steps)
+}
+
+// openSQLiteWriter opens f's one writer connection (foreign keys on: a
+// record's found fields go with it) and brings its schema to the newest
+// of steps. The store's own file and OpenSQLiteFile's both start here.
+func openSQLiteWriter(ctx context.Context, f sqlitedb.File, steps []sqlitedb.Migration) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", f.DSN(append([]string{"foreign_keys(1)"}, sqlitedb.Writer...), sqlitedb.Immediate))
 	if err != nil {
-		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("store: open sqlite %s: %w", f.Path, err)
 	}
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxIdleTime(0)
 	db.SetConnMaxLifetime(0)
-	steps := make([]sqlitedb.Migration, len(schema))
-	for i, stmts := range schema {
-		steps[i] = sqlitedb.Migration{SQL: stmts}
-	}
 	if _, err := sqlitedb.Migrate(ctx, db, steps); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("store: open sqlite %s: %w", f.Path, err)
 	}
 	return db, nil
 }
