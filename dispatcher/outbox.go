@@ -101,16 +101,6 @@ type outboxRow struct {
 	v  store.Value
 }
 
-// enqueueValues writes a record's changed values into the outbox. Callers
-// hold mu, inside the state transaction.
-func (d *Dispatcher) enqueueValues(ctx context.Context, id string, vals []store.Value) error {
-	rows := make([]outboxRow, len(vals))
-	for i, v := range vals {
-		rows[i] = outboxRow{id: id, v: v}
-	}
-	return d.enqueue(ctx, rows)
-}
-
 // enqueue writes values into the outbox in the order given (their gen
 // numbers follow it), rowChunk rows a statement. Callers hold mu, inside
 // the state transaction.

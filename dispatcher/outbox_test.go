@@ -16,6 +16,16 @@ import (
 	"backfill/store/mongotest"
 )
 
+// enqueueValues writes one record's values into the outbox, as flush
+// does for many. Callers hold mu, inside the state transaction.
+func (d *Dispatcher) enqueueValues(ctx context.Context, id string, vals []store.Value) error {
+	rows := make([]outboxRow, len(vals))
+	for i, v := range vals {
+		rows[i] = outboxRow{id: id, v: v}
+	}
+	return d.enqueue(ctx, rows)
+}
+
 // faultyStore is a real store with a fault injector in front of SetFields:
 // it fails the next fails calls, or every call while down is set, as a
 // store whose connection drops does.
