@@ -199,10 +199,11 @@ func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec in
 	case k.state == stateDropped || k.state == stateDone:
 		// Another record wants a task that was dropped, or one whose page
 		// is older than the recrawl age: queue it again.
-		if k.last > 0 {
+		queued, err := d.requeueDone(ctx, key, norm, min(depth, k.depth))
+		if queued && k.last > 0 {
 			d.run.recrawled++
 		}
-		return d.requeueDone(ctx, key, norm, min(depth, k.depth))
+		return err
 	case depth < k.depth:
 		if _, err := exec(ctx, d.st.q.urlDepth, depth, key, depth); err != nil {
 			return err

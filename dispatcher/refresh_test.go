@@ -298,3 +298,20 @@ func TestRefreshNeedsAge(t *testing.T) {
 		t.Fatalf("New = %v, want an error about the recrawl age", err)
 	}
 }
+
+// Records taken in together that all reach one page older than the
+// recrawl age queue it once: the page is fetched once and counted once.
+func TestRecrawlOnceForManyRecords(t *testing.T) {
+	dir := t.TempDir()
+	web := map[string]freshPage{pageA: {fields: []wire.Field{fld("name", "Ann"), fld("email", "ann@a.example"), fld("title", "Chief")}}}
+	first := "id,name,email,title,links\nr1,Ann,,," + pageA + "\n"
+	runFresh(t, dir, nil, first, web)
+	second := first + "r2,Ann,,," + pageA + "\nr3,Ann,,," + pageA + "\n"
+	two := runFresh(t, dir, func(c *Config) { c.RecrawlAfter = time.Nanosecond }, second, web)
+	if len(two.tasks) != 1 || two.sum.Recrawled != 1 {
+		t.Errorf("second run sent %d tasks and counted %d recrawled, want 1 and 1", len(two.tasks), two.sum.Recrawled)
+	}
+	if two.sum.Complete != 3 {
+		t.Errorf("Complete = %d, want 3", two.sum.Complete)
+	}
+}

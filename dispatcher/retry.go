@@ -110,10 +110,11 @@ func (d *Dispatcher) retryFailed(ctx context.Context) error {
 			d.retryExhausted++
 			continue
 		}
-		if err := d.requeueDone(ctx, f.id, "", f.depth); err != nil {
+		if queued, err := d.requeueDone(ctx, f.id, "", f.depth); err != nil {
 			return err
+		} else if queued {
+			d.retried[f.class]++
 		}
-		d.retried[f.class]++
 	}
 	if n == retryChunk {
 		return nil // more next step
@@ -135,8 +136,18 @@ func (d *Dispatcher) retryFailed(ctx context.Context) error {
 // URL norm ("": the one the state kept, a failed page's), and puts it in
 // the window as a new task goes (window.add keeps the order; it used to
 // send the next refill back to the start of the queue, to read every
-// queued task again).
-func (d *Dispatcher) requeueDone(ctx context.Context, key int64, norm string, depth int) error {
+// queued task again). It reports false, changing nothing, when the task is
+// queued already: records taken in together judge their links on one
+// reading of the state, so the second to reach a stale page finds it done
+// although the first has just queued it.
+func (d *Dispatcher) requeueDone(ctx context.Context, key int64, norm string, depth int) (bool, error) {
+	var state int
+	if err := d.st.q.urlState.QueryRowContext(ctx, key).Scan(&state); err != nil {
+		return false, fmt.Errorf("dispatcher: state of a task to queue again: %w", err)
+	}
+	if state == stateQueued {
+		return false, nil
+	}
 	d.nextSeq++
 	var arg any
 	if norm != "" {
@@ -146,15 +157,15 @@ func (d *Dispatcher) requeueDone(ctx context.Context, key int64, norm string, de
 	var u sql.NullString
 	var matched, render int
 	if err := d.st.q.urlRequeue.QueryRowContext(ctx, d.nextSeq, depth, arg, key).Scan(&u, &matched, &t.priority, &render); err != nil {
-		return fmt.Errorf("dispatcher: state requeue: %w", err)
+		return false, fmt.Errorf("dispatcher: state requeue: %w", err)
 	}
 	d.queuedN++
 	t.url, t.matched, t.render = u.String, matched == 1, render == 1
 	if t.host, t.domain = hostDomain(t.url); t.host == "" {
 		// refill drops it, saying why.
 		d.w.spilled, d.w.cursor = true, nil
-		return nil
+		return true, nil
 	}
 	d.w.add(t, false)
-	return nil
+	return true, nil
 }
