@@ -322,7 +322,7 @@ func (s *state) stmtN(ctx context.Context, name string, n int, sqlFor func(n int
 	return st, nil
 }
 
-// exec runs a prepared statement, naming what failed by its first line.
+// exec runs a prepared statement; its error says it came from the state.
 func exec(ctx context.Context, st *sql.Stmt, args ...any) (sql.Result, error) {
 	r, err := st.ExecContext(ctx, args...)
 	if err != nil {
