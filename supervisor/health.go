@@ -451,7 +451,8 @@ func (hs *health) attempt(id string) bool {
 	return true
 }
 
-// settled forgets the attempts of a task that got its answer.
+// settled forgets the attempts of a task that got its answer: finishSafe
+// calls it for every task answered, whichever way.
 func (hs *health) settled(id string) {
 	hs.mu.Lock()
 	delete(hs.attempts, id)
@@ -467,7 +468,6 @@ func (hs *health) settled(id string) {
 func (s *Supervisor) troubled(h *host, popped **wire.Task, now time.Time) (time.Time, *page) {
 	if why := s.health.refused(h.name); why != "" {
 		t := s.popInto(h, popped)
-		s.health.settled(t.ID)
 		return now, &page{task: t, res: s.answer(t, ClassBlacklisted, why)}
 	}
 	at, why, class := s.health.wait(h.name)
@@ -478,7 +478,6 @@ func (s *Supervisor) troubled(h *host, popped **wire.Task, now time.Time) (time.
 		return at, nil
 	}
 	t := s.popInto(h, popped)
-	s.health.settled(t.ID)
 	if class == "" {
 		class = string(fetch.ClassStatus)
 	}
@@ -505,7 +504,6 @@ func (s *Supervisor) afterFetch(h *host, t *wire.Task, resp *fetch.Response, err
 		s.sched.requeue(h, t)
 		return next, true, err
 	}
-	s.health.settled(t.ID)
 	return next, false, s.blacklistedAddr(h.name, err)
 }
 

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"backfill/backoff"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"backfill/backoff"
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/robots"

@@ -30,24 +30,20 @@ type learnState struct {
 // then has no crawl to be polite with but its own requests.
 func openLearnState(ctx context.Context, dir string, sf *storeFlags, recrawl time.Duration) (*learnState, error) {
 	ls := &learnState{}
-	switch {
-	case sf.given():
+	shared := sf.given()
+	if !shared && dir != "" {
+		_, err := os.Stat(filepath.Join(dir, "results.db"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("state directory: %w", err)
+		}
+		shared = err == nil
+	}
+	if shared {
 		st, err := sf.open(ctx, dir)
 		if err != nil {
 			return nil, err
 		}
 		ls.crawl = st
-	case dir != "":
-		path := filepath.Join(dir, "results.db")
-		if _, err := os.Stat(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("state directory: %w", err)
-		} else if err == nil {
-			st, err := sf.open(ctx, dir)
-			if err != nil {
-				return nil, err
-			}
-			ls.crawl = st
-		}
 	}
 	if dir != "" {
 		c, err := learn.OpenPageCache(ctx, filepath.Join(dir, learn.PageCacheFile))
