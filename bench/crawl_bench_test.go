@@ -356,6 +356,22 @@ func writeFile(b *testing.B, dir, name string, data []byte) string {
 	return p
 }
 
+// resolveFlags are the --resolve flags that point backfill at web's
+// hosts, in a stable order.
+func resolveFlags(web *testweb.Web) []string {
+	res := web.Resolve()
+	hostPorts := make([]string, 0, len(res))
+	for hp := range res {
+		hostPorts = append(hostPorts, hp)
+	}
+	sort.Strings(hostPorts)
+	var flags []string
+	for _, hp := range hostPorts {
+		flags = append(flags, "--resolve", hp+":"+res[hp])
+	}
+	return flags
+}
+
 // tail keeps the end of a process's output for a failure message.
 func tail(p []byte) []byte {
 	const keep = 4000

@@ -238,10 +238,7 @@ func BenchmarkDispatcherSoak(b *testing.B) {
 		bin = goBuild(b, "..", "./cmd/backfill", filepath.Join(dir, "backfill"))
 	}
 	maps := fixtureMappings(b, dir)
-	var resolve []string
-	for hp, to := range web.Resolve() {
-		resolve = append(resolve, "--resolve", hp+":"+to)
-	}
+	resolve := resolveFlags(web)
 	b.StopTimer()
 	runs := 1
 	if os.Getenv("SOAK_RESUME") == "1" {
@@ -303,10 +300,7 @@ func BenchmarkSupervisorSoak(b *testing.B) {
 	}
 	maps := fixtureMappings(b, dir)
 	records := writeFile(b, dir, "records.csv", testweb.LargeRecords(web))
-	var resolve []string
-	for hp, to := range web.Resolve() {
-		resolve = append(resolve, "--resolve", hp+":"+to)
-	}
+	resolve := resolveFlags(web)
 	b.StopTimer()
 	c := startSoak(b, bin, dir, records, maps, web, resolve,
 		[]string{"--record-budget", "0", "--host-budget", "0", "--host-in-flight", "4"},
