@@ -174,19 +174,11 @@ func BenchmarkCrawl(b *testing.B) {
 
 // newCrawlBench writes the contenders' input files for web.
 func newCrawlBench(b *testing.B, web *testweb.Web, pages, workers int) *crawlBench {
-	dir := b.TempDir()
-	cb := &crawlBench{web: web, dir: dir, workers: workers}
-
 	records := testweb.LargeRecords(web)
 	if len(records) == 0 {
 		b.Fatal("testweb.LargeRecords returned nothing")
 	}
-	cb.records = writeFile(b, dir, "records.csv", records)
-	seeds, err := recordLinks(records)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cb.seeds = writeFile(b, dir, "seeds.txt", []byte(strings.Join(seeds, "\n")+"\n"))
+	cb := newCrawlInputs(b, web, b.TempDir(), workers, records)
 
 	// Every page of the large web, as StartLarge documents it: the index
 	// at / and the profiles /p/0001 … on each host.
@@ -198,20 +190,27 @@ func newCrawlBench(b *testing.B, web *testweb.Web, pages, workers int) *crawlBen
 		}
 		cb.expected += pages + 1
 	}
-	cb.urls = writeFile(b, dir, "urls.txt", urls.Bytes())
+	cb.urls = writeFile(b, cb.dir, "urls.txt", urls.Bytes())
+	return cb
+}
 
-	var res bytes.Buffer
-	hostPorts := make([]string, 0, len(web.Resolve()))
-	for hp := range web.Resolve() {
-		hostPorts = append(hostPorts, hp)
+// newCrawlInputs writes in dir what every contender of a crawl of web
+// reads: the records, their links as seeds, and the host:port:address:port
+// lines that point at web's hosts (a file, and --resolve arguments).
+func newCrawlInputs(b *testing.B, web *testweb.Web, dir string, workers int, records []byte) *crawlBench {
+	cb := &crawlBench{web: web, dir: dir, workers: workers}
+	cb.records = writeFile(b, dir, "records.csv", records)
+	seeds, err := recordLinks(records)
+	if err != nil {
+		b.Fatal(err)
 	}
-	sort.Strings(hostPorts)
-	for _, hp := range hostPorts {
-		line := hp + ":" + web.Resolve()[hp]
-		res.WriteString(line + "\n")
-		cb.resolveA = append(cb.resolveA, "--resolve", line)
+	cb.seeds = writeFile(b, dir, "seeds.txt", []byte(strings.Join(seeds, "\n")+"\n"))
+	cb.resolveA = resolveFlags(web)
+	var res strings.Builder
+	for i := 1; i < len(cb.resolveA); i += 2 {
+		res.WriteString(cb.resolveA[i] + "\n")
 	}
-	cb.resolve = writeFile(b, dir, "resolve.txt", res.Bytes())
+	cb.resolve = writeFile(b, dir, "resolve.txt", []byte(res.String()))
 	return cb
 }
 
