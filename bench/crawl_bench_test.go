@@ -252,7 +252,20 @@ func (cb *crawlBench) measure(b *testing.B, command func(i int) *exec.Cmd) outco
 
 func (cb *crawlBench) runOnce(b *testing.B, cmd *exec.Cmd) outcome {
 	o, before, _ := cb.runProcess(b, cmd)
+	cb.tally(&o, before)
+	if float64(o.pages) < minShare*float64(cb.expected) {
+		b.Fatalf("%s fetched %d distinct pages of %d (%d requests, %d failed); a partial crawl is not comparable\nstdout:\n%s",
+			filepath.Base(cmd.Path), o.pages, cb.expected, o.requests, o.failed, tail(o.stdout))
+	}
+	return o
+}
+
+// tally counts into o the web's requests from before on in its log, and
+// returns the distinct pages fetched (robots.txt and soft-404 probes
+// excluded) as URLs, in the order first fetched.
+func (cb *crawlBench) tally(o *outcome, before int) []string {
 	seen := map[string]bool{}
+	var urls []string
 	for _, r := range cb.web.Log()[before:] {
 		if r.Path == "/robots.txt" {
 			o.robots++
@@ -266,14 +279,14 @@ func (cb *crawlBench) runOnce(b *testing.B, cmd *exec.Cmd) outcome {
 		if r.Status != 200 {
 			o.failed++
 		}
-		seen[r.Host+r.Path] = true
+		u := "http://" + r.Host + r.Path
+		if !seen[u] {
+			seen[u] = true
+			urls = append(urls, u)
+		}
 	}
-	o.pages = len(seen)
-	if float64(o.pages) < minShare*float64(cb.expected) {
-		b.Fatalf("%s fetched %d distinct pages of %d (%d requests, %d failed); a partial crawl is not comparable\nstdout:\n%s",
-			filepath.Base(cmd.Path), o.pages, cb.expected, o.requests, o.failed, tail(o.stdout))
-	}
-	return o
+	o.pages = len(urls)
+	return urls
 }
 
 // runProcess runs one contender under the timer and returns its wall time,

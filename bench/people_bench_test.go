@@ -177,27 +177,7 @@ func (o peopleOutcome) report(b *testing.B) {
 func (cb *crawlBench) runPeople(b *testing.B, cmd *exec.Cmd) peopleOutcome {
 	base, before, cpu := cb.runProcess(b, cmd)
 	o := peopleOutcome{outcome: base, cpu: cpu}
-	seen := map[string]bool{}
-	for _, r := range cb.web.Log()[before:] {
-		if r.Path == "/robots.txt" {
-			o.robots++
-			continue
-		}
-		o.requests++
-		if strings.HasPrefix(r.Path, "/backfill-probe-") {
-			o.probes++
-			continue
-		}
-		if r.Status != 200 {
-			o.failed++
-		}
-		u := "http://" + r.Host + r.Path
-		if !seen[u] {
-			seen[u] = true
-			o.urls = append(o.urls, u)
-		}
-	}
-	o.pages = len(seen)
+	o.urls = cb.tally(&o.outcome, before)
 	sort.Strings(o.urls)
 	return o
 }
