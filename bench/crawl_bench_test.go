@@ -323,9 +323,19 @@ func (cb *crawlBench) runProcess(b *testing.B, cmd *exec.Cmd) (o outcome, before
 			maxrss /= 1024 // bytes there
 		}
 		o.rssMiB = maxrss / 1024
-		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	return o, before, cpu
+	return o, before, cpuOf(cmd)
+}
+
+// cpuOf is the user and system time of a finished process.
+func cpuOf(c *exec.Cmd) time.Duration {
+	if c.ProcessState == nil {
+		return 0
+	}
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return 0
 }
 
 // goBuild builds pkg of the module in dir into out, outside the timer.

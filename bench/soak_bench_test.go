@@ -329,17 +329,6 @@ func BenchmarkSupervisorSoak(b *testing.B) {
 	b.ReportMetric(float64(len(seen)), "pages")
 }
 
-// cpuOf is the user and system time of a finished process.
-func cpuOf(c *exec.Cmd) time.Duration {
-	if c.ProcessState == nil {
-		return 0
-	}
-	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	return 0
-}
-
 func dirSize(dir string) int64 {
 	var n int64
 	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
