@@ -202,10 +202,6 @@ func (c *soakCluster) stop(b *testing.B, dispatcherDone bool) (disp, sup []rssSa
 	return c.dsamp.finish(), c.ssamp.finish()
 }
 
-func soakDuration(b *testing.B, name string, def time.Duration) time.Duration {
-	return envDuration(b, name, def)
-}
-
 // BenchmarkDispatcherSoak takes in the records file SOAK_RECORDS (made by
 // cmd/genrecords; skipped without it) and then crawls for SOAK_FOR
 // (default 10m) with one supervisor of 64 workers, the records' links to
@@ -223,7 +219,7 @@ func BenchmarkDispatcherSoak(b *testing.B) {
 		b.Skip("SOAK_RECORDS (a records file from cmd/genrecords) not set")
 	}
 	hosts := envInt(b, "SOAK_WEB_HOSTS", 2000)
-	crawlFor := soakDuration(b, "SOAK_FOR", 10*time.Minute)
+	crawlFor := envDuration(b, "SOAK_FOR", 10*time.Minute)
 	web, err := testweb.StartLarge(testweb.LargeOptions{Hosts: hosts, Pages: 100})
 	if err != nil {
 		b.Fatal(err)
