@@ -316,15 +316,24 @@ func (cb *crawlBench) runProcess(b *testing.B, cmd *exec.Cmd) (o outcome, before
 	if err != nil {
 		b.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(cmd.Path), err, tail(stdout.Bytes()), tail(stderr.Bytes()))
 	}
-	o = outcome{wall: wall, stdout: bytes.TrimSpace(stdout.Bytes())}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxrss := float64(ru.Maxrss) // KiB on Linux
-		if runtime.GOOS == "darwin" {
-			maxrss /= 1024 // bytes there
-		}
-		o.rssMiB = maxrss / 1024
-	}
+	o = outcome{wall: wall, stdout: bytes.TrimSpace(stdout.Bytes()), rssMiB: peakRSSMiB(cmd)}
 	return o, before, cpuOf(cmd)
+}
+
+// peakRSSMiB is the largest resident set of a finished process, in MiB.
+func peakRSSMiB(c *exec.Cmd) float64 {
+	if c.ProcessState == nil {
+		return 0
+	}
+	ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	maxrss := float64(ru.Maxrss) // KiB on Linux
+	if runtime.GOOS == "darwin" {
+		maxrss /= 1024 // bytes there
+	}
+	return maxrss / 1024
 }
 
 // cpuOf is the user and system time of a finished process.

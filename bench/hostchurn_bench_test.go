@@ -308,9 +308,7 @@ feed:
 	mu.Lock()
 	o2.samples, o2.answered, o2.fetched = samples, answered, fetched
 	mu.Unlock()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		o2.peakMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
-	}
+	o2.peakMiB = peakRSSMiB(cmd)
 	if n := len(o2.samples); n > 0 {
 		o2.lo = o2.samples[n-1].mib
 		for _, s := range o2.samples[n/5:] {
