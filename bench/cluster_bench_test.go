@@ -253,9 +253,7 @@ func (cb *clusterBench) run(b *testing.B, id string, r clusterRun) clusterOutcom
 
 	o := clusterOutcome{wall: wall, log: cb.web.Log()[before:],
 		pagesBySup: map[string]int{}, hostsBySup: map[string]int{}, inFlight: map[string][2]float64{}}
-	if ru, ok := disp.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		o.dispCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
+	o.dispCPU = cpuOf(disp)
 	if n := len(statusSamples); n >= 5 {
 		mid := statusSamples[n/10 : n-n/10]
 		sums, mins := map[string]float64{}, map[string]float64{}

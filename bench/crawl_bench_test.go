@@ -174,19 +174,11 @@ func BenchmarkCrawl(b *testing.B) {
 
 // newCrawlBench writes the contenders' input files for web.
 func newCrawlBench(b *testing.B, web *testweb.Web, pages, workers int) *crawlBench {
-	dir := b.TempDir()
-	cb := &crawlBench{web: web, dir: dir, workers: workers}
-
 	records := testweb.LargeRecords(web)
 	if len(records) == 0 {
 		b.Fatal("testweb.LargeRecords returned nothing")
 	}
-	cb.records = writeFile(b, dir, "records.csv", records)
-	seeds, err := recordLinks(records)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cb.seeds = writeFile(b, dir, "seeds.txt", []byte(strings.Join(seeds, "\n")+"\n"))
+	cb := newCrawlInputs(b, web, b.TempDir(), workers, records)
 
 	// Every page of the large web, as StartLarge documents it: the index
 	// at / and the profiles /p/0001 … on each host.
@@ -198,20 +190,27 @@ func newCrawlBench(b *testing.B, web *testweb.Web, pages, workers int) *crawlBen
 		}
 		cb.expected += pages + 1
 	}
-	cb.urls = writeFile(b, dir, "urls.txt", urls.Bytes())
+	cb.urls = writeFile(b, cb.dir, "urls.txt", urls.Bytes())
+	return cb
+}
 
-	var res bytes.Buffer
-	hostPorts := make([]string, 0, len(web.Resolve()))
-	for hp := range web.Resolve() {
-		hostPorts = append(hostPorts, hp)
+// newCrawlInputs writes in dir what every contender of a crawl of web
+// reads: the records, their links as seeds, and the host:port:address:port
+// lines that point at web's hosts (a file, and --resolve arguments).
+func newCrawlInputs(b *testing.B, web *testweb.Web, dir string, workers int, records []byte) *crawlBench {
+	cb := &crawlBench{web: web, dir: dir, workers: workers}
+	cb.records = writeFile(b, dir, "records.csv", records)
+	seeds, err := recordLinks(records)
+	if err != nil {
+		b.Fatal(err)
 	}
-	sort.Strings(hostPorts)
-	for _, hp := range hostPorts {
-		line := hp + ":" + web.Resolve()[hp]
-		res.WriteString(line + "\n")
-		cb.resolveA = append(cb.resolveA, "--resolve", line)
+	cb.seeds = writeFile(b, dir, "seeds.txt", []byte(strings.Join(seeds, "\n")+"\n"))
+	cb.resolveA = resolveFlags(web)
+	var res strings.Builder
+	for i := 1; i < len(cb.resolveA); i += 2 {
+		res.WriteString(cb.resolveA[i] + "\n")
 	}
-	cb.resolve = writeFile(b, dir, "resolve.txt", res.Bytes())
+	cb.resolve = writeFile(b, dir, "resolve.txt", []byte(res.String()))
 	return cb
 }
 
@@ -253,7 +252,20 @@ func (cb *crawlBench) measure(b *testing.B, command func(i int) *exec.Cmd) outco
 
 func (cb *crawlBench) runOnce(b *testing.B, cmd *exec.Cmd) outcome {
 	o, before, _ := cb.runProcess(b, cmd)
+	cb.tally(&o, before)
+	if float64(o.pages) < minShare*float64(cb.expected) {
+		b.Fatalf("%s fetched %d distinct pages of %d (%d requests, %d failed); a partial crawl is not comparable\nstdout:\n%s",
+			filepath.Base(cmd.Path), o.pages, cb.expected, o.requests, o.failed, tail(o.stdout))
+	}
+	return o
+}
+
+// tally counts into o the web's requests from before on in its log, and
+// returns the distinct pages fetched (robots.txt and soft-404 probes
+// excluded) as URLs, in the order first fetched.
+func (cb *crawlBench) tally(o *outcome, before int) []string {
 	seen := map[string]bool{}
+	var urls []string
 	for _, r := range cb.web.Log()[before:] {
 		if r.Path == "/robots.txt" {
 			o.robots++
@@ -267,14 +279,14 @@ func (cb *crawlBench) runOnce(b *testing.B, cmd *exec.Cmd) outcome {
 		if r.Status != 200 {
 			o.failed++
 		}
-		seen[r.Host+r.Path] = true
+		u := "http://" + r.Host + r.Path
+		if !seen[u] {
+			seen[u] = true
+			urls = append(urls, u)
+		}
 	}
-	o.pages = len(seen)
-	if float64(o.pages) < minShare*float64(cb.expected) {
-		b.Fatalf("%s fetched %d distinct pages of %d (%d requests, %d failed); a partial crawl is not comparable\nstdout:\n%s",
-			filepath.Base(cmd.Path), o.pages, cb.expected, o.requests, o.failed, tail(o.stdout))
-	}
-	return o
+	o.pages = len(urls)
+	return urls
 }
 
 // runProcess runs one contender under the timer and returns its wall time,
@@ -304,16 +316,35 @@ func (cb *crawlBench) runProcess(b *testing.B, cmd *exec.Cmd) (o outcome, before
 	if err != nil {
 		b.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(cmd.Path), err, tail(stdout.Bytes()), tail(stderr.Bytes()))
 	}
-	o = outcome{wall: wall, stdout: bytes.TrimSpace(stdout.Bytes())}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		maxrss := float64(ru.Maxrss) // KiB on Linux
-		if runtime.GOOS == "darwin" {
-			maxrss /= 1024 // bytes there
-		}
-		o.rssMiB = maxrss / 1024
-		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	o = outcome{wall: wall, stdout: bytes.TrimSpace(stdout.Bytes()), rssMiB: peakRSSMiB(cmd)}
+	return o, before, cpuOf(cmd)
+}
+
+// peakRSSMiB is the largest resident set of a finished process, in MiB.
+func peakRSSMiB(c *exec.Cmd) float64 {
+	if c.ProcessState == nil {
+		return 0
 	}
-	return o, before, cpu
+	ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return 0
+	}
+	maxrss := float64(ru.Maxrss) // KiB on Linux
+	if runtime.GOOS == "darwin" {
+		maxrss /= 1024 // bytes there
+	}
+	return maxrss / 1024
+}
+
+// cpuOf is the user and system time of a finished process.
+func cpuOf(c *exec.Cmd) time.Duration {
+	if c.ProcessState == nil {
+		return 0
+	}
+	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return 0
 }
 
 // goBuild builds pkg of the module in dir into out, outside the timer.
@@ -354,6 +385,22 @@ func writeFile(b *testing.B, dir, name string, data []byte) string {
 		b.Fatal(err)
 	}
 	return p
+}
+
+// resolveFlags are the --resolve flags that point backfill at web's
+// hosts, in a stable order.
+func resolveFlags(web *testweb.Web) []string {
+	res := web.Resolve()
+	hostPorts := make([]string, 0, len(res))
+	for hp := range res {
+		hostPorts = append(hostPorts, hp)
+	}
+	sort.Strings(hostPorts)
+	var flags []string
+	for _, hp := range hostPorts {
+		flags = append(flags, "--resolve", hp+":"+res[hp])
+	}
+	return flags
 }
 
 // tail keeps the end of a process's output for a failure message.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,22 +97,6 @@ func BenchmarkHostChurnSoak(b *testing.B) {
 		fmt.Printf("churn: this/base: peak RSS ×%.2f, tasks answered per second ×%.2f\n",
 			this.peakMiB/base.peakMiB, (float64(this.answered)/this.wall.Seconds())/(float64(base.answered)/base.wall.Seconds()))
 	}
-}
-
-// resolveFlags are the --resolve flags that point backfill at web's
-// hosts, in a stable order.
-func resolveFlags(web *testweb.Web) []string {
-	res := web.Resolve()
-	hostPorts := make([]string, 0, len(res))
-	for hp := range res {
-		hostPorts = append(hostPorts, hp)
-	}
-	sort.Strings(hostPorts)
-	var flags []string
-	for _, hp := range hostPorts {
-		flags = append(flags, "--resolve", hp+":"+res[hp])
-	}
-	return flags
 }
 
 // The small live web among the refused hosts.
@@ -325,9 +308,7 @@ feed:
 	mu.Lock()
 	o2.samples, o2.answered, o2.fetched = samples, answered, fetched
 	mu.Unlock()
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		o2.peakMiB = float64(ru.Maxrss) / 1024 // KiB on Linux
-	}
+	o2.peakMiB = peakRSSMiB(cmd)
 	if n := len(o2.samples); n > 0 {
 		o2.lo = o2.samples[n-1].mib
 		for _, s := range o2.samples[n/5:] {

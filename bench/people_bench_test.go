@@ -62,14 +62,7 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 	}
 	defer web.Close()
 	dir := b.TempDir()
-	cb := &crawlBench{web: web, dir: dir, workers: workers}
-	records := testweb.PeopleRecords(web)
-	cb.records = writeFile(b, dir, "records.csv", records)
-	seeds, err := recordLinks(records)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cb.seeds = writeFile(b, dir, "seeds.txt", []byte(strings.Join(seeds, "\n")+"\n"))
+	cb := newCrawlInputs(b, web, dir, workers, testweb.PeopleRecords(web))
 	maps := filepath.Join(dir, "mappings")
 	if err := os.MkdirAll(maps, 0o755); err != nil {
 		b.Fatal(err)
@@ -77,18 +70,6 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 	for name, data := range testweb.PeopleMappings() {
 		writeFile(b, maps, name, data)
 	}
-	var res strings.Builder
-	var hostPorts []string
-	for hp := range web.Resolve() {
-		hostPorts = append(hostPorts, hp)
-	}
-	sort.Strings(hostPorts)
-	for _, hp := range hostPorts {
-		line := hp + ":" + web.Resolve()[hp]
-		res.WriteString(line + "\n")
-		cb.resolveA = append(cb.resolveA, "--resolve", line)
-	}
-	cb.resolve = writeFile(b, dir, "resolve.txt", []byte(res.String()))
 	truth := testweb.PeopleTruth(web, testweb.PeopleCrawl{Depth: depth})
 	fmt.Printf("people: %d hosts × %d profiles, %d records, depth %d, %d workers, latency %s, GOMAXPROCS %d\n",
 		hosts, pages, nrec, depth, workers, latency, runtime.GOMAXPROCS(0))
@@ -196,27 +177,7 @@ func (o peopleOutcome) report(b *testing.B) {
 func (cb *crawlBench) runPeople(b *testing.B, cmd *exec.Cmd) peopleOutcome {
 	base, before, cpu := cb.runProcess(b, cmd)
 	o := peopleOutcome{outcome: base, cpu: cpu}
-	seen := map[string]bool{}
-	for _, r := range cb.web.Log()[before:] {
-		if r.Path == "/robots.txt" {
-			o.robots++
-			continue
-		}
-		o.requests++
-		if strings.HasPrefix(r.Path, "/backfill-probe-") {
-			o.probes++
-			continue
-		}
-		if r.Status != 200 {
-			o.failed++
-		}
-		u := "http://" + r.Host + r.Path
-		if !seen[u] {
-			seen[u] = true
-			o.urls = append(o.urls, u)
-		}
-	}
-	o.pages = len(seen)
+	o.urls = cb.tally(&o.outcome, before)
 	sort.Strings(o.urls)
 	return o
 }

@@ -202,10 +202,6 @@ func (c *soakCluster) stop(b *testing.B, dispatcherDone bool) (disp, sup []rssSa
 	return c.dsamp.finish(), c.ssamp.finish()
 }
 
-func soakDuration(b *testing.B, name string, def time.Duration) time.Duration {
-	return envDuration(b, name, def)
-}
-
 // BenchmarkDispatcherSoak takes in the records file SOAK_RECORDS (made by
 // cmd/genrecords; skipped without it) and then crawls for SOAK_FOR
 // (default 10m) with one supervisor of 64 workers, the records' links to
@@ -223,7 +219,7 @@ func BenchmarkDispatcherSoak(b *testing.B) {
 		b.Skip("SOAK_RECORDS (a records file from cmd/genrecords) not set")
 	}
 	hosts := envInt(b, "SOAK_WEB_HOSTS", 2000)
-	crawlFor := soakDuration(b, "SOAK_FOR", 10*time.Minute)
+	crawlFor := envDuration(b, "SOAK_FOR", 10*time.Minute)
 	web, err := testweb.StartLarge(testweb.LargeOptions{Hosts: hosts, Pages: 100})
 	if err != nil {
 		b.Fatal(err)
@@ -238,10 +234,7 @@ func BenchmarkDispatcherSoak(b *testing.B) {
 		bin = goBuild(b, "..", "./cmd/backfill", filepath.Join(dir, "backfill"))
 	}
 	maps := fixtureMappings(b, dir)
-	var resolve []string
-	for hp, to := range web.Resolve() {
-		resolve = append(resolve, "--resolve", hp+":"+to)
-	}
+	resolve := resolveFlags(web)
 	b.StopTimer()
 	runs := 1
 	if os.Getenv("SOAK_RESUME") == "1" {
@@ -303,10 +296,7 @@ func BenchmarkSupervisorSoak(b *testing.B) {
 	}
 	maps := fixtureMappings(b, dir)
 	records := writeFile(b, dir, "records.csv", testweb.LargeRecords(web))
-	var resolve []string
-	for hp, to := range web.Resolve() {
-		resolve = append(resolve, "--resolve", hp+":"+to)
-	}
+	resolve := resolveFlags(web)
 	b.StopTimer()
 	c := startSoak(b, bin, dir, records, maps, web, resolve,
 		[]string{"--record-budget", "0", "--host-budget", "0", "--host-in-flight", "4"},
@@ -333,17 +323,6 @@ func BenchmarkSupervisorSoak(b *testing.B) {
 		dcpu.Seconds(), dcpu.Seconds()*1000/float64(len(seen)), 100*dcpu.Seconds()/wall.Seconds(), scpu.Seconds(), scpu.Seconds()*1000/float64(len(seen)))
 	b.ReportMetric(speak, "supervisor-peakRSS-MiB")
 	b.ReportMetric(float64(len(seen)), "pages")
-}
-
-// cpuOf is the user and system time of a finished process.
-func cpuOf(c *exec.Cmd) time.Duration {
-	if c.ProcessState == nil {
-		return 0
-	}
-	if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	return 0
 }
 
 func dirSize(dir string) int64 {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -209,9 +210,68 @@ func TestPeopleWebShape(t *testing.T) {
 
 // refPage is a page as the reference crawl saw it.
 type refPage struct {
-	ok     bool
-	fields map[string]string // first value of each field
-	links  []string
+	fetched bool              // robots.txt allows it, so it was requested
+	ok      bool              // it answered 200
+	fields  map[string]string // first value of each field
+	links   []string
+}
+
+// refCrawler fetches the pages of a running people web as the reference
+// crawl does: robots.txt read from the web itself, the real mappings,
+// every page once.
+type refCrawler struct {
+	t      *testing.T
+	client *http.Client
+	set    *etl.Set
+	robots map[string][]string // host → disallowed prefixes
+	pages  map[string]*refPage
+}
+
+func newRefCrawler(t *testing.T, w *Web) *refCrawler {
+	return &refCrawler{t: t, client: newClient(t, w), set: peopleSet(t), robots: map[string][]string{}, pages: map[string]*refPage{}}
+}
+
+func (c *refCrawler) fetch(u string) *refPage {
+	if p, ok := c.pages[u]; ok {
+		return p
+	}
+	p := &refPage{}
+	c.pages[u] = p
+	pu, err := url.Parse(u)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	dis, ok := c.robots[pu.Host]
+	if !ok {
+		g := get(c.t, c.client, "GET", "http://"+pu.Host+"/robots.txt", "", "")
+		for _, line := range strings.Split(g.body, "\n") {
+			if v, ok := strings.CutPrefix(line, "Disallow: "); ok {
+				dis = append(dis, v)
+			}
+		}
+		c.robots[pu.Host] = dis
+	}
+	for _, d := range dis {
+		if strings.HasPrefix(pu.Path, d) {
+			return p
+		}
+	}
+	g := get(c.t, c.client, "GET", u, "", "")
+	p.fetched = true
+	if g.status != 200 {
+		return p
+	}
+	ex := c.set.Extract(u, []byte(g.body), "text/html")
+	p.ok, p.fields = true, map[string]string{}
+	if ex != nil {
+		for _, f := range ex.Fields {
+			if _, dup := p.fields[f.Field]; !dup && len(f.Values) > 0 {
+				p.fields[f.Field] = f.Values[0]
+			}
+		}
+		p.links = append(append(p.links, ex.Links...), ex.OutLinks...)
+	}
+	return p
 }
 
 // TestPeopleTruthIsWhatACrawlFinds crawls the running people web breadth
@@ -223,51 +283,7 @@ type refPage struct {
 // none of their values.
 func TestPeopleTruthIsWhatACrawlFinds(t *testing.T) {
 	w := startPeople(t, PeopleOptions{Hosts: 40, Pages: 5, Records: 150})
-	client := newClient(t, w)
-	set := peopleSet(t)
-	robots := map[string][]string{} // host → disallowed prefixes
-	pages := map[string]*refPage{}
-	fetch := func(u string) *refPage {
-		if p, ok := pages[u]; ok {
-			return p
-		}
-		p := &refPage{}
-		pages[u] = p
-		pu, err := url.Parse(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dis, ok := robots[pu.Host]
-		if !ok {
-			g := get(t, client, "GET", "http://"+pu.Host+"/robots.txt", "", "")
-			for _, line := range strings.Split(g.body, "\n") {
-				if v, ok := strings.CutPrefix(line, "Disallow: "); ok {
-					dis = append(dis, v)
-				}
-			}
-			robots[pu.Host] = dis
-		}
-		for _, d := range dis {
-			if strings.HasPrefix(pu.Path, d) {
-				return p
-			}
-		}
-		g := get(t, client, "GET", u, "", "")
-		if g.status != 200 {
-			return p
-		}
-		ex := set.Extract(u, []byte(g.body), "text/html")
-		p.ok, p.fields = true, map[string]string{}
-		if ex != nil {
-			for _, f := range ex.Fields {
-				if _, dup := p.fields[f.Field]; !dup && len(f.Values) > 0 {
-					p.fields[f.Field] = f.Values[0]
-				}
-			}
-			p.links = append(append(p.links, ex.Links...), ex.OutLinks...)
-		}
-		return p
-	}
+	ref := newRefCrawler(t, w)
 	rows := peopleRows(t, w)
 	for _, depth := range []int{1, 2, 3} {
 		truth := PeopleTruth(w, PeopleCrawl{Depth: depth})
@@ -284,7 +300,7 @@ func TestPeopleTruthIsWhatACrawlFinds(t *testing.T) {
 			for d := 0; d <= depth; d++ {
 				var next []string
 				for _, u := range level {
-					p := fetch(u)
+					p := ref.fetch(u)
 					if !p.ok {
 						continue
 					}
@@ -315,8 +331,8 @@ func TestPeopleTruthIsWhatACrawlFinds(t *testing.T) {
 			}
 		}
 	}
-	for u := range pages {
-		if strings.Contains(u, "/private/") && pages[u].ok {
+	for u, p := range ref.pages {
+		if strings.Contains(u, "/private/") && p.ok {
 			t.Errorf("reference crawl fetched %s", u)
 		}
 	}
@@ -566,37 +582,7 @@ func BenchmarkStartPeople(b *testing.B) {
 // page naming its person (least).
 func TestPeopleLeastPages(t *testing.T) {
 	w := startPeople(t, PeopleOptions{Hosts: 30, Pages: 6, Records: 120})
-	client := newClient(t, w)
-	set := peopleSet(t)
-	type served struct {
-		ok    bool
-		name  string
-		links []string
-	}
-	pages := map[string]*served{}
-	fetch := func(u string) *served {
-		if p, ok := pages[u]; ok {
-			return p
-		}
-		p := &served{}
-		pages[u] = p
-		if strings.Contains(u, "/private/") { // robots.txt disallows it
-			return p
-		}
-		g := get(t, client, "GET", u, "", "")
-		p.ok = true
-		if g.status == 200 {
-			if ex := set.Extract(u, []byte(g.body), "text/html"); ex != nil {
-				for _, f := range ex.Fields {
-					if f.Field == "name" && len(f.Values) > 0 && p.name == "" {
-						p.name = f.Values[0]
-					}
-				}
-				p.links = append(append(p.links, ex.Links...), ex.OutLinks...)
-			}
-		}
-		return p
-	}
+	ref := newRefCrawler(t, w)
 	const depth = 2
 	truth := PeopleTruth(w, PeopleCrawl{Depth: depth})
 	need, every := map[string]bool{}, map[string]bool{}
@@ -611,8 +597,8 @@ func TestPeopleLeastPages(t *testing.T) {
 		for d := 0; d <= depth; d++ {
 			var next []string
 			for _, u := range level {
-				p := fetch(u)
-				if !p.ok {
+				p := ref.fetch(u)
+				if !p.fetched {
 					continue
 				}
 				every[u] = true

@@ -619,10 +619,11 @@ func (w *Web) answer(rw dns.ResponseWriter, q *dns.Msg) {
 		addr = w.Addr(i)
 	default:
 		class := NameNormal
-		if _, err := fmt.Sscanf(name, "d%05d.test", &i); err == nil {
+		_, err := fmt.Sscanf(name, "d%05d.test", &i)
+		if err == nil {
 			class = w.Class(i)
 		}
-		if _, err := fmt.Sscanf(name, "d%05d.test", &i); err != nil || i >= w.opt.Domains || class == NameNX {
+		if err != nil || i >= w.opt.Domains || class == NameNX {
 			m.Rcode = dns.RcodeNameError
 			m.Ns = []dns.RR{soa}
 			rw.WriteMsg(m)
