@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -319,6 +320,31 @@ func TestLastCrawlBuffer(t *testing.T) {
 		if want := h != "old.test"; ok != want || (ok && !got.Equal(at)) {
 			t.Errorf("%s after a failed write: pending %v (%v), want kept %v", h, got, ok, want)
 		}
+	}
+}
+
+// TestLastCrawlFlushCutByStop: a flush whose context is cancelled (the
+// supervisor stopping) reports no cache failure and keeps its times for
+// Run's last flush, which writes them.
+func TestLastCrawlFlushCutByStop(t *testing.T) {
+	var logged bytes.Buffer
+	cache := &peekingCache{Store: openCache(t), during: func() {}}
+	s := &Supervisor{cfg: Config{DefaultDelay: time.Second}, log: slog.New(slog.NewTextHandler(&logged, nil)), cache: cache,
+		lastPending: map[string]time.Time{}}
+	now := time.Now().UTC()
+	s.recordLastCrawl("a.test", now)
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.flushLastCrawls(stopped)
+	if logged.Len() > 0 {
+		t.Errorf("a flush cut short by the stop logged:\n%s", logged.String())
+	}
+	if at, ok := s.pendingLastCrawl("a.test"); !ok || !at.Equal(now) {
+		t.Fatalf("after the cut flush: pending %v (%v), want %v", at, ok, now)
+	}
+	s.flushLastCrawls(context.Background())
+	if at, err := cache.LastCrawl(context.Background(), "a.test"); err != nil || !at.Equal(now) {
+		t.Errorf("after the last flush the cache holds %v, %v; want %v", at, err, now)
 	}
 }
 

@@ -943,8 +943,11 @@ func (s *Supervisor) flushLoop(ctx context.Context) {
 // when the cache can, else host by host. Times that fail are put back to
 // be tried at the next flush (unless a later time came meanwhile); a
 // panicking cache is contained and its batch given up, since the times
-// only help a future owner of the hosts.
+// only help a future owner of the hosts. A flush cut short because the
+// supervisor is stopping (ctx cancelled, not timed out) is no failure of
+// the cache: its times go back for Run's last flush, unreported.
 func (s *Supervisor) flushLastCrawls(ctx context.Context) {
+	stopping := func() bool { return errors.Is(ctx.Err(), context.Canceled) }
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	s.lastMu.Lock()
@@ -966,7 +969,7 @@ func (s *Supervisor) flushLastCrawls(ctx context.Context) {
 			s.log.Error("panic while writing last-crawl times recovered", "hosts", len(batch), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			return
 		}
-		if len(failed) > 0 && ctx.Err() == nil {
+		if len(failed) > 0 && (ctx.Err() == nil || stopping()) {
 			// Kept for the next flush while they may still matter, so
 			// a cache that stays down does not make the buffer grow
 			// with every host crawled.
@@ -980,14 +983,18 @@ func (s *Supervisor) flushLastCrawls(ctx context.Context) {
 	}()
 	if b, ok := s.cache.(lastCrawlBatcher); ok {
 		if err := b.PutLastCrawls(ctx, batch); err != nil {
-			s.cacheFailed("put last crawls", fmt.Sprintf("%d hosts", len(batch)), err)
+			if !stopping() {
+				s.cacheFailed("put last crawls", fmt.Sprintf("%d hosts", len(batch)), err)
+			}
 			failed = batch
 		}
 		return
 	}
 	for h, at := range batch {
 		if err := s.cache.PutLastCrawl(ctx, h, at); err != nil {
-			s.cacheFailed("put last crawl", h, err)
+			if !stopping() {
+				s.cacheFailed("put last crawl", h, err)
+			}
 			failed[h] = at
 		}
 	}
