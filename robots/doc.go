@@ -19,8 +19,10 @@
 //     one) at the start is skipped; a line longer than maxLine bytes is cut
 //     there.
 //   - "#" starts a comment anywhere in a line (so "Disallow: /logs#old"
-//     disallows /logs). A line without a colon is ignored; space before and
-//     after the colon is not significant ("Disallow : /x").
+//     disallows /logs). Space before and after the colon is not
+//     significant ("Disallow : /x"). A line without a colon is read when
+//     it is exactly two words separated by spaces or tabs
+//     ("Disallow /private/"); any other line without one is ignored.
 //   - Keys are case-insensitive and recognised by their start, as Google
 //     does: "user-agent" (also "useragent" and "user agent"), "allow",
 //     "disallow" (also the misspellings "dissallow", "dissalow", "disalow",
@@ -47,11 +49,24 @@
 // rule's path must start with "/" or "*", else it never matches; an empty
 // one matches nothing. "*" matches any run of octets, and "$" anchors the
 // end only as a pattern's last character (elsewhere it is a literal "$").
-// Both sides are compared with percent-encoding normalised: "%xx" is read
-// as the octet it encodes (hex digits in either case), and octets outside
-// ASCII in a rule stand for their UTF-8 percent-encoding, so "/ツ",
-// "/%E3%83%84" and "/%e3%83%84" are one path and "%61" is "a". A "%2A" or
-// "%24" in a rule is a literal "*" or "$". Comparison is case-sensitive.
+// Comparison is case-sensitive, with percent-encoding normalised as RFC
+// 9309 asks:
+//
+//   - Hex digits are either case: "/%e3%83%84" is "/%E3%83%84".
+//   - Octets outside ASCII in a rule stand for their UTF-8
+//     percent-encoding: "Allow: /ツ" matches "/%E3%83%84". A target is
+//     expected encoded, as every request line is: a raw "/ツ" matches
+//     neither rule.
+//   - "%2F" and "%3F" in a path are not "/" and "?" ("/a%2Fb" is not
+//     "/a/b", "/q%3Fx" is not "/q?x"); in the query they are.
+//   - Other encoded ASCII octets that are not unreserved are the octet:
+//     "%2A" or "%24" in a rule is a literal "*" or "$", and "%3A%2F%2F" in
+//     a query is "://".
+//   - An unreserved character (letter, digit, "-", ".", "_", "~") encoded
+//     in a target matches a rule spelling it plainly ("/%61dmin" is
+//     "/admin"); one encoded in a rule, which URIs should never do,
+//     matches only a target encoding it too ("Allow: /%62%61%7A" allows
+//     "/%62%61%7A", not "/baz").
 //
 // The most specific matching rule decides: the one whose pattern has the
 // most octets, counted on the normalised pattern (an octet that a URL may

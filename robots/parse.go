@@ -14,9 +14,10 @@ import (
 // parse at least 500 KiB and lets them ignore the rest.
 const MaxSize = 500 << 10
 
-// maxLine is the longest line read; the rest of a longer line is ignored,
-// as in Google's parser (eight times the longest URL browsers take).
-const maxLine = 2083 * 8
+// maxLine is the longest line read; the rest of a longer line is ignored.
+// It is the reference parser's: a buffer of eight times the longest URL
+// browsers take, less the one octet that ends it.
+const maxLine = 2083*8 - 1
 
 // Rules is what one robots.txt says to one product token.
 type Rules struct {
@@ -62,12 +63,13 @@ func (r *Rules) Allowed(target string) bool {
 	if target == "" {
 		target = "/"
 	}
-	path := decode(target)
-	if path == "/robots.txt" {
+	path := canonical(target)
+	unencoded := plain(path)
+	if unencoded == "/robots.txt" {
 		return true
 	}
 	for i := range r.rules {
-		if r.rules[i].match(path) {
+		if r.rules[i].match(unencoded) || unencoded != path && r.rules[i].match(path) {
 			return r.rules[i].allow
 		}
 	}
@@ -91,8 +93,9 @@ func (r *Rules) AllowedURL(u *url.URL) bool {
 func (r *Rules) CrawlDelay() time.Duration { return r.delay }
 
 // Ignored counts the lines that looked like records but could not be
-// used: no colon, a rule outside any group, a rule path that can never
-// match, a Crawl-delay that is not a number of seconds.
+// used: neither "key: value" nor two words, no key, a rule outside any
+// group, a rule path that can never match, a Crawl-delay that is not a
+// number of seconds.
 func (r *Rules) Ignored() int { return r.ignored }
 
 // parser reads a file line by line, keeping what applies to token.
@@ -170,6 +173,9 @@ func (p *parser) line(b []byte) {
 		return
 	}
 	k, v, ok := strings.Cut(line, ":")
+	if !ok {
+		k, v, ok = withoutColon(line)
+	}
 	k, v = trimSpace(k), trimSpace(v)
 	if !ok || k == "" {
 		p.ignored++
@@ -207,6 +213,22 @@ func (p *parser) line(b []byte) {
 		}
 		p.delay = max(p.delay, d)
 	}
+}
+
+// withoutColon reads a line that lacks the colon, since operators write
+// "Disallow /private/" and mean it: a key and a value separated by one
+// run of spaces and tabs. A line of more than two such words is not read
+// ("Disallow /a b" could mean either path).
+func withoutColon(line string) (k, v string, ok bool) {
+	i := strings.IndexAny(line, " \t")
+	if i < 0 {
+		return "", "", false
+	}
+	k, v = line[:i], strings.TrimLeft(line[i:], " \t")
+	if strings.ContainsAny(v, " \t") {
+		return "", "", false
+	}
+	return k, v, true
 }
 
 // rule adds an Allow or Disallow line's path to the current group.

@@ -3,7 +3,7 @@ package robots
 import "strings"
 
 // pattern is the path of an Allow or Disallow rule, ready for matching:
-// the literal runs between its wildcards, percent-decoded.
+// the literal runs between its wildcards, in canonical form (see canon).
 type pattern struct {
 	// segs are the literal runs around each "*": "/a*b*" is
 	// ["/a", "b", ""]. There is always at least one; the first is
@@ -26,30 +26,22 @@ func compile(v string) (p pattern, ok bool) {
 		p.octets++
 		v = v[:len(v)-1]
 	}
-	var b strings.Builder
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c == '*':
-			p.segs = append(p.segs, b.String())
-			b.Reset()
+	var c canon
+	for i, run := range strings.Split(v, "*") {
+		if i > 0 {
 			p.octets++
-			continue
-		case c == '%' && i+2 < len(v) && isHex(v[i+1]) && isHex(v[i+2]):
-			c = unhex(v[i+1])<<4 | unhex(v[i+2])
-			i += 2
 		}
-		b.WriteByte(c)
-		p.octets += octetsOf(c)
+		c.write(run, true)
+		p.segs = append(p.segs, c.take())
 	}
-	p.segs = append(p.segs, b.String())
+	p.octets += c.octets
 	return p, true
 }
 
-// match reports whether the pattern matches path, a decoded request
-// target (see decode). Runs between wildcards are found leftmost, which
-// leaves the most room for the runs after them, so the greedy walk is
-// exact.
+// match reports whether the pattern matches path, a request target in
+// canonical form (see canonical). Runs between wildcards are found leftmost,
+// which leaves the most room for the runs after them, so the greedy walk
+// is exact.
 func (p *pattern) match(path string) bool {
 	n := len(p.segs)
 	first := p.segs[0]
@@ -77,13 +69,79 @@ func (p *pattern) match(path string) bool {
 	return strings.Contains(path[pos:], last)
 }
 
-// decode percent-decodes a request target (or a rule's literal run): each
-// "%xx" with two hex digits becomes its octet; anything else, a lone "%"
-// included, stays as it is. Decoding both sides makes every spelling of a
-// path compare equal, which is what RFC 9309's normalisation (encode what
-// is outside ASCII or reserved, decode what is unreserved, hex digits in
-// either case) amounts to.
-func decode(s string) string {
+// canon writes rules and request targets in one canonical form, so that
+// spellings of a path that RFC 9309 holds equal compare equal octet by
+// octet, and spellings it keeps apart stay apart:
+//
+//   - "%xx" with two hex digits is read as the octet it encodes. An octet
+//     outside ASCII, "%" itself and an unreserved character (letters,
+//     digits, "-", ".", "_", "~") stay encoded, as "%XX" with upper-case
+//     digits; so do "/" and "?" in the path, where decoding them would
+//     move a segment or start the query ("/a%2Fb" is not "/a/b",
+//     "/q%3Fx" is not "/q?x"). Any other ASCII octet is decoded ("%2A"
+//     is a literal "*", "%3A%2F%2F" in a query is "://").
+//   - Octets outside ASCII written raw in a rule are encoded; in a target
+//     they stay raw, since a target is sent encoded and a raw one names
+//     no path a rule can spell.
+//
+// An unreserved character stays encoded here because a rule that encodes
+// one matches only targets that do too; a target that encodes one also
+// matches a rule spelling it plainly (see plain).
+type canon struct {
+	b      strings.Builder
+	query  bool // a raw "?" was written: the rest is the query
+	octets int  // precedence length of what was written, see octetsOf
+}
+
+// write appends s in canonical form; rule says s is (a run of) a rule.
+func (c *canon) write(s string, rule bool) {
+	for i := 0; i < len(s); i++ {
+		o := s[i]
+		switch {
+		case o == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			o = unhex(s[i+1])<<4 | unhex(s[i+2])
+			i += 2
+			if o >= 0x80 || o == '%' || isUnreserved(o) || !c.query && (o == '/' || o == '?') {
+				c.encoded(o)
+				continue
+			}
+		case o >= 0x80 && rule:
+			c.encoded(o)
+			continue
+		case o == '?':
+			c.query = true
+		}
+		c.b.WriteByte(o)
+		c.octets += octetsOf(o)
+	}
+}
+
+func (c *canon) encoded(o byte) {
+	const digits = "0123456789ABCDEF"
+	c.b.WriteByte('%')
+	c.b.WriteByte(digits[o>>4])
+	c.b.WriteByte(digits[o&15])
+	c.octets += 3
+}
+
+// take returns what was written since the last take.
+func (c *canon) take() string {
+	s := c.b.String()
+	c.b.Reset()
+	return s
+}
+
+// canonical is request target s in canonical form.
+func canonical(s string) string {
+	var c canon
+	c.write(s, false)
+	return c.take()
+}
+
+// plain decodes the unreserved characters a canonical target encodes:
+// "/%61dmin" is "/admin". A target is matched in both forms, so that a
+// rule spelling a character plainly matches either spelling of it.
+func plain(s string) string {
 	i := strings.IndexByte(s, '%')
 	if i < 0 {
 		return s
@@ -92,30 +150,38 @@ func decode(s string) string {
 	b.Grow(len(s))
 	b.WriteString(s[:i])
 	for ; i < len(s); i++ {
-		c := s[i]
-		if c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
-			c = unhex(s[i+1])<<4 | unhex(s[i+2])
-			i += 2
+		o := s[i]
+		if o == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			if d := unhex(s[i+1])<<4 | unhex(s[i+2]); isUnreserved(d) {
+				o = d
+				i += 2
+			}
 		}
-		b.WriteByte(c)
+		b.WriteByte(o)
 	}
 	return b.String()
 }
 
-// octetsOf is what octet c of a decoded pattern counts towards the
+// octetsOf is what octet c of a canonical pattern counts towards the
 // pattern's length: one for a character a URI carries as it is (RFC 3986
 // unreserved and reserved characters), three for any other, which a URI
-// carries percent-encoded. Equivalent spellings of a pattern ("/baz" and
-// "/%62%61%7A", "/ツ" and "/%E3%83%84") so count the same, and an Allow and
-// a Disallow of one path tie.
+// carries percent-encoded (an encoded octet counts its three characters).
+// Equivalent spellings of a pattern ("/ツ" and "/%E3%83%84", "/%2A" and
+// "/*" read literally) so count the same, and an Allow and a Disallow of
+// one path tie.
 func octetsOf(c byte) int {
 	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+	case isUnreserved(c):
 		return 1
-	case strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", c) >= 0:
+	case strings.IndexByte(":/?#[]@!$&'()*+,;=", c) >= 0:
 		return 1
 	}
 	return 3
+}
+
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 func isHex(c byte) bool {

@@ -12,7 +12,11 @@ import (
 )
 
 // robotsCase is one file of testdata/cases: a robots.txt body, the
-// User-Agent of the crawler, and what it may fetch.
+// User-Agent of the crawler, and what it may fetch. Paths are request
+// targets as sent, raw octets and all ("disallowed" alone is the empty
+// target). "token" instead of "agent" gives the product token as it is,
+// not cut from a User-Agent, for cases about tokens no User-Agent yields
+// ("token" alone is the empty one).
 //
 //	# what the case shows, and where the behaviour comes from
 //	agent ExampleBot/2.1
@@ -23,6 +27,7 @@ import (
 //	the body, byte for byte, to the end of the file
 type robotsCase struct {
 	agent      string
+	token      *string
 	allowed    []string
 	disallowed []string
 	delay      *time.Duration
@@ -50,6 +55,8 @@ func readCase(t *testing.T, path string) robotsCase {
 		switch word {
 		case "agent":
 			c.agent = arg
+		case "token":
+			c.token = &arg
 		case "allowed":
 			c.allowed = append(c.allowed, arg)
 		case "disallowed":
@@ -64,10 +71,18 @@ func readCase(t *testing.T, path string) robotsCase {
 			t.Fatalf("%s:%d: unknown line %q", path, i+1, line)
 		}
 	}
-	if c.agent == "" || len(c.allowed)+len(c.disallowed) == 0 {
-		t.Fatalf("%s: a case needs an agent and at least one path", path)
+	if (c.agent == "") == (c.token == nil) || len(c.allowed)+len(c.disallowed) == 0 {
+		t.Fatalf("%s: a case needs an agent or a token, and at least one path", path)
 	}
 	return c
+}
+
+// productToken is the token the case's crawler reads robots.txt for.
+func (c robotsCase) productToken() string {
+	if c.token != nil {
+		return *c.token
+	}
+	return ProductToken(c.agent)
 }
 
 // TestCases runs the case table: each file's robots.txt, read for its
@@ -83,15 +98,16 @@ func TestCases(t *testing.T) {
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
 			c := readCase(t, f)
-			r := Parse(c.body, ProductToken(c.agent))
+			tok := c.productToken()
+			r := Parse(c.body, tok)
 			for _, p := range c.allowed {
 				if !r.Allowed(p) {
-					t.Errorf("%s disallowed for %s, want allowed", p, c.agent)
+					t.Errorf("%q disallowed for %q, want allowed", p, tok)
 				}
 			}
 			for _, p := range c.disallowed {
 				if r.Allowed(p) {
-					t.Errorf("%s allowed for %s, want disallowed", p, c.agent)
+					t.Errorf("%q allowed for %q, want disallowed", p, tok)
 				}
 			}
 			if c.delay != nil && r.CrawlDelay() != *c.delay {
@@ -131,20 +147,21 @@ func TestCrawlDelayHuge(t *testing.T) {
 func TestIgnored(t *testing.T) {
 	body := "Disallow: /before-agent\n" + // 1: outside any group
 		"User-agent: *\n" +
-		"Disallow /no-colon\n" + // 2
+		"Disallow /no colon\n" + // 2: three words, no colon
 		": /no-key\n" + // 3
 		"Disallow: no-slash\n" + // 4
 		"Crawl-delay: soon\n" + // 5
 		"Sitemap: https://a.test/s.xml\n" + // fine: another record
 		"Disallow:\n" + // fine: empty
 		"# a comment\n\n" +
-		"Disallow: /y\n"
+		"Disallow: /y\n" +
+		"Disallow\t /two-words\n" // fine: a key and a value without the colon
 	r := Parse([]byte(body), "x")
 	if r.Ignored() != 5 {
 		t.Errorf("ignored %d lines, want 5", r.Ignored())
 	}
-	if r.Allowed("/y") || !r.Allowed("/before-agent") {
-		t.Errorf("the usable rule was not used")
+	if r.Allowed("/y") || r.Allowed("/two-words") || !r.Allowed("/before-agent") || !r.Allowed("/no") {
+		t.Errorf("the usable rules were not used, or the unusable ones were")
 	}
 }
 
@@ -188,6 +205,22 @@ func TestMaxSize(t *testing.T) {
 	if !r.Allowed("/fux") {
 		t.Error("the cut rule matched too much")
 	}
+	// The cut keeps exactly maxLine octets, 8 × 2083 − 1: a rule whose
+	// line is one octet longer loses its last octet, and a rule of exactly
+	// maxLine octets keeps all of them.
+	if maxLine != 16663 {
+		t.Errorf("maxLine = %d, want 16663", maxLine)
+	}
+	key := "Disallow: "
+	whole := "/" + strings.Repeat("b", maxLine-len(key)-1)
+	exact := Parse([]byte("User-agent: *\n"+key+whole+"\n"), "x")
+	over := Parse([]byte("User-agent: *\n"+key+whole+"c\n"), "x")
+	if exact.Allowed(whole) || over.Allowed(whole+"d") {
+		t.Error("a line of maxLine octets was cut short")
+	}
+	if !exact.Allowed(whole[:len(whole)-1]) {
+		t.Error("a line of maxLine octets matched a shorter path")
+	}
 }
 
 // FuzzParse feeds arbitrary bodies and targets. Parsing never panics, the
@@ -199,6 +232,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("User-agent: *\nDisallow: /*?q=$\nCrawl-delay: 1e400\n"), "/a?q=")
 	f.Add([]byte("\xef\xbb\xbfuser agent: foobot # x\r\ndissallow : /%e3%83%84$\rallow: /index.html\n"), "/%E3%83%84")
 	f.Add([]byte("<html>\x00\xff</html>"), "/")
+	f.Add([]byte("User-agent FooBot\nDisallow\t/private/\nAllow /private/a b\n"), "/private/a%2Fb")
 	// And every body of the case table.
 	files, _ := filepath.Glob(filepath.Join("testdata", "cases", "*.txt"))
 	for _, name := range files {
@@ -246,38 +280,45 @@ func FuzzMatch(f *testing.F) {
 		if !ok {
 			return
 		}
-		path := decode(target)
+		path := canonical(target)
 		if got, want := p.match(path), refMatch(raw, path); got != want {
 			t.Fatalf("pattern %q on %q: match %v, reference %v", raw, path, got, want)
 		}
 	})
 }
 
-// refMatch matches a rule's value against a decoded path the slow way:
+// refMatch matches a rule's value against a canonical path the slow way:
 // reach[j] says whether the pattern so far can end at path[:j].
 func refMatch(raw, path string) bool {
 	anchored := strings.HasSuffix(raw, "$")
 	if anchored {
 		raw = raw[:len(raw)-1]
 	}
+	const wildcard = -1
+	var c canon
+	var pat []int
+	for i, run := range strings.Split(raw, "*") {
+		if i > 0 {
+			pat = append(pat, wildcard)
+		}
+		c.write(run, true)
+		for _, o := range []byte(c.take()) {
+			pat = append(pat, int(o))
+		}
+	}
 	reach := make([]bool, len(path)+1)
 	reach[0] = true
-	for i := 0; i < len(raw); i++ {
+	for _, o := range pat {
 		next := make([]bool, len(path)+1)
-		if raw[i] == '*' {
+		if o == wildcard {
 			on := false
 			for j := range reach {
 				on = on || reach[j]
 				next[j] = on
 			}
 		} else {
-			c := raw[i]
-			if c == '%' && i+2 < len(raw) && isHex(raw[i+1]) && isHex(raw[i+2]) {
-				c = unhex(raw[i+1])<<4 | unhex(raw[i+2])
-				i += 2
-			}
 			for j := 0; j < len(path); j++ { // octets, not runes
-				next[j+1] = reach[j] && path[j] == c
+				next[j+1] = reach[j] && int(path[j]) == o
 			}
 		}
 		reach = next
