@@ -77,7 +77,11 @@ func (r *Rules) Allowed(target string) bool {
 }
 
 // AllowedURL is Allowed for u's path and query.
-func (r *Rules) AllowedURL(u *url.URL) bool {
+func (r *Rules) AllowedURL(u *url.URL) bool { return r.Allowed(requestTarget(u)) }
+
+// requestTarget is what a request for u sends on its request line: the
+// escaped path ("/" for none) and the query, without the fragment.
+func requestTarget(u *url.URL) string {
 	target := u.EscapedPath()
 	if target == "" {
 		target = "/"
@@ -85,7 +89,7 @@ func (r *Rules) AllowedURL(u *url.URL) bool {
 	if u.RawQuery != "" || u.ForceQuery {
 		target += "?" + u.RawQuery
 	}
-	return r.Allowed(target)
+	return target
 }
 
 // CrawlDelay is the largest Crawl-delay of the groups that apply; 0 when

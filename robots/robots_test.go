@@ -196,6 +196,35 @@ func TestAllowedURL(t *testing.T) {
 	}
 }
 
+// TestRequestTarget: a URL is matched by its path and query, without the
+// fragment; no path is "/". (A URL without a scheme and host never gets
+// here: targets come from parsed absolute URLs or paths.)
+func TestRequestTarget(t *testing.T) {
+	for raw, want := range map[string]string{
+		"":                          "/",
+		"http://www.example.com":    "/",
+		"http://www.example.com/":   "/",
+		"http://www.example.com/a":  "/a",
+		"http://www.example.com/a/": "/a/",
+		"http://www.example.com/a/b?c=http://d.e/":    "/a/b?c=http://d.e/",
+		"http://www.example.com/a/b?c=d&e=f#fragment": "/a/b?c=d&e=f",
+		"http://example.com?a":                        "/?a",
+		"http://example.com/a;b#c":                    "/a;b",
+		"/a":                                          "/a",
+		"//a/b/c":                                     "/b/c",
+		"http://example.com/a?":                       "/a?",
+		"http://example.com/%E3%83%84?q=%2F":          "/%E3%83%84?q=%2F",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := requestTarget(u); got != want {
+			t.Errorf("requestTarget(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
+
 func TestMaxSize(t *testing.T) {
 	long := "User-agent: *\n#" + strings.Repeat("x", MaxSize) + "\nDisallow: /late\n"
 	if !Parse([]byte(long), "x").Allowed("/late") {
