@@ -38,6 +38,10 @@ type Status struct {
 	Started    time.Time `json:"started"`
 	Updated    time.Time `json:"updated"`
 
+	// Mappings is the digest of the mapping set the crawl runs with
+	// (etl.Set.Digest): the report checks mappings given to it against it.
+	Mappings string `json:"mappings,omitempty"`
+
 	Records  int `json:"records"`
 	Complete int `json:"complete"`
 	Partial  int `json:"partial"`
@@ -146,7 +150,7 @@ func (d *Dispatcher) noteLeft(m *member, reason string, now time.Time) {
 func (d *Dispatcher) status(state string, start, now time.Time) Status {
 	s := Status{
 		Dispatcher: d.name, Run: d.runID, Endpoint: d.recv.Endpoint(), State: state,
-		Started: start, Updated: now,
+		Started: start, Updated: now, Mappings: d.digest,
 		Records: d.nRecords, Complete: d.nComplete, Partial: d.nPartial,
 		Queued: d.queuedN, InFlight: len(d.w.leased), WaitingRender: d.w.waitingRender(),
 		Restarts: int(d.base.starts - 1), Pages: d.total(&d.run.pages), Errors: sumMaps(d.base.errs, d.run.errs),

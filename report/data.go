@@ -33,7 +33,10 @@ type Data struct {
 
 	Records, Complete, Partial, Untouched int
 
-	Fields   []FieldFill   // the most filled first
+	Fields []FieldFill // the most filled first
+	// Warning says when fill rates could not be judged by the run's own
+	// targets (see Gather); "" when they were.
+	Warning  string
 	Mappings []MappingFill // by mapping name
 	Samples  []store.Record
 
@@ -95,12 +98,27 @@ func pct(a, b int) float64 {
 	return 100 * float64(a) / float64(b)
 }
 
+// ErrMappingsMismatch refuses a report whose mappings are not the
+// run's: the fill rates would judge fields the run never targeted.
+var ErrMappingsMismatch = errors.New("the mappings given are not the ones the crawl ran with")
+
+// Mappings are the mappings a report was given: Set, and whether the
+// user named them (Given) or they are the bundled default.
+type Mappings struct {
+	Set   *etl.Set
+	Given bool
+}
+
 // Gather reads the report's data: the records from st, the status and
-// history files from stateDir, and the fields to judge fill rates by
-// from set (the mappings the crawl ran). A state directory without a
-// status or history file (no dispatcher ran there) still gives the
-// records' part.
-func Gather(ctx context.Context, stateDir string, st store.Records, set *etl.Set) (*Data, error) {
+// history files and the record targets from stateDir. Fill rates are
+// judged by the run's own targets (what each record lacked and the crawl
+// set out to fill, dispatcher.ReadTargets). Mappings given that are not
+// the run's (their digest is not the one the status file records) are
+// refused with ErrMappingsMismatch. Only a state without targets (no
+// state.db) falls back to the fields of maps.Set, with Data.Warning
+// saying so. A state directory without a status or history file (no
+// dispatcher ran there) still gives the records' part.
+func Gather(ctx context.Context, stateDir string, st store.Records, maps Mappings) (*Data, error) {
 	d := &Data{Generated: time.Now().UTC(), StateDir: stateDir}
 	s, err := dispatcher.ReadStatus(stateDir)
 	switch {
@@ -109,12 +127,20 @@ func Gather(ctx context.Context, stateDir string, st store.Records, set *etl.Set
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
+	if maps.Given && d.Status.Mappings != "" && maps.Set.Digest() != d.Status.Mappings {
+		return nil, fmt.Errorf("report: %w (digest %.12s…, the run's %.12s…): leave out --mappings and --use-learned to judge fill rates by the run's own targets",
+			ErrMappingsMismatch, maps.Set.Digest(), d.Status.Mappings)
+	}
 	h, err := dispatcher.ReadHistory(stateDir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	d.History = h
-	if err := d.records(ctx, st, set); err != nil {
+	targeted, err := d.targets(ctx, stateDir, maps)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.records(ctx, st, targeted); err != nil {
 		return nil, err
 	}
 	d.failures()
@@ -125,32 +151,64 @@ func Gather(ctx context.Context, stateDir string, st store.Records, set *etl.Set
 	return d, nil
 }
 
-// records goes through the store once: fill rates per field and mapping,
-// and the provenance samples.
-func (d *Data) records(ctx context.Context, st store.Records, set *etl.Set) error {
-	producible := map[string]bool{}
-	for _, m := range set.Mappings() {
-		for _, f := range m.FieldNames() {
-			producible[f] = true
-		}
+// targets returns what each record was targeted for: the run's own
+// targets, or, in a state that holds none, the fields of maps.Set the
+// record lacks (with a warning).
+func (d *Data) targets(ctx context.Context, stateDir string, maps Mappings) (func(store.Record) []string, error) {
+	t, err := dispatcher.ReadTargets(ctx, stateDir)
+	if err == nil {
+		return func(r store.Record) []string {
+			fields, _ := t.Of(r.ID)
+			return fields
+		}, nil
 	}
+	if !errors.Is(err, dispatcher.ErrNoTargets) {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	which := "the bundled mappings"
+	if maps.Given {
+		which = "the mappings given"
+	}
+	d.Warning = fmt.Sprintf("%v; fill rates are judged by every field of %s that a record lacks, which the run may not have targeted", err, which)
+	fields := maps.Set.FieldNames()
+	return func(r store.Record) []string {
+		var lacking []string
+		for _, f := range fields {
+			if r.Fields[f] == "" {
+				lacking = append(lacking, f)
+			}
+		}
+		return lacking
+	}, nil
+}
+
+// records goes through the store once: fill rates per field and mapping,
+// and the provenance samples. A field counts as lacking on a record the
+// crawl targeted it on, or that got a value for it all the same.
+func (d *Data) records(ctx context.Context, st store.Records, targeted func(store.Record) []string) error {
 	needed, filled := map[string]int{}, map[string]int{}
 	byMapping := map[string]*MappingFill{}
 	mapFields := map[string]map[string]int64{}
 	n := 0
 	err := st.Records(ctx, func(r store.Record) error {
 		n++
-		for f := range producible {
+		lacking := map[string]bool{}
+		for _, f := range targeted(r) {
+			lacking[f] = true
+		}
+		for f := range r.Found {
 			if r.Fields[f] == "" {
-				needed[f]++
+				lacking[f] = true
+			}
+		}
+		for f := range lacking {
+			needed[f]++
+			if _, ok := r.Found[f]; ok {
+				filled[f]++
 			}
 		}
 		touched := map[string]bool{}
 		for f, v := range r.Found {
-			filled[f]++
-			if !producible[f] && r.Fields[f] == "" {
-				needed[f]++ // a field the given mappings do not produce, found all the same
-			}
 			mf := byMapping[v.Mapping]
 			if mf == nil {
 				mf = &MappingFill{Mapping: v.Mapping}
@@ -173,9 +231,7 @@ func (d *Data) records(ctx context.Context, st store.Records, set *etl.Set) erro
 		return fmt.Errorf("report: records: %w", err)
 	}
 	for f, need := range needed {
-		if need > 0 || filled[f] > 0 {
-			d.Fields = append(d.Fields, FieldFill{Field: f, Needed: need, Filled: filled[f]})
-		}
+		d.Fields = append(d.Fields, FieldFill{Field: f, Needed: need, Filled: filled[f]})
 	}
 	// The fields filled most first: the bundled mappings can produce many
 	// fields a crawl finds little of.

@@ -3,10 +3,13 @@
 // style sheet or font from elsewhere), so it opens offline and can be
 // mailed or archived as it is.
 //
-// Gather reads what the report shows from three places a crawl leaves:
+// Gather reads what the report shows from the places a crawl leaves:
 // the results store (the records and their found values with provenance:
-// fill rate per field and per mapping, provenance samples), the
-// dispatcher's status file (the records complete, partial and untouched)
+// fill rate per field and per mapping, provenance samples), the crawl
+// state's record targets (what each record lacked and the crawl set out
+// to fill: the fill rates' denominators, dispatcher.ReadTargets), the
+// dispatcher's status file (the records complete, partial and untouched,
+// and the digest of the run's mappings, which mappings given must match)
 // and its history file (dispatcher.History: records complete and pages
 // per second over time, failures by class, the hosts failing most,
 // robots.txt outcomes, and the supervisors' per-host request paces for

@@ -41,9 +41,13 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
-	data, err := report.Gather(ctx, *stateDir, st, set)
+	given := mf.dir != "" || mf.learned != ""
+	data, err := report.Gather(ctx, *stateDir, st, report.Mappings{Set: set, Given: given})
 	if err != nil {
 		return err
+	}
+	if data.Warning != "" {
+		fmt.Fprintf(stderr, "warning: %s\n", data.Warning)
 	}
 	if *out == "-" {
 		bw := bufio.NewWriter(stdout)

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"backfill/dispatcher"
 	"backfill/supervisor/browsertest"
+	"backfill/testweb"
 )
 
 // checkReport writes the run report of the crawl in state and holds its
@@ -208,5 +210,81 @@ func openOffline(t *testing.T, path string) {
 	}
 	if got.Charts < 3 || got.Width < 100 || len(got.Resources) > 0 {
 		t.Errorf("report in the browser: %d chart shapes, chart width %v, resources loaded %v", got.Charts, got.Width, got.Resources)
+	}
+}
+
+// TestReportRunTargets: the report judges fill rates by what the run set
+// out to fill, whichever mappings are at hand: without --mappings (the
+// bundled ones would judge fields the run never targeted, and miss the
+// run's own), with the run's mappings, and it refuses mappings that are
+// not the run's.
+func TestReportRunTargets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	web, err := testweb.StartFresh(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer web.Close()
+	web.Put("ann.example", "/", testweb.FreshPage{Body: freshProfile("Ann Lee", "ann@ann.example", "Chief")})
+	web.Put("bob.example", "/", testweb.FreshPage{Body: freshProfile("Bob Roe", "bob@bob.example", "")})
+	web.Put("cy.example", "/", testweb.FreshPage{Body: freshProfile("Cy Doe", "cy@cy.example", "Boss")})
+
+	dir := t.TempDir()
+	mine, other := filepath.Join(dir, "mappings"), filepath.Join(dir, "other")
+	for d, body := range map[string]string{mine: freshMapping, other: strings.Replace(freshMapping, `"fresh-people"`, `"other-people"`, 1)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "people.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	records := filepath.Join(dir, "records.csv")
+	// Targets: ann and bob lack email and title, cy lacks title; nobody
+	// lacks name.
+	if err := os.WriteFile(records, []byte("id,name,email,title,site\n"+
+		"ann,Ann Lee,,,http://ann.example/\n"+
+		"bob,Bob Roe,,,http://bob.example/\n"+
+		"cy,Cy Doe,cy@mine.example,,http://cy.example/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, "state")
+	args := []string{"run", "--records", records, "--state-dir", state, "--mappings", mine,
+		"--allow-loopback", "--delay", "0", "--workers", "2", "--contact", "https://backfill.invalid/e2e"}
+	for host, addr := range web.Resolve() {
+		args = append(args, "--resolve", host+":"+addr)
+	}
+	if p := start(t, "run", args...); p.waitExit(2*time.Minute) != 0 {
+		t.Fatalf("run failed\n%s", p.stderr)
+	}
+
+	fillRows := regexp.MustCompile(`data-field="([^"]+)" data-needed="(\d+)" data-filled="(\d+)"`)
+	want := map[string]string{"email": "2/2", "title": "2/3"}
+	for _, extra := range [][]string{nil, {"--mappings", mine}} {
+		var out, errOut strings.Builder
+		if code := mainExit(append([]string{"report", "--state-dir", state, "-o", "-"}, extra...), &out, &errOut); code != exitOK {
+			t.Fatalf("report %v: exit %d: %s", extra, code, errOut.String())
+		}
+		got := map[string]string{}
+		for _, m := range fillRows.FindAllStringSubmatch(out.String(), -1) {
+			got[m[1]] = m[3] + "/" + m[2]
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("report %v: fill (filled/lacking) %v, want %v", extra, got, want)
+		}
+		if errOut.Len() > 0 || strings.Contains(out.String(), `id="fill-warning"`) {
+			t.Errorf("report %v warns of its fill rates: %s", extra, errOut.String())
+		}
+	}
+
+	var out, errOut strings.Builder
+	code := mainExit([]string{"report", "--state-dir", state, "--mappings", other, "-o", filepath.Join(dir, "r.html")}, &out, &errOut)
+	if code == exitOK || !strings.Contains(errOut.String(), "not the ones the crawl ran with") || !strings.Contains(errOut.String(), "--mappings") {
+		t.Errorf("report with other mappings: exit %d, stderr %q; want a refusal naming --mappings", code, errOut.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.html")); err == nil {
+		t.Error("a refused report was written")
 	}
 }
