@@ -1,6 +1,10 @@
 package dispatcher
 
-import "time"
+import (
+	"time"
+
+	"backfill/seconds"
+)
 
 // When dispatching begins. Domains go to supervisors by a consistent-hash
 // ring of the members: dispatching before the crawl's supervisors have all
@@ -31,7 +35,7 @@ func (d *Dispatcher) settle(start, now time.Time) bool {
 	if n >= d.cfg.Expect {
 		if !d.waitLogged.IsZero() {
 			d.log.Info("every expected supervisor joined; dispatching", "supervisors", n, "expected", d.cfg.Expect,
-				"waited", now.Sub(start).Round(time.Millisecond))
+				seconds.Attr("waited", now.Sub(start).Round(time.Millisecond)))
 		}
 		return true
 	}
@@ -41,17 +45,14 @@ func (d *Dispatcher) settle(start, now time.Time) bool {
 	}
 	if timeout > 0 && now.Sub(start) >= timeout {
 		d.log.Warn("not every expected supervisor joined in time; dispatching to those that did",
-			"supervisors", n, "expected", d.cfg.Expect, "waited", timeout)
+			"supervisors", n, "expected", d.cfg.Expect, seconds.Attr("waited", timeout))
 		return true
 	}
 	if d.waitLogged.IsZero() || n != d.waitMembers || now.Sub(d.waitLogged) >= expectLogEvery {
 		d.waitLogged, d.waitMembers = now, n
-		limit := "none"
-		if timeout > 0 {
-			limit = timeout.String()
-		}
+		// timeout_seconds 0: no limit.
 		d.log.Info("waiting for supervisors before dispatching", "supervisors", n, "expected", d.cfg.Expect,
-			"waited", now.Sub(start).Round(time.Millisecond), "timeout", limit)
+			seconds.Attr("waited", now.Sub(start).Round(time.Millisecond)), seconds.Attr("timeout", max(timeout, 0)))
 	}
 	return false
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"backfill/seconds"
 	"backfill/store"
 )
 
@@ -392,7 +393,7 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 				d.log.Warn("store write failed; values kept in the state and retried with back-off",
 					"record", g[0].rec, "error", err)
 			} else {
-				d.log.Debug("store write failed again", "record", g[0].rec, "error", err, "pause", pause.Peek())
+				d.log.Debug("store write failed again", "record", g[0].rec, "error", err, seconds.Attr("pause", pause.Peek()))
 			}
 			failed = true
 			break
@@ -487,7 +488,7 @@ wait:
 	case pendingN+refusedN > 0:
 		d.log.Warn("store writes left pending in state.db; they are pushed when the dispatcher starts again",
 			"pending", pendingN, "refused", refusedN, "written", s.written, "retried", s.retried,
-			"waited", time.Since(started).Round(time.Millisecond))
+			seconds.Attr("waited", time.Since(started).Round(time.Millisecond)))
 	default:
 		d.log.Info("store writes done", "written", s.written, "retried", s.retried)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"backfill/seconds"
 	"backfill/wire"
 )
 
@@ -207,7 +208,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.putHistory(hist)
 	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
 		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
-		"errors", sum.Errors, "elapsed", sum.Elapsed.Round(time.Millisecond), "pages_per_sec", int(sum.PagesPerSec))
+		"errors", sum.Errors, seconds.Attr("elapsed", sum.Elapsed.Round(time.Millisecond)), "pages_per_sec", int(sum.PagesPerSec))
 	return sum, runErr
 }
 

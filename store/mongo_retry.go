@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"backfill/backoff"
+	"backfill/seconds"
 
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -53,7 +54,7 @@ func (s *mongoStore) do(ctx context.Context, op string, fn func(context.Context)
 		refused(nil)
 		if err == nil {
 			if attempt > 1 {
-				s.log.Info("mongodb reachable again", "op", op, "attempts", attempt, "after", time.Since(start).Round(time.Millisecond))
+				s.log.Info("mongodb reachable again", "op", op, "attempts", attempt, seconds.Attr("after", time.Since(start).Round(time.Millisecond)))
 			}
 			return nil
 		}
@@ -73,7 +74,7 @@ func (s *mongoStore) do(ctx context.Context, op string, fn func(context.Context)
 			if errors.As(err, new(*ConnRefusedError)) {
 				msg = "mongodb not answering: " + err.Error() + "; retrying with back-off"
 			}
-			s.log.Warn(msg, "op", op, "error", mongoErr(err), "retry_for", s.retryFor)
+			s.log.Warn(msg, "op", op, "error", mongoErr(err), seconds.Attr("retry_for", s.retryFor))
 		}
 		if !backoff.Sleep(ctx, wait) {
 			return fmt.Errorf("store: %s: %w", op, ctx.Err())

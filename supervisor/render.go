@@ -53,6 +53,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"backfill/fetch"
+	"backfill/seconds"
 )
 
 // ClassRender is the class of a page the browser could not render: the
@@ -273,7 +274,7 @@ func (r *renderer) Render(ctx context.Context, job renderJob) (*fetch.Response, 
 		r.log.Debug("render failed", "url", job.doc.URL, "err", err)
 	} else {
 		r.rendered.Add(1)
-		r.log.Debug("page rendered", "url", job.doc.URL, "took", time.Since(start), "tab", resp.Elapsed)
+		r.log.Debug("page rendered", "url", job.doc.URL, seconds.Attr("took", time.Since(start)), seconds.Attr("tab", resp.Elapsed))
 	}
 	return resp, err
 }
@@ -404,7 +405,7 @@ func (r *renderer) rest() {
 	}
 	r.cur = nil
 	r.rested = true
-	r.log.Debug("browser idle; stopped until the next render", "pid", b.pid, "idle", r.idleAfter)
+	r.log.Debug("browser idle; stopped until the next render", "pid", b.pid, seconds.Attr("idle", r.idleAfter))
 	if err := r.stop(b); err != nil {
 		r.log.Warn("stopping the idle browser", "err", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"backfill/fetch"
 	"backfill/robots"
+	"backfill/seconds"
 	"backfill/store"
 	"backfill/wire"
 )
@@ -394,7 +395,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 		body = body[:robots.MaxSize]
 	}
 	s.log.Debug("robots.txt fetched", "host", h.name, "status", status, "err", err,
-		"crawl_delay", r.delay, "allow_all", r.allowAll, "disallow_all", r.disallowAll, "ignored_lines", r.ignored)
+		seconds.Attr("crawl_delay", r.delay), "allow_all", r.allowAll, "disallow_all", r.disallowAll, "ignored_lines", r.ignored)
 	if r.unreachable != "" {
 		return
 	}

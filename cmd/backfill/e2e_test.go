@@ -111,6 +111,7 @@ func start(t *testing.T, name string, args ...string) *process {
 	p.proc = proctest.Start(t, p.cmd)
 	p.stderr, p.done = &lineLog{&p.proc.Stderr}, p.proc.Done()
 	t.Cleanup(func() {
+		checkLogKeys(t, name, p.stderr.String())
 		if t.Failed() {
 			t.Logf("%s stderr:\n%s", name, p.stderr)
 		}

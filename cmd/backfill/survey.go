@@ -188,7 +188,7 @@ func (r *surveyRun) startLocal(ctx context.Context, fc fetch.Config) func(string
 		for i := range r.f.supervisors {
 			p := survey.NewProber(survey.ProberConfig{Fetch: fc, Logger: r.log})
 			s, err := supervisor.New(supervisor.Config{Name: fmt.Sprintf("local-%d", i+1), Dispatcher: endpoint,
-				Mappings: set, Fetch: fc, Prober: p, Logger: r.log.With("supervisor", fmt.Sprintf("local-%d", i+1))})
+				Mappings: set, Fetch: fc, Prober: p, Logger: r.log}) // New adds "supervisor" to its lines
 			if err != nil {
 				r.log.Error("supervisor not started", "err", err)
 				p.Close()

@@ -1,0 +1,28 @@
+// Package seconds owns how backfill writes a duration for machines: a
+// number of seconds (fractions allowed), under a name ending in
+// "_seconds". Logs, summaries, survey rows and the status and history
+// files all follow it, so a log query or a script reads every duration
+// alike; text for people ("2m0s") is for terminals and messages only.
+//
+//	log.Info("dispatcher finished", seconds.Attr("elapsed", d)) // "elapsed_seconds": 12.5
+package seconds
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Suffix ends the name of every duration written for machines.
+const Suffix = "_seconds"
+
+// Attr is a log attribute for d: name+"_seconds" and d in seconds.
+func Attr(name string, d time.Duration) slog.Attr {
+	return slog.Float64(name+Suffix, Of(d))
+}
+
+// Of is d in seconds, to the microsecond: what a JSON field named
+// *_seconds holds. The rounding keeps numbers such as 0.1 from coming
+// out as 0.10000000000000002.
+func Of(d time.Duration) float64 {
+	return d.Round(time.Microsecond).Seconds()
+}
