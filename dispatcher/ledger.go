@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"backfill/seconds"
 	"backfill/wire"
 )
 
@@ -90,8 +92,9 @@ type HostPace struct {
 // History is what HistoryFile holds.
 type History struct {
 	Updated time.Time `json:"updated"`
-	// Step is the timeline's current interval between samples.
-	Step     time.Duration `json:"step_ns"`
+	// Step is the timeline's current interval between samples, written
+	// as step_seconds (see MarshalJSON).
+	Step     time.Duration `json:"-"`
 	Timeline []Sample      `json:"timeline"`
 	// Failures counts the crawl's failed tasks by class (the dispatcher's
 	// totals, across restarts).
@@ -305,6 +308,37 @@ func (l *ledger) snapshot(now time.Time, failures map[string]int64) History {
 		h.Incarnations[k] = maps.Clone(v)
 	}
 	return h
+}
+
+// MarshalJSON writes the history with Step as step_seconds, a number of
+// seconds, as every duration a machine reads (package seconds).
+func (h History) MarshalJSON() ([]byte, error) {
+	type fields History
+	return json.Marshal(struct {
+		fields
+		StepSeconds float64 `json:"step_seconds"`
+	}{fields(h), seconds.Of(h.Step)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, and the nanoseconds under
+// "step_ns" of a history written by an earlier build.
+func (h *History) UnmarshalJSON(b []byte) error {
+	type fields History
+	v := struct {
+		*fields
+		StepSeconds *float64 `json:"step_seconds"`
+		StepNanos   *int64   `json:"step_ns"`
+	}{fields: (*fields)(h)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch {
+	case v.StepSeconds != nil:
+		h.Step = time.Duration(math.Round(*v.StepSeconds * float64(time.Second)))
+	case v.StepNanos != nil:
+		h.Step = time.Duration(*v.StepNanos)
+	}
+	return nil
 }
 
 // ReadHistory reads the history of the crawl whose state is in dir.

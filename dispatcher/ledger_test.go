@@ -1,7 +1,9 @@
 package dispatcher
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +117,24 @@ func TestLedgerResume(t *testing.T) {
 	r.heartbeat(&wire.Heartbeat{Hello: wire.Hello{Supervisor: "s1", Started: at}, Robots: map[string]int64{"missing": 5}})
 	if r.h.Robots["missing"] != 5 {
 		t.Errorf("robots after the same process reported again: %v, want missing=5", r.h.Robots)
+	}
+}
+
+// TestHistoryStepSeconds: history.json holds the timeline's step as
+// step_seconds, and a file of an earlier build (step_ns) still reads.
+func TestHistoryStepSeconds(t *testing.T) {
+	h := History{Step: 1500 * time.Millisecond, Timeline: []Sample{{Records: 1}}}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"step_seconds":1.5`) || strings.Contains(string(b), "step_ns") {
+		t.Errorf("history written as %s, want step_seconds 1.5", b)
+	}
+	for _, in := range []string{string(b), `{"step_ns":1500000000,"timeline":[{"records":1}]}`} {
+		var got History
+		if err := json.Unmarshal([]byte(in), &got); err != nil || got.Step != h.Step || len(got.Timeline) != 1 || got.Timeline[0].Records != 1 {
+			t.Errorf("%s read as %+v, %v", in, got, err)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	"backfill/seconds"
 	"backfill/wire"
 )
 
@@ -180,7 +181,7 @@ func portRows(t *task, r *wire.SurveyResult) []row {
 			pr.State, pr.Error = PortError, "no answer for the port: "+r.Error
 		}
 		if p.Latency > 0 {
-			pr.LatencyMS = float64(p.Latency) / 1e6
+			pr.Latency = seconds.Of(p.Latency)
 		}
 		out = append(out, portRow(t.seq, i, pr))
 	}

@@ -121,8 +121,8 @@ func TestPortSurvey(t *testing.T) {
 				t.Errorf("%s:%d is %s, want %s (%+v)", h.ip, port, r.State, want, r)
 			}
 		}
-		if r := byKey[net.JoinHostPort(h.ip.String(), strconv.Itoa(h.greet))]; r.Banner != greeting || r.LatencyMS <= 0 {
-			t.Errorf("banner %q latency %v", r.Banner, r.LatencyMS)
+		if r := byKey[net.JoinHostPort(h.ip.String(), strconv.Itoa(h.greet))]; r.Banner != greeting || r.Latency <= 0 {
+			t.Errorf("banner %q latency %v", r.Banner, r.Latency)
 		}
 		if r := byKey[net.JoinHostPort(h.ip.String(), strconv.Itoa(h.silent))]; h.silent != 0 && (r.Banner != "" || r.Error != "") {
 			t.Errorf("silent port: banner %q error %q", r.Banner, r.Error)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"backfill/seconds"
 	"backfill/wire"
 )
 
@@ -42,7 +43,7 @@ type PortRow struct {
 	IP         string    `json:"ip"`
 	Port       int       `json:"port"`
 	State      string    `json:"state"`
-	LatencyMS  float64   `json:"latency_ms,omitempty"`
+	Latency    float64   `json:"latency_seconds,omitempty"` // seconds (package seconds)
 	Banner     string    `json:"banner,omitempty"`
 	Error      string    `json:"error,omitempty"`
 	Name       string    `json:"name,omitempty"` // the target name the address came from
@@ -66,7 +67,7 @@ func (r WebRow) primary() wire.WebProbe {
 
 // webCSVHeader is the column list of a web survey as CSV.
 var webCSVHeader = []string{"domain", "outcome", "class", "ip", "shared_ip", "probed_as", "scheme", "method", "status", "server",
-	"final_url", "redirects", "tls_version", "cert_subject", "cert_issuer", "cert_expiry", "cert_error", "elapsed_ms",
+	"final_url", "redirects", "tls_version", "cert_subject", "cert_issuer", "cert_expiry", "cert_error", "elapsed_seconds",
 	"cname", "ips", "ns", "dns_cached", "supervisor", "at", "copied_from"}
 
 func (r WebRow) csv() []string {
@@ -77,7 +78,7 @@ func (r WebRow) csv() []string {
 	}
 	elapsed := ""
 	if p.Scheme != "" {
-		elapsed = ms(p.Elapsed)
+		elapsed = secs(seconds.Of(p.Elapsed))
 	}
 	status := ""
 	if p.Status != 0 {
@@ -89,18 +90,19 @@ func (r WebRow) csv() []string {
 		r.Supervisor, r.At.Format(time.RFC3339Nano), r.CopiedFrom}
 }
 
-var portCSVHeader = []string{"ip", "port", "state", "latency_ms", "banner", "error", "name", "supervisor", "at"}
+var portCSVHeader = []string{"ip", "port", "state", "latency_seconds", "banner", "error", "name", "supervisor", "at"}
 
 func (r PortRow) csv() []string {
 	lat := ""
-	if r.LatencyMS > 0 {
-		lat = strconv.FormatFloat(r.LatencyMS, 'f', 3, 64)
+	if r.Latency > 0 {
+		lat = secs(r.Latency)
 	}
 	return []string{r.IP, strconv.Itoa(r.Port), r.State, lat, r.Banner, r.Error, r.Name, r.Supervisor, r.At.Format(time.RFC3339Nano)}
 }
 
-func ms(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+// secs writes seconds as the JSON rows do: shortest form, no exponent.
+func secs(s float64) string {
+	return strconv.FormatFloat(s, 'f', -1, 64)
 }
 
 func boolText(b bool) string {

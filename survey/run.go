@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"backfill/seconds"
 	"backfill/store"
 	"backfill/wire"
 )
@@ -140,7 +141,7 @@ func (c Config) run(ctx context.Context, job, params string, plan func(context.C
 		return nil, errors.Join(runErr, err)
 	}
 	sum.Resumed, sum.StorePending, sum.Dispatch = resumed, pending, dstats
-	sum.Elapsed = time.Since(started).Round(time.Millisecond).String()
+	sum.Elapsed = seconds.Of(time.Since(started).Round(time.Millisecond))
 	if runErr == nil {
 		sum.Finished = true
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/net/publicsuffix"
 
@@ -24,7 +25,7 @@ type Summary struct {
 	Resumed  bool        `json:"resumed,omitempty"`
 	Finished bool        `json:"finished"`
 	Rows     int         `json:"rows"`
-	Elapsed  string      `json:"elapsed"`
+	Elapsed  float64     `json:"elapsed_seconds"`
 	Input    InputReport `json:"input"`
 	Seed     uint64      `json:"seed,omitempty"` // of a random draw, to draw it again
 
@@ -216,7 +217,8 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if !s.Finished {
 		state = "interrupted (run it again with the same state directory to go on)"
 	}
-	fmt.Fprintf(&b, "survey %s: %d rows in %s, %s", s.Run, s.Rows, s.Elapsed, state)
+	took := time.Duration(s.Elapsed * float64(time.Second)).Round(time.Millisecond)
+	fmt.Fprintf(&b, "survey %s: %d rows in %s, %s", s.Run, s.Rows, took, state)
 	if s.Resumed {
 		b.WriteString(", resumed")
 	}

@@ -1,6 +1,12 @@
 package wire
 
-import "time"
+import (
+	"encoding/json"
+	"math"
+	"time"
+
+	"backfill/seconds"
+)
 
 // Host surveys (package survey) run on the same cluster as a crawl: a
 // survey's dispatcher sends SurveyTasks on a supervisor's task socket and
@@ -76,7 +82,7 @@ type WebProbe struct {
 	Headers   map[string]string `json:"headers,omitempty"`
 	Redirects []string          `json:"redirects,omitempty"` // the Location of every redirect, in order
 	FinalURL  string            `json:"final_url,omitempty"`
-	Elapsed   time.Duration     `json:"elapsed"`
+	Elapsed   time.Duration     `json:"-"`                // written as elapsed_seconds, see MarshalJSON
 	Remote    string            `json:"remote,omitempty"` // ip:port that answered
 
 	TLSVersion  string    `json:"tls_version,omitempty"`
@@ -84,6 +90,38 @@ type WebProbe struct {
 	CertIssuer  string    `json:"cert_issuer,omitempty"`
 	CertExpiry  time.Time `json:"cert_expiry,omitzero"`
 	CertError   string    `json:"cert_error,omitempty"` // why the certificate would not verify; "" when it does
+}
+
+// MarshalJSON writes the probe with its time as elapsed_seconds, a number
+// of seconds: survey rows carry probes, and every duration a machine
+// reads is written so (package seconds).
+func (p WebProbe) MarshalJSON() ([]byte, error) {
+	type fields WebProbe
+	return json.Marshal(struct {
+		fields
+		ElapsedSeconds float64 `json:"elapsed_seconds"`
+	}{fields(p), seconds.Of(p.Elapsed)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes, and the nanoseconds under
+// "elapsed" of rows written by earlier builds (a rescan reads them).
+func (p *WebProbe) UnmarshalJSON(b []byte) error {
+	type fields WebProbe
+	v := struct {
+		*fields
+		ElapsedSeconds *float64 `json:"elapsed_seconds"`
+		ElapsedNanos   *int64   `json:"elapsed"`
+	}{fields: (*fields)(p)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch {
+	case v.ElapsedSeconds != nil:
+		p.Elapsed = time.Duration(math.Round(*v.ElapsedSeconds * float64(time.Second)))
+	case v.ElapsedNanos != nil:
+		p.Elapsed = time.Duration(*v.ElapsedNanos)
+	}
+	return nil
 }
 
 // PortProbe is one TCP connect's outcome.

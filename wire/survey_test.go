@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -83,6 +84,24 @@ func TestFuzzCorpusHasSurveyFrames(t *testing.T) {
 		}
 		if !strings.HasPrefix(string(b), "go test fuzz v1\n[]byte(") {
 			t.Fatalf("%s is not a fuzz corpus file", name)
+		}
+	}
+}
+
+// A probe's time is written in seconds as elapsed_seconds, and the
+// nanoseconds "elapsed" of rows from earlier builds are still read.
+func TestWebProbeElapsedSeconds(t *testing.T) {
+	b, err := json.Marshal(WebProbe{Host: "a.test", Scheme: "http", Elapsed: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"elapsed_seconds":1.5`) || strings.Contains(string(b), `"elapsed":`) {
+		t.Errorf("probe written as %s, want elapsed_seconds 1.5 and no elapsed", b)
+	}
+	for _, in := range []string{`{"host":"a.test","elapsed_seconds":1.5}`, `{"host":"a.test","elapsed":1500000000}`} {
+		var p WebProbe
+		if err := json.Unmarshal([]byte(in), &p); err != nil || p.Elapsed != 1500*time.Millisecond || p.Host != "a.test" {
+			t.Errorf("%s read as %+v, %v", in, p, err)
 		}
 	}
 }
