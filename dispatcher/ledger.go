@@ -89,6 +89,22 @@ type HostPace struct {
 	By string `json:"by"` // supervisor name and start time
 }
 
+// UnmarshalJSON reads the pace (wire.HostPace.UnmarshalJSON, which would
+// otherwise stand for this type's and drop By) and By.
+func (p *HostPace) UnmarshalJSON(b []byte) error {
+	if err := p.HostPace.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	var by struct {
+		By string `json:"by"`
+	}
+	if err := json.Unmarshal(b, &by); err != nil {
+		return err
+	}
+	p.By = by.By
+	return nil
+}
+
 // History is what HistoryFile holds.
 type History struct {
 	Updated time.Time `json:"updated"`

@@ -138,3 +138,21 @@ func TestHistoryStepSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryPaceKeepsBy: a pace in history.json reads back whole, the
+// supervisor that reported it included, in this build's names and in
+// those of an earlier one.
+func TestHistoryPaceKeepsBy(t *testing.T) {
+	for _, in := range []string{
+		`{"paces":[{"host":"a.test","requests":2,"min_gap_seconds":2,"gap_delay_seconds":1,"by":"s1@1"}]}`,
+		`{"paces":[{"host":"a.test","requests":2,"min_gap_s":2,"gap_delay_s":1,"by":"s1@1"}]}`,
+	} {
+		var h History
+		if err := json.Unmarshal([]byte(in), &h); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Paces) != 1 || h.Paces[0].By != "s1@1" || h.Paces[0].MinGap != 2 || h.Paces[0].GapDelay != 1 || h.Paces[0].Host != "a.test" {
+			t.Errorf("%s read as %+v", in, h.Paces)
+		}
+	}
+}

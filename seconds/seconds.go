@@ -20,9 +20,9 @@ func Attr(name string, d time.Duration) slog.Attr {
 	return slog.Float64(name+Suffix, Of(d))
 }
 
-// Of is d in seconds, to the microsecond: what a JSON field named
-// *_seconds holds. The rounding keeps numbers such as 0.1 from coming
-// out as 0.10000000000000002.
+// Of is d in seconds: what a JSON field named *_seconds holds. It keeps
+// every nanosecond a float64 can (all of them for durations under about
+// three months), so a duration read back from it is the one written.
 func Of(d time.Duration) float64 {
-	return d.Round(time.Microsecond).Seconds()
+	return d.Seconds()
 }

@@ -17,7 +17,7 @@ func TestAttr(t *testing.T) {
 		{14 * time.Millisecond, 0.014},
 		{2 * time.Minute, 120},
 		{1500 * time.Microsecond, 0.0015},
-		{100*time.Millisecond + 400, 0.1}, // nanoseconds under a microsecond go
+		{100*time.Millisecond + 400, 0.1000004},
 		{-3 * time.Second, -3},
 	}
 	for _, c := range cases {

@@ -1,6 +1,9 @@
 package wire
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Version is the protocol version carried in every frame. A frame of any
 // other version is refused by Decode. Version 2 encodes Tasks and Results
@@ -109,12 +112,38 @@ type HostPace struct {
 	// MinGap is the shortest time between the starts of two consecutive
 	// requests (0 with fewer than two), and GapDelay the delay the host
 	// was owed then: politeness holds while MinGap >= GapDelay.
-	MinGap   float64 `json:"min_gap_s,omitempty"`
-	GapDelay float64 `json:"gap_delay_s,omitempty"`
+	MinGap   float64 `json:"min_gap_seconds,omitempty"`
+	GapDelay float64 `json:"gap_delay_seconds,omitempty"`
 	// Seconds is the time the requests took in all, MaxSeconds the
 	// longest one's.
-	Seconds    float64 `json:"seconds,omitempty"`
-	MaxSeconds float64 `json:"max_s,omitempty"`
+	Seconds    float64 `json:"total_seconds,omitempty"`
+	MaxSeconds float64 `json:"max_seconds,omitempty"`
+}
+
+// UnmarshalJSON reads a pace, and the names an earlier build wrote
+// (min_gap_s, gap_delay_s, seconds, max_s), which a history file kept
+// across an upgrade still holds.
+func (p *HostPace) UnmarshalJSON(b []byte) error {
+	type fields HostPace
+	v := struct {
+		*fields
+		OldMinGap   *float64 `json:"min_gap_s"`
+		OldGapDelay *float64 `json:"gap_delay_s"`
+		OldSeconds  *float64 `json:"seconds"`
+		OldMax      *float64 `json:"max_s"`
+	}{fields: (*fields)(p)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		dst *float64
+		old *float64
+	}{{&p.MinGap, v.OldMinGap}, {&p.GapDelay, v.OldGapDelay}, {&p.Seconds, v.OldSeconds}, {&p.MaxSeconds, v.OldMax}} {
+		if f.old != nil && *f.dst == 0 {
+			*f.dst = *f.old
+		}
+	}
+	return nil
 }
 
 // HostBackoff is a host whose requests wait because it is in trouble.

@@ -105,3 +105,25 @@ func TestWebProbeElapsedSeconds(t *testing.T) {
 		}
 	}
 }
+
+// A host's pace is written with *_seconds names, and the names of an
+// earlier build (a history file kept across an upgrade) still read.
+func TestHostPaceSeconds(t *testing.T) {
+	p := HostPace{Host: "a.test", Requests: 3, MinGap: 1.5, GapDelay: 1, Seconds: 0.75, MaxSeconds: 0.5}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{`"min_gap_seconds":1.5`, `"gap_delay_seconds":1`, `"total_seconds":0.75`, `"max_seconds":0.5`} {
+		if !strings.Contains(string(b), k) {
+			t.Errorf("pace written as %s, lacks %s", b, k)
+		}
+	}
+	old := `{"host":"a.test","requests":3,"first":"0001-01-01T00:00:00Z","last":"0001-01-01T00:00:00Z","peak_minute":0,"min_gap_s":1.5,"gap_delay_s":1,"seconds":0.75,"max_s":0.5}`
+	for _, in := range []string{string(b), old} {
+		var got HostPace
+		if err := json.Unmarshal([]byte(in), &got); err != nil || !reflect.DeepEqual(got, p) {
+			t.Errorf("%s read as %+v, %v", in, got, err)
+		}
+	}
+}

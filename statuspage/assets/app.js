@@ -158,7 +158,7 @@ function draw(s) {
   fill("robots", robots, r => [r[0], [r[1], "n"]], r => r[0]);
 
   fill("slow", s.slow_hosts, h => [h.host, [h.requests, "n"],
-    [(h.seconds / Math.max(1, h.requests)).toFixed(3), "n"], [(h.max_s || 0).toFixed(3), "n"]], h => h.host);
+    [((h.total_seconds || 0) / Math.max(1, h.requests)).toFixed(3), "n"], [(h.max_seconds || 0).toFixed(3), "n"]], h => h.host);
   fill("backoff", s.backoff, h => [h.host, h.class || "", [h.failures, "n"],
     fmtDur((Date.parse(h.until) - now) / 1000), h.why || ""], h => h.host);
   fill("recent", s.recent_errors, r => [new Date(r.at).toLocaleTimeString(), r.class,
