@@ -68,8 +68,9 @@ func (r *Rules) Allowed(target string) bool {
 	if unencoded == "/robots.txt" {
 		return true
 	}
+	encoded := unencoded != path // the target encodes an unreserved character: try both forms
 	for i := range r.rules {
-		if r.rules[i].match(unencoded) || unencoded != path && r.rules[i].match(path) {
+		if r.rules[i].match(unencoded) || encoded && r.rules[i].match(path) {
 			return r.rules[i].allow
 		}
 	}

@@ -31,8 +31,7 @@ func compile(v string) (p pattern, ok bool) {
 		if i > 0 {
 			p.octets++
 		}
-		c.write(run, true)
-		p.segs = append(p.segs, c.take())
+		p.segs = append(p.segs, c.run(run, true))
 	}
 	p.octets += c.octets
 	return p, true
@@ -131,11 +130,27 @@ func (c *canon) take() string {
 	return s
 }
 
+// run is s in canonical form, as write and take give it, without copying
+// s when it is canonical already: no "%", and for a rule no octet outside
+// ASCII (the common case, and the cost of every page's check).
+func (c *canon) run(s string, rule bool) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' || rule && s[i] >= 0x80 {
+			c.write(s, rule)
+			return c.take()
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c.query = c.query || s[i] == '?'
+		c.octets += octetsOf(s[i])
+	}
+	return s
+}
+
 // canonical is request target s in canonical form.
 func canonical(s string) string {
 	var c canon
-	c.write(s, false)
-	return c.take()
+	return c.run(s, false)
 }
 
 // plain decodes the unreserved characters a canonical target encodes:
