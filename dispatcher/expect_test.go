@@ -102,7 +102,7 @@ func TestExpectWaits(t *testing.T) {
 	if !s1.join(5 * time.Second) {
 		t.Fatal("s1: no welcome")
 	}
-	if _, ok := logs.wait("waiting for supervisors before dispatching", map[string]string{"supervisors": "1", "expected": "2", "timeout": "none"}, 10*time.Second); !ok {
+	if _, ok := logs.wait("waiting for supervisors before dispatching", map[string]string{"supervisors": "1", "expected": "2", "timeout_seconds": "0"}, 10*time.Second); !ok {
 		t.Fatal("no log line saying the dispatcher waits with one of two supervisors")
 	}
 	// Several heartbeat intervals and quiet spells pass (the old rules
@@ -153,7 +153,7 @@ func TestExpectTimeout(t *testing.T) {
 		t.Errorf("%d URLs requested of %d", len(st.requests), len(web))
 	}
 	if _, ok := logs.wait("not every expected supervisor joined in time; dispatching to those that did",
-		map[string]string{"supervisors": "1", "expected": "3", "waited": "300ms"}, time.Second); !ok {
+		map[string]string{"supervisors": "1", "expected": "3", "waited_seconds": "0.3"}, time.Second); !ok {
 		t.Error("no warning that the expected supervisors did not all join")
 	}
 }
