@@ -204,7 +204,7 @@ func TestValidators(t *testing.T) {
 		t.Skip("libzmq was built without CURVE")
 	}
 	if missing := provisioning.MissingValidators(); len(missing) > 0 {
-		t.Fatalf("validators missing (make deps installs them): %s", strings.Join(missing, ", "))
+		t.Fatalf("validators missing (make deps-provision installs them): %s", strings.Join(missing, ", "))
 	}
 	for _, name := range goldenCases {
 		t.Run(name, func(t *testing.T) {
@@ -236,7 +236,7 @@ func TestCheckFailsOnBrokenFiles(t *testing.T) {
 		t.Skip("libzmq was built without CURVE")
 	}
 	if missing := provisioning.MissingValidators(); len(missing) > 0 {
-		t.Fatalf("validators missing (make deps installs them): %s", strings.Join(missing, ", "))
+		t.Fatalf("validators missing (make deps-provision installs them): %s", strings.Join(missing, ", "))
 	}
 	out := render(t, copyCase(t, "three-hosts"))
 	files := filepath.Join(out, "crawler-1", provisioning.FilesDir)
