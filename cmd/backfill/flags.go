@@ -179,13 +179,13 @@ func (m *mappingFlags) load() (*etl.Set, error) {
 // all (an empty folder), or none with a field; every record would count
 // as already complete.
 func (m *mappingFlags) fillable(set *etl.Set) error {
-	where := "the mappings directory " + m.dir
+	where, hold := "the mappings directory "+m.dir, "holds"
 	if m.learned != "" {
-		where += " and the learned mappings in " + m.learned
+		where, hold = where+" and the learned mappings in "+m.learned, "hold"
 	}
 	switch {
 	case len(set.Mappings()) == 0:
-		return fmt.Errorf("%s hold no mapping (*.json files; see docs/mappings.md)", where)
+		return fmt.Errorf("%s %s no mapping (*.json files; see docs/mappings.md)", where, hold)
 	case len(set.FieldNames()) == 0:
 		return fmt.Errorf("mappings in %s have no fields: nothing could be filled (a mapping's \"fields\" lists what it extracts)", where)
 	}

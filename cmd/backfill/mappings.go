@@ -75,6 +75,13 @@ func mappingsCheck(args []string, stdout, stderr io.Writer) error {
 			set, err = etl.LoadDir(dir)
 			errs = etl.Unjoin(err)
 		}
+		if len(errs) == 0 {
+			// What `run` would refuse (an empty folder, no field anywhere)
+			// the authoring tool refuses first, in the same words.
+			if err := (&mappingFlags{dir: dir}).fillable(set); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	for _, e := range errs {
 		fmt.Fprintln(stdout, e)
