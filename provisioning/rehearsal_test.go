@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/provisioning"
 	"backfill/store/mongotest"
 	"backfill/testweb"
@@ -104,10 +105,10 @@ func TestRehearsal(t *testing.T) {
 		t.Skip("the rehearsal crawls for some seconds")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("the rehearsal builds network namespaces, which needs root (CI runs it as root)")
+		proctest.NotRoot(t, "the rehearsal builds network namespaces, which needs root (CI runs it as root)")
 	}
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE: no secured cluster to rehearse")
+		proctest.NoCurve(t, "libzmq was built without CURVE: no secured cluster to rehearse")
 	}
 	for _, tool := range []string{"ip", "nft"} {
 		if _, err := exec.LookPath(tool); err != nil {
