@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+
+	"backfill/about"
 )
 
 //go:embed templates
@@ -101,7 +103,37 @@ func Render(inv *Inventory, out string) ([]HostOutput, error) {
 		}
 		outs = append(outs, ho)
 	}
+	note, err := renderAbout(inv, out)
+	if err != nil {
+		return nil, err
+	}
+	outs[0].Notes = append(outs[0].Notes, note)
 	return outs, nil
+}
+
+// AboutFile is the page about the crawl, at the output's top: a static
+// file the operator hosts at the inventory's contact URL.
+const AboutFile = "about.html"
+
+// renderAbout writes the about page from the inventory's [about] table,
+// and says where it goes (or how to write one without the table).
+func renderAbout(inv *Inventory, out string) (string, error) {
+	if inv.About == nil {
+		return "no [about] table in the inventory: the page at " + inv.Contact + " must say who runs the crawl and how to reach you (backfill about writes one)", nil
+	}
+	var b bytes.Buffer
+	p := about.Page{Contact: inv.Contact, Operator: inv.About.Operator, Email: inv.About.Email, Purpose: inv.About.Purpose}
+	if err := about.Render(&b, nil, p); err != nil {
+		return "", fmt.Errorf("provisioning: %w", err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", fmt.Errorf("provisioning: %w", err)
+	}
+	path := filepath.Join(out, AboutFile)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("provisioning: %w", err)
+	}
+	return "host " + path + " at " + inv.Contact + ": the page the crawl's User-Agent links to", nil
 }
 
 // binarySum is the binary's SHA-256: the inventory's, or that of the file

@@ -27,7 +27,8 @@ import (
 const version = "0.1"
 
 // defaultContact is where site operators learn what the crawler does. Users
-// running real crawls set their own with --contact.
+// running real crawls set their own with --contact, and host the page
+// `backfill about` writes there; about and provision refuse this one.
 const defaultContact = "https://backfill.invalid/about-the-crawler"
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
