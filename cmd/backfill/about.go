@@ -62,4 +62,3 @@ func cmdAbout(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	fmt.Fprintf(stdout, "wrote %s: host it at %s (the URL in your crawls' User-Agent)\n", *out, p.Contact)
 	return nil
 }
-
