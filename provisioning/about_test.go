@@ -16,9 +16,6 @@ import (
 // where to host it; without the table render says the page is the
 // operator's to write.
 func TestRenderAbout(t *testing.T) {
-	if !wire.HasCurve() {
-		proctest.NoCurve(t, "libzmq was built without CURVE")
-	}
 	for _, c := range []struct {
 		name, table string
 		page        bool
@@ -28,19 +25,7 @@ func TestRenderAbout(t *testing.T) {
 		{"without", "", false, "no [about] table in the inventory"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			os.WriteFile(filepath.Join(dir, "records.csv"), []byte("id,url\n1,https://example.org/\n"), 0o644)
-			path := filepath.Join(dir, "cluster.toml")
-			os.WriteFile(path, []byte(strings.Replace(validInventory, "[binary]", c.table+"[binary]", 1)), 0o644)
-			inv, err := provisioning.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := filepath.Join(dir, "deploy")
-			hosts, err := provisioning.Render(inv, out)
-			if err != nil {
-				t.Fatal(err)
-			}
+			out, hosts := renderValid(t, c.table)
 			if notes := strings.Join(hosts[0].Notes, "\n"); !strings.Contains(notes, c.note) {
 				t.Errorf("notes %q do not say %q", notes, c.note)
 			}
@@ -61,4 +46,27 @@ func TestRenderAbout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renderValid renders validInventory with top-level keys and tables added
+// before its [binary] table, and returns the output directory.
+func renderValid(t *testing.T, added string) (string, []provisioning.HostOutput) {
+	t.Helper()
+	if !wire.HasCurve() {
+		proctest.NoCurve(t, "libzmq was built without CURVE: no cluster keys to render")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "records.csv"), []byte("id,url\n1,https://example.org/\n"), 0o644)
+	path := filepath.Join(dir, "cluster.toml")
+	os.WriteFile(path, []byte(strings.Replace(validInventory, "[binary]", added+"[binary]", 1)), 0o644)
+	inv, err := provisioning.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "deploy")
+	hosts, err := provisioning.Render(inv, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, hosts
 }

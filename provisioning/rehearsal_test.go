@@ -40,7 +40,7 @@ const (
 // fixture web sits at a private address, hence allow_private.
 const rehearsalInventory = `
 name = "rehearsal"
-contact = "https://backfill.invalid/rehearsal"
+contact = "https://crawler.example/rehearsal"
 admin_ssh_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA+IP+iX90r+4oi42DMtA8w2NL5Bav8elMiumyXISmsu admin@rehearsal"]
 admin_addresses = ["` + addrOutsider + `/32"]
 
@@ -294,7 +294,7 @@ func TestRehearsal(t *testing.T) {
 	bySup := map[string]int{}
 	for _, r := range log {
 		for _, who := range []string{"rehearsal", "stranger"} {
-			if strings.Contains(r.UserAgent, "backfill.invalid/"+who+")") {
+			if strings.Contains(r.UserAgent, "/"+who+")") {
 				bySup[who]++
 			}
 		}
