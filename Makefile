@@ -12,12 +12,11 @@ VALIDATOR_PKGS := cloud-init systemd shellcheck nftables openssh-server openssh-
 	fail2ban python3-systemd python3-yaml iproute2 util-linux
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps deps-render build run test rehearse bench fuzz clean
+.PHONY: deps deps-render deps-provision build run test rehearse bench fuzz clean
 
-# deps installs, when missing, the C library the ZeroMQ bindings need and
-# the provisioning validators; not Chromium (deps-render). Packages that
-# start a service on install (sshd, fail2ban) are kept from it by a
-# policy-rc.d saying no, present only while they install.
+# deps installs, when missing, what building and the demo need: the C
+# library the ZeroMQ bindings use and pkg-config. Nothing else: Chromium
+# comes with deps-render, the provisioning validators with deps-provision.
 deps:
 	@missing=""; for p in $(APT_PKGS); do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
@@ -26,6 +25,13 @@ deps:
 		echo "installing:$$missing"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl/"; exit 1; }
+
+# deps-provision installs, when missing, the validators `backfill provision
+# check` runs and the rehearsal's tools (make test and make rehearse use
+# them). Packages that start a service on install (sshd, fail2ban) are kept
+# from it by a policy-rc.d saying no, present only while they install.
+deps-provision:
 	@missing=""; for p in $(VALIDATOR_PKGS); do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; \
 	done; \
@@ -36,7 +42,6 @@ deps:
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 		status=$$?; [ -z "$$made" ] || $(SUDO) rm -f $$policy; exit $$status; \
 	fi
-	@command -v $(GO) >/dev/null || { echo "Go is required: https://go.dev/dl/"; exit 1; }
 
 # deps-render installs, when missing, Chromium for supervisors started with
 # --render and the tests of rendering (make test uses it).
@@ -56,7 +61,7 @@ build: deps
 run: build
 	./$(BIN) demo
 
-test: deps deps-render
+test: deps deps-render deps-provision
 	$(GO) vet ./...
 	$(GO) test -race -timeout 12m ./...
 	@echo "store backends the conformance suite ran against:"
@@ -65,7 +70,7 @@ test: deps deps-render
 # rehearse deploys a rendered cluster into network namespaces on this
 # machine (root only) and crawls the sample dataset through it; make test
 # runs it too.
-rehearse: deps deps-render
+rehearse: deps deps-render deps-provision
 	$(GO) test -count=1 -run 'TestRehearsal' -v ./provisioning
 
 bench: deps deps-render

@@ -144,6 +144,7 @@ type Summary struct {
 	Adopted     int64            `json:"adopted"`
 	Expired     int64            `json:"expired"` // leases that expired and were re-sent
 	Errors      map[string]int64 `json:"errors"`
+	BlockedBy   map[string]int64 `json:"blocked_by,omitempty"` // Errors["blocked-address"] by fetch.RefusalOf, to name what lifts it
 	FieldErrors int64            `json:"field_errors"`
 	// Refused counts what was refused: pages whose values a record
 	// refused because a match key disagreed, and supervisors' registrations
@@ -365,6 +366,7 @@ type runCounts struct {
 	pages, reused, late, expired, fieldErrs, refused, keyRefused, adopted int64
 	disagreeing                                                           int64
 	errs, filtered                                                        map[string]int64
+	blocked                                                               map[string]int64 // blocked-address errors by fetch.RefusalOf
 	linkFarms, duplicates                                                 int64
 	renderRetried, renderWanted                                           int64
 	wantedRender                                                          map[int64]bool // pages counted in renderWanted
@@ -374,7 +376,7 @@ type runCounts struct {
 
 // newRunCounts are zero counts.
 func newRunCounts() runCounts {
-	return runCounts{errs: make(map[string]int64), filtered: make(map[string]int64)}
+	return runCounts{errs: make(map[string]int64), filtered: make(map[string]int64), blocked: make(map[string]int64)}
 }
 
 // New opens (or creates) the state in cfg.StateDir, binds the intake and

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"backfill/etl"
+	"backfill/fetch"
 	"backfill/wire"
 )
 
@@ -259,6 +260,9 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, now time
 		}
 	} else if r.Class != "" {
 		d.run.errs[r.Class]++
+		if r.Class == string(fetch.ClassBlocked) {
+			d.run.blocked[fetch.RefusalOf(r.Error)]++
+		}
 		d.led.failed(ErrorNote{At: now, URL: t.url, Host: t.host, Class: r.Class, Status: r.Status, Error: r.Error, Supervisor: r.Supervisor})
 		d.log.Debug("task failed", "url", t.url, "host", t.host, "class", r.Class, "status", r.Status, "error", r.Error, "supervisor", r.Supervisor)
 		if err := d.logFailed(ctx, t.key, t.url, r.Class, r.Error); err != nil {

@@ -697,6 +697,7 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Adopted:     d.total(&d.run.adopted),
 		Expired:     d.total(&d.run.expired),
 		Errors:      sumMaps(d.base.errs, d.run.errs),
+		BlockedBy:   sumMaps(d.base.blocked, d.run.blocked),
 		FieldErrors: d.total(&d.run.fieldErrs),
 		Waiting:     d.w.waitingRender(),
 		Filtered:    sumMaps(d.base.filtered, d.run.filtered),

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/wire"
 )
 
@@ -145,7 +146,7 @@ func (s *syncBuffer) String() string {
 func keyMaker(t *testing.T) func() wire.Keys {
 	t.Helper()
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
+		proctest.NoCurve(t, "libzmq was built without CURVE")
 	}
 	return func() wire.Keys {
 		k, err := wire.NewKeys()

@@ -425,7 +425,7 @@ func (d *Dispatcher) insertURLs(ctx context.Context, ts []*task) error {
 			d.seenKeys.add(t.key)
 		}
 	}
-	return nil
+	return d.growSeenFilter(ctx)
 }
 
 // insertLinks records the records' links at depth, in (url, record)

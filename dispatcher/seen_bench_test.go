@@ -39,7 +39,7 @@ func BenchmarkSeenStore(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.close()
-	d := &Dispatcher{st: st, w: newWindow(), seenKeys: newSeenFilter()}
+	d := &Dispatcher{st: st, w: newWindow(), seenKeys: newSeenFilter(0)}
 	url := func(i int) string { return fmt.Sprintf("https://host-%06d.example/people/%d", i%200_000, i) }
 	tasks := func(from, to int) []*task {
 		ts := make([]*task, 0, to-from)

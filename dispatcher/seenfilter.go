@@ -19,12 +19,13 @@ import (
 // SQLite. Taking in a records file or a page of new links is then one
 // B-tree insert per URL instead of a lookup and an insert.
 //
-// Blocked: a key's bits all lie in one 512-bit block (one cache line, one
-// page of the array), so a check is one memory access, and a small crawl
-// touches few pages of the array (its resident memory grows with the keys
-// it holds, not with filterBytes). With filterBits bits and 7 bits a key,
-// about 1 % false positives at 12 million keys, 3 % at 20 million; a false
-// positive costs one lookup, never a wrong answer.
+// Blocked: a key's bits all lie in one 512-bit block (one cache line),
+// so a check is one memory access. Sized to the keys: a filter has about
+// filterBitsPerKey bits a key it holds (about 1 % false positives), from
+// filterMinBits for a small crawl; when its keys outgrow it, grow rebuilds
+// it four times larger from the urls table, up to filterMaxBits, where it
+// keeps taking keys (about 1 % false positives at 12 million keys, 3 % at
+// 20 million). A false positive costs one lookup, never a wrong answer.
 //
 // A filter that lacks a key would make a known URL look new, so it must
 // always hold every key of the table: add is called for each key inserted
@@ -41,23 +42,42 @@ type seenFilter struct {
 }
 
 const (
-	filterBits   = 1 << 27 // 16 MiB
-	filterBlocks = filterBits / 512
-	filterK      = 7
-	filterFile   = "seen.filter"
-	filterMagic  = "bfseen01"
+	filterMinBits    = 1 << 16 // 8 KiB
+	filterMaxBits    = 1 << 27 // 16 MiB
+	filterBitsPerKey = 11
+	filterK          = 7
+	filterFile       = "seen.filter"
+	filterMagic      = "bfseen02"
+	maxFilterBlocks  = filterMaxBits / 512
 )
 
-func newSeenFilter() *seenFilter {
-	return &seenFilter{blocks: make([][8]uint64, filterBlocks)}
+// newSeenFilter returns an empty filter sized for keys keys.
+func newSeenFilter(keys int64) *seenFilter {
+	return &seenFilter{blocks: make([][8]uint64, filterBlocksFor(keys))}
 }
 
-// probe returns the key's block and its bits within. Keys are SHA-256
-// bytes already: the block comes from the high bits, the bit positions
-// from a remix of the whole key, 9 bits each.
-func probe(key int64) (block int, mask [8]uint64) {
+// filterBlocksFor is the blocks of a filter for keys keys: a power of two
+// of at least filterBitsPerKey bits a key, within the bounds.
+func filterBlocksFor(keys int64) int {
+	b := filterMinBits / 512
+	for int64(b)*512 < keys*filterBitsPerKey && b < maxFilterBlocks {
+		b *= 2
+	}
+	return b
+}
+
+// full reports whether the filter holds more keys than its size is for,
+// and may grow.
+func (f *seenFilter) full() bool {
+	return len(f.blocks) < maxFilterBlocks && f.n*filterBitsPerKey > int64(len(f.blocks))*512
+}
+
+// probe returns the key's block among blocks and its bits within. Keys
+// are SHA-256 bytes already: the block comes from the high bits, the bit
+// positions from a remix of the whole key, 9 bits each.
+func probe(key int64, blocks int) (block int, mask [8]uint64) {
 	u := uint64(key)
-	block = int((u >> 32) * filterBlocks >> 32)
+	block = int((u >> 32) * uint64(blocks) >> 32)
 	h := u * 0x9e3779b97f4a7c15
 	h ^= h >> 29
 	for range filterK {
@@ -69,7 +89,7 @@ func probe(key int64) (block int, mask [8]uint64) {
 }
 
 func (f *seenFilter) add(key int64) {
-	b, m := probe(key)
+	b, m := probe(key, len(f.blocks))
 	blk := &f.blocks[b]
 	for i := range blk {
 		blk[i] |= m[i]
@@ -78,7 +98,7 @@ func (f *seenFilter) add(key int64) {
 }
 
 func (f *seenFilter) mayHave(key int64) bool {
-	b, m := probe(key)
+	b, m := probe(key, len(f.blocks))
 	blk := &f.blocks[b]
 	for i := range blk {
 		if blk[i]&m[i] != m[i] {
@@ -96,10 +116,11 @@ func (f *seenFilter) save(path string, stamp int64) error {
 		return err
 	}
 	w := bufio.NewWriterSize(out, 1<<20)
-	var hdr [24]byte
+	var hdr [32]byte
 	copy(hdr[:8], filterMagic)
 	binary.LittleEndian.PutUint64(hdr[8:], uint64(stamp))
 	binary.LittleEndian.PutUint64(hdr[16:], uint64(f.n))
+	binary.LittleEndian.PutUint64(hdr[24:], uint64(len(f.blocks)))
 	w.Write(hdr[:])
 	var buf [64]byte
 	for _, blk := range f.blocks {
@@ -128,12 +149,16 @@ func loadSeenFilter(path string, stamp int64) (*seenFilter, error) {
 	}
 	defer in.Close()
 	r := bufio.NewReaderSize(in, 1<<20)
-	var hdr [24]byte
+	var hdr [32]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil || string(hdr[:8]) != filterMagic ||
 		int64(binary.LittleEndian.Uint64(hdr[8:])) != stamp || stamp == 0 {
 		return nil, nil
 	}
-	f := &seenFilter{blocks: make([][8]uint64, filterBlocks), n: int64(binary.LittleEndian.Uint64(hdr[16:]))}
+	blocks := binary.LittleEndian.Uint64(hdr[24:])
+	if blocks == 0 || blocks > maxFilterBlocks || blocks&(blocks-1) != 0 {
+		return nil, nil // not a size this build writes: rebuild
+	}
+	f := &seenFilter{blocks: make([][8]uint64, blocks), n: int64(binary.LittleEndian.Uint64(hdr[16:]))}
 	var buf [64]byte
 	for b := range f.blocks {
 		if _, err := io.ReadFull(r, buf[:]); err != nil {
@@ -160,28 +185,56 @@ func (d *Dispatcher) setupSeenFilter(ctx context.Context) error {
 		d.log.Warn("seen filter unreadable; rebuilding it from the state", "file", path, "error", err)
 	}
 	if f == nil {
-		f = newSeenFilter()
-		rows, err := d.st.conn.QueryContext(ctx, `SELECT key FROM urls`)
-		if err != nil {
+		var keys int64
+		if err := d.st.conn.QueryRowContext(ctx, `SELECT count(*) FROM urls`).Scan(&keys); err != nil {
 			return fmt.Errorf("dispatcher: state seen keys: %w", err)
 		}
-		for rows.Next() {
-			var k int64
-			if err := rows.Scan(&k); err != nil {
-				rows.Close()
-				return fmt.Errorf("dispatcher: state seen keys: %w", err)
-			}
-			f.add(k)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("dispatcher: state seen keys: %w", err)
+		if f, err = d.st.seenKeysFilter(ctx, keys); err != nil {
+			return err
 		}
 	}
 	d.seenKeys = f
 	if stamp != 0 {
 		return d.st.setMeta(ctx, "filter_stamp", 0)
 	}
+	return nil
+}
+
+// seenKeysFilter builds a filter sized for keys from every key of the urls
+// table (those of the transaction under way included: it runs on the
+// state's one connection).
+func (s *state) seenKeysFilter(ctx context.Context, keys int64) (*seenFilter, error) {
+	f := newSeenFilter(keys)
+	rows, err := s.conn.QueryContext(ctx, `SELECT key FROM urls`)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: state seen keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k int64
+		if err := rows.Scan(&k); err != nil {
+			return nil, fmt.Errorf("dispatcher: state seen keys: %w", err)
+		}
+		f.add(k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dispatcher: state seen keys: %w", err)
+	}
+	return f, nil
+}
+
+// growSeenFilter rebuilds a full filter four times larger (within
+// filterMaxBits), after keys were inserted: each key is read again once
+// per growth, so growing costs a constant share of the inserts.
+func (d *Dispatcher) growSeenFilter(ctx context.Context) error {
+	if !d.seenKeys.full() {
+		return nil
+	}
+	f, err := d.st.seenKeysFilter(ctx, 4*d.seenKeys.n)
+	if err != nil {
+		return err
+	}
+	d.seenKeys = f
 	return nil
 }
 

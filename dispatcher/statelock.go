@@ -123,9 +123,30 @@ func notWritable(dir string, err error) error {
 // process holds its lock. New takes the lock itself; this is for callers
 // that open other files there first (the results store).
 func CheckStateDir(dir string) error {
+	_, err := CheckStateDirUndo(dir)
+	return err
+}
+
+// CheckStateDirUndo is CheckStateDir, and returns undo, which removes what
+// the check made (the lock file, and the directory when the check created
+// it and nothing else was put there), for a caller that gives up before
+// the state is used: a run that could not open its store leaves nothing
+// behind.
+func CheckStateDirUndo(dir string) (undo func(), err error) {
+	_, dirErr := os.Stat(dir)
+	path := filepath.Join(dir, LockFile)
+	_, lockErr := os.Stat(path)
 	l, err := lockState(dir)
 	if err != nil {
-		return err
+		return func() {}, err
 	}
-	return l.release()
+	undo = func() {
+		if errors.Is(lockErr, fs.ErrNotExist) {
+			os.Remove(path)
+		}
+		if errors.Is(dirErr, fs.ErrNotExist) {
+			os.Remove(dir) // only if empty
+		}
+	}
+	return undo, l.release()
 }

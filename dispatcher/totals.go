@@ -11,7 +11,8 @@ import (
 // A crawl may take several dispatcher processes: one is stopped or dies,
 // the next resumes from the state. The summary and the status describe the
 // whole crawl, so its counters are kept in the state's meta table as
-// totals ("total.<name>", "total.errors.<class>", "total.filtered.<why>"),
+// totals ("total.<name>", "total.errors.<class>", "total.filtered.<why>",
+// "total.blocked.<refusal>"),
 // written with every commit: the totals of the processes before, plus
 // this one's counters. A crawl ends when a Run finishes with no work left
 // ("finished"); the next Dispatcher on the state starts a new crawl, with
@@ -26,6 +27,7 @@ const (
 	totalPrefix  = "total."
 	errorsPrefix = totalPrefix + "errors."
 	filterPrefix = totalPrefix + "filtered."
+	blockPrefix  = totalPrefix + "blocked."
 )
 
 // tally is one counter kept across restarts.
@@ -53,6 +55,7 @@ type totals struct {
 	n        map[string]int64
 	errs     map[string]int64
 	filtered map[string]int64
+	blocked  map[string]int64
 	elapsed  time.Duration
 	starts   int64
 }
@@ -70,7 +73,7 @@ func (d *Dispatcher) loadTotals(ctx context.Context) error {
 			return fmt.Errorf("dispatcher: state totals: %w", err)
 		}
 	}
-	t := totals{n: map[string]int64{}, errs: map[string]int64{}, filtered: map[string]int64{}}
+	t := totals{n: map[string]int64{}, errs: map[string]int64{}, filtered: map[string]int64{}, blocked: map[string]int64{}}
 	rows, err := s.conn.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE 'total.%'`)
 	if err != nil {
 		return fmt.Errorf("dispatcher: state totals: %w", err)
@@ -89,6 +92,8 @@ func (d *Dispatcher) loadTotals(ctx context.Context) error {
 			t.errs[strings.TrimPrefix(k, errorsPrefix)] = v
 		case strings.HasPrefix(k, filterPrefix):
 			t.filtered[strings.TrimPrefix(k, filterPrefix)] = v
+		case strings.HasPrefix(k, blockPrefix):
+			t.blocked[strings.TrimPrefix(k, blockPrefix)] = v
 		default:
 			t.n[strings.TrimPrefix(k, totalPrefix)] = v
 		}
@@ -126,6 +131,11 @@ func (d *Dispatcher) saveTotals(ctx context.Context) error {
 			return err
 		}
 	}
+	for k, v := range d.run.blocked {
+		if err := d.st.setMeta(ctx, blockPrefix+k, d.base.blocked[k]+v); err != nil {
+			return err
+		}
+	}
 	return d.st.setMeta(ctx, metaElapsed, int64(d.elapsed()))
 }
 
@@ -151,6 +161,9 @@ func (d *Dispatcher) foldTotals() {
 	}
 	for k, v := range d.run.filtered {
 		d.base.filtered[k] += v
+	}
+	for k, v := range d.run.blocked {
+		d.base.blocked[k] += v
 	}
 	d.run = newRunCounts()
 	if !d.runStart.IsZero() {

@@ -363,8 +363,13 @@ func (l *fileLoader) decodeMapping(n *jnode, ptr string) *Mapping {
 			m.fields = append(m.fields, r)
 		}
 	}
-	if n.get("fields") == nil && n.get("url_parsers") == nil {
+	switch fs, ps := n.get("fields"), n.get("url_parsers"); {
+	case fs == nil && ps == nil:
 		l.fail(n, ptr, "", `the mapping has neither "fields" nor "url_parsers"`)
+	case isEmptyArray(fs) && (ps == nil || isEmptyArray(ps)):
+		// An empty list is a mapping that would extract nothing and follow
+		// nothing: the run would refuse the set, so the author hears it here.
+		l.fail(fs, ptr+"/fields", "", `"fields" is empty and the mapping has no "url_parsers": it would fill nothing and follow nothing`)
 	}
 	if fx := n.get("fixtures"); fx != nil {
 		for i, f := range l.array(fx, ptr+"/fixtures", "fixtures") {
@@ -575,6 +580,11 @@ func (l *fileLoader) boolean(n *jnode, ptr, where string) bool {
 		return false
 	}
 	return n.b
+}
+
+// isEmptyArray reports whether n is a JSON array with no element.
+func isEmptyArray(n *jnode) bool {
+	return n != nil && n.kind == 'a' && len(n.elems) == 0
 }
 
 func (l *fileLoader) array(n *jnode, ptr, where string) []*jnode {

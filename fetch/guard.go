@@ -422,3 +422,29 @@ func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL, cond *Valid
 	}
 	return resp, next, err
 }
+
+// Refusals the address guard lifts when told to, as RefusalOf names them.
+const (
+	RefusedLoopback = "loopback" // Config.AllowLoopback lifts it
+	RefusedPrivate  = "private"  // Config.AllowPrivate lifts it (private and shared ranges)
+	RefusedOther    = "other"    // nothing lifts it: link-local, multicast, reserved, a deny list, an unqualified name
+)
+
+// RefusalOf says which kind of address a blocked-address error's text
+// (as it crosses the wire in a result) refused: RefusedLoopback,
+// RefusedPrivate or RefusedOther. A refusal naming several addresses is
+// the first one's kind.
+func RefusalOf(msg string) string {
+	lo := strings.Index(msg, "("+string(kindLoopback)+")")
+	pr := strings.Index(msg, "("+string(kindPrivate)+")")
+	if cg := strings.Index(msg, "("+string(kindCGNAT)+")"); cg >= 0 && (pr < 0 || cg < pr) {
+		pr = cg
+	}
+	switch {
+	case lo >= 0 && (pr < 0 || lo < pr):
+		return RefusedLoopback
+	case pr >= 0:
+		return RefusedPrivate
+	}
+	return RefusedOther
+}

@@ -17,6 +17,9 @@ import (
 // Report lists the checks that passed, "host: what".
 type Report struct {
 	Passed []string
+	// Warnings are what passes but should not stay so: a droplet whose
+	// state and results are not encrypted at rest.
+	Warnings []string
 }
 
 // validators are the tools Check runs, with the Debian package of each:
@@ -104,6 +107,12 @@ func Check(ctx context.Context, dir string) (*Report, error) {
 		files := filepath.Join(hd, FilesDir)
 		note(h, "cloud-init schema "+UserDataFile, env.cloudInit(ctx, filepath.Join(hd, UserDataFile)))
 		scripts = append(scripts, filepath.Join(hd, InstallFile), filepath.Join(files, filepath.FromSlash(activatePath)))
+		if unlock := filepath.Join(files, filepath.FromSlash(unlockPath)); fileExists(unlock) {
+			scripts = append(scripts, unlock)
+		}
+		if w := atRestWarning(files); w != "" {
+			rep.Warnings = append(rep.Warnings, h+": "+w)
+		}
 		// A MongoDB-only host runs no backfill unit.
 		if units, _ := filepath.Glob(filepath.Join(files, "etc/systemd/system/*.service")); len(units) > 0 {
 			note(h, "systemd-analyze verify "+strings.Join(baseNames(units), " "), env.systemd(ctx, files, units))
@@ -120,6 +129,29 @@ func Check(ctx context.Context, dir string) (*Report, error) {
 	note("all hosts", "shellcheck "+fmt.Sprint(len(scripts))+" scripts", run(ctx, "shellcheck", append([]string{"--shell=bash", "--severity=style"}, scripts...)...))
 	note("all hosts", "each secret key only on its own host", checkSecretsPrivate(dir, hosts))
 	return rep, errors.Join(errs...)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// atRestWarning says what is wrong with a host's encryption at rest, ""
+// when its state and results are on an encrypted volume.
+func atRestWarning(files string) string {
+	b, err := os.ReadFile(filepath.Join(files, filepath.FromSlash(encryptionPath)))
+	choice := "none"
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				choice = line
+			}
+		}
+	}
+	if choice == EncryptProvider || choice == EncryptLUKS {
+		return ""
+	}
+	return fmt.Sprintf("the state and results are not encrypted at rest: set encryption = %q (the provider's volume encryption) or %q (LUKS on a data volume, its key off the droplet) in the inventory; see docs/deploy.md", EncryptProvider, EncryptLUKS)
 }
 
 func baseNames(p []string) []string {

@@ -30,6 +30,13 @@ type Inventory struct {
 	// Logs is "journal" (the default; journald rotates) or "file".
 	Logs string `toml:"logs"`
 
+	// About fills the page the contact URL points to (about.html, beside
+	// the hosts' directories): who runs the crawl and how to reach them.
+	About *About `toml:"about"`
+	// Encryption says how the state and results are encrypted at rest:
+	// EncryptProvider, EncryptLUKS, or empty (provision check warns).
+	Encryption string `toml:"encryption"`
+
 	Binary  Binary   `toml:"binary"`
 	Crawl   Crawl    `toml:"crawl"`
 	MongoDB *MongoDB `toml:"mongodb"`
@@ -40,6 +47,24 @@ type Inventory struct {
 	dir  string    // the inventory's directory
 	pos  positions // the line of each key in the file
 }
+
+// About is what the about page says besides the contact URL (about.Page).
+type About struct {
+	Operator string `toml:"operator"`
+	Email    string `toml:"email"`
+	Purpose  string `toml:"purpose"`
+}
+
+// Data at rest: how the droplets' state and results are encrypted.
+const (
+	// EncryptProvider: the provider encrypts the volumes (a block storage
+	// volume encrypted at rest) and the state directory lives on one.
+	EncryptProvider = "provider"
+	// EncryptLUKS: the state directory is a LUKS volume on a data disk,
+	// whose key is never written to the droplet's disk: the operator
+	// sends it over SSH after each boot (backfill-unlock).
+	EncryptLUKS = "luks"
+)
 
 // Binary says where each machine gets the backfill binary: downloaded from
 // URL and checked against SHA256, or copied from File (a path relative to

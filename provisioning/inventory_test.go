@@ -68,6 +68,9 @@ roles = ["mongodb"]`, `memory = "512M"
 roles = ["mongodb"]`, `memory = "512M"
 roles = ["mongodb"]`, "hosts[2].memory", "512M: the mongodb role needs a droplet of at least 1024 MiB"},
 		{"no records", `records = "records.csv"`, `records = "nowhere.csv"`, `records = "nowhere.csv"`, "crawl.records", "nowhere.csv: no such file"},
+		{"placeholder contact", `contact = "https://example.org/about"`, `contact = "https://backfill.invalid/about-the-crawler"`, `contact = "https://backfill.invalid`, "contact", `"https://backfill.invalid/about-the-crawler": still the .invalid placeholder`},
+		{"about without email", "[binary]\n", "[about]\noperator = \"Example Lab\"\n\n[binary]\n", `[about]`, "about", "email \"\": want an address"},
+		{"unknown encryption", "[binary]\n", "encryption = \"rot13\"\n\n[binary]\n", `encryption = "rot13"`, "encryption", `"rot13": want "provider"`},
 		{"address twice", `address = "203.0.113.12"`, `address = "203.0.113.11"`, `address = "203.0.113.11"
 memory = "512M"`, "hosts[3].address", "203.0.113.11 is also the address of db"},
 	}

@@ -267,6 +267,9 @@ func (c *cluster) packages(n *node) []string {
 	if c.inv.Logs == "file" {
 		p = append(p, "logrotate")
 	}
+	if c.inv.Encryption == EncryptLUKS {
+		p = append(p, "cryptsetup")
+	}
 	sort.Strings(p)
 	return slices.Compact(p)
 }

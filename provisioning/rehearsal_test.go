@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/provisioning"
 	"backfill/store/mongotest"
 	"backfill/testweb"
@@ -39,7 +40,7 @@ const (
 // fixture web sits at a private address, hence allow_private.
 const rehearsalInventory = `
 name = "rehearsal"
-contact = "https://backfill.invalid/rehearsal"
+contact = "https://crawler.example/rehearsal"
 admin_ssh_keys = ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA+IP+iX90r+4oi42DMtA8w2NL5Bav8elMiumyXISmsu admin@rehearsal"]
 admin_addresses = ["` + addrOutsider + `/32"]
 
@@ -104,10 +105,10 @@ func TestRehearsal(t *testing.T) {
 		t.Skip("the rehearsal crawls for some seconds")
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("the rehearsal builds network namespaces, which needs root (CI runs it as root)")
+		proctest.NotRoot(t, "the rehearsal builds network namespaces, which needs root (CI runs it as root)")
 	}
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE: no secured cluster to rehearse")
+		proctest.NoCurve(t, "libzmq was built without CURVE: no secured cluster to rehearse")
 	}
 	for _, tool := range []string{"ip", "nft"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -293,7 +294,7 @@ func TestRehearsal(t *testing.T) {
 	bySup := map[string]int{}
 	for _, r := range log {
 		for _, who := range []string{"rehearsal", "stranger"} {
-			if strings.Contains(r.UserAgent, "backfill.invalid/"+who+")") {
+			if strings.Contains(r.UserAgent, "/"+who+")") {
 				bySup[who]++
 			}
 		}

@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+
+	"backfill/about"
 )
 
 //go:embed templates
@@ -101,7 +103,72 @@ func Render(inv *Inventory, out string) ([]HostOutput, error) {
 		}
 		outs = append(outs, ho)
 	}
+	note, err := renderAbout(inv, out)
+	if err != nil {
+		return nil, err
+	}
+	outs[0].Notes = append(outs[0].Notes, note)
 	return outs, nil
+}
+
+// Encryption at rest: encryptionPath says what the inventory chose (check
+// warns on "none"); unlockPath opens a LUKS data volume (EncryptLUKS).
+const (
+	encryptionPath = ConfigDir + "/encryption"
+	unlockPath     = "/usr/local/sbin/backfill-unlock"
+	mongoDataDir   = "/var/lib/mongodb"
+)
+
+// atRest is the inventory's encryption, "none" when it chose none.
+func (c *cluster) atRest() string {
+	if c.inv.Encryption == "" {
+		return "none"
+	}
+	return c.inv.Encryption
+}
+
+// unlockMount is a directory backfill-unlock keeps on the data volume.
+type unlockMount struct{ Dir, Sub, Owner string }
+
+// unlockPlan is what backfill-unlock mounts on node n, and the services
+// it starts once they are mounted.
+func (c *cluster) unlockPlan(n *node) map[string]any {
+	var mounts []unlockMount
+	var dirs, units []string
+	if n == c.mongo {
+		mounts = append(mounts, unlockMount{Dir: mongoDataDir, Sub: "mongodb", Owner: "mongodb:mongodb"})
+		dirs, units = append(dirs, mongoDataDir), append(units, "mongod.service")
+	}
+	if n.crawls() {
+		mounts = append(mounts, unlockMount{Dir: StateDir, Sub: "backfill", Owner: serviceOwner})
+		dirs, units = append(dirs, StateDir), append(units, n.units()...)
+	}
+	return map[string]any{"Mounts": mounts, "Dirs": dirs, "Units": units}
+}
+
+// AboutFile is the page about the crawl, at the output's top: a static
+// file the operator hosts at the inventory's contact URL.
+const AboutFile = "about.html"
+
+// renderAbout writes the about page from the inventory's [about] table,
+// and says where it goes (or how to write one without the table).
+func renderAbout(inv *Inventory, out string) (string, error) {
+	if inv.About == nil {
+		return "no [about] table in the inventory: the page at " + inv.Contact + " must say who runs the crawl and how to reach you (backfill about writes one)", nil
+	}
+	var b bytes.Buffer
+	p := about.Page{Contact: inv.Contact, Operator: inv.About.Operator, Email: inv.About.Email, Purpose: inv.About.Purpose}
+	if err := about.Render(&b, nil, p); err != nil {
+		return "", fmt.Errorf("provisioning: %w", err)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", fmt.Errorf("provisioning: %w", err)
+	}
+	path := filepath.Join(out, AboutFile)
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("provisioning: %w", err)
+	}
+	return "host " + path + " at " + inv.Contact + ": the page the crawl's User-Agent links to", nil
 }
 
 // binarySum is the binary's SHA-256: the inventory's, or that of the file
@@ -240,7 +307,11 @@ func (c *cluster) files(n *node, sec *secrets, sum string) ([]File, error) {
 			"CacheGB": fmt.Sprintf("%.2f", max(0.25, cache)), "Port": MongoDBPort, "BindIP": bind, "TLS": *m.TLS,
 			"ServerPEM": mongoDir + "/server.pem", "CAFile": mongoDir + "/ca.pem",
 		}))
-		tmpl("/etc/systemd/system/mongod.service.d/backfill.conf", 0o644, "mongod-override.conf", map[string]any{"MemoryMax": n.budgets[RoleMongoDB]})
+		tmpl("/etc/systemd/system/mongod.service.d/backfill.conf", 0o644, "mongod-override.conf", map[string]any{"MemoryMax": n.budgets[RoleMongoDB], "Encrypted": c.inv.Encryption == EncryptLUKS})
+	}
+	add(encryptionPath, 0o644, rootOwner, []byte("# How this droplet's state and results are encrypted at rest (the inventory's\n# encryption: provider, luks, or none); backfill provision check reads it.\n"+c.atRest()+"\n"))
+	if c.inv.Encryption == EncryptLUKS {
+		tmpl(unlockPath, 0o755, "unlock.sh", merge(common, c.unlockPlan(n)))
 	}
 	act, err := c.activate(n, sum)
 	errs = append(errs, err)
@@ -300,7 +371,7 @@ func (c *cluster) unit(n *node, unit string) ([]byte, error) {
 	data := map[string]any{
 		"Role": role, "Cluster": c.inv.Name, "Host": n.Name, "User": serviceUser,
 		"Condition": cond, "ExecStart": exec, "MemoryMax": budget, "HostMemory": n.mem,
-		"StateDir": StateDir, "AfterMongoDB": n == c.mongo,
+		"StateDir": StateDir, "AfterMongoDB": n == c.mongo, "Encrypted": c.inv.Encryption == EncryptLUKS,
 	}
 	if c.inv.Logs == "file" {
 		data["LogFile"] = logDir + "/" + strings.TrimSuffix(strings.TrimPrefix(unit, "backfill-"), ".service") + ".log"

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/proctest"
 	"backfill/provisioning"
 	"backfill/wire"
 )
@@ -122,7 +123,7 @@ func elidePayloads(rel string, b []byte) []byte {
 // the files they carry). go test -run TestGolden -update rewrites them.
 func TestGolden(t *testing.T) {
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
+		proctest.NoCurve(t, "libzmq was built without CURVE")
 	}
 	for _, name := range goldenCases {
 		t.Run(name, func(t *testing.T) {
@@ -201,10 +202,10 @@ func gunzip(t *testing.T, b []byte) []byte {
 // all accept them, and each secret must stay on its own host.
 func TestValidators(t *testing.T) {
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
+		proctest.NoCurve(t, "libzmq was built without CURVE")
 	}
 	if missing := provisioning.MissingValidators(); len(missing) > 0 {
-		t.Fatalf("validators missing (make deps installs them): %s", strings.Join(missing, ", "))
+		t.Fatalf("validators missing (make deps-provision installs them): %s", strings.Join(missing, ", "))
 	}
 	for _, name := range goldenCases {
 		t.Run(name, func(t *testing.T) {
@@ -233,10 +234,10 @@ func TestValidators(t *testing.T) {
 // and expects the check to name it.
 func TestCheckFailsOnBrokenFiles(t *testing.T) {
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
+		proctest.NoCurve(t, "libzmq was built without CURVE")
 	}
 	if missing := provisioning.MissingValidators(); len(missing) > 0 {
-		t.Fatalf("validators missing (make deps installs them): %s", strings.Join(missing, ", "))
+		t.Fatalf("validators missing (make deps-provision installs them): %s", strings.Join(missing, ", "))
 	}
 	out := render(t, copyCase(t, "three-hosts"))
 	files := filepath.Join(out, "crawler-1", provisioning.FilesDir)
@@ -300,7 +301,7 @@ func TestCheckNeedsValidators(t *testing.T) {
 // files.
 func TestRenderTwice(t *testing.T) {
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
+		proctest.NoCurve(t, "libzmq was built without CURVE")
 	}
 	dir := copyCase(t, "six-hosts")
 	os.RemoveAll(filepath.Join(dir, "keys")) // made by the first render
@@ -331,7 +332,7 @@ func TestRenderTwice(t *testing.T) {
 // same modes and owners, and install the same packages.
 func TestUserDataMatchesInstall(t *testing.T) {
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
+		proctest.NoCurve(t, "libzmq was built without CURVE")
 	}
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Fatal("python3 with its yaml module (cloud-init's) is needed to read user-data")

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"backfill/about"
 	"backfill/etl"
 )
 
@@ -73,7 +74,33 @@ func (v *validator) contact() {
 	u, err := url.Parse(c)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsAny(c, " \t\"\\") {
 		v.fail("contact", "%q: want an absolute http or https URL", c)
+		return
 	}
+	if about.IsPlaceholder(c) {
+		v.fail("contact", "%q: still the .invalid placeholder, which no site operator can reach: give the URL of your page about the crawl ([about] renders it)", c)
+	}
+	if a := v.inv.About; a != nil {
+		p := about.Page{Contact: c, Operator: a.Operator, Email: a.Email, Purpose: a.Purpose}
+		for _, err := range unjoin(p.Validate()) {
+			v.fail("about", "%v", err)
+		}
+	}
+	switch v.inv.Encryption {
+	case "", EncryptProvider, EncryptLUKS:
+	default:
+		v.fail("encryption", "%q: want %q (the provider encrypts the volume) or %q (LUKS on a data volume)", v.inv.Encryption, EncryptProvider, EncryptLUKS)
+	}
+}
+
+// unjoin splits an errors.Join error into its parts.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 func (v *validator) sshKeys() {

@@ -75,7 +75,13 @@ type mongoStore struct {
 	timeout, retryFor time.Duration
 	log               *slog.Logger
 	where             string // the URI without credentials, for messages
+	hosts             []string
 	health            *mongoHealth
+	// opening is true while openMongo sets the store up: a refused
+	// connection then means nothing listens where the URI points (a server
+	// not started, a wrong host or port), which waiting does not cure, so
+	// it fails at once. Once open, a refusal is an outage and is retried.
+	opening bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -142,9 +148,13 @@ func openMongo(ctx context.Context, uri string, opts Options) (Store, error) {
 		retryFor: retryFor,
 		log:      log.With("store", where),
 		where:    where,
+		hosts:    cs.Hosts,
 		health:   health,
+		opening:  true,
 	}
-	if err := s.setup(ctx); err != nil {
+	err = s.setup(ctx)
+	s.opening = false
+	if err != nil {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
 		client.Disconnect(dctx)

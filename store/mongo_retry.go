@@ -61,6 +61,9 @@ func (s *mongoStore) do(ctx context.Context, op string, fn func(context.Context)
 		if ctx.Err() != nil {
 			return fmt.Errorf("store: %s: %w", op, ctx.Err())
 		}
+		if cre := (*ConnRefusedError)(nil); s.opening && errors.As(err, &cre) {
+			return fmt.Errorf("%w: %s: %s", ErrUnavailable, op, s.refusal(cre))
+		}
 		if !mongoTransient(err) {
 			return fmt.Errorf("store: %s: %w", op, mongoErr(err))
 		}
@@ -80,6 +83,17 @@ func (s *mongoStore) do(ctx context.Context, op string, fn func(context.Context)
 			return fmt.Errorf("store: %s: %w", op, ctx.Err())
 		}
 	}
+}
+
+// refusal says a connection was refused, naming the address only when
+// the URI does not already (a replica set member it did not list).
+func (s *mongoStore) refusal(e *ConnRefusedError) string {
+	for _, h := range s.hosts {
+		if h == e.Addr {
+			return "connection refused: nothing listens there (is the server started, and the host and port right?)"
+		}
+	}
+	return e.Error() + ": nothing listens there (is the server started, and the host and port right?)"
 }
 
 // mongoTransientCodes are server error codes that say "not now" rather than

@@ -19,6 +19,7 @@ import (
 
 	"backfill/etl"
 	"backfill/fetch"
+	"backfill/proctest"
 )
 
 const renderUA = "backfill-test/1.0 (+http://crawler.example/about)"
@@ -183,7 +184,7 @@ func (s *jsSite) logs() (served, asked []string) {
 func needBrowser(t *testing.T) {
 	t.Helper()
 	if _, err := findBrowser(); err != nil {
-		t.Skipf("render tests need Chromium (Debian package chromium): %v", err)
+		proctest.NoChromium(t, fmt.Sprintf("render tests need Chromium (Debian package chromium): %v", err))
 	}
 }
 

@@ -54,24 +54,55 @@ func (c *PortsConfig) check() error {
 	return nil
 }
 
-// PortTargets calls fn for every ip:port the survey would probe, in
-// order, and for none it would not: what --dry-run prints. It connects to
-// nothing (host names are resolved).
-func PortTargets(ctx context.Context, cfg PortsConfig, fn func(ip netip.Addr, port int) error) (InputReport, error) {
+// PortPlan is what a port survey would probe: every port of every address
+// the blocklist leaves. Excluded counts the addresses it leaves out, and
+// Loopback those of them it leaves out only for being loopback
+// (AllowLoopback takes them in).
+type PortPlan struct {
+	Addrs              []netip.Addr
+	Ports              []int
+	Excluded, Loopback int
+}
+
+// Targets is how many ip:port pairs the plan probes.
+func (p PortPlan) Targets() int { return len(p.Addrs) * len(p.Ports) }
+
+// PlanPorts lists what a port survey would probe, connecting to nothing
+// (host names are resolved): what --dry-run prints.
+func PlanPorts(ctx context.Context, cfg PortsConfig) (PortPlan, InputReport, error) {
 	if err := cfg.check(); err != nil {
-		return InputReport{}, err
+		return PortPlan{}, InputReport{}, err
 	}
 	targets, rep, err := cfg.targets(ctx)
 	if err != nil {
-		return rep, err
+		return PortPlan{}, rep, err
 	}
-	bl := cfg.blocklist()
+	plan := PortPlan{Ports: cfg.Ports}
+	bl, butLoopback := cfg.blocklist(), cfg.Blocklist.without(loopback)
 	for _, t := range targets {
 		if bl.Blocks(t.ip) || (t.name != "" && bl.BlocksHost(t.name)) {
+			plan.Excluded++
+			if loopback.Contains(t.ip) && !butLoopback.Blocks(t.ip) {
+				plan.Loopback++
+			}
 			continue
 		}
-		for _, p := range cfg.Ports {
-			if err := fn(t.ip, p); err != nil {
+		plan.Addrs = append(plan.Addrs, t.ip)
+	}
+	return plan, rep, nil
+}
+
+// PortTargets calls fn for every ip:port the survey would probe, in
+// order, and for none it would not. It connects to nothing (host names
+// are resolved).
+func PortTargets(ctx context.Context, cfg PortsConfig, fn func(ip netip.Addr, port int) error) (InputReport, error) {
+	plan, rep, err := PlanPorts(ctx, cfg)
+	if err != nil {
+		return rep, err
+	}
+	for _, ip := range plan.Addrs {
+		for _, p := range plan.Ports {
+			if err := fn(ip, p); err != nil {
 				return rep, err
 			}
 		}

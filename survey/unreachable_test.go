@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"backfill/fetch"
+	"backfill/proctest"
 	"backfill/survey"
 	"backfill/survey/surveytest"
 	"backfill/wire"
@@ -43,7 +44,7 @@ func TestUnreachable(t *testing.T) {
 	}
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		t.Skip("the test builds network namespaces, which needs root (CI runs it as root)")
+		proctest.NotRoot(t, "the test builds network namespaces, which needs root (CI runs it as root)")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Fatalf("the test needs ip (apt-get install iproute2): %v", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"backfill/etl"
+	"backfill/proctest"
 )
 
 func startPeople(t testing.TB, o PeopleOptions) *Web {
@@ -450,7 +451,7 @@ func TestPeopleJSProfilesRender(t *testing.T) {
 		}
 	}
 	if browser == "" {
-		t.Skip("no Chromium on PATH (Debian package chromium): this test needs one")
+		proctest.NoChromium(t, "no Chromium on PATH (Debian package chromium): this test needs one")
 	}
 	w := startPeople(t, PeopleOptions{Hosts: 5, Pages: 6, Records: 10})
 	s := w.people

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"backfill/proctest"
 )
 
 func needCurve(t testing.TB) {
 	t.Helper()
 	if !HasCurve() {
-		t.Skip("libzmq was built without CURVE: security tests cannot run")
+		proctest.NoCurve(t, "libzmq was built without CURVE: security tests cannot run")
 	}
 }
 

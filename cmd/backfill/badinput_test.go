@@ -11,7 +11,8 @@ import (
 
 // TestBadInputs runs the table in testdata/badinputs/cases.json: each case
 // is a command line over the fixture files beside it, the exit code it
-// must end with, and what its error must say. Wrong input never passes
+// must end with, what its error must say (and, for a command that lists
+// problems, what its listing must say). Wrong input never passes
 // silently: every case exits non-zero with a message naming the problem.
 func TestBadInputs(t *testing.T) {
 	dir, err := filepath.Abs(filepath.Join("testdata", "badinputs"))
@@ -27,6 +28,7 @@ func TestBadInputs(t *testing.T) {
 		Args    []string `json:"args"`
 		Code    int      `json:"code"`
 		Message string   `json:"message"`
+		Stdout  string   `json:"stdout"` // what a listing command (mappings check) prints, when set
 	}
 	if err := json.Unmarshal(data, &cases); err != nil {
 		t.Fatalf("cases.json: %v", err)
@@ -46,6 +48,9 @@ func TestBadInputs(t *testing.T) {
 			}
 			if want := expand.Replace(c.Message); !strings.Contains(stderr.String(), want) {
 				t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+			}
+			if want := expand.Replace(c.Stdout); !strings.Contains(stdout.String(), want) {
+				t.Errorf("stdout does not say %q:\n%s", want, stdout.String())
 			}
 		})
 	}

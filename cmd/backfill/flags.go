@@ -27,7 +27,8 @@ import (
 const version = "0.1"
 
 // defaultContact is where site operators learn what the crawler does. Users
-// running real crawls set their own with --contact.
+// running real crawls set their own with --contact, and host the page
+// `backfill about` writes there; about and provision refuse this one.
 const defaultContact = "https://backfill.invalid/about-the-crawler"
 
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -179,13 +180,13 @@ func (m *mappingFlags) load() (*etl.Set, error) {
 // all (an empty folder), or none with a field; every record would count
 // as already complete.
 func (m *mappingFlags) fillable(set *etl.Set) error {
-	where := "the mappings directory " + m.dir
+	where, hold := "the mappings directory "+m.dir, "holds"
 	if m.learned != "" {
-		where += " and the learned mappings in " + m.learned
+		where, hold = where+" and the learned mappings in "+m.learned, "hold"
 	}
 	switch {
 	case len(set.Mappings()) == 0:
-		return fmt.Errorf("%s hold no mapping (*.json files; see docs/mappings.md)", where)
+		return fmt.Errorf("%s %s no mapping (*.json files; see docs/mappings.md)", where, hold)
 	case len(set.FieldNames()) == 0:
 		return fmt.Errorf("mappings in %s have no fields: nothing could be filled (a mapping's \"fields\" lists what it extracts)", where)
 	}

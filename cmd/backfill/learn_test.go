@@ -227,7 +227,7 @@ func TestLearnedMappingsFillRecords(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	code := mainExit([]string{"run", "--records", path, "--state-dir", filepath.Join(dir, "none-state"), "--mappings", empty}, &stdout, &stderr)
-	if code != exitFail || !strings.Contains(stderr.String(), "hold no mapping") {
+	if code != exitFail || !strings.Contains(stderr.String(), "holds no mapping") {
 		t.Errorf("a crawl without --use-learned and no mapping: exit %d, want %d saying so:\n%s", code, exitFail, stderr.String())
 	}
 }

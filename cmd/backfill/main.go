@@ -59,6 +59,7 @@ var commands = []command{
 	{"mappings", "author site mappings: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR], learn -o DIR", cmdMappings, false},
 	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo, false},
 	{"provision", "deploy a cluster to droplets: init FILE, render FILE -o DIR, check DIR", cmdProvision, false},
+	{"about", "write the page telling site operators what the crawler does and who runs it (host it at --contact)", cmdAbout, false},
 }
 
 func main() {

@@ -30,3 +30,40 @@ func TestMakeDepsWithoutChromium(t *testing.T) {
 		t.Errorf("make test does not install chromium for the rendering tests:\n%s", out)
 	}
 }
+
+// TestMakeRunInstallsOnlyTheDemo: a newcomer's `make run` installs what the
+// demo needs and nothing of provisioning; the validators `provision check`
+// and the rehearsal run come with `make deps-provision`, which `make test`
+// and `make rehearse` use.
+func TestMakeRunInstallsOnlyTheDemo(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on this machine")
+	}
+	dryRun := func(target string) string {
+		out, err := exec.Command("make", "-n", "-C", "../..", target).CombinedOutput()
+		if err != nil {
+			t.Fatalf("make -n %s: %v\n%s", target, err, out)
+		}
+		return string(out)
+	}
+	validators := []string{"cloud-init", "shellcheck", "nftables", "openssh-server", "fail2ban", "systemd"}
+	for _, target := range []string{"run", "build", "deps"} {
+		out := dryRun(target)
+		if !strings.Contains(out, "libzmq3-dev") || !strings.Contains(out, "pkg-config") {
+			t.Errorf("make %s would not install libzmq3-dev and pkg-config:\n%s", target, out)
+		}
+		for _, v := range append(validators, "chromium") {
+			if strings.Contains(out, v) {
+				t.Errorf("make %s would install %s, which the demo does not need:\n%s", target, v, out)
+			}
+		}
+	}
+	for _, target := range []string{"deps-provision", "test", "rehearse"} {
+		out := dryRun(target)
+		for _, v := range validators {
+			if !strings.Contains(out, v) {
+				t.Errorf("make %s would not install the validator %s:\n%s", target, v, out)
+			}
+		}
+	}
+}

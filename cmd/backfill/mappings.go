@@ -75,6 +75,13 @@ func mappingsCheck(args []string, stdout, stderr io.Writer) error {
 			set, err = etl.LoadDir(dir)
 			errs = etl.Unjoin(err)
 		}
+		if len(errs) == 0 {
+			// What `run` would refuse (an empty folder, no field anywhere)
+			// the authoring tool refuses first, in the same words.
+			if err := (&mappingFlags{dir: dir}).fillable(set); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	for _, e := range errs {
 		fmt.Fprintln(stdout, e)
@@ -274,11 +281,8 @@ func guardHint(err error) string {
 	var fe *fetch.Error
 	errors.As(err, &fe)
 	why := fe.Err.Error()
-	switch {
-	case strings.Contains(why, "(loopback)"):
-		return "the address guard refuses it: " + why + "; pass --allow-loopback to fetch loopback addresses"
-	case strings.Contains(why, "(private)"), strings.Contains(why, "(shared (CGNAT))"), strings.Contains(why, "(link-local)"):
-		return "the address guard refuses it: " + why + "; pass --allow-private to fetch private network addresses"
+	if flag, ok := guardFlags[fetch.RefusalOf(why)]; ok {
+		return "the address guard refuses it: " + why + "; pass " + flag
 	}
 	return "the address guard refuses it: " + why
 }

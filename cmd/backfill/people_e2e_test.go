@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/proctest"
 	"backfill/supervisor"
 	"backfill/testweb"
 )
@@ -54,7 +55,7 @@ func TestPeopleWebEndToEnd(t *testing.T) {
 	} {
 		t.Run(leg.name, func(t *testing.T) {
 			if leg.render && browser == "" {
-				t.Skip("no Chromium on PATH (Debian package chromium; `make deps` installs it): the render leg needs one")
+				proctest.NoChromium(t, "no Chromium on PATH (Debian package chromium; `make deps-render` installs it): the render leg needs one")
 			}
 			web, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: leg.hosts, Pages: 4, Records: leg.records, CrawlDelay: crawlDelay})
 			if err != nil {

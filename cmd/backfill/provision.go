@@ -83,6 +83,9 @@ func cmdProvision(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			for _, l := range rep.Passed {
 				fmt.Fprintf(stdout, "ok   %s\n", l)
 			}
+			for _, w := range rep.Warnings {
+				fmt.Fprintf(stdout, "warn %s\n", w)
+			}
 		}
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/proctest"
 	"backfill/wire"
 )
 
@@ -15,7 +16,7 @@ import (
 // (The validators behind check are tested in provisioning.)
 func TestProvisionCommand(t *testing.T) {
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
+		proctest.NoCurve(t, "libzmq was built without CURVE")
 	}
 	dir := t.TempDir()
 	inv := filepath.Join(dir, "cluster.toml")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -30,7 +31,7 @@ func TestRenderEndToEnd(t *testing.T) {
 	}
 	browser := findChromium()
 	if browser == "" {
-		t.Skip("no Chromium on PATH (Debian package chromium; `make deps` installs it): the render test needs one")
+		proctest.NoChromium(t, "no Chromium on PATH (Debian package chromium; `make deps-render` installs it): the render test needs one")
 	}
 	const crawlDelay = time.Second
 	web, err := testweb.Start(testweb.Options{CrawlDelay: int(crawlDelay / time.Second)})

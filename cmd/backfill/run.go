@@ -216,11 +216,13 @@ func (c *crawlSetup) open(ctx context.Context, listen string, stderr io.Writer) 
 	c.mf.logLearned(c.log, c.set)
 	// Before the results store opens a file there: a directory that is
 	// read-only or in use by another run is named as such.
-	if err = dispatcher.CheckStateDir(c.df.stateDir); err != nil {
+	undo, err := dispatcher.CheckStateDirUndo(c.df.stateDir)
+	if err != nil {
 		return dispatcher.Config{}, err
 	}
 	if c.st, err = c.sf.openLogged(ctx, c.df.stateDir, c.log); err != nil {
 		c.close()
+		undo()
 		return dispatcher.Config{}, err
 	}
 	cfg := c.df.config(listen, c.set, c.st, c.log)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/testweb"
 	"backfill/wire"
 )
@@ -25,7 +26,7 @@ func TestSecuredCluster(t *testing.T) {
 		t.Skip("end-to-end crawl")
 	}
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE: cannot test a secured cluster")
+		proctest.NoCurve(t, "libzmq was built without CURVE: cannot test a secured cluster")
 	}
 	web, err := testweb.Start(testweb.Options{})
 	if err != nil {
@@ -145,7 +146,7 @@ func TestSecuredCluster(t *testing.T) {
 // half a key configuration is a usage error.
 func TestSecurityStartupRefusals(t *testing.T) {
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
+		proctest.NoCurve(t, "libzmq was built without CURVE")
 	}
 	dir := t.TempDir()
 	records := filepath.Join(dir, "r.csv")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/fetch"
 )
 
 // writeSummary reports a finished run: as text on w, and as JSON in path
@@ -91,6 +92,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		}
 		fmt.Fprintf(w, "errors by class: %s\n", strings.Join(parts, " "))
 	}
+	if hint := guardSummary(s.BlockedBy); hint != "" {
+		fmt.Fprintln(w, hint)
+	}
 	if s.Duplicates > 0 {
 		fmt.Fprintf(w, "duplicate pages (text already seen at another URL; values applied, links not followed): %d\n", s.Duplicates)
 	}
@@ -112,6 +116,34 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 			fmt.Fprintf(w, "  %-18s %d: %s%s\n", r, c.Records, strings.Join(c.IDs, ", "), more)
 		}
 	}
+}
+
+// guardFlags name the flag that lifts each refusal of the address guard
+// (fetch.RefusalOf), as `mappings try` and `survey ports` name them.
+var guardFlags = map[string]string{
+	fetch.RefusedLoopback: "--allow-loopback to fetch loopback addresses",
+	fetch.RefusedPrivate:  "--allow-private to fetch private network addresses",
+}
+
+// guardSummary explains the blocked-address count: what the address guard
+// refused and the flag that lifts it, "" when it refused nothing.
+func guardSummary(by map[string]int64) string {
+	var parts []string
+	for _, k := range []string{fetch.RefusedLoopback, fetch.RefusedPrivate, fetch.RefusedOther} {
+		n := by[k]
+		if n == 0 {
+			continue
+		}
+		if flag, ok := guardFlags[k]; ok {
+			parts = append(parts, fmt.Sprintf("%d %s (pass %s)", n, k, flag))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d link-local, reserved or denied (no flag lifts it)", n))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "pages the address guard refused: " + strings.Join(parts, ", ")
 }
 
 // countsLine renders counts by key as "a=1 b=2", keys sorted.

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -347,15 +348,7 @@ func surveyPorts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	pc := survey.PortsConfig{Targets: items, Random: *random, Seed: *seed, Ports: pl, Blocklist: bl, AllowLoopback: f.allowLoop, Resolver: resolver}
 	if *dryRun {
-		w := bufio.NewWriter(stdout)
-		rep, err := survey.PortTargets(ctx, pc, func(ip netip.Addr, port int) error {
-			_, err := fmt.Fprintln(w, netip.AddrPortFrom(ip, uint16(port)))
-			return err
-		})
-		for _, e := range rep.Errors {
-			fmt.Fprintf(stderr, "skipped: %s\n", e)
-		}
-		return errors.Join(translate(err), w.Flush())
+		return portsDryRun(ctx, pc, f.out, stdout, stderr)
 	}
 	r, err := f.open(ctx, stdout, stderr, wire.SurveySpec{Banner: *banner}, user.Prefixes)
 	if err != nil {
@@ -366,7 +359,92 @@ func surveyPorts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if sum != nil && *random > 0 && *seed == 0 {
 		fmt.Fprintf(r.report, "random sample drawn with --seed %d\n", sum.Seed)
 	}
-	return r.finish(ctx, sum, translate(err))
+	report := r.report
+	err = r.finish(ctx, sum, translate(err))
+	if sum != nil && !f.allowLoop && loopbackTargets(items) {
+		fmt.Fprintln(report, loopbackExcluded)
+	}
+	return err
+}
+
+// loopbackExcluded says why a loopback target is excluded and what lets
+// it in, as `mappings try` names the flag that lifts the address guard.
+const loopbackExcluded = "loopback targets are excluded (the blocklist holds 127.0.0.0/8); pass --allow-loopback to probe them"
+
+// loopbackTargets reports targets given as loopback addresses or ranges.
+func loopbackTargets(items []string) bool {
+	for _, t := range items {
+		if p, err := netip.ParsePrefix(t); err == nil && p.Overlaps(netip.MustParsePrefix("127.0.0.0/8")) {
+			return true
+		}
+		if a, err := netip.ParseAddr(t); err == nil && a.Unmap().IsLoopback() {
+			return true
+		}
+	}
+	return false
+}
+
+// portsDryRun writes the ip:port targets of pc, one a line, to out (a
+// file, or - for standard output), connecting to nothing. Its first line,
+// on standard output (standard error when the targets go there, as a
+// survey's summary does), counts them.
+func portsDryRun(ctx context.Context, pc survey.PortsConfig, out string, stdout, stderr io.Writer) error {
+	plan, rep, err := survey.PlanPorts(ctx, pc)
+	for _, e := range rep.Errors {
+		fmt.Fprintf(stderr, "skipped: %s\n", e)
+	}
+	if err != nil {
+		return translate(err)
+	}
+	dst, report := stdout, stderr
+	var file *os.File
+	if out != "-" {
+		if file, err = os.Create(out); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		dst, report = file, stdout
+	}
+	fmt.Fprintf(report, "%s × %s = %s\n", plural(len(plan.Addrs), "address", "addresses"),
+		plural(len(plan.Ports), "port", "ports"), plural(plan.Targets(), "target", "targets"))
+	if plan.Excluded > 0 {
+		fmt.Fprintf(report, "%s left out by the blocklist\n", plural(plan.Excluded, "address", "addresses"))
+	}
+	if plan.Loopback > 0 {
+		fmt.Fprintln(report, loopbackExcluded)
+	}
+	w := bufio.NewWriter(dst)
+write:
+	for _, ip := range plan.Addrs {
+		for _, p := range plan.Ports {
+			if _, err = fmt.Fprintln(w, netip.AddrPortFrom(ip, uint16(p))); err != nil {
+				break write
+			}
+		}
+	}
+	err = errors.Join(err, w.Flush())
+	if file != nil {
+		err = errors.Join(err, file.Close())
+	}
+	if err != nil && out != "-" {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return err
+}
+
+// plural writes n with its noun, n grouped by thousands: "2,200 targets".
+func plural(n int, one, many string) string {
+	digits := strconv.Itoa(n)
+	var b strings.Builder
+	for i, c := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if n == 1 {
+		return b.String() + " " + one
+	}
+	return b.String() + " " + many
 }
 
 // translate makes a refusal of the survey's settings a usage error.

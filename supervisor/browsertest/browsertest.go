@@ -6,6 +6,7 @@ package browsertest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"backfill/proctest"
 	"backfill/supervisor"
 )
 
@@ -31,7 +33,7 @@ func Start(t testing.TB, name string, opts ...chromedp.ExecAllocatorOption) cont
 	}
 	browser, err := supervisor.FindBrowser()
 	if err != nil {
-		t.Skipf("%v (Debian package chromium; `make deps` installs it): this test needs a browser", err)
+		proctest.NoChromium(t, fmt.Sprintf("%v (Debian package chromium; `make deps-render` installs it): this test needs a browser", err))
 	}
 	dir := t.TempDir()
 	all := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser),

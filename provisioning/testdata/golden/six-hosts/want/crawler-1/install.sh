@@ -43,6 +43,9 @@ EOF
 put /etc/backfill/curve/dispatcher.pub 0644 root:root <<'EOF'
 (a file under files/, base64-encoded)
 EOF
+put /etc/backfill/encryption 0644 root:root <<'EOF'
+(a file under files/, base64-encoded)
+EOF
 put /etc/backfill/mongodb/ca.pem 0644 root:root <<'EOF'
 (a file under files/, base64-encoded)
 EOF

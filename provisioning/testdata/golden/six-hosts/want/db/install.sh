@@ -34,6 +34,9 @@ put() {
 put /etc/apt/apt.conf.d/20auto-upgrades 0644 root:root <<'EOF'
 (a file under files/, base64-encoded)
 EOF
+put /etc/backfill/encryption 0644 root:root <<'EOF'
+(a file under files/, base64-encoded)
+EOF
 put /etc/backfill/mongodb/ca.pem 0644 root:root <<'EOF'
 (a file under files/, base64-encoded)
 EOF
