@@ -1,19 +1,18 @@
 package dispatcher
 
 import (
+	"backfill/records"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -237,7 +236,7 @@ type LoadReport struct {
 	Errors        []error // "file:line: reason", malformed lines and ignored values; at most maxReported
 }
 
-const maxReported = 1000
+const maxReported = records.MaxReported
 
 // Dispatcher owns the crawl state. Load and Run may be called from
 // different goroutines; everything they share is guarded by mu.
@@ -725,8 +724,8 @@ func (d *Dispatcher) Close() error {
 func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) {
 	var rep LoadReport
 	if d.cfg.Strict {
-		if err := checkStrict(path); err != nil {
-			return rep, err
+		if err := records.Strict(path); err != nil {
+			return rep, fmt.Errorf("dispatcher: %w", err)
 		}
 	}
 	f, err := os.Open(path)
@@ -747,7 +746,7 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		return rep, err
 	}
 	rep.Records, rep.Bad = prog.records, prog.bad
-	if prog.pos.offset > 0 && !prog.done {
+	if prog.pos.Offset > 0 && !prog.done {
 		rep.New, rep.NothingToFill = prog.fresh, prog.nothing
 	}
 	if prog.done {
@@ -756,76 +755,13 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		d.badLines += rep.Bad
 		d.mu.Unlock()
 		if rep.Records == 0 {
-			return rep, fmt.Errorf("dispatcher: records: %s: %w: every one of its %d lines is malformed", path, ErrNoRecords, rep.Bad)
+			return rep, fmt.Errorf("dispatcher: records: %s: %w: every one of its %d lines is malformed", path, records.ErrNoRecords, rep.Bad)
 		}
 		return rep, nil
 	}
-	var rest io.Reader
-	if prog.pos.offset > 0 {
-		d.log.Info("records file taken in up to a place before; reading on from there", "file", path, "line", prog.pos.line, "records", rep.Records)
-		if rest, err = os.Open(path); err != nil {
-			return rep, fmt.Errorf("dispatcher: records: %w", err)
-		}
-		defer rest.(*os.File).Close()
-		if _, err := rest.(*os.File).Seek(prog.pos.offset, io.SeekStart); err != nil {
-			return rep, fmt.Errorf("dispatcher: records: %w", err)
-		}
+	if prog.pos.Offset > 0 {
+		d.log.Info("records file taken in up to a place before; reading on from there", "file", path, "line", prog.pos.Line, "records", rep.Records)
 	}
-
-	// The reader goroutine parses batches while loadBatch writes the last.
-	type batch struct {
-		recs  []store.Record // good and malformed, in file order
-		lines []int
-		good  int
-		end   filePos
-		bad   int
-		errs  []error
-		eof   bool
-	}
-	batches := make(chan *batch, 1)
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var readErr error
-	filtered := make(map[string]int64) // record links refused, by reason
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer close(batches)
-		b := &batch{}
-		send := func() bool {
-			select {
-			case batches <- b:
-				b = &batch{}
-				return true
-			case <-rctx.Done():
-				return false
-			}
-		}
-		report := func(e *LineError) {
-			b.errs = append(b.errs, e)
-		}
-		readErr = readRecordsFrom(path, f, rest, prog.pos, FormatAuto, func(r store.Record, line int, end filePos) error {
-			b.recs, b.lines, b.end = append(b.recs, r), append(b.lines, line), end
-			if r.Error == "" {
-				b.good++
-			}
-			if len(b.recs) >= loadBatchSize && !send() {
-				return rctx.Err()
-			}
-			return nil
-		}, func(e *LineError) {
-			b.bad++
-			report(e)
-		}, func(e *LineError) {
-			if e.Filter != "" {
-				filtered[e.Filter]++ // read once the goroutine is done
-			}
-			report(e)
-		})
-		if readErr == nil {
-			b.eof, b.end = true, filePos{offset: fi.Size()}
-			send()
-		}
-	})
 	note := func(errs []error) {
 		for _, e := range errs {
 			if len(rep.Errors) < maxReported {
@@ -833,24 +769,23 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 			}
 		}
 	}
-	for b := range batches {
-		if err != nil {
-			continue // drain: the reader is stopping
+	filtered := make(map[string]int64) // record links refused, by reason
+	err = records.ReadBatches(ctx, path, f, fi.Size(), prog.pos, loadBatchSize, func(b *records.Batch) error {
+		note(b.Errors)
+		for why, n := range b.Filtered {
+			filtered[why] += n
 		}
-		note(b.errs)
 		next := prog
-		next.records += b.good
-		next.bad += b.bad
-		next.pos, next.done = b.end, b.eof
-		var n, none int
-		var dups []*LineError
-		n, none, dups, err = d.loadBatch(ctx, b.recs, b.lines, path, abs, fi, next)
-		if err == nil {
-			err = ctx.Err()
+		next.records += b.Good
+		next.bad += b.Bad
+		next.pos, next.done = b.End, b.EOF
+		recs := make([]store.Record, len(b.Recs))
+		for i, r := range b.Recs {
+			recs[i] = storeRecord(r)
 		}
+		n, none, dups, err := d.loadBatch(ctx, recs, b.Lines, path, abs, fi, next)
 		if err != nil {
-			stop() // the reader stops at its next record
-			continue
+			return err
 		}
 		rep.New += n
 		rep.NothingToFill += none
@@ -862,11 +797,8 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 			note([]error{e})
 		}
 		prog = next
-	}
-	wg.Wait()
-	if err == nil && readErr != nil {
-		err = readErr
-	}
+		return nil
+	})
 	rep.Records, rep.Bad = prog.records, prog.bad
 	d.mu.Lock()
 	d.badLines += rep.Bad
@@ -875,7 +807,7 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 	}
 	d.mu.Unlock()
 	if err == nil && rep.Records == 0 {
-		err = fmt.Errorf("%s: %w: every one of its %d lines is malformed", path, ErrNoRecords, rep.Bad)
+		err = fmt.Errorf("%s: %w: every one of its %d lines is malformed", path, records.ErrNoRecords, rep.Bad)
 	}
 	if err != nil {
 		return rep, fmt.Errorf("dispatcher: records: %w", err)
@@ -898,7 +830,7 @@ const (
 // from the file's first read on).
 type loadProg struct {
 	num                          int64 // the file's number (records.file)
-	pos                          filePos
+	pos                          records.Pos
 	records, bad, fresh, nothing int
 	done                         bool
 }
@@ -911,7 +843,7 @@ func (d *Dispatcher) loadProgress(ctx context.Context, path string, fi os.FileIn
 	var p loadProg
 	var size, mtime int64
 	var done int
-	err := d.st.q.loadGet.QueryRowContext(ctx, path).Scan(&p.num, &size, &mtime, &p.pos.offset, &p.pos.line, &p.records, &p.bad, &p.fresh, &p.nothing, &done)
+	err := d.st.q.loadGet.QueryRowContext(ctx, path).Scan(&p.num, &size, &mtime, &p.pos.Offset, &p.pos.Line, &p.records, &p.bad, &p.fresh, &p.nothing, &done)
 	if errors.Is(err, errNoRows) {
 		if err := d.st.q.loadNum.QueryRowContext(ctx).Scan(&p.num); err != nil {
 			return p, fmt.Errorf("dispatcher: state loads: %w", err)
@@ -928,29 +860,6 @@ func (d *Dispatcher) loadProgress(ctx context.Context, path string, fi os.FileIn
 	return p, nil
 }
 
-// checkStrict reads path through and refuses it if any line is malformed,
-// listing them (up to maxReported).
-func checkStrict(path string) error {
-	var lines []string
-	n, err := strictScan(path, func(e *LineError) {
-		if len(lines) < maxReported {
-			lines = append(lines, e.Error())
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("dispatcher: records: %w", err)
-	}
-	if n > 0 {
-		more := ""
-		if n > len(lines) {
-			more = fmt.Sprintf("\n  … and %d more", n-len(lines))
-		}
-		return fmt.Errorf("dispatcher: records: %s: %d malformed line(s); nothing loaded (strict):\n  %s%s",
-			path, n, strings.Join(lines, "\n  "), more)
-	}
-	return nil
-}
-
 // loadBatch stores the records not yet known and queues their links, in
 // one state transaction that also records prog, the place the file is
 // taken in to. The store gets the records before the transaction commits
@@ -959,9 +868,9 @@ func checkStrict(path string) error {
 // upsert). Malformed lines (Record.Error set) go to the store too (export
 // gives them back) and to the state's malformed table, never to the
 // crawl; so does a record whose id another line of the same file has,
-// returned as a LineError naming the file as name. It returns how many
+// returned as a records.LineError naming the file as name. It returns how many
 // records were new and how many of those had nothing to fill.
-func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines []int, name, path string, fi os.FileInfo, prog loadProg) (n, nothingToFill int, dups []*LineError, err error) {
+func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines []int, name, path string, fi os.FileInfo, prog loadProg) (n, nothingToFill int, dups []*records.LineError, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -1015,7 +924,7 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines [
 		err = d.flush(ctx)
 	}
 	if err == nil {
-		_, err = exec(ctx, d.st.q.loadPut, path, prog.num, fi.Size(), fi.ModTime().UnixNano(), prog.pos.offset, prog.pos.line,
+		_, err = exec(ctx, d.st.q.loadPut, path, prog.num, fi.Size(), fi.ModTime().UnixNano(), prog.pos.Offset, prog.pos.Line,
 			prog.records-len(dups), prog.bad+len(dups), prog.fresh+len(fresh), prog.nothing+nothingToFill, b2i(prog.done))
 	}
 	// The store gets the records before any value is set on them, and
@@ -1090,4 +999,9 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// storeRecord is r as the store keeps it.
+func storeRecord(r records.Record) store.Record {
+	return store.Record{ID: r.ID, Seq: r.Seq, Format: r.Format, Raw: r.Raw, Fields: r.Fields, Order: r.Order, Links: r.Links, Error: r.Error}
 }

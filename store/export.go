@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"backfill/records"
 )
 
 // ExportOptions says how Export writes the records.
@@ -106,7 +108,7 @@ func inputValues(rec Record) (map[string]string, error) {
 	out := make(map[string]string, len(rec.Order))
 	switch rec.Format {
 	case FormatCSV:
-		cells, err := SplitCSVRecord(rec.Raw)
+		cells, err := records.SplitCSVRecord(rec.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("stored input: %w", err)
 		}
@@ -117,7 +119,7 @@ func inputValues(rec Record) (map[string]string, error) {
 			out[rec.Order[i]] = c
 		}
 	case FormatJSONL:
-		members, _, err := JSONMembers(rec.Raw)
+		members, _, err := records.JSONMembers(rec.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("stored input: %w", err)
 		}
@@ -426,7 +428,7 @@ func (e *jsonlEncoder) object(rec Record, cols []string) error {
 // with only the found values put in (in place, or appended with the other
 // columns the input lacks).
 func (e *jsonlEncoder) spliced(rec Record, cols []string) error {
-	members, _, err := JSONMembers(rec.Raw)
+	members, _, err := records.JSONMembers(rec.Raw)
 	if err != nil {
 		return fmt.Errorf("stored input: %w", err)
 	}
@@ -468,7 +470,7 @@ func (e *jsonlEncoder) spliced(rec Record, cols []string) error {
 		e.buf.Truncate(k)
 	}
 	e.buf.Truncate(mark)
-	out, err := spliceJSON(rec.Raw, set, add, addVals)
+	out, err := records.SpliceJSON(rec.Raw, set, add, addVals)
 	if err != nil {
 		return fmt.Errorf("stored input: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"backfill/records"
 )
 
 // ErrNotFound is returned by cache lookups that have no entry.
@@ -38,10 +40,10 @@ type Record struct {
 	Outcome *Outcome
 }
 
-// Input formats of Record.Format.
+// Input formats of Record.Format: the records package's.
 const (
-	FormatCSV   = "csv"
-	FormatJSONL = "jsonl"
+	FormatCSV   = string(records.FormatCSV)
+	FormatJSONL = string(records.FormatJSONL)
 )
 
 // Outcome is why a record's missing fields stayed missing, as the
