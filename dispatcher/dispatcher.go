@@ -11,7 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -309,10 +309,12 @@ type Dispatcher struct {
 
 	// targetSets are the distinct target lists, by id in the state and by
 	// their JSON (target_sets); matchFields the fields some mapping marks
-	// match, the only own values the state keeps of a record.
-	targetSets  map[string]int64
-	targetNames map[int64][]string
-	matchFields []string
+	// match, the only own values the state keeps of a record;
+	// targetFields the names targets picks a record's targets from, once.
+	targetSets   map[string]int64
+	targetNames  map[int64][]string
+	matchFields  []string
+	targetFields []string
 
 	// seenKeys is the seen store's filter (seenfilter.go).
 	seenKeys *seenFilter
@@ -553,6 +555,14 @@ func (d *Dispatcher) resumeTx(ctx context.Context) error {
 		return err
 	}
 	d.matchFields = d.cfg.Mappings.MatchFields()
+	d.targetFields = d.cfg.Fields
+	if len(d.targetFields) == 0 {
+		d.targetFields = d.cfg.Mappings.FieldNames()
+	}
+	d.targetFields = slices.Compact(slices.Sorted(slices.Values(d.targetFields)))
+	if len(d.targetFields) > 0 && d.targetFields[0] == "" {
+		d.targetFields = d.targetFields[1:]
+	}
 	if err := d.setupSeenFilter(ctx); err != nil {
 		return err
 	}
@@ -975,22 +985,15 @@ func (d *Dispatcher) ownValues(r store.Record) ([]byte, error) {
 // targets by default: generic mappings produce many (og_title, job_title…)
 // and a record would otherwise never count as complete.
 func (d *Dispatcher) targets(r store.Record) []string {
-	names := d.cfg.Fields
-	own := len(names) == 0
-	if own {
-		names = d.cfg.Mappings.FieldNames()
-	}
+	own := len(d.cfg.Fields) == 0
 	var out []string
-	seen := make(map[string]bool)
-	for _, n := range names {
+	for _, n := range d.targetFields { // sorted, once each
 		v, has := r.Fields[n]
-		if n == "" || seen[n] || v != "" || (own && !has) {
+		if v != "" || (own && !has) {
 			continue
 		}
-		seen[n] = true
 		out = append(out, n)
 	}
-	sort.Strings(out)
 	return out
 }
 

@@ -441,13 +441,9 @@ func (p *recordParser) csv(rr *recordReader) error {
 		}
 		text = bytes.Clone(text)
 		reason := notUTF8(text)
-		var cells []string
+		var rec Record
 		if reason == "" {
-			if cells, err = SplitCSVRecord(text); err != nil {
-				reason = err.Error()
-			} else if len(cells) != len(header) {
-				reason = fmt.Sprintf("%d columns, header has %d", len(cells), len(header))
-			}
+			rec, reason = p.csvRecord(text, header, line)
 		}
 		if reason != "" {
 			if err := p.malformed(string(FormatCSV), line, text, p.lineErr(line, "%s", reason)); err != nil {
@@ -455,22 +451,60 @@ func (p *recordParser) csv(rr *recordReader) error {
 			}
 			continue
 		}
-		rec := Record{Format: string(FormatCSV), Raw: text, Fields: make(map[string]string, len(header)), Order: header}
-		for i, h := range header {
-			v := strings.TrimSpace(cells[i])
-			rec.Fields[h] = v
-			if h == "links" {
-				for _, tok := range strings.Fields(v) {
-					p.addLink(&rec, line, tok, true)
-				}
-				continue
-			}
-			p.addLink(&rec, line, v, false)
-		}
 		if err := p.finish(line, text, rec); err != nil {
 			return err
 		}
 	}
+}
+
+// csvRecord reads one CSV record's text (UTF-8) under header, or says why
+// it is malformed.
+func (p *recordParser) csvRecord(text []byte, header []string, line int) (Record, string) {
+	cells, err := SplitCSVRecord(text)
+	if err != nil {
+		return Record{}, err.Error()
+	}
+	if len(cells) != len(header) {
+		return Record{}, fmt.Sprintf("%d columns, header has %d", len(cells), len(header))
+	}
+	rec := Record{Format: string(FormatCSV), Raw: text, Fields: make(map[string]string, len(header)), Order: header}
+	for i, h := range header {
+		v := strings.TrimSpace(cells[i])
+		rec.Fields[h] = v
+		if h == "links" {
+			for _, tok := range strings.Fields(v) {
+				p.addLink(&rec, line, tok, true)
+			}
+			continue
+		}
+		p.addLink(&rec, line, v, false)
+	}
+	return rec, ""
+}
+
+// Parse reads a good record's Raw text again as Read read it, for a store
+// that keeps the text alone: its fields, their order and its links.
+// header is the file's for a CSV record (a JSON line has its own keys).
+// Text Read took as a good record always parses; anything else is an
+// error saying why.
+func Parse(format string, raw []byte, header []string) (Record, error) {
+	p := &recordParser{warn: func(*LineError) {}}
+	var rec Record
+	reason := notUTF8(raw)
+	if reason == "" {
+		switch Format(format) {
+		case FormatCSV:
+			rec, reason = p.csvRecord(raw, header, 0)
+		case FormatJSONL:
+			rec, reason = p.jsonRecord(raw, 0)
+		default:
+			reason = fmt.Sprintf("unknown format %q", format)
+		}
+	}
+	if reason != "" {
+		return Record{}, errors.New(reason)
+	}
+	return rec, nil
 }
 
 // csvHeader reads the header row: every column named, once. Names are

@@ -28,7 +28,10 @@ type Record struct {
 	// Raw is the record's text exactly as read, without its line
 	// terminator: a JSON Lines line, or a CSV record (which may span
 	// lines). Export writes the user's values from it, byte for byte and
-	// with their JSON types; Fields is what the crawl works with.
+	// with their JSON types; Fields is what the crawl works with. A good
+	// record's Fields, Order (but a CSV header) and Links must be what
+	// records.Parse reads from Raw: the SQLite backend keeps Raw alone and
+	// reads them again from it.
 	Raw []byte
 	// Error marks a malformed input line ("file:line: reason"). Such a
 	// record keeps its place (Seq) and its text (Raw, unless the line was
