@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -233,6 +234,11 @@ func FuzzRecords(f *testing.F) {
 					if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
 						t.Fatalf("format %s: link %q is not http(s)", format, l)
 					}
+				}
+				// A store keeps the text alone and reads the rest again.
+				again, err := Parse(r.Format, r.Raw, r.Order)
+				if err != nil || !reflect.DeepEqual(again.Fields, r.Fields) || !reflect.DeepEqual(again.Order, r.Order) || !slices.Equal(again.Links, r.Links) {
+					t.Fatalf("record %q parsed again as %q %q %q (%v), read as %q %q %q", r.ID, again.Fields, again.Order, again.Links, err, r.Fields, r.Order, r.Links)
 				}
 			}
 			for _, b := range p.bad {
