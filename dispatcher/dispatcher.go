@@ -1,19 +1,17 @@
 package dispatcher
 
 import (
+	"backfill/records"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -238,7 +236,7 @@ type LoadReport struct {
 	Errors        []error // "file:line: reason", malformed lines and ignored values; at most maxReported
 }
 
-const maxReported = 1000
+const maxReported = records.MaxReported
 
 // Dispatcher owns the crawl state. Load and Run may be called from
 // different goroutines; everything they share is guarded by mu.
@@ -311,10 +309,12 @@ type Dispatcher struct {
 
 	// targetSets are the distinct target lists, by id in the state and by
 	// their JSON (target_sets); matchFields the fields some mapping marks
-	// match, the only own values the state keeps of a record.
-	targetSets  map[string]int64
-	targetNames map[int64][]string
-	matchFields []string
+	// match, the only own values the state keeps of a record;
+	// targetFields the names targets picks a record's targets from, once.
+	targetSets   map[string]int64
+	targetNames  map[int64][]string
+	matchFields  []string
+	targetFields []string
 
 	// seenKeys is the seen store's filter (seenfilter.go).
 	seenKeys *seenFilter
@@ -556,6 +556,14 @@ func (d *Dispatcher) resumeTx(ctx context.Context) error {
 		return err
 	}
 	d.matchFields = d.cfg.Mappings.MatchFields()
+	d.targetFields = d.cfg.Fields
+	if len(d.targetFields) == 0 {
+		d.targetFields = d.cfg.Mappings.FieldNames()
+	}
+	d.targetFields = slices.Compact(slices.Sorted(slices.Values(d.targetFields)))
+	if len(d.targetFields) > 0 && d.targetFields[0] == "" {
+		d.targetFields = d.targetFields[1:]
+	}
 	if err := d.setupSeenFilter(ctx); err != nil {
 		return err
 	}
@@ -708,337 +716,6 @@ func (d *Dispatcher) Close() error {
 	return errors.Join(err, err2, d.st.close())
 }
 
-// Load reads a records file (CSV with a header row, or JSON Lines) into the
-// state and the store, and queues each new record's links. Loading a file
-// again is harmless: records already known keep their state, so a resumed
-// run calls Load with the same file, and the state remembers how far each
-// file was taken in (its size and modification time, the place after the
-// last record committed): a file taken in whole is not read again, and
-// one cut short by a crash is read on from there. A file that cannot be
-// opened, is not CSV or JSON Lines, or holds no record is an error; a
-// malformed line, or a record whose id an earlier line of the file had,
-// is reported in the LoadReport and kept in the store, in its place and
-// marked, for export to give back (with Config.Strict, a file with any
-// malformed line is refused before anything is loaded).
-//
-// Records are read on one goroutine while the previous batch is written
-// (loadBatch); each batch of loadBatchSize records is one state
-// transaction, committed after the store has the batch's records.
-func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) {
-	var rep LoadReport
-	if d.cfg.Strict {
-		if err := checkStrict(path); err != nil {
-			return rep, err
-		}
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return rep, fmt.Errorf("dispatcher: records: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return rep, fmt.Errorf("dispatcher: records: %w", err)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		abs = path
-	}
-	prog, err := d.loadProgress(ctx, abs, fi)
-	if err != nil {
-		return rep, err
-	}
-	rep.Records, rep.Bad = prog.records, prog.bad
-	if prog.pos.offset > 0 && !prog.done {
-		rep.New, rep.NothingToFill = prog.fresh, prog.nothing
-	}
-	if prog.done {
-		d.log.Info("records file taken in before; not read again", "file", path, "records", rep.Records, "bad", rep.Bad)
-		d.mu.Lock()
-		d.badLines += rep.Bad
-		d.mu.Unlock()
-		if rep.Records == 0 {
-			return rep, fmt.Errorf("dispatcher: records: %s: %w: every one of its %d lines is malformed", path, ErrNoRecords, rep.Bad)
-		}
-		return rep, nil
-	}
-	var rest io.Reader
-	if prog.pos.offset > 0 {
-		d.log.Info("records file taken in up to a place before; reading on from there", "file", path, "line", prog.pos.line, "records", rep.Records)
-		if rest, err = os.Open(path); err != nil {
-			return rep, fmt.Errorf("dispatcher: records: %w", err)
-		}
-		defer rest.(*os.File).Close()
-		if _, err := rest.(*os.File).Seek(prog.pos.offset, io.SeekStart); err != nil {
-			return rep, fmt.Errorf("dispatcher: records: %w", err)
-		}
-	}
-
-	// The reader goroutine parses batches while loadBatch writes the last.
-	type batch struct {
-		recs  []store.Record // good and malformed, in file order
-		lines []int
-		good  int
-		end   filePos
-		bad   int
-		errs  []error
-		eof   bool
-	}
-	batches := make(chan *batch, 1)
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var readErr error
-	filtered := make(map[string]int64) // record links refused, by reason
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer close(batches)
-		b := &batch{}
-		send := func() bool {
-			select {
-			case batches <- b:
-				b = &batch{}
-				return true
-			case <-rctx.Done():
-				return false
-			}
-		}
-		report := func(e *LineError) {
-			b.errs = append(b.errs, e)
-		}
-		readErr = readRecordsFrom(path, f, rest, prog.pos, FormatAuto, func(r store.Record, line int, end filePos) error {
-			b.recs, b.lines, b.end = append(b.recs, r), append(b.lines, line), end
-			if r.Error == "" {
-				b.good++
-			}
-			if len(b.recs) >= loadBatchSize && !send() {
-				return rctx.Err()
-			}
-			return nil
-		}, func(e *LineError) {
-			b.bad++
-			report(e)
-		}, func(e *LineError) {
-			if e.Filter != "" {
-				filtered[e.Filter]++ // read once the goroutine is done
-			}
-			report(e)
-		})
-		if readErr == nil {
-			b.eof, b.end = true, filePos{offset: fi.Size()}
-			send()
-		}
-	})
-	note := func(errs []error) {
-		for _, e := range errs {
-			if len(rep.Errors) < maxReported {
-				rep.Errors = append(rep.Errors, e)
-			}
-		}
-	}
-	for b := range batches {
-		if err != nil {
-			continue // drain: the reader is stopping
-		}
-		note(b.errs)
-		next := prog
-		next.records += b.good
-		next.bad += b.bad
-		next.pos, next.done = b.end, b.eof
-		var n, none int
-		var dups []*LineError
-		n, none, dups, err = d.loadBatch(ctx, b.recs, b.lines, path, abs, fi, next)
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			stop() // the reader stops at its next record
-			continue
-		}
-		rep.New += n
-		rep.NothingToFill += none
-		next.records -= len(dups)
-		next.bad += len(dups)
-		next.fresh += n
-		next.nothing += none
-		for _, e := range dups {
-			note([]error{e})
-		}
-		prog = next
-	}
-	wg.Wait()
-	if err == nil && readErr != nil {
-		err = readErr
-	}
-	rep.Records, rep.Bad = prog.records, prog.bad
-	d.mu.Lock()
-	d.badLines += rep.Bad
-	for why, n := range filtered {
-		d.run.filtered[why] += n
-	}
-	d.mu.Unlock()
-	if err == nil && rep.Records == 0 {
-		err = fmt.Errorf("%s: %w: every one of its %d lines is malformed", path, ErrNoRecords, rep.Bad)
-	}
-	if err != nil {
-		return rep, fmt.Errorf("dispatcher: records: %w", err)
-	}
-	d.log.Info("records loaded", "file", path, "records", rep.Records, "new", rep.New, "bad", rep.Bad)
-	return rep, nil
-}
-
-// loadBatchSize is how many records loadBatch takes at a time, and
-// loadCommitEvery how long their transaction stays open (a crash loses
-// at most that much of the intake, which the next Load reads again).
-const (
-	loadBatchSize   = 4096
-	loadCommitEvery = time.Second
-)
-
-// loadProg is how far a records file was taken in (the loads table):
-// its good records and malformed lines read, the records new to the
-// state and of those the ones with nothing to fill (LoadReport's counts,
-// from the file's first read on).
-type loadProg struct {
-	num                          int64 // the file's number (records.file)
-	pos                          filePos
-	records, bad, fresh, nothing int
-	done                         bool
-}
-
-// loadProgress reads how far the file at path (with fi's size and
-// modification time) was taken in; a file that changed since starts over.
-func (d *Dispatcher) loadProgress(ctx context.Context, path string, fi os.FileInfo) (loadProg, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var p loadProg
-	var size, mtime int64
-	var done int
-	err := d.st.q.loadGet.QueryRowContext(ctx, path).Scan(&p.num, &size, &mtime, &p.pos.offset, &p.pos.line, &p.records, &p.bad, &p.fresh, &p.nothing, &done)
-	if errors.Is(err, errNoRows) {
-		if err := d.st.q.loadNum.QueryRowContext(ctx).Scan(&p.num); err != nil {
-			return p, fmt.Errorf("dispatcher: state loads: %w", err)
-		}
-		return loadProg{num: p.num}, nil
-	}
-	if err != nil {
-		return p, fmt.Errorf("dispatcher: state loads: %w", err)
-	}
-	if size != fi.Size() || mtime != fi.ModTime().UnixNano() {
-		return loadProg{num: p.num}, nil // changed since: read it all again
-	}
-	p.done = done == 1
-	return p, nil
-}
-
-// checkStrict reads path through and refuses it if any line is malformed,
-// listing them (up to maxReported).
-func checkStrict(path string) error {
-	var lines []string
-	n, err := strictScan(path, func(e *LineError) {
-		if len(lines) < maxReported {
-			lines = append(lines, e.Error())
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("dispatcher: records: %w", err)
-	}
-	if n > 0 {
-		more := ""
-		if n > len(lines) {
-			more = fmt.Sprintf("\n  … and %d more", n-len(lines))
-		}
-		return fmt.Errorf("dispatcher: records: %s: %d malformed line(s); nothing loaded (strict):\n  %s%s",
-			path, n, strings.Join(lines, "\n  "), more)
-	}
-	return nil
-}
-
-// loadBatch stores the records not yet known and queues their links, in
-// one state transaction that also records prog, the place the file is
-// taken in to. The store gets the records before the transaction commits
-// (and before any value is set on them): a crash in between leaves them
-// in the store only, and the next Load puts them again (PutRecords is an
-// upsert). Malformed lines (Record.Error set) go to the store too (export
-// gives them back) and to the state's malformed table, never to the
-// crawl; so does a record whose id another line of the same file has,
-// returned as a LineError naming the file as name. It returns how many
-// records were new and how many of those had nothing to fill.
-func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines []int, name, path string, fi os.FileInfo, prog loadProg) (n, nothingToFill int, dups []*LineError, err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return 0, 0, nil, errors.New("dispatcher closed")
-	}
-	if err := d.st.begin(ctx); err != nil {
-		return 0, 0, nil, err
-	}
-	nRecords, nComplete, recSeq, nMalformed := d.nRecords, d.nComplete, d.recSeq, d.nMalformed
-	// Every line of the batch, good or not, takes its place in the input
-	// order.
-	var good, bad []store.Record
-	var goodLines, badLines []int
-	for i := range recs {
-		recs[i].Seq = d.recSeq + int64(i) + 1
-		if recs[i].Error != "" {
-			bad, badLines = append(bad, recs[i]), append(badLines, lines[i])
-		} else {
-			good, goodLines = append(good, recs[i]), append(goodLines, lines[i])
-		}
-	}
-	d.recSeq += int64(len(recs))
-	fresh, dupLines, err := d.insertRecords(ctx, good, goodLines, prog.num, name)
-	for _, dl := range dupLines {
-		dups = append(dups, dl.err)
-		r := good[dl.i]
-		bad = append(bad, store.Record{Seq: r.Seq, Format: r.Format, Raw: r.Raw, Error: dl.err.Error()})
-		badLines = append(badLines, goodLines[dl.i])
-	}
-	var kept []store.Record
-	if err == nil {
-		kept, err = d.insertMalformed(ctx, bad, badLines, prog.num)
-	}
-	for _, r := range fresh {
-		if r.complete {
-			nothingToFill++
-		}
-	}
-	// The store takes the new records on its own connection meanwhile.
-	stored := make(chan error, 1)
-	if err == nil {
-		put := make([]store.Record, 0, len(fresh)+len(kept))
-		for _, r := range fresh {
-			put = append(put, r.Record)
-		}
-		go func() { stored <- d.cfg.Store.PutRecords(ctx, append(put, kept...)) }()
-	} else {
-		stored <- nil
-	}
-	if err == nil {
-		err = d.flush(ctx)
-	}
-	if err == nil {
-		_, err = exec(ctx, d.st.q.loadPut, path, prog.num, fi.Size(), fi.ModTime().UnixNano(), prog.pos.offset, prog.pos.line,
-			prog.records-len(dups), prog.bad+len(dups), prog.fresh+len(fresh), prog.nothing+nothingToFill, b2i(prog.done))
-	}
-	// The store gets the records before any value is set on them, and
-	// before the state says they are taken in.
-	if serr := <-stored; serr != nil && err == nil {
-		err = fmt.Errorf("dispatcher: store records: %w", serr)
-	}
-	// Batches share a transaction for up to loadCommitEvery: a commit
-	// writes every page the batch changed, and the next batch changes
-	// many of the same pages again.
-	if err == nil && (prog.done || time.Since(d.st.txStart) >= loadCommitEvery) {
-		err = d.commitState(ctx)
-	}
-	if err != nil {
-		d.abandon()
-		d.recSeq, d.nRecords, d.nComplete, d.nMalformed = recSeq, nRecords, nComplete, nMalformed
-		return 0, 0, nil, err
-	}
-	return len(fresh), nothingToFill, dups, nil
-}
-
 // ownValues is the JSON of r's own values of the match-key fields, the
 // only of its fields the state keeps (attribution compares pages with
 // them); nil when it has none.
@@ -1068,22 +745,15 @@ func (d *Dispatcher) ownValues(r store.Record) ([]byte, error) {
 // targets by default: generic mappings produce many (og_title, job_title…)
 // and a record would otherwise never count as complete.
 func (d *Dispatcher) targets(r store.Record) []string {
-	names := d.cfg.Fields
-	own := len(names) == 0
-	if own {
-		names = d.cfg.Mappings.FieldNames()
-	}
+	own := len(d.cfg.Fields) == 0
 	var out []string
-	seen := make(map[string]bool)
-	for _, n := range names {
+	for _, n := range d.targetFields { // sorted, once each
 		v, has := r.Fields[n]
-		if n == "" || seen[n] || v != "" || (own && !has) {
+		if v != "" || (own && !has) {
 			continue
 		}
-		seen[n] = true
 		out = append(out, n)
 	}
-	sort.Strings(out)
 	return out
 }
 

@@ -13,8 +13,9 @@
 // store (PutRecords), which holds the one copy of it, with its text
 // exactly as read (store.Record.Raw, what export gives back), and its
 // crawl state to the state database, in batches of thousands a
-// transaction (seeds.go). A malformed line (records.go: wrong columns,
-// bad quoting or JSON, not UTF-8, a duplicate id, over MaxRecordBytes) is
+// transaction (seeds.go); the records package reads the file, batch by
+// batch, while Load writes. A malformed line (wrong columns, bad quoting
+// or JSON, not UTF-8, a duplicate id, over records.MaxRecordBytes) is
 // reported as "file:line: reason" and kept in the store in its place,
 // marked, never crawled for; Config.Strict refuses the file instead. A
 // file that is not text, or holds no record, is refused. The state

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"backfill/records"
 	"bufio"
 	"bytes"
 	"errors"
@@ -17,14 +18,14 @@ import (
 
 // Reasons a link is not followed, the keys of Summary.Filtered.
 const (
-	FilterBlacklisted  = "blacklisted"   // its host is on the user's blacklist
-	FilterTopSite      = "top-site"      // a discovered link into a popular site
-	FilterHostBudget   = "host-budget"   // its host has had its pages this run
-	FilterRecordBudget = "record-budget" // its record has had its pages
-	FilterPathDepth    = "path-depth"    // too many path segments
-	FilterRepeats      = "repeats"       // one path segment repeated too often
-	FilterURLLength    = "url-length"    // longer than etl.MaxURLLength
-	FilterLinkFarm     = "link-farm"     // on a page linking to too many domains or other sites' hosts
+	FilterBlacklisted  = "blacklisted"           // its host is on the user's blacklist
+	FilterTopSite      = "top-site"              // a discovered link into a popular site
+	FilterHostBudget   = "host-budget"           // its host has had its pages this run
+	FilterRecordBudget = "record-budget"         // its record has had its pages
+	FilterPathDepth    = "path-depth"            // too many path segments
+	FilterRepeats      = "repeats"               // one path segment repeated too often
+	FilterURLLength    = records.FilterURLLength // longer than etl.MaxURLLength
+	FilterLinkFarm     = "link-farm"             // on a page linking to too many domains or other sites' hosts
 )
 
 // Default link limits (Config fields of the same names).
@@ -68,7 +69,7 @@ func limit(v, def int) int {
 }
 
 // newLinkFilter reads the list files cfg names. Malformed lines of the
-// top-sites file (a long list from elsewhere) are returned, as *LineError
+// top-sites file (a long list from elsewhere) are returned, as *records.LineError
 // (at most maxReported), with their count, and skipped. A malformed
 // blacklist line is an error naming every such line (up to 10), as the
 // supervisors treat the same file: a skipped entry would crawl a host the
@@ -95,7 +96,7 @@ func newLinkFilter(cfg Config) (*linkFilter, []error, int, error) {
 	}
 	var bad []error
 	nbad := 0
-	note := func(e *LineError) {
+	note := func(e *records.LineError) {
 		nbad++
 		if len(bad) < maxReported {
 			bad = append(bad, e)
@@ -238,7 +239,7 @@ func (d *Dispatcher) pageLinks(page string, links []wire.Link) []string {
 			break
 		}
 		l := link.URL
-		if !looksLikeURL(l) {
+		if !records.LooksLikeURL(l) {
 			continue
 		}
 		if len(l) > etl.MaxURLLength {
@@ -390,14 +391,14 @@ func readLines(r io.Reader, fn func(line int, text string, tooLong bool)) error 
 // line (further columns ignored; a header line, "#" comment lines and
 // blank lines skipped), and returns the domains ranked 1 to n. Malformed
 // lines go to bad and are skipped.
-func readTopSites(name string, r io.Reader, n int, bad func(*LineError)) (hostSet, error) {
+func readTopSites(name string, r io.Reader, n int, bad func(*records.LineError)) (hostSet, error) {
 	top := make(hostSet)
 	first := true
 	err := readLines(r, func(line int, text string, tooLong bool) {
 		header := first
 		first = false
 		if tooLong {
-			bad(&LineError{File: name, Line: line, Reason: fmt.Sprintf("longer than %d bytes", maxListLine)})
+			bad(&records.LineError{File: name, Line: line, Reason: fmt.Sprintf("longer than %d bytes", maxListLine)})
 			return
 		}
 		text = strings.TrimSpace(text)
@@ -414,16 +415,16 @@ func readTopSites(name string, r io.Reader, n int, bad func(*LineError)) (hostSe
 			return // a header row: rank,domain
 		}
 		if !ok {
-			bad(&LineError{File: name, Line: line, Reason: fmt.Sprintf("%q: want rank,domain", text)})
+			bad(&records.LineError{File: name, Line: line, Reason: fmt.Sprintf("%q: want rank,domain", text)})
 			return
 		}
 		if err != nil || rank < 1 {
-			bad(&LineError{File: name, Line: line, Reason: fmt.Sprintf("rank %q is not a positive whole number", rankText)})
+			bad(&records.LineError{File: name, Line: line, Reason: fmt.Sprintf("rank %q is not a positive whole number", rankText)})
 			return
 		}
 		h, err := hostEntry(domain)
 		if err != nil {
-			bad(&LineError{File: name, Line: line, Reason: err.Error()})
+			bad(&records.LineError{File: name, Line: line, Reason: err.Error()})
 			return
 		}
 		if rank <= n {

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"backfill/records"
 	"context"
 	"fmt"
 	"os"
@@ -153,8 +154,8 @@ func TestLimitDefaults(t *testing.T) {
 	}
 }
 
-func collect(bad *[]string) func(*LineError) {
-	return func(e *LineError) { *bad = append(*bad, e.Error()) }
+func collect(bad *[]string) func(*records.LineError) {
+	return func(e *records.LineError) { *bad = append(*bad, e.Error()) }
 }
 
 func keys(s hostSet) []string {
@@ -496,7 +497,7 @@ func FuzzReadTopSites(f *testing.F) {
 	f.Add("# c\n\n0,a\n-1,b\n1,\n1,*.c.example\n1,b\u00fc.example\n", 2)
 	f.Fuzz(func(t *testing.T, content string, n int) {
 		lines := strings.Count(content, "\n") + 1
-		top, err := readTopSites("f.csv", strings.NewReader(content), n, func(e *LineError) {
+		top, err := readTopSites("f.csv", strings.NewReader(content), n, func(e *records.LineError) {
 			if e.Line < 1 || e.Line > lines || e.File != "f.csv" || e.Reason == "" {
 				t.Fatalf("bad line report %+v for %d lines", e, lines)
 			}

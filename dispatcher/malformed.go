@@ -1,10 +1,9 @@
 package dispatcher
 
 import (
+	"backfill/records"
 	"context"
 	"fmt"
-	"hash/maphash"
-	"os"
 	"slices"
 
 	"backfill/store"
@@ -87,7 +86,7 @@ func (d *Dispatcher) notMalformed(ctx context.Context, recs []store.Record, line
 		case !ok:
 			idx = append(idx, i)
 		case b.file == num:
-			dups = append(dups, dupLine{i, &LineError{File: name, Line: lines[i], Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, b.line)}})
+			dups = append(dups, dupLine{i, &records.LineError{File: name, Line: lines[i], Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, b.line)}})
 		}
 	}
 	return idx, dups, nil
@@ -113,14 +112,14 @@ func (d *Dispatcher) insertMalformed(ctx context.Context, bad []store.Record, li
 		// id only.
 		if d.nMalformed > 0 {
 			var one int
-			switch e := d.st.q.badConverted.QueryRowContext(ctx, malformedID(lines[i], func(string) bool { return false })).Scan(&one); {
+			switch e := d.st.q.badConverted.QueryRowContext(ctx, records.MalformedID(lines[i], func(string) bool { return false })).Scan(&one); {
 			case e == nil:
 				continue
 			case e != errNoRows:
 				return nil, fmt.Errorf("dispatcher: state malformed: %w", e)
 			}
 		}
-		r.ID = malformedID(lines[i], func(id string) bool {
+		r.ID = records.MalformedID(lines[i], func(id string) bool {
 			if err != nil {
 				return false
 			}
@@ -141,66 +140,4 @@ func (d *Dispatcher) insertMalformed(ctx context.Context, bad []store.Record, li
 		kept = append(kept, r)
 	}
 	return kept, nil
-}
-
-// strictScan reads path through as Load would and reports the malformed
-// lines, a duplicate id included, in file order (the first maxReported),
-// returning how many there are. It
-// keeps no set of the ids: a first pass keeps an 8-byte hash of each, and
-// only if two hashes are equal does a second pass look at the ids whose
-// hashes are.
-func strictScan(path string, report func(*LineError)) (int, error) {
-	seed := maphash.MakeSeed()
-	var hashes []uint64
-	var errs []*LineError
-	n := 0
-	bad := func(e *LineError) {
-		n++
-		if len(errs) < maxReported {
-			errs = append(errs, e)
-		}
-	}
-	err := scanRecords(path, nil, func(r store.Record) {
-		hashes = append(hashes, maphash.String(seed, r.ID))
-	}, bad)
-	if err != nil {
-		return 0, err
-	}
-	slices.Sort(hashes)
-	twice := make(map[uint64]bool)
-	for i := 1; i < len(hashes); i++ {
-		if hashes[i] == hashes[i-1] {
-			twice[hashes[i]] = true
-		}
-	}
-	hashes = nil
-	if len(twice) > 0 {
-		errs, n = errs[:0], 0
-		err = scanRecords(path, func(id string) bool { return twice[maphash.String(seed, id)] }, func(store.Record) {}, bad)
-		if err != nil {
-			return 0, err
-		}
-	}
-	for _, e := range errs {
-		report(e)
-	}
-	return n, nil
-}
-
-// scanRecords reads path, calling rec for every record and bad for every
-// malformed line; the ids track says to are checked for duplicates.
-func scanRecords(path string, track func(id string) bool, rec func(store.Record), bad func(*LineError)) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	var ids map[string]int
-	if track != nil {
-		ids = make(map[string]int)
-	}
-	return readAll(path, f, nil, filePos{}, FormatAuto, ids, track, func(r store.Record, _ int, _ filePos) error {
-		rec(r)
-		return nil
-	}, bad, func(*LineError) {})
 }

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"backfill/records"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -79,7 +80,7 @@ type newRecord struct {
 // dupLine is a record of recs whose id another line of the same file had.
 type dupLine struct {
 	i   int
-	err *LineError
+	err *records.LineError
 }
 
 // insertRecords inserts recs (good ones, their seqs set, with their lines
@@ -164,7 +165,7 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lin
 				return nil, nil, fmt.Errorf("dispatcher: state record %q: %w", r.ID, err)
 			}
 			if file == num && line != lines[j] {
-				dups = append(dups, dupLine{j, &LineError{File: name, Line: lines[j], Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, line)}})
+				dups = append(dups, dupLine{j, &records.LineError{File: name, Line: lines[j], Reason: fmt.Sprintf("duplicate id %q (first on line %d)", r.ID, line)}})
 			}
 		}
 	}

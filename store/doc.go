@@ -21,7 +21,8 @@
 // as results arrive and SetOutcomes when a run ends; export reads them
 // back with Records, which streams in input order without holding the
 // dataset in memory, and Export turns that stream into JSON Lines or CSV,
-// writing the user's values from their input text (rawrecord.go) so they
+// writing the user's values from their input text (the records
+// package's scanners) so they
 // come back as given. Supervisors read and write the host caches.
 //
 // All methods are safe for concurrent use, and every write is an idempotent

@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"backfill/records"
 )
 
 // ExportOptions says how Export writes the records.
@@ -20,9 +23,14 @@ type ExportOptions struct {
 	// Format is "jsonl" (the default when empty) or "csv".
 	Format string
 	// Provenance adds where each found value came from: a "provenance"
-	// object per JSON line, or "<field>.source" and "<field>.mapping"
-	// columns after each CSV column that has any found value.
+	// object per JSON line (which implies Wrap), or "<field>.source",
+	// "<field>.mapping", "<field>.depth" and "<field>.at" columns after
+	// each CSV column that has any found value.
 	Provenance bool
+	// Wrap writes each JSON line as {"id":…,"fields":{…}} (the record's
+	// own object in "fields"), instead of the user's own line with only
+	// the filled fields changed.
+	Wrap bool
 	// Fields are target fields to write even where the input lacks them,
 	// after the input's own columns, so that a field nothing was found for
 	// still gets its (empty) column.
@@ -39,10 +47,18 @@ type ExportOptions struct {
 // field as a JSON array of its "; "-separated values, anything else as a
 // string. A missing CSV value is null in JSON Lines and empty in CSV.
 //
+// A JSON line is the user's own: a JSON Lines record's line as written
+// (keys, order, spacing) with only the filled values changed and the
+// fields it lacked appended, so that the export can replace the input
+// file; a CSV record's line is the object of its columns. With Wrap (or
+// Provenance) each line is {"id":…,"fields":{…}} instead, the object in
+// "fields".
+//
 // A malformed input line (Record.Error) keeps its place: in JSON Lines as
-// {"id":…,"fields":null,"_backfill_error":…,"_backfill_input":…} (or
+// {"_backfill_error":…,"_backfill_input":…} (wrapped:
+// {"id":…,"fields":null,"_backfill_error":…,"_backfill_input":…}), with
 // "_backfill_input_base64" when the line is not UTF-8, which a JSON string
-// cannot carry), in CSV with its text in the _backfill_input column and
+// cannot carry; in CSV with its text in the _backfill_input column and
 // the reason in _backfill_error, the other columns empty. With Provenance,
 // a record left incomplete carries why (Record.Outcome): an "outcome"
 // object per JSON line, a _backfill_outcome column in CSV.
@@ -92,7 +108,7 @@ func inputValues(rec Record) (map[string]string, error) {
 	out := make(map[string]string, len(rec.Order))
 	switch rec.Format {
 	case FormatCSV:
-		cells, err := SplitCSVRecord(rec.Raw)
+		cells, err := records.SplitCSVRecord(rec.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("stored input: %w", err)
 		}
@@ -103,7 +119,7 @@ func inputValues(rec Record) (map[string]string, error) {
 			out[rec.Order[i]] = c
 		}
 	case FormatJSONL:
-		members, _, err := JSONMembers(rec.Raw)
+		members, _, err := records.JSONMembers(rec.Raw)
 		if err != nil {
 			return nil, fmt.Errorf("stored input: %w", err)
 		}
@@ -267,27 +283,17 @@ func isJSONNumber(s string) bool {
 // encode returns rec's line, valid until the next call.
 func (e *jsonlEncoder) encode(rec Record) ([]byte, error) {
 	e.buf.Reset()
+	if !e.opts.Wrap && !e.opts.Provenance {
+		return e.plain(rec)
+	}
 	e.buf.WriteString(`{"id":`)
 	if err := e.str(rec.ID); err != nil {
 		return nil, err
 	}
 	if rec.Error != "" {
-		e.buf.WriteString(`,"fields":null,"` + ColumnError + `":`)
-		if err := e.str(rec.Error); err != nil {
+		e.buf.WriteString(`,"fields":null,`)
+		if err := e.malformed(rec); err != nil {
 			return nil, err
-		}
-		if rec.Raw != nil {
-			if utf8.Valid(rec.Raw) {
-				e.buf.WriteString(`,"` + ColumnInput + `":`)
-				if err := e.str(string(rec.Raw)); err != nil {
-					return nil, err
-				}
-			} else {
-				e.buf.WriteString(`,"` + keyInput64 + `":`)
-				if err := e.str(base64.StdEncoding.EncodeToString(rec.Raw)); err != nil {
-					return nil, err
-				}
-			}
 		}
 		e.buf.WriteString("}\n")
 		return e.buf.Bytes(), nil
@@ -333,6 +339,59 @@ func (e *jsonlEncoder) encode(rec Record) ([]byte, error) {
 	return e.buf.Bytes(), nil
 }
 
+// plain writes rec's line as the user's own: a JSON Lines record's line
+// as written (the text around its object too) with only the found values
+// put in, any other record as the object of its fields, and a malformed
+// line as an object of its reason and text alone.
+func (e *jsonlEncoder) plain(rec Record) ([]byte, error) {
+	if rec.Error != "" {
+		e.buf.WriteByte('{')
+		if err := e.malformed(rec); err != nil {
+			return nil, err
+		}
+		e.buf.WriteString("}\n")
+		return e.buf.Bytes(), nil
+	}
+	cols := columns(rec, e.opts.Fields)
+	if rec.Format != FormatJSONL || rec.Raw == nil {
+		if err := e.object(rec, cols); err != nil {
+			return nil, err
+		}
+		e.buf.WriteByte('\n')
+		return e.buf.Bytes(), nil
+	}
+	// Only white space can stand around the object (JSONMembers refuses
+	// anything else).
+	lead := rec.Raw[:max(bytes.IndexByte(rec.Raw, '{'), 0)]
+	trail := rec.Raw[len(bytes.TrimRight(rec.Raw, " \t\r\n")):]
+	e.buf.Write(lead)
+	if err := e.spliced(rec, cols); err != nil {
+		return nil, err
+	}
+	e.buf.Write(trail)
+	e.buf.WriteByte('\n')
+	return e.buf.Bytes(), nil
+}
+
+// malformed writes the members that mark a malformed line: its reason,
+// and its text as read (base64 when it is not UTF-8, which a JSON string
+// cannot carry; none when it was too long to keep).
+func (e *jsonlEncoder) malformed(rec Record) error {
+	e.buf.WriteString(`"` + ColumnError + `":`)
+	if err := e.str(rec.Error); err != nil {
+		return err
+	}
+	switch {
+	case rec.Raw == nil:
+		return nil
+	case utf8.Valid(rec.Raw):
+		e.buf.WriteString(`,"` + ColumnInput + `":`)
+		return e.str(string(rec.Raw))
+	}
+	e.buf.WriteString(`,"` + keyInput64 + `":`)
+	return e.str(base64.StdEncoding.EncodeToString(rec.Raw))
+}
+
 // object writes the fields of a record whose values are text (CSV input,
 // or a record stored without Raw): a found value with its type, an input
 // value as a string, a missing one as null.
@@ -369,7 +428,7 @@ func (e *jsonlEncoder) object(rec Record, cols []string) error {
 // with only the found values put in (in place, or appended with the other
 // columns the input lacks).
 func (e *jsonlEncoder) spliced(rec Record, cols []string) error {
-	members, _, err := JSONMembers(rec.Raw)
+	members, _, err := records.JSONMembers(rec.Raw)
 	if err != nil {
 		return fmt.Errorf("stored input: %w", err)
 	}
@@ -411,13 +470,19 @@ func (e *jsonlEncoder) spliced(rec Record, cols []string) error {
 		e.buf.Truncate(k)
 	}
 	e.buf.Truncate(mark)
-	out, err := spliceJSON(rec.Raw, set, add, addVals)
+	out, err := records.SpliceJSON(rec.Raw, set, add, addVals)
 	if err != nil {
 		return fmt.Errorf("stored input: %w", err)
 	}
 	e.buf.Write(out)
 	return nil
 }
+
+// provColumns are the columns CSV provenance adds after a found field's
+// own, suffixed to its name, in this order: the page the value came from,
+// the mapping, the link depth of the page and when it was found (RFC
+// 3339, UTC), as a JSON line's provenance object has them.
+var provColumns = []string{".source", ".mapping", ".depth", ".at"}
 
 // csvLayout is the CSV header: the columns every row has, and which of them
 // carry provenance columns.
@@ -484,7 +549,9 @@ func scanCSVLayout(ctx context.Context, r Records, opts ExportOptions) (*csvLayo
 	for _, f := range l.cols {
 		l.header = append(l.header, f)
 		if l.prov[f] {
-			l.header = append(l.header, f+".source", f+".mapping")
+			for _, suffix := range provColumns {
+				l.header = append(l.header, f+suffix)
+			}
 		}
 	}
 	if l.outcome {
@@ -532,9 +599,10 @@ func (l *csvLayout) row(rec Record, dst []string) error {
 		dst[i], _ = fieldValue(rec, in, f)
 		i++
 		if l.prov[f] {
-			fv := rec.Found[f]
-			dst[i], dst[i+1] = fv.Source, fv.Mapping
-			i += 2
+			if fv, found := rec.Found[f]; found {
+				dst[i], dst[i+1], dst[i+2], dst[i+3] = fv.Source, fv.Mapping, strconv.Itoa(fv.Depth), fv.At.UTC().Format(time.RFC3339Nano)
+			}
+			i += len(provColumns)
 		}
 	}
 	return nil

@@ -81,6 +81,7 @@ func TestExportGolden(t *testing.T) {
 		opts   store.ExportOptions
 	}{
 		{"export.jsonl", store.ExportOptions{Format: "jsonl", Fields: extra}},
+		{"export_wrap.jsonl", store.ExportOptions{Format: "jsonl", Fields: extra, Wrap: true}},
 		{"export_provenance.jsonl", store.ExportOptions{Format: "jsonl", Fields: extra, Provenance: true}},
 		{"export_default.jsonl", store.ExportOptions{}},
 		{"export.csv", store.ExportOptions{Format: "csv", Fields: extra}},
@@ -92,18 +93,19 @@ func TestExportGolden(t *testing.T) {
 			if err := store.Export(context.Background(), s, &out, tc.opts); err != nil {
 				t.Fatal(err)
 			}
-			checkParses(t, tc.opts.Format, out.Bytes())
+			checkParses(t, tc.opts, out.Bytes())
 			checkGolden(t, tc.golden, out.Bytes())
 		})
 	}
 }
 
 // checkParses reads the output back with a standard reader: one JSON object
-// per record, or a header and one equally wide row per record.
-func checkParses(t *testing.T, format string, out []byte) {
+// per record (with its id and fields when wrapped), or a header and one
+// equally wide row per record.
+func checkParses(t *testing.T, opts store.ExportOptions, out []byte) {
 	t.Helper()
 	const records = 4
-	if format == "csv" {
+	if opts.Format == "csv" {
 		rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
 		if err != nil {
 			t.Fatalf("output is not CSV: %v", err)
@@ -121,6 +123,16 @@ func checkParses(t *testing.T, format string, out []byte) {
 		var v struct {
 			ID     string             `json:"id"`
 			Fields map[string]*string `json:"fields"`
+		}
+		if !opts.Wrap && !opts.Provenance {
+			var fields map[string]*string
+			if err := json.Unmarshal([]byte(line), &fields); err != nil {
+				t.Fatalf("line %d is not a JSON object of strings: %v", i+1, err)
+			}
+			if _, wrapped := fields["fields"]; wrapped || len(fields) == 0 {
+				t.Fatalf("line %d is not the record's own object: %s", i+1, line)
+			}
+			continue
 		}
 		if err := json.Unmarshal([]byte(line), &v); err != nil {
 			t.Fatalf("line %d is not JSON: %v", i+1, err)
@@ -274,6 +286,7 @@ func TestExportRawGolden(t *testing.T) {
 		opts   store.ExportOptions
 	}{
 		{"export_raw.jsonl", store.ExportOptions{Format: "jsonl", Fields: []string{"twitter"}}},
+		{"export_raw_wrap.jsonl", store.ExportOptions{Format: "jsonl", Fields: []string{"twitter"}, Wrap: true}},
 		{"export_raw_provenance.jsonl", store.ExportOptions{Format: "jsonl", Provenance: true}},
 		{"export_raw.csv", store.ExportOptions{Format: "csv"}},
 		{"export_raw_provenance.csv", store.ExportOptions{Format: "csv", Provenance: true}},

@@ -135,7 +135,7 @@ func FuzzExportRecord(f *testing.F) {
 			cols:   []string{inField, foundField},
 			known:  map[string]bool{inField: true, foundField: true},
 			prov:   map[string]bool{foundField: true},
-			header: []string{inField, foundField, foundField + ".source", foundField + ".mapping"},
+			header: []string{inField, foundField, foundField + ".source", foundField + ".mapping", foundField + ".depth", foundField + ".at"},
 		}
 		row := make([]string, len(l.header))
 		if err := l.row(rec, row); err != nil {

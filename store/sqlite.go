@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +105,7 @@ type sqliteStore struct {
 
 // writeStmts are prepared on the writer, readStmts on the reader pool.
 type writeStmts struct {
-	putRecord, recordExists, setField, putRobots, putLastCrawl, putSoft404, putOutcome, delOutcome *sql.Stmt
+	putRecord, putRecords, recordExists, setField, putRobots, putLastCrawl, putSoft404, putOutcome, delOutcome *sql.Stmt
 }
 
 type readStmts struct {
@@ -116,6 +117,13 @@ var writeSQL = map[string]string{
 	// deletes the row first, and the cascade would drop its found fields.
 	"putRecord": `INSERT INTO records (id, seq, fields, field_order, links, format, raw, error)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, fields = excluded.fields,
+				field_order = excluded.field_order, links = excluded.links,
+				format = excluded.format, raw = excluded.raw, error = excluded.error`,
+	// putRecords is putRecord for putChunk records at once: one statement
+	// a row cost as much as the rest of a record's intake.
+	"putRecords": `INSERT INTO records (id, seq, fields, field_order, links, format, raw, error)
+			VALUES ` + strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", putChunk-1) + `(?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, fields = excluded.fields,
 				field_order = excluded.field_order, links = excluded.links,
 				format = excluded.format, raw = excluded.raw, error = excluded.error`,
@@ -161,6 +169,7 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 	}
 	err := errors.Join(
 		prep(s.w, &s.ws.putRecord, "putRecord", writeSQL["putRecord"]),
+		prep(s.w, &s.ws.putRecords, "putRecords", writeSQL["putRecords"]),
 		prep(s.w, &s.ws.recordExists, "recordExists", writeSQL["recordExists"]),
 		prep(s.w, &s.ws.setField, "setField", writeSQL["setField"]),
 		prep(s.w, &s.ws.putRobots, "putRobots", writeSQL["putRobots"]),
@@ -182,7 +191,7 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 
 func (s *sqliteStore) closeStmts() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.ws.putRecord, s.ws.recordExists, s.ws.setField, s.ws.putRobots,
+	for _, st := range []*sql.Stmt{s.ws.putRecord, s.ws.putRecords, s.ws.recordExists, s.ws.setField, s.ws.putRobots,
 		s.ws.putLastCrawl, s.ws.putSoft404, s.ws.putOutcome, s.ws.delOutcome, s.rs.robots, s.rs.lastCrawl, s.rs.soft404} {
 		if st != nil {
 			errs = append(errs, st.Close())
@@ -259,16 +268,38 @@ func (s *sqliteStore) PutRecords(ctx context.Context, recs []Record) error {
 		return nil
 	}
 	return s.write(ctx, "put records", func(tx *sql.Tx) error {
-		stmt := tx.StmtContext(ctx, s.ws.putRecord)
-		for i, r := range rows {
-			rec := recs[i]
-			if _, err := stmt.ExecContext(ctx, r.id, rec.Seq, r.fields, r.order, r.links, rec.Format, rawColumn(rec.Raw), rec.Error); err != nil {
-				return fmt.Errorf("record %q: %w", r.id, err)
+		args := make([]any, 0, putChunk*8)
+		add := func(i int) {
+			r, rec := rows[i], recs[i]
+			args = append(args, r.id, rec.Seq, r.fields, r.order, r.links, rec.Format, rawColumn(rec.Raw), rec.Error)
+		}
+		i := 0
+		if len(rows) >= putChunk {
+			chunk := tx.StmtContext(ctx, s.ws.putRecords)
+			for ; i+putChunk <= len(rows); i += putChunk {
+				args = args[:0]
+				for j := i; j < i+putChunk; j++ {
+					add(j)
+				}
+				if _, err := chunk.ExecContext(ctx, args...); err != nil {
+					return fmt.Errorf("records %q to %q: %w", rows[i].id, rows[i+putChunk-1].id, err)
+				}
+			}
+		}
+		one := tx.StmtContext(ctx, s.ws.putRecord)
+		for ; i < len(rows); i++ {
+			args = args[:0]
+			add(i)
+			if _, err := one.ExecContext(ctx, args...); err != nil {
+				return fmt.Errorf("record %q: %w", rows[i].id, err)
 			}
 		}
 		return nil
 	})
 }
+
+// putChunk is how many records one putRecords statement inserts.
+const putChunk = 64
 
 func (s *sqliteStore) SetFields(ctx context.Context, recordID string, vals []Value) error {
 	rows, err := encodeValues(recordID, vals)

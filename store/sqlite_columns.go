@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"backfill/records"
 )
 
 // The SQLite backend keeps a record's maps and lists as JSON text and its
@@ -120,7 +122,22 @@ func decodeHistory(s string) ([]Prior, error) {
 	return out, nil
 }
 
+// encodeRecordColumns is what the fields, field_order and links columns
+// hold for rec. A good record with its input text keeps the text alone
+// (and a CSV record its header, which the text lacks): fields and links
+// are "", read again from the text (decodeRecordColumns), which halves
+// what a record costs on disk.
 func encodeRecordColumns(rec Record) (fields, order, links string, err error) {
+	if derivable(rec) {
+		if rec.Format == FormatCSV {
+			ob, err := json.Marshal(rec.Order)
+			if err != nil {
+				return "", "", "", fmt.Errorf("encode order: %w", err)
+			}
+			order = string(ob)
+		}
+		return "", order, "", nil
+	}
 	f := rec.Fields
 	if f == nil {
 		f = map[string]string{}
@@ -145,10 +162,32 @@ func encodeRecordColumns(rec Record) (fields, order, links string, err error) {
 	return string(fb), string(ob), string(lb), nil
 }
 
+// derivable says whether rec's fields, order and links are what its input
+// text reads as (records.Parse), so that the text alone is kept: a good
+// record read from a records file, with its text.
+func derivable(rec Record) bool {
+	return rec.Raw != nil && rec.Error == "" && (rec.Format == FormatCSV || rec.Format == FormatJSONL)
+}
+
 // decodeRecordColumns fills rec's Fields, Order and Links from their stored
-// JSON, naming the column that is bad.
+// JSON, or from its input text when only that was kept, naming the column
+// that is bad.
 func decodeRecordColumns(rec *Record, fields, order, links string) error {
 	rec.Fields, rec.Order, rec.Links = nil, nil, nil
+	if fields == "" && links == "" {
+		var header []string
+		if order != "" {
+			if err := json.Unmarshal([]byte(order), &header); err != nil {
+				return fmt.Errorf("column field_order: %w", err)
+			}
+		}
+		r, err := records.Parse(rec.Format, rec.Raw, header)
+		if err != nil {
+			return fmt.Errorf("column raw: %w", err)
+		}
+		rec.Fields, rec.Order, rec.Links = r.Fields, r.Order, r.Links
+		return nil
+	}
 	if err := json.Unmarshal([]byte(fields), &rec.Fields); err != nil {
 		return fmt.Errorf("column fields: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"backfill/records"
 )
 
 // ErrNotFound is returned by cache lookups that have no entry.
@@ -26,7 +28,10 @@ type Record struct {
 	// Raw is the record's text exactly as read, without its line
 	// terminator: a JSON Lines line, or a CSV record (which may span
 	// lines). Export writes the user's values from it, byte for byte and
-	// with their JSON types; Fields is what the crawl works with.
+	// with their JSON types; Fields is what the crawl works with. A good
+	// record's Fields, Order (but a CSV header) and Links must be what
+	// records.Parse reads from Raw: the SQLite backend keeps Raw alone and
+	// reads them again from it.
 	Raw []byte
 	// Error marks a malformed input line ("file:line: reason"). Such a
 	// record keeps its place (Seq) and its text (Raw, unless the line was
@@ -38,10 +43,10 @@ type Record struct {
 	Outcome *Outcome
 }
 
-// Input formats of Record.Format.
+// Input formats of Record.Format: the records package's.
 const (
-	FormatCSV   = "csv"
-	FormatJSONL = "jsonl"
+	FormatCSV   = string(records.FormatCSV)
+	FormatJSONL = string(records.FormatJSONL)
 )
 
 // Outcome is why a record's missing fields stayed missing, as the

@@ -18,7 +18,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sf.register(fs, "results store to read: a SQLite file path (default: STATE-DIR/results.db)")
 	stateDir := fs.String("state-dir", "backfill-state", "the crawl's state directory")
 	format := fs.String("format", "jsonl", "output format: jsonl or csv")
-	provenance := fs.Bool("provenance", false, "add where each filled value came from")
+	provenance := fs.Bool("provenance", false, "add where each filled value came from (JSON Lines: in the --wrap form)")
+	wrap := fs.Bool("wrap", false, "JSON Lines: write each record as {\"id\":…,\"fields\":{…}} instead of your own line with the filled fields changed")
 	out := fs.String("o", "-", "output file, - for standard output (JSON Lines stream there as they are read, for piping)")
 	fs.StringVar(out, "out", "-", "same as -o")
 	fields := fs.String("fields", "", "comma-separated extra columns to include even when no record has them")
@@ -32,6 +33,9 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *format != "jsonl" && *format != "csv" {
 		return fmt.Errorf("%w: --format must be jsonl or csv, not %q", errUsage, *format)
+	}
+	if *wrap && *format != "jsonl" {
+		return fmt.Errorf("%w: --wrap is for JSON Lines (--format jsonl)", errUsage)
 	}
 	if !sf.given() {
 		path := *stateDir + "/results.db"
@@ -64,7 +68,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	}
 	bw := bufio.NewWriter(w)
-	opts := store.ExportOptions{Format: *format, Provenance: *provenance}
+	opts := store.ExportOptions{Format: *format, Provenance: *provenance, Wrap: *wrap}
 	for _, name := range strings.Split(*fields, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			opts.Fields = append(opts.Fields, name)

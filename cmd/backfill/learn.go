@@ -1,6 +1,7 @@
 package main
 
 import (
+	"backfill/records"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"backfill/dispatcher"
 	"backfill/fetch"
 	"backfill/learn"
-	"backfill/store"
 	"backfill/supervisor"
 )
 
@@ -37,7 +37,7 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := newFlagSet("mappings learn", stderr)
 	var cf crawlerFlags
 	cf.register(fs)
-	records := fs.String("records", "", "records file (CSV or JSON Lines): the records whose fields are known teach, from their own links")
+	recordsPath := fs.String("records", "", "records file (CSV or JSON Lines): the records whose fields are known teach, from their own links")
 	fields := fs.String("fields", "", "comma-separated fields to learn (default with --url: the fields of --value)")
 	match := fs.String("match", "name", `field learned as the attribution match key ("" for none)`)
 	pageURL := fs.String("url", "", "a page to learn from, with its known values in --value")
@@ -61,7 +61,7 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	switch {
 	case *out == "":
 		return fmt.Errorf("%w: -o DIR is required", errUsage)
-	case *records == "" && *pageURL == "":
+	case *recordsPath == "" && *pageURL == "":
 		return fmt.Errorf("%w: give --records FILE, or --url URL with --value FIELD=VALUE", errUsage)
 	case *pageURL != "" && len(values) == 0:
 		return fmt.Errorf("%w: --url needs the values its page shows (--value FIELD=VALUE)", errUsage)
@@ -89,8 +89,8 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("%w: --fields is required", errUsage)
 	}
 	var teachers []learn.Teacher
-	if *records != "" {
-		rep, err := dispatcher.ReadRecords(*records, func(r store.Record) error {
+	if *recordsPath != "" {
+		rep, err := records.ReadFile(*recordsPath, func(r records.Record) error {
 			teachers = append(teachers, learn.Teacher{ID: r.ID, Values: r.Fields, Links: r.Links})
 			return nil
 		})
@@ -101,7 +101,7 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if *pageURL != "" {
 		teachers = append(teachers, learn.Teacher{ID: "--url", Values: values, Links: []string{*pageURL}})
-		if *records == "" && *minTeachers == 0 {
+		if *recordsPath == "" && *minTeachers == 0 {
 			opts.MinTeachers = 1
 		}
 	}

@@ -88,8 +88,12 @@ func TestRoundTripJSONL(t *testing.T) {
 			}
 		}
 		tail := fmt.Sprintf(` "links": [%s],  %s }`, strings.Join(links, ", "), extra)
-		in = append(in, gave.String()+tail)
-		want = append(want, got.String()+tail)
+		lead := ""
+		if i%3 == 0 { // white space around the object is the user's too
+			lead, tail = "  ", tail+"\t "
+		}
+		in = append(in, lead+gave.String()+tail)
+		want = append(want, lead+got.String()+tail)
 		if i == 4 {
 			in = append(in, badLine)
 			want = append(want, badLine)
@@ -111,9 +115,41 @@ func TestRoundTripJSONL(t *testing.T) {
 		t.Errorf("the malformed line is not reported with file:line:\n%s", stderr.String())
 	}
 
+	// By default each line comes back as the user's own, byte for byte
+	// but for the filled values: the export replaces the input file.
 	stdout.Reset()
 	if code := mainExit([]string{"export", "--state-dir", stateDir, "--format", "jsonl"}, &stdout, &stderr); code != exitOK {
 		t.Fatalf("export exit %d:\n%s", code, stderr.String())
+	}
+	got := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	if len(got) != len(want) {
+		t.Fatalf("export has %d lines, the input %d:\n%s", len(got), len(want), stdout.String())
+	}
+	for i := range want {
+		if want[i] == badLine {
+			var line struct {
+				ID     *string         `json:"id"`
+				Fields json.RawMessage `json:"fields"`
+				Error  string          `json:"_backfill_error"`
+				Input  *string         `json:"_backfill_input"`
+			}
+			if err := json.Unmarshal([]byte(got[i]), &line); err != nil {
+				t.Fatalf("export line %d is not JSON: %v\n%s", i+1, err, got[i])
+			}
+			if line.Input == nil || *line.Input != badLine || !strings.HasPrefix(line.Error, records+":6: bad JSON") || line.ID != nil || line.Fields != nil {
+				t.Errorf("malformed line exported as %s", got[i])
+			}
+			continue
+		}
+		if got[i] != want[i] {
+			t.Errorf("export line %d:\ngot  %s\nwant %s", i+1, got[i], want[i])
+		}
+	}
+
+	// --wrap puts each record's object under "fields", beside its id.
+	stdout.Reset()
+	if code := mainExit([]string{"export", "--state-dir", stateDir, "--format", "jsonl", "--wrap"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("export --wrap exit %d:\n%s", code, stderr.String())
 	}
 	sc := bufio.NewScanner(&stdout)
 	sc.Buffer(nil, 1<<20)
@@ -132,12 +168,12 @@ func TestRoundTripJSONL(t *testing.T) {
 			t.Fatalf("export has more lines than the input's %d", len(want))
 		}
 		if want[i] == badLine {
-			if line.Input == nil || *line.Input != badLine || !strings.HasPrefix(line.Error, records+":6: bad JSON") || string(line.Fields) != "null" {
+			if line.Input == nil || *line.Input != badLine || !strings.HasPrefix(line.Error, records+":6: bad JSON") || string(line.Fields) != "null" || line.ID != "line 6" {
 				t.Errorf("malformed line exported as %s", sc.Text())
 			}
 			continue
 		}
-		if got := string(line.Fields); got != want[i] {
+		if got := string(line.Fields); got != strings.TrimSpace(want[i]) {
 			t.Errorf("export line %d:\ngot  %s\nwant %s", i+1, got, want[i])
 		}
 	}

@@ -42,7 +42,7 @@ type follower struct {
 
 func newFollower(st store.Records, w io.Writer, provenance bool, log *slog.Logger) *follower {
 	bw := bufio.NewWriter(w)
-	return &follower{st: st, w: bw, lw: store.NewLineWriter(bw, store.ExportOptions{Provenance: provenance}), log: log}
+	return &follower{st: st, w: bw, lw: store.NewLineWriter(bw, store.ExportOptions{Wrap: true, Provenance: provenance}), log: log}
 }
 
 func (f *follower) written(seq int64) bool {

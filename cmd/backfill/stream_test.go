@@ -57,7 +57,7 @@ func TestRunStream(t *testing.T) {
 func checkStream(t *testing.T, state, stream string, complete int) {
 	t.Helper()
 	var exp strings.Builder
-	if code := mainExit([]string{"export", "--state-dir", state}, &exp, io.Discard); code != exitOK {
+	if code := mainExit([]string{"export", "--wrap", "--state-dir", state}, &exp, io.Discard); code != exitOK {
 		t.Fatalf("export exit %d", code)
 	}
 	lines := func(s string) []string {

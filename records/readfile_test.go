@@ -1,23 +1,21 @@
-package dispatcher
+package records
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"backfill/store"
 )
 
-// TestReadRecords reads a records file as Load does, without a state.
-func TestReadRecords(t *testing.T) {
+// TestReadFile reads a records file as Load does, without a state.
+func TestReadFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "people.csv")
 	data := "id,name,location,homepage\nr1,Ada,Lisbon,http://ada.example/\nr2,Bob\nr3,Cy,,https://cy.example/p\n"
 	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var got []store.Record
-	rep, err := ReadRecords(path, func(r store.Record) error {
+	var got []Record
+	rep, err := ReadFile(path, func(r Record) error {
 		got = append(got, r)
 		return nil
 	})
@@ -30,7 +28,7 @@ func TestReadRecords(t *testing.T) {
 	if len(got) != 2 || got[0].ID != "r1" || got[0].Fields["location"] != "Lisbon" || strings.Join(got[1].Links, " ") != "https://cy.example/p" {
 		t.Errorf("records %+v", got)
 	}
-	if _, err := ReadRecords(filepath.Join(t.TempDir(), "none.csv"), func(store.Record) error { return nil }); err == nil {
+	if _, err := ReadFile(filepath.Join(t.TempDir(), "none.csv"), func(Record) error { return nil }); err == nil {
 		t.Error("a missing file reads")
 	}
 }

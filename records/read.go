@@ -1,4 +1,4 @@
-package dispatcher
+package records
 
 import (
 	"bufio"
@@ -13,17 +13,37 @@ import (
 	"unicode/utf8"
 
 	"backfill/etl"
-	"backfill/store"
 )
 
-// Format is the layout of a records file.
-type Format int
+// Format is the layout of a records file, and as text a Record's.
+type Format string
 
 const (
-	FormatAuto  Format = iota // by extension, else by the first non-blank byte
-	FormatCSV                 // header row, then one record per row
-	FormatJSONL               // one JSON object per line
+	FormatAuto  Format = ""      // by extension, else by the first non-blank byte
+	FormatCSV   Format = "csv"   // header row, then one record per row
+	FormatJSONL Format = "jsonl" // one JSON object per line
 )
+
+// Record is one line (or CSV record) of a records file as read: a good
+// record (Error empty) with its id, fields, their order and the links to
+// start from, or a malformed line with Error saying why. Raw is the text
+// as given, without its line terminator (nil when it was over
+// MaxRecordBytes); Seq numbers the records of a file from 1, good and
+// malformed alike, in file order.
+type Record struct {
+	ID     string
+	Seq    int64
+	Format string // FormatCSV or FormatJSONL, as text
+	Raw    []byte
+	Fields map[string]string // trimmed values, as the crawl reads them
+	Order  []string          // the file's columns, or the line's keys, in order
+	Links  []string          // normalized http(s) URLs
+	Error  string
+}
+
+// FilterURLLength is the reason a link longer than etl.MaxURLLength is
+// refused with (LineError.Filter), as the run summary counts it.
+const FilterURLLength = "url-length"
 
 // MaxRecordBytes bounds one input record, the same for both formats: a
 // JSON Lines line, or a CSV record (which may span lines inside quotes),
@@ -105,32 +125,32 @@ func sniffBinary(head []byte) string {
 	return ""
 }
 
-// filePos is a place in a records file: the byte offset just after a
+// Pos is a place in a records file: the byte offset just after a
 // record (or the header) and the number of the line it ended on.
-type filePos struct {
-	offset int64
-	line   int
+type Pos struct {
+	Offset int64
+	Line   int
 }
 
-// recordFn takes one record (good or malformed), the line it starts on
+// RecordFunc takes one record (good or malformed), the line it starts on
 // and the place just after it.
-type recordFn func(rec store.Record, line int, end filePos) error
+type RecordFunc func(rec Record, line int, end Pos) error
 
-// readRecords parses records from r and calls fn for each, in order: a good
+// Read parses records from r and calls fn for each, in order: a good
 // one, or a malformed one (Record.Error set, reported through bad first,
 // with its text in Raw unless it was over MaxRecordBytes). A record whose
 // id an earlier line had is a malformed one. warn reports a problem on a
 // line whose record was still kept. The returned error is for the whole
 // file (unreadable, binary, no header, no record at all) or from fn.
-func readRecords(name string, r io.Reader, format Format, fn func(store.Record) error, bad func(*LineError), warn func(*LineError)) error {
-	return readAll(name, r, nil, filePos{}, format, make(map[string]int), nil, func(rec store.Record, _ int, _ filePos) error {
+func Read(name string, r io.Reader, format Format, fn func(Record) error, bad func(*LineError), warn func(*LineError)) error {
+	return readAll(name, r, nil, Pos{}, format, make(map[string]int), nil, func(rec Record, _ int, _ Pos) error {
 		return fn(rec)
 	}, bad, warn)
 }
 
-// readRecordsFrom is readRecords for Load, resuming at from (the place
+// ReadFrom is Read for a load that resumes, resuming at from (the place
 // after a record an earlier read reached; the zero place is the start).
-// rest reads the file from from.offset on; r reads it from the start,
+// rest reads the file from from.Offset on; r reads it from the start,
 // which the check for binary data and a CSV file's header need. With from
 // zero rest is nil and r is read.
 //
@@ -138,14 +158,14 @@ func readRecords(name string, r io.Reader, format Format, fn func(store.Record) 
 // which for millions of records is the state's to keep, and a malformed
 // line's id is "line N" whether or not a record has that id (Load makes
 // both unique through the state).
-func readRecordsFrom(name string, r, rest io.Reader, from filePos, format Format, fn recordFn, bad func(*LineError), warn func(*LineError)) error {
+func ReadFrom(name string, r, rest io.Reader, from Pos, format Format, fn RecordFunc, bad func(*LineError), warn func(*LineError)) error {
 	return readAll(name, r, rest, from, format, nil, nil, fn, bad, warn)
 }
 
-// readAll is readRecords and readRecordsFrom: ids, when not nil, is the
+// readAll is Read and ReadFrom: ids, when not nil, is the
 // set of ids seen so far (id → line), of every id or of those track says
 // to keep.
-func readAll(name string, r, rest io.Reader, from filePos, format Format, ids map[string]int, track func(id string) bool, fn recordFn, bad func(*LineError), warn func(*LineError)) error {
+func readAll(name string, r, rest io.Reader, from Pos, format Format, ids map[string]int, track func(id string) bool, fn RecordFunc, bad func(*LineError), warn func(*LineError)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(sniffBytes)
 	if why := sniffBinary(head); why != "" {
@@ -160,7 +180,7 @@ func readAll(name string, r, rest io.Reader, from filePos, format Format, ids ma
 		// A CSV file's header is read from the start (csv does), then the
 		// records from the place.
 		p.resume = func() {
-			rr.br, rr.line, rr.offset = bufio.NewReaderSize(rest, 64<<10), from.line, from.offset
+			rr.br, rr.line, rr.offset = bufio.NewReaderSize(rest, 64<<10), from.Line, from.Offset
 		}
 		if format == FormatJSONL {
 			p.resume()
@@ -297,7 +317,7 @@ type recordParser struct {
 	track  func(id string) bool // the ids ids keeps; nil: all
 	seq    int64
 	header bool // a CSV header was read
-	fn     recordFn
+	fn     RecordFunc
 	bad    func(*LineError)
 	warn   func(*LineError)
 	rr     *recordReader
@@ -335,7 +355,7 @@ func notUTF8(text []byte) string {
 // its text (nil when too long) so that export gives it back.
 func (p *recordParser) malformed(format string, line int, text []byte, e *LineError) error {
 	p.bad(e)
-	return p.emit(line, store.Record{ID: p.malformedID(line), Format: format, Raw: text, Error: e.Error()})
+	return p.emit(line, Record{ID: p.malformedID(line), Format: format, Raw: text, Error: e.Error()})
 }
 
 // malformedID is a fresh id for a malformed line: "line N" (not N, which
@@ -343,14 +363,14 @@ func (p *recordParser) malformed(format string, line int, text []byte, e *LineEr
 // well be), or if that is taken a variant of it. Without ids (Load) it is
 // "line N", which Load makes unique.
 func (p *recordParser) malformedID(line int) string {
-	return malformedID(line, func(id string) bool {
+	return MalformedID(line, func(id string) bool {
 		_, taken := p.ids[id]
 		return taken
 	})
 }
 
-// malformedID is "line N", or if taken says it is, "line N (2)", … .
-func malformedID(line int, taken func(string) bool) string {
+// MalformedID is "line N", or if taken says it is, "line N (2)", … .
+func MalformedID(line int, taken func(string) bool) string {
 	id := fmt.Sprintf("line %d", line)
 	for n := 2; ; n++ {
 		if !taken(id) {
@@ -361,17 +381,17 @@ func malformedID(line int, taken func(string) bool) string {
 }
 
 // emit numbers a record and hands it on, with the place after it.
-func (p *recordParser) emit(line int, rec store.Record) error {
+func (p *recordParser) emit(line int, rec Record) error {
 	if p.ids != nil && (p.track == nil || p.track(rec.ID)) {
 		p.ids[rec.ID] = line
 	}
 	p.seq++
 	rec.Seq = p.seq
-	return p.fn(rec, line, filePos{offset: p.rr.offset, line: p.rr.line})
+	return p.fn(rec, line, Pos{Offset: p.rr.offset, Line: p.rr.line})
 }
 
 // finish assigns the id, refuses duplicates and hands the record on.
-func (p *recordParser) finish(line int, text []byte, rec store.Record) error {
+func (p *recordParser) finish(line int, text []byte, rec Record) error {
 	id := strings.TrimSpace(rec.Fields["id"])
 	if id == "" {
 		id = strconv.Itoa(line)
@@ -411,7 +431,7 @@ func (p *recordParser) csv(rr *recordReader) error {
 			continue
 		}
 		if tooLong {
-			if err := p.malformed(store.FormatCSV, line, nil, p.lineErr(line, "%s", tooLongReason)); err != nil {
+			if err := p.malformed(string(FormatCSV), line, nil, p.lineErr(line, "%s", tooLongReason)); err != nil {
 				return err
 			}
 			continue
@@ -421,36 +441,70 @@ func (p *recordParser) csv(rr *recordReader) error {
 		}
 		text = bytes.Clone(text)
 		reason := notUTF8(text)
-		var cells []string
+		var rec Record
 		if reason == "" {
-			if cells, err = store.SplitCSVRecord(text); err != nil {
-				reason = err.Error()
-			} else if len(cells) != len(header) {
-				reason = fmt.Sprintf("%d columns, header has %d", len(cells), len(header))
-			}
+			rec, reason = p.csvRecord(text, header, line)
 		}
 		if reason != "" {
-			if err := p.malformed(store.FormatCSV, line, text, p.lineErr(line, "%s", reason)); err != nil {
+			if err := p.malformed(string(FormatCSV), line, text, p.lineErr(line, "%s", reason)); err != nil {
 				return err
 			}
 			continue
-		}
-		rec := store.Record{Format: store.FormatCSV, Raw: text, Fields: make(map[string]string, len(header)), Order: header}
-		for i, h := range header {
-			v := strings.TrimSpace(cells[i])
-			rec.Fields[h] = v
-			if h == "links" {
-				for _, tok := range strings.Fields(v) {
-					p.addLink(&rec, line, tok, true)
-				}
-				continue
-			}
-			p.addLink(&rec, line, v, false)
 		}
 		if err := p.finish(line, text, rec); err != nil {
 			return err
 		}
 	}
+}
+
+// csvRecord reads one CSV record's text (UTF-8) under header, or says why
+// it is malformed.
+func (p *recordParser) csvRecord(text []byte, header []string, line int) (Record, string) {
+	cells, err := SplitCSVRecord(text)
+	if err != nil {
+		return Record{}, err.Error()
+	}
+	if len(cells) != len(header) {
+		return Record{}, fmt.Sprintf("%d columns, header has %d", len(cells), len(header))
+	}
+	rec := Record{Format: string(FormatCSV), Raw: text, Fields: make(map[string]string, len(header)), Order: header}
+	for i, h := range header {
+		v := strings.TrimSpace(cells[i])
+		rec.Fields[h] = v
+		if h == "links" {
+			for _, tok := range strings.Fields(v) {
+				p.addLink(&rec, line, tok, true)
+			}
+			continue
+		}
+		p.addLink(&rec, line, v, false)
+	}
+	return rec, ""
+}
+
+// Parse reads a good record's Raw text again as Read read it, for a store
+// that keeps the text alone: its fields, their order and its links.
+// header is the file's for a CSV record (a JSON line has its own keys).
+// Text Read took as a good record always parses; anything else is an
+// error saying why.
+func Parse(format string, raw []byte, header []string) (Record, error) {
+	p := &recordParser{warn: func(*LineError) {}}
+	var rec Record
+	reason := notUTF8(raw)
+	if reason == "" {
+		switch Format(format) {
+		case FormatCSV:
+			rec, reason = p.csvRecord(raw, header, 0)
+		case FormatJSONL:
+			rec, reason = p.jsonRecord(raw, 0)
+		default:
+			reason = fmt.Sprintf("unknown format %q", format)
+		}
+	}
+	if reason != "" {
+		return Record{}, errors.New(reason)
+	}
+	return rec, nil
 }
 
 // csvHeader reads the header row: every column named, once. Names are
@@ -459,7 +513,7 @@ func (p *recordParser) csvHeader(text []byte, line int) ([]string, error) {
 	if reason := notUTF8(text); reason != "" {
 		return nil, fmt.Errorf("%s:%d: header: %s", p.name, line, reason)
 	}
-	header, err := store.SplitCSVRecord(text)
+	header, err := SplitCSVRecord(text)
 	if err != nil {
 		return nil, fmt.Errorf("%s:%d: header: %w", p.name, line, err)
 	}
@@ -483,8 +537,8 @@ func (p *recordParser) csvHeader(text []byte, line int) ([]string, error) {
 // links column or list, anything else is reported (and the record kept). A
 // URL longer than etl.MaxURLLength is refused wherever it is, reported
 // with the url-length filter the summary counts.
-func (p *recordParser) addLink(rec *store.Record, line int, v string, explicit bool) {
-	if !looksLikeURL(v) {
+func (p *recordParser) addLink(rec *Record, line int, v string, explicit bool) {
+	if !LooksLikeURL(v) {
 		if explicit && v != "" {
 			p.warn(p.lineErr(line, "links: %q is not an http(s) URL; ignored", v))
 		}
@@ -511,7 +565,9 @@ func (p *recordParser) addLink(rec *store.Record, line int, v string, explicit b
 	rec.Links = append(rec.Links, n)
 }
 
-func looksLikeURL(v string) bool {
+// LooksLikeURL says whether v reads as an http(s) URL: no white space,
+// an http:// or https:// scheme in any case.
+func LooksLikeURL(v string) bool {
 	if len(v) < 8 || strings.ContainsAny(v, " \t\r\n") {
 		return false
 	}
@@ -530,7 +586,7 @@ func (p *recordParser) jsonl(rr *recordReader) error {
 			return fmt.Errorf("%s:%d: %w", p.name, line, err)
 		}
 		if tooLong {
-			if err := p.malformed(store.FormatJSONL, line, nil, p.lineErr(line, "%s", tooLongReason)); err != nil {
+			if err := p.malformed(string(FormatJSONL), line, nil, p.lineErr(line, "%s", tooLongReason)); err != nil {
 				return err
 			}
 			continue
@@ -543,12 +599,12 @@ func (p *recordParser) jsonl(rr *recordReader) error {
 		}
 		text = bytes.Clone(text)
 		reason := notUTF8(text)
-		var rec store.Record
+		var rec Record
 		if reason == "" {
 			rec, reason = p.jsonRecord(text, line)
 		}
 		if reason != "" {
-			if err := p.malformed(store.FormatJSONL, line, text, p.lineErr(line, "%s", reason)); err != nil {
+			if err := p.malformed(string(FormatJSONL), line, text, p.lineErr(line, "%s", reason)); err != nil {
 				return err
 			}
 			continue
@@ -559,22 +615,22 @@ func (p *recordParser) jsonl(rr *recordReader) error {
 	}
 }
 
-func (p *recordParser) jsonRecord(raw []byte, line int) (store.Record, string) {
-	members, _, err := store.JSONMembers(raw)
+func (p *recordParser) jsonRecord(raw []byte, line int) (Record, string) {
+	members, _, err := JSONMembers(raw)
 	if err != nil {
-		return store.Record{}, err.Error()
+		return Record{}, err.Error()
 	}
-	rec := store.Record{Format: store.FormatJSONL, Raw: raw, Fields: make(map[string]string, len(members))}
+	rec := Record{Format: string(FormatJSONL), Raw: raw, Fields: make(map[string]string, len(members))}
 	for _, m := range members {
 		v, err := memberValue(m.Value)
 		if err != nil {
-			return store.Record{}, "bad JSON: " + err.Error()
+			return Record{}, "bad JSON: " + err.Error()
 		}
 		rec.Order = append(rec.Order, m.Key)
 		if m.Key == "links" {
 			s, reason := p.jsonLinks(&rec, line, v)
 			if reason != "" {
-				return store.Record{}, reason
+				return Record{}, reason
 			}
 			rec.Fields[m.Key] = s
 			continue
@@ -584,7 +640,7 @@ func (p *recordParser) jsonRecord(raw []byte, line int) (store.Record, string) {
 	}
 	if id, ok := rec.Fields["id"]; ok && id != "" {
 		if v := strings.TrimSpace(id); strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
-			return store.Record{}, "id must be a string or a number"
+			return Record{}, "id must be a string or a number"
 		}
 	}
 	return rec, ""
@@ -616,7 +672,7 @@ func memberValue(text []byte) (any, error) {
 
 // jsonLinks reads a links value: a list of URLs, or one string of URLs
 // separated by whitespace.
-func (p *recordParser) jsonLinks(rec *store.Record, line int, v any) (string, string) {
+func (p *recordParser) jsonLinks(rec *Record, line int, v any) (string, string) {
 	switch x := v.(type) {
 	case nil:
 		return "", ""
@@ -648,7 +704,7 @@ func (p *recordParser) jsonLinks(rec *store.Record, line int, v any) (string, st
 }
 
 // mineLinks adds every http(s) URL string in v (a scalar or a list).
-func (p *recordParser) mineLinks(rec *store.Record, line int, v any) {
+func (p *recordParser) mineLinks(rec *Record, line int, v any) {
 	switch x := v.(type) {
 	case string:
 		p.addLink(rec, line, strings.TrimSpace(x), false)

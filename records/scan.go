@@ -1,4 +1,4 @@
-package store
+package records
 
 import (
 	"bytes"
@@ -233,11 +233,11 @@ func jsonValueEnd(b []byte, i int) int {
 	return i
 }
 
-// spliceJSON is the object raw with the values of the keys in set
+// SpliceJSON is the object raw with the values of the keys in set
 // replaced, and the members add (keys already JSON-encoded, not in raw)
 // appended before its closing brace, in order. Everything else stays as
 // written, white space included; text around the object is dropped.
-func spliceJSON(raw []byte, set map[string][]byte, add []string, addVals [][]byte) ([]byte, error) {
+func SpliceJSON(raw []byte, set map[string][]byte, add []string, addVals [][]byte) ([]byte, error) {
 	members, end, err := JSONMembers(raw)
 	if err != nil {
 		return nil, err

@@ -1,8 +1,7 @@
-package dispatcher
+package records
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,17 +9,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
-
-	"backfill/etl"
-	"backfill/store"
 )
 
 type parsed struct {
-	recs      []store.Record // good ones
-	malformed []store.Record
-	all       []store.Record // both, in order
+	recs      []Record // good ones
+	malformed []Record
+	all       []Record // both, in order
 	bad       []string
 	warn      []string
 	err       error
@@ -28,7 +23,7 @@ type parsed struct {
 
 func parseAll(name string, data []byte, format Format) parsed {
 	var p parsed
-	p.err = readRecords(name, bytes.NewReader(data), format, func(r store.Record) error {
+	p.err = Read(name, bytes.NewReader(data), format, func(r Record) error {
 		p.all = append(p.all, r)
 		if r.Error != "" {
 			p.malformed = append(p.malformed, r)
@@ -99,7 +94,7 @@ func TestRecordsFiles(t *testing.T) {
 				t.Fatalf("error: %v", p.err)
 			}
 			var ids []string
-			byID := make(map[string]store.Record)
+			byID := make(map[string]Record)
 			for i, r := range p.all {
 				if r.Seq != int64(i+1) {
 					t.Errorf("record %s: Seq %d, want %d", r.ID, r.Seq, i+1)
@@ -215,11 +210,11 @@ func FuzzRecords(f *testing.F) {
 			ids := make(map[string]bool)
 			for i, r := range p.all {
 				if r.ID == "" || ids[r.ID] {
-					t.Fatalf("format %d: empty or duplicate id %q", format, r.ID)
+					t.Fatalf("format %s: empty or duplicate id %q", format, r.ID)
 				}
 				ids[r.ID] = true
 				if r.Seq != int64(i+1) {
-					t.Fatalf("format %d: record %q has seq %d at %d", format, r.ID, r.Seq, i+1)
+					t.Fatalf("format %s: record %q has seq %d at %d", format, r.ID, r.Seq, i+1)
 				}
 				if r.Error != "" {
 					if len(r.Fields) > 0 || len(r.Links) > 0 {
@@ -231,14 +226,19 @@ func FuzzRecords(f *testing.F) {
 					t.Fatalf("record %q kept text that is not UTF-8", r.ID)
 				}
 				if format == FormatCSV {
-					if cells, err := store.SplitCSVRecord(r.Raw); err != nil || len(cells) != len(r.Order) {
+					if cells, err := SplitCSVRecord(r.Raw); err != nil || len(cells) != len(r.Order) {
 						t.Fatalf("record %q: raw %q splits into %q, %v for %d columns", r.ID, r.Raw, cells, err, len(r.Order))
 					}
 				}
 				for _, l := range r.Links {
 					if !strings.HasPrefix(l, "http://") && !strings.HasPrefix(l, "https://") {
-						t.Fatalf("format %d: link %q is not http(s)", format, l)
+						t.Fatalf("format %s: link %q is not http(s)", format, l)
 					}
+				}
+				// A store keeps the text alone and reads the rest again.
+				again, err := Parse(r.Format, r.Raw, r.Order)
+				if err != nil || !reflect.DeepEqual(again.Fields, r.Fields) || !reflect.DeepEqual(again.Order, r.Order) || !slices.Equal(again.Links, r.Links) {
+					t.Fatalf("record %q parsed again as %q %q %q (%v), read as %q %q %q", r.ID, again.Fields, again.Order, again.Links, err, r.Fields, r.Order, r.Links)
 				}
 			}
 			for _, b := range p.bad {
@@ -248,108 +248,6 @@ func FuzzRecords(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestLongRecordLink: a record's own link longer than etl.MaxURLLength is
-// refused wherever it stands, said on its line and counted in the run
-// summary as url-length; the record and its other links are kept.
-func TestLongRecordLink(t *testing.T) {
-	long := "https://a.example/" + strings.Repeat("x", etl.MaxURLLength)
-	e := newEnv(t, t.TempDir(), func(c *Config) { c.Fields = []string{"phone"} })
-	rep := e.load("r.csv", "id,homepage,links\n"+
-		"r1,"+long+",https://a.example/ok\n"+
-		"r2,https://b.example/ok,"+long+"\n")
-	if rep.Records != 2 || rep.Bad != 0 {
-		t.Fatalf("load report %+v", rep)
-	}
-	var refused []string
-	for _, err := range rep.Errors {
-		if strings.Contains(err.Error(), "is longer than 2048 bytes; refused") {
-			refused = append(refused, err.Error())
-		}
-	}
-	if len(refused) != 2 || !strings.Contains(refused[0], "r.csv:2: ") || !strings.Contains(refused[1], "r.csv:3: ") {
-		t.Errorf("refusals reported %q, want one on line 2 and one on line 3", refused)
-	}
-	s1 := newSup(t, "s1", e.d.Endpoint(), 4, false, e.set.Digest())
-	e.run(context.Background())
-	if !s1.join(5 * time.Second) {
-		t.Fatal("no welcome")
-	}
-	st := crawl(t, e, []*testSup{s1}, map[string]page{"https://a.example/ok": {}, "https://b.example/ok": {}}, 20*time.Second)
-	if len(st.requests) != 2 {
-		t.Errorf("requested %v, want the two short links", st.requests)
-	}
-	if n := e.sum.Filtered[FilterURLLength]; n != 2 {
-		t.Errorf("summary counts %d url-length links, want 2", n)
-	}
-}
-
-// TestLoadDuplicateIDs: Load takes the first record of an id and refuses
-// a later line with the same id, naming both lines; the store keeps the
-// first. Loading the file again reports the same records and adds none.
-func TestLoadDuplicateIDs(t *testing.T) {
-	tests := []struct {
-		file  string
-		dups  []string
-		first map[string]string // id → name the store keeps
-	}{
-		{"people.csv", []string{`people.csv:7: duplicate id "r1" (first on line 2)`}, map[string]string{"r1": "Ann Lee"}},
-		{"people.jsonl", []string{`people.jsonl:5: duplicate id "j1" (first on line 1)`}, map[string]string{"j1": "Ann Lee"}},
-		{"c.jsonl", []string{`c.jsonl:2: duplicate id "2" (first on line 1)`}, map[string]string{"2": ""}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			dir := t.TempDir()
-			data, err := os.ReadFile(filepath.Join("testdata", "records", tt.file))
-			if tt.file == "c.jsonl" {
-				data, err = []byte("{\"id\":\"2\"}\n{\"x\":2}\n"), nil
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			e := newEnv(t, dir, nil)
-			rep := e.load(tt.file, string(data))
-			var dups []string
-			for _, err := range rep.Errors {
-				if strings.Contains(err.Error(), "duplicate id") {
-					dups = append(dups, strings.TrimPrefix(err.Error(), dir+string(filepath.Separator)))
-				}
-			}
-			if !reflect.DeepEqual(dups, tt.dups) {
-				t.Errorf("duplicates reported %q, want %q", dups, tt.dups)
-			}
-			// The store keeps the first record of the id, and the later
-			// line as a malformed one, with its text, for export.
-			recs := e.records()
-			good, bad := 0, 0
-			for _, r := range recs {
-				if r.Error == "" {
-					good++
-					continue
-				}
-				bad++
-				if strings.Contains(r.Error, "duplicate id") && len(r.Raw) == 0 {
-					t.Errorf("duplicate line %s kept without its text", r.ID)
-				}
-			}
-			if good != rep.Records || rep.New != rep.Records || bad != rep.Bad {
-				t.Errorf("store has %d records and %d malformed; report: %d records, %d new, %d bad", good, bad, rep.Records, rep.New, rep.Bad)
-			}
-			for id, name := range tt.first {
-				if got := recs[id].Fields["name"]; got != name {
-					t.Errorf("record %s: name %q, want the first line's %q", id, got, name)
-				}
-			}
-			again := e.load(tt.file, string(data))
-			if again.Records != rep.Records || again.New != 0 || again.Bad != rep.Bad {
-				t.Errorf("loaded again: %+v, want %d records, none new, %d bad", again, rep.Records, rep.Bad)
-			}
-			if n := len(e.records()); n != len(recs) {
-				t.Errorf("store has %d records after loading again, want %d", n, len(recs))
-			}
-		})
-	}
 }
 
 // TestRecordsKeepRaw checks that each record keeps its text exactly as
@@ -365,7 +263,7 @@ func TestRecordsKeepRaw(t *testing.T) {
 	var got []row
 	for _, r := range p.all {
 		got = append(got, row{r.ID, string(r.Raw), r.Error})
-		if r.Format != store.FormatCSV {
+		if r.Format != string(FormatCSV) {
 			t.Errorf("record %s: format %q", r.ID, r.Format)
 		}
 	}
@@ -401,85 +299,6 @@ func TestRecordsKeepRaw(t *testing.T) {
 	}
 	if n := p.recs[0].Fields["n"]; n != "1e3" {
 		t.Errorf("number field %q, want it as written", n)
-	}
-}
-
-// TestLoadResumeKeepsMalformedOnce: a Load cut short reads on from the
-// place the state last committed, and what it reads again (the records,
-// the malformed lines, a duplicate) is not kept twice: the store has each
-// line once, under the ids it had, and the report counts the same.
-func TestLoadResumeKeepsMalformedOnce(t *testing.T) {
-	dir := t.TempDir()
-	e := newEnv(t, dir, nil)
-	data := "id,name,links\n" +
-		"a,Ann,https://a.example/\n" +
-		"b,Bo\n" + // line 3: malformed
-		"line 3,Cy,https://c.example/\n" + // takes the id a malformed line has
-		"a,Ann again,\n" + // line 5: a duplicate
-		"d,\"Dee\n"
-	rep := e.load("r.csv", data)
-	before := e.records()
-	var ids []string
-	for _, r := range before {
-		ids = append(ids, r.ID)
-	}
-	slices.Sort(ids)
-	if want := []string{"a", "line 3", "line 3 (2)", "line 5", "line 6"}; !reflect.DeepEqual(ids, want) {
-		t.Fatalf("store ids %q, want %q", ids, want)
-	}
-	// As if the process had died after the first record was committed:
-	// the state's place goes back to line 2 (the file is unchanged).
-	ctx := context.Background()
-	if _, err := e.d.st.conn.ExecContext(ctx, `UPDATE loads SET offset = ?, line = 2, records = 1, bad = 0, fresh = 1, unfillable = 0, done = 0`,
-		len("id,name,links\na,Ann,https://a.example/\n")); err != nil {
-		t.Fatal(err)
-	}
-	again, err := e.d.Load(ctx, filepath.Join(dir, "r.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// New counts from the file's first read: the one record before the
-	// place (the rest is in the state already, as a store upsert after a
-	// crash would leave it).
-	if again.Records != rep.Records || again.Bad != rep.Bad || again.New != 1 {
-		t.Errorf("read on: %+v, want %d records, %d bad, 1 new (first: %+v)", again, rep.Records, rep.Bad, rep)
-	}
-	var line, done int
-	if err := e.d.st.conn.QueryRowContext(ctx, `SELECT line, done FROM loads`).Scan(&line, &done); err != nil || done != 1 || line != 0 {
-		t.Errorf("loads after reading on: line %d, done %d (%v)", line, done, err)
-	}
-	after := e.records()
-	if len(after) != len(before) {
-		t.Errorf("store has %d records after reading on, want %d", len(after), len(before))
-	}
-	for id, r := range before {
-		if a := after[id]; a.Seq != r.Seq && r.Error == "" {
-			t.Errorf("record %s moved from %d to %d", id, r.Seq, a.Seq)
-		}
-	}
-}
-
-// TestLoadStrict: with Config.Strict a file with a malformed line or a
-// repeated id is refused before anything is loaded, every line named in
-// file order; a file without either loads.
-func TestLoadStrict(t *testing.T) {
-	dir := t.TempDir()
-	e := newEnv(t, dir, func(c *Config) { c.Strict = true })
-	bad := "id,name\nx,Ann\ny\nx,Bo\n"
-	path := filepath.Join(dir, "bad.csv")
-	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := e.d.Load(context.Background(), path)
-	want := path + ":3: 1 columns, header has 2\n  " + path + `:4: duplicate id "x" (first on line 2)`
-	if err == nil || !strings.Contains(err.Error(), "2 malformed line(s); nothing loaded (strict):\n  "+want) {
-		t.Errorf("strict load: %v, want both lines named", err)
-	}
-	if n := len(e.records()); n != 0 {
-		t.Errorf("strict refusal left %d records in the store", n)
-	}
-	if rep := e.load("good.csv", "id,name\nx,Ann\ny,Bo\n"); rep.Records != 2 || rep.Bad != 0 {
-		t.Errorf("a good file under strict: %+v", rep)
 	}
 }
 

@@ -1,4 +1,4 @@
-package store
+package records
 
 import (
 	"bytes"
@@ -97,7 +97,7 @@ func TestJSONMembersAndSplice(t *testing.T) {
 		t.Errorf("end %d, want the closing brace at %d", end, len(raw)-1)
 	}
 
-	out, err := spliceJSON(raw, map[string][]byte{"e": []byte(`"filled"`), "name": []byte(`42`)}, []string{`"new"`}, [][]byte{[]byte(`[1,2]`)})
+	out, err := SpliceJSON(raw, map[string][]byte{"e": []byte(`"filled"`), "name": []byte(`42`)}, []string{`"new"`}, [][]byte{[]byte(`[1,2]`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestJSONMembersAndSplice(t *testing.T) {
 	if string(out) != want {
 		t.Errorf("splice:\ngot  %s\nwant %s", out, want)
 	}
-	if out, err := spliceJSON([]byte(`{}`), nil, []string{`"a"`, `"b"`}, [][]byte{[]byte(`1`), []byte(`null`)}); err != nil || string(out) != `{"a":1,"b":null}` {
+	if out, err := SpliceJSON([]byte(`{}`), nil, []string{`"a"`, `"b"`}, [][]byte{[]byte(`1`), []byte(`null`)}); err != nil || string(out) != `{"a":1,"b":null}` {
 		t.Errorf("splice into {} = %s, %v", out, err)
 	}
 
