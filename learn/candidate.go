@@ -130,6 +130,11 @@ func regexVariants(text string, loc []int, k kind, own words) []string {
 		lefts = append(lefts, "^")
 	} else {
 		words := strings.Fields(prefix)
+		// Words apart stay apart: "as a" must not take "an" of "as an".
+		gap := `\s*`
+		if strings.TrimRight(prefix, " ") != prefix {
+			gap = `\s+`
+		}
 		for n := 1; n <= contextWords && n <= len(words); n++ {
 			lit := strings.Join(words[len(words)-n:], " ")
 			if own.in(lit) {
@@ -141,10 +146,10 @@ func regexVariants(text string, loc []int, k kind, own words) []string {
 			if r, _ := utf8.DecodeRuneInString(lit); unicode.IsLetter(r) || unicode.IsDigit(r) {
 				b = `\b`
 			}
-			lefts = append(lefts, b+regexp.QuoteMeta(lit)+`\s*`)
+			lefts = append(lefts, b+regexp.QuoteMeta(lit)+gap)
 		}
 		if len(words) <= contextWords && !own.in(prefix) {
-			lefts = append(lefts, "^"+regexp.QuoteMeta(strings.Join(words, " "))+`\s*`)
+			lefts = append(lefts, "^"+regexp.QuoteMeta(strings.Join(words, " "))+gap)
 		}
 	}
 	var rights []string
@@ -159,12 +164,22 @@ func regexVariants(text string, loc []int, k kind, own words) []string {
 			}
 		}
 		words := strings.Fields(suffix)
+		gap := `\s*`
+		if strings.TrimLeft(suffix, " ") != suffix {
+			gap = `\s+`
+		}
 		for n := 1; n <= 2 && n <= len(words); n++ {
 			lit := strings.Join(words[:n], " ")
 			if own.in(lit) {
 				break
 			}
-			rights = append(rights, `\s*`+regexp.QuoteMeta(lit))
+			// A word of context ends at a word boundary: "in" must not
+			// match the middle of "engineer".
+			b := ""
+			if r, _ := utf8.DecodeLastRuneInString(lit); unicode.IsLetter(r) || unicode.IsDigit(r) {
+				b = `\b`
+			}
+			rights = append(rights, gap+regexp.QuoteMeta(lit)+b)
 		}
 	}
 	var out []string

@@ -10,6 +10,7 @@ import (
 type fetchJob struct {
 	url      string
 	teachers []int // indices of the teachers linking to it
+	depth    int   // links from a teacher's own link (the depth search)
 	page     *Page
 	err      error
 }

@@ -261,6 +261,22 @@ type Miss struct {
 // the examples, and scores each rule on its fold. folds < 2 or a single
 // example: no validation (ok false).
 func (f *field) crossValidate(folds int) (s Score, misses []Miss, ok bool) {
+	return f.validate(folds, func(train []bool) []*candidate {
+		if c, _ := f.choose(train); c != nil {
+			return []*candidate{c}
+		}
+		return nil
+	})
+}
+
+// crossValidateCover is crossValidate for a field learned as several
+// rules (cover): a held-out page takes the value of the first rule that
+// yields one there.
+func (f *field) crossValidateCover(folds int) (s Score, misses []Miss, ok bool) {
+	return f.validate(folds, f.cover)
+}
+
+func (f *field) validate(folds int, learn func(train []bool) []*candidate) (s Score, misses []Miss, ok bool) {
 	n := len(f.ex)
 	if folds > n {
 		folds = n
@@ -273,19 +289,26 @@ func (f *field) crossValidate(folds int) (s Score, misses []Miss, ok bool) {
 		for i := range train {
 			train[i] = i%folds != fold
 		}
-		c, _ := f.choose(train)
+		cs := learn(train)
+		rule := "(none: no rule holds on the other folds)"
+		if len(cs) > 0 {
+			var names []string
+			for _, c := range cs {
+				names = append(names, c.rule.String())
+			}
+			rule = strings.Join(names, " | ")
+		}
 		for i := range f.ex {
 			if train[i] {
 				continue
 			}
 			e := f.ex[i]
 			got := ""
-			if c != nil && len(c.out[i]) > 0 {
-				got = c.out[i][0]
-			}
-			rule := "(none: no rule holds on the other folds)"
-			if c != nil {
-				rule = c.rule.String()
+			for _, c := range cs {
+				if len(c.out[i]) > 0 {
+					got = c.out[i][0]
+					break
+				}
 			}
 			switch {
 			case got != "" && f.kind.same(got, e.value):
@@ -300,4 +323,67 @@ func (f *field) crossValidate(folds int) (s Score, misses []Miss, ok bool) {
 		}
 	}
 	return s, misses, true
+}
+
+// precise reports whether candidate c never yields a wrong value on the
+// training pages: on each it yields nothing, or exactly the value.
+func (f *field) precise(c *candidate, train []bool) bool {
+	for i, t := range train {
+		if !t {
+			continue
+		}
+		out := c.out[i]
+		if len(out) == 0 {
+			continue
+		}
+		if len(out) != 1 || !f.kind.same(out[0], f.ex[i].value) {
+			return false
+		}
+	}
+	return true
+}
+
+// cover learns a field whose pages come in several layouts (one URL
+// shape, five templates): it takes, again and again, the rule that is
+// precise on every training page and yields the value on the most
+// training pages not yet covered (the preferred among equals), until no
+// rule covers another page. Each rule is precise everywhere, so any page
+// takes the value of the first rule yielding one. nil when none is
+// precise and covers a page.
+func (f *field) cover(train []bool) []*candidate {
+	covered := make([]bool, len(f.ex))
+	var out []*candidate
+	usable := make([]bool, len(f.cands))
+	for k, c := range f.cands {
+		proposed := false
+		for i, t := range train {
+			proposed = proposed || t && c.from[i]
+		}
+		usable[k] = proposed && f.precise(c, train)
+	}
+	for {
+		var best *candidate
+		bestN := 0
+		for k, c := range f.cands { // in preference order: the first of equals wins
+			if !usable[k] {
+				continue
+			}
+			n := 0
+			for i, t := range train {
+				if t && !covered[i] && len(f.ex[i].occs) > 0 && len(c.out[i]) == 1 {
+					n++
+				}
+			}
+			if n > bestN {
+				best, bestN = c, n
+			}
+		}
+		if best == nil {
+			return out
+		}
+		for i := range covered {
+			covered[i] = covered[i] || len(best.out[i]) == 1
+		}
+		out = append(out, best)
+	}
 }
