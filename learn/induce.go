@@ -54,6 +54,10 @@ func (f *field) generate() error {
 	for i, e := range f.ex {
 		var rules []*rule
 		for _, o := range e.occs {
+			if f.kind == kindList {
+				rules = append(rules, e.doc.listCandidates(o, e.own)...)
+				continue
+			}
 			rules = append(rules, e.doc.candidates(o, f.kind, e.own)...)
 		}
 		for _, r := range rules {
@@ -138,12 +142,9 @@ func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
 	if len(e.occs) == 0 {
 		// The value is not on the page: the rule must take nothing
 		// else from it.
-		return len(out) == 0 || len(out) == 1 && f.kind.same(out[0], e.value)
+		return len(out) == 0 || f.kind.exact(out, e.value)
 	}
-	if len(out) == 0 || !f.kind.same(out[0], e.value) {
-		return false
-	}
-	return firstOnly || len(out) == 1
+	return f.kind.exact(out, e.value) || firstOnly && f.kind.first(out, e.value)
 }
 
 // choose returns the preferred candidate proposed by a training page that
@@ -211,7 +212,7 @@ func (f *field) best() (*candidate, int) {
 	for _, c := range f.cands {
 		k := 0
 		for i, e := range f.ex {
-			if len(e.occs) > 0 && len(c.out[i]) > 0 && f.kind.same(c.out[i][0], e.value) {
+			if len(e.occs) > 0 && f.kind.first(c.out[i], e.value) {
 				k++
 			}
 		}
@@ -303,15 +304,22 @@ func (f *field) validate(folds int, learn func(train []bool) []*candidate) (s Sc
 				continue
 			}
 			e := f.ex[i]
-			got := ""
+			var out []string
 			for _, c := range cs {
 				if len(c.out[i]) > 0 {
-					got = c.out[i][0]
+					out = c.out[i]
 					break
 				}
 			}
+			got := ""
+			if len(out) > 0 {
+				got = out[0]
+				if f.kind == kindList {
+					got = shown(out)
+				}
+			}
 			switch {
-			case got != "" && f.kind.same(got, e.value):
+			case got != "" && f.kind.first(out, e.value):
 				s.Right++
 			case got != "":
 				s.Wrong++
@@ -336,7 +344,7 @@ func (f *field) precise(c *candidate, train []bool) bool {
 		if len(out) == 0 {
 			continue
 		}
-		if len(out) != 1 || !f.kind.same(out[0], f.ex[i].value) {
+		if !f.kind.exact(out, f.ex[i].value) {
 			return false
 		}
 	}
@@ -370,7 +378,7 @@ func (f *field) cover(train []bool) []*candidate {
 			}
 			n := 0
 			for i, t := range train {
-				if t && !covered[i] && len(f.ex[i].occs) > 0 && len(c.out[i]) == 1 {
+				if t && !covered[i] && len(f.ex[i].occs) > 0 && f.kind.exact(c.out[i], f.ex[i].value) {
 					n++
 				}
 			}
@@ -382,7 +390,7 @@ func (f *field) cover(train []bool) []*candidate {
 			return out
 		}
 		for i := range covered {
-			covered[i] = covered[i] || len(best.out[i]) == 1
+			covered[i] = covered[i] || f.kind.exact(best.out[i], f.ex[i].value)
 		}
 		out = append(out, best)
 	}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"backfill/etl"
 )
 
 // Page is a fetched page: its final URL (after redirects), content type
@@ -58,6 +60,13 @@ type Options struct {
 	// a teacher page whatever it shows.
 	Depth    int
 	Progress func(string) // told what is being done, one call at a time; nil: silent
+	// Lists are fields learned as lists of items from the start (list.go);
+	// any other field whose values have separators is tried as a list
+	// when it cannot be learned as one value.
+	Lists []string
+	// Join gives, per list field, the separator its items are joined
+	// with into one value; a list field not named here is of type list.
+	Join map[string]string
 }
 
 func (o *Options) defaults() {
@@ -73,6 +82,16 @@ func (o *Options) defaults() {
 	if o.Hosts <= 0 {
 		o.Hosts = DefaultHosts
 	}
+}
+
+func (o *Options) isList(f string) bool {
+	for _, l := range o.Lists {
+		if l == f {
+			return true
+		}
+	}
+	_, join := o.Join[f]
+	return join
 }
 
 // fields lists the fields to learn, the match key first.
@@ -130,6 +149,7 @@ type FieldResult struct {
 
 	rule  *rule
 	cover []*candidate // the rules of Rules
+	join  string       // a list joined into one value with it (Options.Join)
 	f     *field
 }
 
@@ -428,8 +448,33 @@ func learnGroups(ctx context.Context, teachers []Teacher, members []member, fiel
 					}
 				}
 			}
-			f := &field{name: name, kind: kindOf(vals), ex: ex}
-			g.Fields = append(g.Fields, learnField(f, name == opts.MatchKey, opts))
+			k := kindOf(vals)
+			list := opts.isList(name)
+			if list {
+				k = kindList
+			}
+			r := learnField(&field{name: name, kind: k, ex: ex}, name == opts.MatchKey, opts)
+			if r.Status != Learned && !list && name != opts.MatchKey && k == kindString && listy(vals) {
+				// Some values are lists: learned as one value they may
+				// be contradicted by a page that joins them otherwise.
+				lex := make([]example, len(ex))
+				for i, e := range ex {
+					lex[i] = example{doc: e.doc, value: e.value, own: e.own}
+				}
+				if lr := learnField(&field{name: name, kind: kindList, ex: lex}, false, opts); lr.Status == Learned {
+					r = lr
+				} else {
+					r.Reason += "; as a list of items: " + lr.Status.String()
+					if lr.Reason != "" {
+						r.Reason += ", " + lr.Reason
+					}
+				}
+			}
+			if sep, ok := opts.Join[name]; ok && r.Status == Learned && r.Type == etl.TypeList {
+				r.join = sep
+				r.Type = ""
+			}
+			g.Fields = append(g.Fields, r)
 		}
 		if opts.Progress != nil {
 			learned := 0
@@ -470,7 +515,11 @@ func mappingName(s shape, several bool, names map[string]bool) string {
 func learnField(f *field, match bool, opts Options) *FieldResult {
 	r := &FieldResult{Field: f.name, Match: match, Type: f.kind.fieldType(), Teachers: len(f.ex), f: f}
 	for i := range f.ex {
-		f.ex[i].occs = f.ex[i].doc.locate(f.kind, f.ex[i].value)
+		if f.kind == kindList {
+			f.ex[i].occs = f.ex[i].doc.locateList(f.ex[i].value)
+		} else {
+			f.ex[i].occs = f.ex[i].doc.locate(f.kind, f.ex[i].value)
+		}
 		if len(f.ex[i].occs) > 0 {
 			r.Shown++
 		}

@@ -210,6 +210,7 @@ type occurrence struct {
 	loc        []int
 	exact      bool
 	obfuscated bool // an address written "name [at] host [dot] org"
+	item       bool // one item of a list value
 	// JSON: the path to the value, and for JSON-LD the typed objects
 	// along it.
 	path  []any // string keys, int indices

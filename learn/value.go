@@ -15,6 +15,7 @@ const (
 	kindString kind = iota
 	kindEmail
 	kindURL
+	kindList // items compared as a set (list.go)
 )
 
 var emailValue = regexp.MustCompile(`(?i)^[a-z0-9][a-z0-9._%+\-]*@[a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?\.[a-z]{2,24}$`)
@@ -48,6 +49,8 @@ func (k kind) fieldType() string {
 		return etl.TypeEmail
 	case kindURL:
 		return etl.TypeURL
+	case kindList:
+		return etl.TypeList
 	}
 	return ""
 }
@@ -64,6 +67,8 @@ func (k kind) key(v string) string {
 		if n, err := etl.NormalizeURL(v); err == nil {
 			return n
 		}
+	case kindList:
+		return listKey(listItems(v))
 	}
 	return etl.MatchKey(v)
 }
@@ -71,16 +76,41 @@ func (k kind) key(v string) string {
 // same reports whether two values are the same value of the kind.
 func (k kind) same(a, b string) bool { return k.key(a) == k.key(b) }
 
+// exact reports whether a rule's values are the value: it alone, or for
+// a list its items, each once.
+func (k kind) exact(out []string, value string) bool {
+	if k == kindList {
+		return len(out) > 0 && listKey(out) == k.key(value)
+	}
+	return len(out) == 1 && k.same(out[0], value)
+}
+
+// first reports whether a rule's first value is the value (a list has
+// no first item that stands for it).
+func (k kind) first(out []string, value string) bool {
+	if k == kindList {
+		return k.exact(out, value)
+	}
+	return len(out) > 0 && k.same(out[0], value)
+}
+
+// shown is a rule's values as the report shows them.
+func shown(out []string) string { return strings.Join(out, " | ") }
+
 // finder locates a value in text: its words in order, separated by any
 // white space, case ignored; for an address, also written with the usual
 // obfuscations ("name [at] host [dot] org").
 type finder struct {
-	re  *regexp.Regexp
-	obf *regexp.Regexp // nil unless the value is an address
+	re   *regexp.Regexp
+	obf  *regexp.Regexp // nil unless the value is an address
+	list string         // a list's key: a match must hold exactly its items
 }
 
 func newFinder(k kind, v string) *finder {
 	v = strings.TrimSpace(v)
+	if k == kindList {
+		return listFinder(v)
+	}
 	if k == kindEmail {
 		v = strings.TrimPrefix(strings.TrimPrefix(v, "mailto:"), "MAILTO:")
 	}
@@ -110,6 +140,14 @@ func newFinder(k kind, v string) *finder {
 // whether it is written obfuscated there.
 func (f *finder) find(s string) (loc []int, obfuscated bool) {
 	if f.re == nil {
+		return nil, false
+	}
+	if f.list != "" {
+		for _, loc := range f.re.FindAllStringIndex(s, -1) {
+			if listKey(listItems(s[loc[0]:loc[1]])) == f.list {
+				return loc, false
+			}
+		}
 		return nil, false
 	}
 	if loc := f.re.FindStringIndex(s); loc != nil {

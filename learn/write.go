@@ -145,7 +145,7 @@ func (g *Group) clusters(learned []*FieldResult, matchKey string) []*cluster {
 					continue
 				}
 				for k, c := range f.cover {
-					if len(c.out[i]) == 1 && f.f.kind.same(c.out[i][0], e.value) {
+					if f.f.kind.exact(c.out[i], e.value) {
 						key[fi] = k
 						set++
 						break
@@ -224,7 +224,11 @@ func (g *Group) mappings(matchKey string) ([]*mappingFile, [][]*Page) {
 			if f.Match {
 				key = f.Field
 			}
-			m.Fields = append(m.Fields, mappingField{Name: f.Field, Description: f.Evidence(), Match: f.Match, Type: f.Type, Processors: rulesOf(f)[c.rules[fi]].steps})
+			steps := rulesOf(f)[c.rules[fi]].steps
+			if f.join != "" {
+				steps = append(append([]step{}, steps...), joinStep(f.join))
+			}
+			m.Fields = append(m.Fields, mappingField{Name: f.Field, Description: f.Evidence(), Match: f.Match, Type: f.Type, Processors: steps})
 		}
 		if len(m.Fields) == 0 {
 			continue

@@ -30,6 +30,21 @@ func (v valuesFlag) Set(s string) error {
 	return nil
 }
 
+// joinFlag collects --join FIELD=SEPARATOR; the separator is kept as
+// given, spaces included.
+type joinFlag map[string]string
+
+func (j joinFlag) String() string { return fmt.Sprint(map[string]string(j)) }
+
+func (j joinFlag) Set(s string) error {
+	f, sep, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(f) == "" || sep == "" {
+		return fmt.Errorf("want FIELD=SEPARATOR, got %q", s)
+	}
+	j[strings.TrimSpace(f)] = sep
+	return nil
+}
+
 // mappingsLearn writes mappings learned from the records whose fields are
 // known (and from a page given with --url and its --value's): it fetches
 // their pages politely, learns, validates, and writes the mappings with
@@ -48,6 +63,9 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	minTeachers := fs.Int("min-teachers", 0, fmt.Sprintf("fewest teacher pages a field needs per host and URL shape (default %d, 1 with --url alone)", learn.DefaultMinTeachers))
 	folds := fs.Int("folds", learn.DefaultFolds, "k of the k-fold cross-validation on held-out teachers")
 	perHost := fs.Int("pages-per-host", 0, fmt.Sprintf("most pages fetched from one host (default %d, or as many as the teachers' own links on a host when more; the report names every host that had more)", learn.DefaultPagesPerHost))
+	lists := fs.String("list", "", "comma-separated fields learned as lists of items (authors, tags), compared as sets whatever separates them on the records and the pages; written as list fields (a field with separators in its values is tried as a list anyway when it cannot be learned as one value)")
+	joins := joinFlag{}
+	fs.Var(joins, "join", `FIELD=SEPARATOR: learn FIELD as a list and write its items joined into one value with SEPARATOR (e.g. --join "authors=, "); repeatable`)
 	depth := fs.Int("depth", 1, "look for each teacher's page within this many links of its own links, as a crawl to this --depth would (run's default); 0: the own links' pages only")
 	stateDir := fs.String("state-dir", "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched in DIR/"+learn.PageCacheFile+
 		" (compressed, bounded) and read them from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
@@ -81,6 +99,17 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	for _, f := range strings.Split(*fields, ",") {
 		if f = strings.TrimSpace(f); f != "" {
 			opts.Fields = append(opts.Fields, f)
+		}
+	}
+	for _, f := range strings.Split(*lists, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			opts.Lists = append(opts.Lists, f)
+		}
+	}
+	if len(joins) > 0 {
+		opts.Join = map[string]string{}
+		for f, sep := range joins {
+			opts.Join[f] = sep
 		}
 	}
 	if len(opts.Fields) == 0 {
