@@ -149,33 +149,40 @@ func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
 
 // choose returns the preferred candidate proposed by a training page that
 // holds on every training page: first among those yielding exactly the
-// value, else among those yielding it first of several. nil when none.
+// value, else among those yielding it first of several (a rule scoped to
+// the record's own block beats one that also takes a decoy after it; a
+// list of values is a list field, list.go, not a first of several). nil
+// when none.
 func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
 	for _, firstOnly := range []bool{false, true} {
 		for _, c := range f.cands { // in preference order
-			proposed := false
-			for i, t := range train {
-				if t && c.from[i] {
-					proposed = true
-					break
-				}
-			}
-			if !proposed {
-				continue
-			}
-			ok := true
-			for i, t := range train {
-				if t && !f.holds(c, i, firstOnly) {
-					ok = false
-					break
-				}
-			}
-			if ok {
+			if f.fits(c, train, firstOnly) {
 				return c, firstOnly
 			}
 		}
 	}
 	return nil, false
+}
+
+// fits reports whether c was proposed by a training page and holds on
+// every one.
+func (f *field) fits(c *candidate, train []bool, firstOnly bool) bool {
+	proposed := false
+	for i, t := range train {
+		if t && c.from[i] {
+			proposed = true
+			break
+		}
+	}
+	if !proposed {
+		return false
+	}
+	for i, t := range train {
+		if t && !f.holds(c, i, firstOnly) {
+			return false
+		}
+	}
+	return true
 }
 
 // contradicted returns the preferred candidate that yields exactly the
