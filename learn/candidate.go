@@ -245,7 +245,7 @@ func (d *doc) labelSelectors(el *html.Node, o occurrence, own words) []selector 
 		if l == nil {
 			continue
 		}
-		lt := d.text[l]
+		lt := d.textOf(l)
 		if !d.isLabel(l) || strings.Contains(lt, value) || own.in(lt) {
 			continue
 		}
@@ -271,10 +271,10 @@ func (d *doc) textLabelSelectors(t *html.Node, own words) []selector {
 			return nil
 		}
 	}
-	if l == nil || !d.isLabel(l) || own.in(d.text[l]) {
+	if l == nil || !d.isLabel(l) || own.in(d.textOf(l)) {
 		return nil
 	}
-	base := fmt.Sprintf("%s[normalize-space()=%s]/following-sibling::text()[1]", l.Data, xq(d.text[l]))
+	base := fmt.Sprintf("%s[normalize-space()=%s]/following-sibling::text()[1]", l.Data, xq(d.textOf(l)))
 	out := []selector{{expr: "//" + base, rank: rankLabel}}
 	if c, a := container(l); c != nil {
 		out = append(out, selector{expr: fmt.Sprintf("//%s[@%s=%s]//%s", c.Data, a, xq(attr(c, a)), base), rank: rankLabel, cost: 1})
@@ -323,13 +323,13 @@ func container(n *html.Node) (*html.Node, string) {
 // a few words, with a letter, that is l's own (its text is not spread
 // over several child elements, as a table row's over its cells is).
 func (d *doc) isLabel(l *html.Node) bool {
-	t := d.text[l]
+	t := d.textOf(l)
 	if t == "" || len(t) > maxLabelLen || len(strings.Fields(t)) > maxLabelWord || strings.IndexFunc(t, unicode.IsLetter) < 0 {
 		return false
 	}
 	holders := 0
 	for c := l.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && d.text[c] != "" {
+		if c.Type == html.ElementNode && d.textOf(c) != "" {
 			holders++
 		}
 	}

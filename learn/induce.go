@@ -37,14 +37,16 @@ type candidate struct {
 	rule *rule
 	from []bool
 	out  [][]string
+	dead bool // the loader refused it
 }
 
 // field is the induction state of one field in one group.
 type field struct {
-	name  string
-	kind  kind
-	ex    []example
-	cands []*candidate
+	name      string
+	kind      kind
+	ex        []example
+	cands     []*candidate
+	evaluated int // cands[:evaluated] have run (ensure)
 }
 
 // generate collects the candidates of every example and runs them all on
@@ -74,25 +76,37 @@ func (f *field) generate() error {
 	if len(f.cands) > maxCandidates {
 		f.cands = f.cands[:maxCandidates]
 	}
-	return f.evaluate()
+	return nil
 }
 
-// evaluate runs every candidate on every example page. Should the loader
-// refuse the lot (a candidate it does not accept is a bug here), each runs
-// alone and the refused ones are dropped, so one bad candidate does not
-// lose the field.
-func (f *field) evaluate() error {
-	if len(f.cands) == 0 || f.run(f.cands) == nil {
-		return nil
+// firstBatch is how many candidates are run at first; each batch after
+// is twice the one before. Most fields are settled by one of the first
+// candidates (a label, a JSON-LD property): running the hundreds after
+// them on every page of 150 KB was most of learning's time.
+const firstBatch = 32
+
+// ensure runs the candidates up to the n-th (in preference order) on
+// every example page, when they have not run yet. Should the loader
+// refuse a batch (a candidate it does not accept is a bug here), each
+// runs alone and a refused one is dead: it yields nothing anywhere and
+// is never chosen.
+func (f *field) ensure(n int) {
+	n = min(n, len(f.cands))
+	if n <= f.evaluated {
+		return
 	}
-	kept := f.cands[:0]
-	for _, c := range f.cands {
-		if f.run([]*candidate{c}) == nil {
-			kept = append(kept, c)
+	end := min(len(f.cands), max(n, f.evaluated+max(firstBatch, f.evaluated)))
+	batch := f.cands[f.evaluated:end]
+	f.evaluated = end
+	if f.run(batch) == nil {
+		return
+	}
+	for _, c := range batch {
+		if f.run([]*candidate{c}) != nil {
+			c.dead = true
+			c.out = make([][]string, len(f.ex))
 		}
 	}
-	f.cands = kept
-	return nil
 }
 
 // run fills cs' outputs: one mapping with a field per candidate (every
@@ -155,8 +169,9 @@ func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
 // when none.
 func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
 	for _, firstOnly := range []bool{false, true} {
-		for _, c := range f.cands { // in preference order
-			if f.fits(c, train, firstOnly) {
+		for k, c := range f.cands { // in preference order
+			f.ensure(k + 1)
+			if !c.dead && f.fits(c, train, firstOnly) {
 				return c, firstOnly
 			}
 		}
@@ -190,7 +205,11 @@ func (f *field) fits(c *candidate, train []bool, firstOnly bool) bool {
 // not (the first such page's index): the records and their pages
 // disagree. nil when there is none.
 func (f *field) contradicted() (*candidate, int) {
+	f.ensure(len(f.cands))
 	for _, c := range f.cands {
+		if c.dead {
+			continue
+		}
 		neg, ok := -1, true
 		for i, e := range f.ex {
 			if f.holds(c, i, false) {
@@ -214,6 +233,7 @@ func (f *field) contradicted() (*candidate, int) {
 // best is the candidate right (first value) on the most pages that show
 // the value, for reporting a field no rule covers.
 func (f *field) best() (*candidate, int) {
+	f.ensure(len(f.cands))
 	var best *candidate
 	n := -1
 	for _, c := range f.cands {
@@ -368,8 +388,12 @@ func (f *field) precise(c *candidate, train []bool) bool {
 func (f *field) cover(train []bool) []*candidate {
 	covered := make([]bool, len(f.ex))
 	var out []*candidate
+	f.ensure(len(f.cands))
 	usable := make([]bool, len(f.cands))
 	for k, c := range f.cands {
+		if c.dead {
+			continue
+		}
 		proposed := false
 		for i, t := range train {
 			proposed = proposed || t && c.from[i]

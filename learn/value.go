@@ -136,6 +136,19 @@ func newFinder(k kind, v string) *finder {
 	return f
 }
 
+// findAll returns every place the value may be in s: the matches of
+// its expressions (a list's not yet checked for its items).
+func (f *finder) findAll(s string) [][]int {
+	if f.re == nil {
+		return nil
+	}
+	out := f.re.FindAllStringIndex(s, -1)
+	if f.obf != nil {
+		out = append(out, f.obf.FindAllStringIndex(s, -1)...)
+	}
+	return out
+}
+
 // find returns where the value is in s ([start, end) byte offsets), and
 // whether it is written obfuscated there.
 func (f *finder) find(s string) (loc []int, obfuscated bool) {
