@@ -503,7 +503,7 @@ func TestWriteLeavesReviewableFiles(t *testing.T) {
 			t.Errorf("mapping file lacks %s:\n%s", want, data)
 		}
 	}
-	if len(files) != 1+fixturesPerMap+1 {
+	if len(files) != 1+fixturesPerMap+2 { // the mapping, its fixtures, the report and the fields asked for
 		t.Errorf("wrote %v", files)
 	}
 	if errs := etl.Check(dir); len(errs) > 0 {

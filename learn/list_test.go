@@ -140,3 +140,16 @@ func TestListItems(t *testing.T) {
 		t.Errorf("separators: %s", sep)
 	}
 }
+
+// TestProgressSaysKept: progress over kept pages says they were read
+// from there, not fetched.
+func TestProgressSaysKept(t *testing.T) {
+	k := &KeptSource{}
+	k.counts = KeptCounts{Kept: 3, Fetched: 1}
+	if got, want := progress(k, 4, 10), "had 4 of 10 pages: 3 read from kept pages, 1 fetched, 0 failed"; got != want {
+		t.Errorf("progress %q, want %q", got, want)
+	}
+	if got := progress(pageSet{}, 4, 10); got != "fetched 4 of 10 pages" {
+		t.Errorf("progress %q", got)
+	}
+}

@@ -18,7 +18,12 @@ import (
 // carry the evidence), its fixtures' saved pages under testdata/, and the
 // whole report, fields not learned included, in ReportFile.
 const (
-	ReportFile     = "learn-report.txt"
+	ReportFile = "learn-report.txt"
+	// FieldsFile lists the fields learning was asked for (the match key
+	// aside), one a line: a crawl using the learned mappings fills them,
+	// and a record lacking one that no learned mapping fills is not
+	// complete.
+	FieldsFile     = "learn-fields.txt"
 	fixturesPerMap = 3
 )
 
@@ -278,6 +283,13 @@ func (r *Result) Write(dir string) ([]string, error) {
 	var report bytes.Buffer
 	r.Report(&report)
 	files[ReportFile] = report.Bytes()
+	var asked strings.Builder
+	for _, f := range r.Options.Fields {
+		if f = strings.TrimSpace(f); f != "" && f != r.Options.MatchKey {
+			asked.WriteString(f + "\n")
+		}
+	}
+	files[FieldsFile] = []byte(asked.String())
 	if err := os.MkdirAll(filepath.Join(dir, "testdata"), 0o755); err != nil {
 		return nil, err
 	}
@@ -358,4 +370,24 @@ func shows(f *FieldResult, p *Page) bool {
 		}
 	}
 	return false
+}
+
+// ReadFields reads the fields learning was asked for from a directory
+// Write wrote (FieldsFile); nil when it holds none (written before the
+// file was).
+func ReadFields(dir string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, FieldsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }

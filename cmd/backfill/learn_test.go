@@ -297,7 +297,7 @@ func TestMappingsLearnCommand(t *testing.T) {
 		{"negative recrawl age", []string{"mappings", "learn", "-o", out, "--records", nobody, "--recrawl-after", "-1s"}, exitUsage, []string{"--recrawl-after must not be negative"}},
 		{"no teacher", append([]string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "location"}, webFlags(web)...), exitFail,
 			[]string{"no record knows a value of the fields to learn (fields location)"}},
-		{"one page", single, exitOK, []string{"learned-people.example", "Not cross-validated", "location  learned", "wrote 3 file(s)", "--use-learned " + out}},
+		{"one page", single, exitOK, []string{"learned-people.example", "Not cross-validated", "location  learned", "wrote 4 file(s)", "--use-learned " + out}},
 		{"use-learned missing", []string{"run", "--records", records, "--use-learned", filepath.Join(dir, "nope")}, exitFail, []string{"--use-learned", "nope"}},
 		{"use-learned empty", []string{"run", "--records", records, "--use-learned", empty, "--state-dir", filepath.Join(dir, "s1")}, exitFail, []string{"no mappings there"}},
 		{"use-learned is mappings", []string{"run", "--records", records, "--mappings", out, "--use-learned", out}, exitUsage, []string{"names the --mappings directory"}},
