@@ -15,7 +15,9 @@ const (
 	kindString kind = iota
 	kindEmail
 	kindURL
-	kindList // items compared as a set (list.go)
+	kindList   // items compared as a set (list.go)
+	kindDate   // compared as days (quantity.go)
+	kindNumber // compared as numbers (quantity.go)
 )
 
 var emailValue = regexp.MustCompile(`(?i)^[a-z0-9][a-z0-9._%+\-]*@[a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?\.[a-z]{2,24}$`)
@@ -38,6 +40,10 @@ func kindOf(values []string) kind {
 		return kindEmail
 	case url:
 		return kindURL
+	case isDate(values):
+		return kindDate
+	case isNumber(values):
+		return kindNumber
 	}
 	return kindString
 }
@@ -69,6 +75,18 @@ func (k kind) key(v string) string {
 		}
 	case kindList:
 		return listKey(listItems(v))
+	case kindDate:
+		if c := canonical(etl.TypeDate, v); c != "" {
+			return c
+		}
+	case kindNumber:
+		// Only a text that is a number: "Price: $1,234.50" holds one,
+		// and a rule taking it all does not take the value.
+		if numberish.MatchString(v) {
+			if c := canonical(etl.TypeNumber, v); c != "" {
+				return c
+			}
+		}
 	}
 	return etl.MatchKey(v)
 }
@@ -101,15 +119,21 @@ func shown(out []string) string { return strings.Join(out, " | ") }
 // white space, case ignored; for an address, also written with the usual
 // obfuscations ("name [at] host [dot] org").
 type finder struct {
-	re   *regexp.Regexp
-	obf  *regexp.Regexp // nil unless the value is an address
-	list string         // a list's key: a match must hold exactly its items
+	re    *regexp.Regexp
+	obf   *regexp.Regexp // nil unless the value is an address
+	list  string         // a list's key: a match must hold exactly its items
+	group bool           // the value is re's first group, not the whole match
 }
 
 func newFinder(k kind, v string) *finder {
 	v = strings.TrimSpace(v)
-	if k == kindList {
+	switch k {
+	case kindList:
 		return listFinder(v)
+	case kindDate:
+		return dateFinder(v)
+	case kindNumber:
+		return numberFinder(v)
 	}
 	if k == kindEmail {
 		v = strings.TrimPrefix(strings.TrimPrefix(v, "mailto:"), "MAILTO:")
@@ -142,6 +166,13 @@ func (f *finder) findAll(s string) [][]int {
 	if f.re == nil {
 		return nil
 	}
+	if f.group {
+		var out [][]int
+		for _, m := range f.re.FindAllStringSubmatchIndex(s, -1) {
+			out = append(out, m[2:4])
+		}
+		return out
+	}
 	out := f.re.FindAllStringIndex(s, -1)
 	if f.obf != nil {
 		out = append(out, f.obf.FindAllStringIndex(s, -1)...)
@@ -160,6 +191,12 @@ func (f *finder) find(s string) (loc []int, obfuscated bool) {
 			if listKey(listItems(s[loc[0]:loc[1]])) == f.list {
 				return loc, false
 			}
+		}
+		return nil, false
+	}
+	if f.group {
+		if m := f.re.FindStringSubmatchIndex(s); m != nil {
+			return m[2:4], false
 		}
 		return nil, false
 	}
