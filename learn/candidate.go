@@ -61,6 +61,13 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 		if o.kind == occTextNode {
 			el = o.node.Parent
 		}
+		for x := el; x != nil && x.Type == html.ElementNode; x = x.Parent {
+			if !xmlName.MatchString(x.Data) {
+				// A tag XPath cannot name (a broken page's `<a"`):
+				// no path reaches it.
+				return out
+			}
+		}
 		finish := d.finishers(o, k, own)
 		tail := ""
 		switch o.kind {
@@ -246,7 +253,7 @@ func (d *doc) labelSelectors(el *html.Node, o occurrence, own words) []selector 
 			continue
 		}
 		lt := d.textOf(l)
-		if !d.isLabel(l) || strings.Contains(lt, value) || own.in(lt) {
+		if !xmlName.MatchString(l.Data) || !d.isLabel(l) || strings.Contains(lt, value) || own.in(lt) {
 			continue
 		}
 		base := fmt.Sprintf("%s[normalize-space()=%s]/following-sibling::%s[1]%s", l.Data, xq(lt), x.Data, relPath(x, el))
@@ -271,7 +278,7 @@ func (d *doc) textLabelSelectors(t *html.Node, own words) []selector {
 			return nil
 		}
 	}
-	if l == nil || !d.isLabel(l) || own.in(d.textOf(l)) {
+	if l == nil || !xmlName.MatchString(l.Data) || !d.isLabel(l) || own.in(d.textOf(l)) {
 		return nil
 	}
 	base := fmt.Sprintf("%s[normalize-space()=%s]/following-sibling::text()[1]", l.Data, xq(d.textOf(l)))
@@ -309,7 +316,7 @@ func textAnchors(el *html.Node, o occurrence, own words) []selector {
 // container is the nearest ancestor of n (below body) with an id or a
 // class, and which of the two it has.
 func container(n *html.Node) (*html.Node, string) {
-	for c := n.Parent; c != nil && c.Type == html.ElementNode && c.DataAtom != atom.Body && c.DataAtom != atom.Html; c = c.Parent {
+	for c := n.Parent; c != nil && c.Type == html.ElementNode && c.DataAtom != atom.Body && c.DataAtom != atom.Html && xmlName.MatchString(c.Data); c = c.Parent {
 		for _, a := range []string{"id", "class"} {
 			if strings.TrimSpace(attr(c, a)) != "" {
 				return c, a

@@ -137,7 +137,11 @@ func (d *doc) listCandidates(o occurrence, own words) []*rule {
 	if o.item {
 		return d.candidates(o, kindString, own)
 	}
-	sep := separators(o.text[o.loc[0]:o.loc[1]])
+	// A list found in JSON keeps no text here: split on any separator.
+	sep := listSep.String()
+	if o.loc != nil {
+		sep = separators(o.text[o.loc[0]:o.loc[1]])
+	}
 	var out []*rule
 	for _, r := range d.candidates(o, kindList, own) {
 		out = append(out, newRule(r.rank, r.cost, append(append([]step{}, r.steps...), splitStep(sep))...))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"mime"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -356,12 +357,16 @@ func (d *doc) locate(k kind, value string) []occurrence {
 	return out
 }
 
+var xmlName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
 // attrOccurrences finds the value in n's attributes: equal to it (an
 // href resolved against the page, a mailto: address), or inside one.
 func (d *doc) attrOccurrences(n *html.Node, k kind, value string, f *finder) []occurrence {
 	var out []occurrence
 	for _, a := range n.Attr {
-		if a.Namespace != "" || a.Key == "style" || a.Key == "id" || a.Key == "class" {
+		if a.Namespace != "" || a.Key == "style" || a.Key == "id" || a.Key == "class" || !xmlName.MatchString(a.Key) {
+			// An attribute whose name XPath cannot say (HTML allows
+			// "0=…") has no rule to take it.
 			continue
 		}
 		v := strings.TrimSpace(a.Val)
