@@ -61,6 +61,13 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 		if o.kind == occTextNode {
 			el = o.node.Parent
 		}
+		for x := el; x != nil && x.Type == html.ElementNode; x = x.Parent {
+			if !xmlName.MatchString(x.Data) {
+				// A tag XPath cannot name (a broken page's `<a"`):
+				// no path reaches it.
+				return out
+			}
+		}
 		finish := d.finishers(o, k, own)
 		tail := ""
 		switch o.kind {
@@ -130,6 +137,11 @@ func regexVariants(text string, loc []int, k kind, own words) []string {
 		lefts = append(lefts, "^")
 	} else {
 		words := strings.Fields(prefix)
+		// Words apart stay apart: "as a" must not take "an" of "as an".
+		gap := `\s*`
+		if strings.TrimRight(prefix, " ") != prefix {
+			gap = `\s+`
+		}
 		for n := 1; n <= contextWords && n <= len(words); n++ {
 			lit := strings.Join(words[len(words)-n:], " ")
 			if own.in(lit) {
@@ -141,10 +153,10 @@ func regexVariants(text string, loc []int, k kind, own words) []string {
 			if r, _ := utf8.DecodeRuneInString(lit); unicode.IsLetter(r) || unicode.IsDigit(r) {
 				b = `\b`
 			}
-			lefts = append(lefts, b+regexp.QuoteMeta(lit)+`\s*`)
+			lefts = append(lefts, b+regexp.QuoteMeta(lit)+gap)
 		}
 		if len(words) <= contextWords && !own.in(prefix) {
-			lefts = append(lefts, "^"+regexp.QuoteMeta(strings.Join(words, " "))+`\s*`)
+			lefts = append(lefts, "^"+regexp.QuoteMeta(strings.Join(words, " "))+gap)
 		}
 	}
 	var rights []string
@@ -159,12 +171,22 @@ func regexVariants(text string, loc []int, k kind, own words) []string {
 			}
 		}
 		words := strings.Fields(suffix)
+		gap := `\s*`
+		if strings.TrimLeft(suffix, " ") != suffix {
+			gap = `\s+`
+		}
 		for n := 1; n <= 2 && n <= len(words); n++ {
 			lit := strings.Join(words[:n], " ")
 			if own.in(lit) {
 				break
 			}
-			rights = append(rights, `\s*`+regexp.QuoteMeta(lit))
+			// A word of context ends at a word boundary: "in" must not
+			// match the middle of "engineer".
+			b := ""
+			if r, _ := utf8.DecodeLastRuneInString(lit); unicode.IsLetter(r) || unicode.IsDigit(r) {
+				b = `\b`
+			}
+			rights = append(rights, gap+regexp.QuoteMeta(lit)+b)
 		}
 	}
 	var out []string
@@ -230,8 +252,8 @@ func (d *doc) labelSelectors(el *html.Node, o occurrence, own words) []selector 
 		if l == nil {
 			continue
 		}
-		lt := d.text[l]
-		if !d.isLabel(l) || strings.Contains(lt, value) || own.in(lt) {
+		lt := d.textOf(l)
+		if !xmlName.MatchString(l.Data) || !d.isLabel(l) || strings.Contains(lt, value) || own.in(lt) {
 			continue
 		}
 		base := fmt.Sprintf("%s[normalize-space()=%s]/following-sibling::%s[1]%s", l.Data, xq(lt), x.Data, relPath(x, el))
@@ -256,10 +278,10 @@ func (d *doc) textLabelSelectors(t *html.Node, own words) []selector {
 			return nil
 		}
 	}
-	if l == nil || !d.isLabel(l) || own.in(d.text[l]) {
+	if l == nil || !xmlName.MatchString(l.Data) || !d.isLabel(l) || own.in(d.textOf(l)) {
 		return nil
 	}
-	base := fmt.Sprintf("%s[normalize-space()=%s]/following-sibling::text()[1]", l.Data, xq(d.text[l]))
+	base := fmt.Sprintf("%s[normalize-space()=%s]/following-sibling::text()[1]", l.Data, xq(d.textOf(l)))
 	out := []selector{{expr: "//" + base, rank: rankLabel}}
 	if c, a := container(l); c != nil {
 		out = append(out, selector{expr: fmt.Sprintf("//%s[@%s=%s]//%s", c.Data, a, xq(attr(c, a)), base), rank: rankLabel, cost: 1})
@@ -294,7 +316,7 @@ func textAnchors(el *html.Node, o occurrence, own words) []selector {
 // container is the nearest ancestor of n (below body) with an id or a
 // class, and which of the two it has.
 func container(n *html.Node) (*html.Node, string) {
-	for c := n.Parent; c != nil && c.Type == html.ElementNode && c.DataAtom != atom.Body && c.DataAtom != atom.Html; c = c.Parent {
+	for c := n.Parent; c != nil && c.Type == html.ElementNode && c.DataAtom != atom.Body && c.DataAtom != atom.Html && xmlName.MatchString(c.Data); c = c.Parent {
 		for _, a := range []string{"id", "class"} {
 			if strings.TrimSpace(attr(c, a)) != "" {
 				return c, a
@@ -308,13 +330,13 @@ func container(n *html.Node) (*html.Node, string) {
 // a few words, with a letter, that is l's own (its text is not spread
 // over several child elements, as a table row's over its cells is).
 func (d *doc) isLabel(l *html.Node) bool {
-	t := d.text[l]
+	t := d.textOf(l)
 	if t == "" || len(t) > maxLabelLen || len(strings.Fields(t)) > maxLabelWord || strings.IndexFunc(t, unicode.IsLetter) < 0 {
 		return false
 	}
 	holders := 0
 	for c := l.FirstChild; c != nil; c = c.NextSibling {
-		if c.Type == html.ElementNode && d.text[c] != "" {
+		if c.Type == html.ElementNode && d.textOf(c) != "" {
 			holders++
 		}
 	}

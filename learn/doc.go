@@ -20,10 +20,15 @@
 //     host and in bytes) is read rather than fetched while younger than
 //     the recrawl age. Nothing of the crawl's own state is read, so
 //     learning works beside a running crawl.
-//   - Groups. The pages of a host are grouped by the shape of their URL
-//     (group.go); each group becomes one mapping, its url_pattern induced
-//     from the group's URLs (shared segments literal, the page's own
-//     segments generalized).
+//     With Options.Depth, a teacher's page is looked for within that many
+//     links of its own links instead (depth.go): level by level through
+//     the same Source, the pages of hosts many teachers reach first, a
+//     teacher followed no further once a page shows all it knows; its
+//     page is the one that names it and shows (nearly) all its values.
+//   - Groups. The pages are grouped by host (numbered hosts of one site,
+//     folk-0001 and folk-0002, as one) and the shape of their URL
+//     (group.go); each group's url_pattern is induced from its URLs
+//     (shared segments literal, the page's own segments generalized).
 //   - Locating. For each field, each teacher page is parsed as etl parses
 //     it (html.Parse's tree) and searched for the teacher's value
 //     (locate.go): the deepest elements whose text holds it, text nodes,
@@ -38,14 +43,22 @@
 //     element's position; a regular expression (or the email processor)
 //     takes the value out of a longer text. Words of the teacher's own
 //     values never serve as anchors: they are the record's, not the
-//     template's. Each candidate runs through etl on every teacher page
+//     template's. Candidates run through etl on the teacher pages in
+//     preference order, in growing batches, as far as the choice needs
 //     (induce.go), and the preferred one that yields exactly the teacher's
 //     value on every page showing it, and nothing else where it is absent,
-//     is the rule.
+//     is the rule. When none fits every page (one URL shape, several
+//     layouts), several rules cover them, each never wrong on any teacher
+//     page, and the group writes one mapping per layout (write.go). A
+//     field whose values are lists is compared as sets of items, whatever
+//     separates them (list.go).
 //   - Validating. k-fold cross-validation repeats the choice without each
-//     fold's teachers and scores the rule on them. A field is written only
-//     when it held on every held-out teacher; otherwise it is reported with
-//     its misses. Too few teachers, a value never found, a value found with
+//     fold's teachers and scores the rule on them. A field is written
+//     unless a held-out teacher got a wrong value; a held-out miss is
+//     reported (fewer teachers would have learned less) but does not
+//     refuse the rule learned from all, so more teachers never learn
+//     less. A group whose match key was not learned writes no mapping
+//     unless no key was asked for. Too few teachers, a value never found, a value found with
 //     no rule that takes exactly it: each is reported per field with the
 //     reason.
 //

@@ -10,6 +10,7 @@ import (
 type fetchJob struct {
 	url      string
 	teachers []int // indices of the teachers linking to it
+	depth    int   // links from a teacher's own link (the depth search)
 	page     *Page
 	err      error
 }
@@ -49,7 +50,7 @@ func fetchAll(ctx context.Context, src Source, hosts []string, jobs [][]fetchJob
 				mu.Lock()
 				done++
 				if opts.Progress != nil && (done%10 == 0 || done == total) {
-					opts.Progress(fmt.Sprintf("fetched %d of %d teacher pages", done, total))
+					opts.Progress(progress(src, done, total))
 				}
 				mu.Unlock()
 			}
@@ -57,4 +58,15 @@ func fetchAll(ctx context.Context, src Source, hosts []string, jobs [][]fetchJob
 	}
 	wg.Wait()
 	return ctx.Err()
+}
+
+// progress says how far fetching is: how many pages were had, and of a
+// KeptSource how many of them were read from the kept pages rather than
+// fetched.
+func progress(src Source, done, total int) string {
+	if k, ok := src.(*KeptSource); ok {
+		c := k.Counts()
+		return fmt.Sprintf("had %d of %d pages: %d read from kept pages, %d fetched, %d failed", done, total, c.Kept, c.Fetched, c.Failed)
+	}
+	return fmt.Sprintf("fetched %d of %d pages", done, total)
 }

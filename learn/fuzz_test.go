@@ -1,11 +1,12 @@
 package learn
 
 import (
+	"strings"
 	"testing"
 )
 
-// FuzzCandidates feeds arbitrary pages and values to the locator and the
-// candidate generator: nothing panics, and every rule proposed is one the
+// FuzzCandidates feeds arbitrary pages and values (texts, lists, days,
+// numbers) to the locator and the candidate generator: nothing panics, and every rule proposed is one the
 // mapping loader accepts (a refused candidate would be a bug of the
 // generator, silently dropped by evaluate).
 func FuzzCandidates(f *testing.F) {
@@ -16,19 +17,30 @@ func FuzzCandidates(f *testing.F) {
 	}
 	f.Add(`<p>a'b"c: x</p><script>var s = {"k": "x"};</script>`, "x", "")
 	f.Add(`<dl><dt>It's "here"</dt><dd>v.1 (x)</dd></dl>`, "v.1 (x)", "text/html")
+	f.Add(bookPage(books[0]), strings.Join(books[0].authors, ", "), "text/html")
+	f.Add(`<p>Released on <b>4 May 1995</b>, $1,234.50</p>`, "1995-05-04", "")
+	f.Add(`<p>Price: 1.234,50 €</p>`, "1234.5", "")
 	f.Fuzz(func(t *testing.T, body, value, ctype string) {
 		if len(body) > 1<<16 || len(value) > 200 {
 			return
 		}
 		d := parseDoc(&Page{URL: "http://fuzz.example/p/x", ContentType: ctype, Body: []byte(body)})
-		for _, k := range []kind{kindString, kindEmail, kindURL} {
+		for _, k := range []kind{kindString, kindEmail, kindURL, kindList, kindDate, kindNumber} {
 			if collapse(value) == "" {
 				return
 			}
 			fl := &field{name: "f", kind: k, ex: []example{{doc: d, value: value, own: wordsOf("Fuzz Person")}}}
-			fl.ex[0].occs = d.locate(k, value)
+			if k == kindList {
+				fl.ex[0].occs = d.locateList(value)
+			} else {
+				fl.ex[0].occs = d.locate(k, value)
+			}
 			for _, o := range fl.ex[0].occs {
-				for _, r := range d.candidates(o, k, fl.ex[0].own) {
+				propose := d.candidates
+				if k == kindList {
+					propose = func(o occurrence, _ kind, own words) []*rule { return d.listCandidates(o, own) }
+				}
+				for _, r := range propose(o, k, fl.ex[0].own) {
 					fl.cands = append(fl.cands, &candidate{rule: r, from: []bool{true}})
 				}
 			}

@@ -31,9 +31,46 @@ func segments(u *url.URL) []string {
 	return strings.Split(p, "/")
 }
 
+// hostShape is a host with every run of digits written N: the hosts of
+// one site numbered folk-0001.example, folk-0002.example… are one shape,
+// folk-N.example, when their pages are.
+func hostShape(host string) string {
+	var b strings.Builder
+	digits := false
+	for _, r := range strings.ToLower(host) {
+		d := '0' <= r && r <= '9'
+		switch {
+		case d && !digits:
+			b.WriteByte('N')
+		case !d:
+			b.WriteRune(r)
+		}
+		digits = d
+	}
+	return b.String()
+}
+
+// hostPattern matches the hosts: literal when they are one, else their
+// shared shape with any number where they number themselves.
+func hostPattern(urls []*url.URL) string {
+	host := strings.ToLower(urls[0].Host)
+	same := true
+	for _, u := range urls {
+		same = same && strings.ToLower(u.Host) == host
+	}
+	if same {
+		return regexp.QuoteMeta(host)
+	}
+	parts := strings.Split(hostShape(host), "N")
+	for i, p := range parts {
+		parts[i] = regexp.QuoteMeta(p)
+	}
+	return strings.Join(parts, "[0-9]+")
+}
+
 func shapeOf(u *url.URL) shape {
 	segs := segments(u)
-	s := shape{host: strings.ToLower(u.Host), segs: len(segs), slash: strings.HasSuffix(u.EscapedPath(), "/") && len(segs) > 0}
+	s := shape{host: hostShape(u.Host), segs: len(segs), slash: strings.HasSuffix(u.EscapedPath(), "/") && len(segs) > 0}
 	if len(segs) > 1 {
 		s.first = segs[0]
 	}
@@ -58,7 +95,7 @@ func (s shape) label() string {
 // numbers it) match any segment, keeping a shared extension.
 func urlPattern(urls []*url.URL) string {
 	sort.Slice(urls, func(i, j int) bool { return urls[i].String() < urls[j].String() })
-	host := strings.ToLower(urls[0].Host)
+	host := hostPattern(urls)
 	n := len(segments(urls[0]))
 	var parts []string
 	for i := 0; i < n; i++ {
@@ -90,7 +127,7 @@ func urlPattern(urls []*url.URL) string {
 		}
 		query = query || u.RawQuery != ""
 	}
-	p := "^https?://" + regexp.QuoteMeta(host) + "/" + strings.Join(parts, "/")
+	p := "^https?://" + host + "/" + strings.Join(parts, "/")
 	switch {
 	case n == 0:
 		p += "?"

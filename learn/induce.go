@@ -37,14 +37,16 @@ type candidate struct {
 	rule *rule
 	from []bool
 	out  [][]string
+	dead bool // the loader refused it
 }
 
 // field is the induction state of one field in one group.
 type field struct {
-	name  string
-	kind  kind
-	ex    []example
-	cands []*candidate
+	name      string
+	kind      kind
+	ex        []example
+	cands     []*candidate
+	evaluated int // cands[:evaluated] have run (ensure)
 }
 
 // generate collects the candidates of every example and runs them all on
@@ -54,6 +56,10 @@ func (f *field) generate() error {
 	for i, e := range f.ex {
 		var rules []*rule
 		for _, o := range e.occs {
+			if f.kind == kindList {
+				rules = append(rules, e.doc.listCandidates(o, e.own)...)
+				continue
+			}
 			rules = append(rules, e.doc.candidates(o, f.kind, e.own)...)
 		}
 		for _, r := range rules {
@@ -70,25 +76,37 @@ func (f *field) generate() error {
 	if len(f.cands) > maxCandidates {
 		f.cands = f.cands[:maxCandidates]
 	}
-	return f.evaluate()
+	return nil
 }
 
-// evaluate runs every candidate on every example page. Should the loader
-// refuse the lot (a candidate it does not accept is a bug here), each runs
-// alone and the refused ones are dropped, so one bad candidate does not
-// lose the field.
-func (f *field) evaluate() error {
-	if len(f.cands) == 0 || f.run(f.cands) == nil {
-		return nil
+// firstBatch is how many candidates are run at first; each batch after
+// is twice the one before. Most fields are settled by one of the first
+// candidates (a label, a JSON-LD property): running the hundreds after
+// them on every page of 150 KB was most of learning's time.
+const firstBatch = 32
+
+// ensure runs the candidates up to the n-th (in preference order) on
+// every example page, when they have not run yet. Should the loader
+// refuse a batch (a candidate it does not accept is a bug here), each
+// runs alone and a refused one is dead: it yields nothing anywhere and
+// is never chosen.
+func (f *field) ensure(n int) {
+	n = min(n, len(f.cands))
+	if n <= f.evaluated {
+		return
 	}
-	kept := f.cands[:0]
-	for _, c := range f.cands {
-		if f.run([]*candidate{c}) == nil {
-			kept = append(kept, c)
+	end := min(len(f.cands), max(n, f.evaluated+max(firstBatch, f.evaluated)))
+	batch := f.cands[f.evaluated:end]
+	f.evaluated = end
+	if f.run(batch) == nil {
+		return
+	}
+	for _, c := range batch {
+		if f.run([]*candidate{c}) != nil {
+			c.dead = true
+			c.out = make([][]string, len(f.ex))
 		}
 	}
-	f.cands = kept
-	return nil
 }
 
 // run fills cs' outputs: one mapping with a field per candidate (every
@@ -138,38 +156,22 @@ func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
 	if len(e.occs) == 0 {
 		// The value is not on the page: the rule must take nothing
 		// else from it.
-		return len(out) == 0 || len(out) == 1 && f.kind.same(out[0], e.value)
+		return len(out) == 0 || f.kind.exact(out, e.value)
 	}
-	if len(out) == 0 || !f.kind.same(out[0], e.value) {
-		return false
-	}
-	return firstOnly || len(out) == 1
+	return f.kind.exact(out, e.value) || firstOnly && f.kind.first(out, e.value)
 }
 
 // choose returns the preferred candidate proposed by a training page that
 // holds on every training page: first among those yielding exactly the
-// value, else among those yielding it first of several. nil when none.
+// value, else among those yielding it first of several (a rule scoped to
+// the record's own block beats one that also takes a decoy after it; a
+// list of values is a list field, list.go, not a first of several). nil
+// when none.
 func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
 	for _, firstOnly := range []bool{false, true} {
-		for _, c := range f.cands { // in preference order
-			proposed := false
-			for i, t := range train {
-				if t && c.from[i] {
-					proposed = true
-					break
-				}
-			}
-			if !proposed {
-				continue
-			}
-			ok := true
-			for i, t := range train {
-				if t && !f.holds(c, i, firstOnly) {
-					ok = false
-					break
-				}
-			}
-			if ok {
+		for k, c := range f.cands { // in preference order
+			f.ensure(k + 1)
+			if !c.dead && f.fits(c, train, firstOnly) {
 				return c, firstOnly
 			}
 		}
@@ -177,12 +179,37 @@ func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
 	return nil, false
 }
 
+// fits reports whether c was proposed by a training page and holds on
+// every one.
+func (f *field) fits(c *candidate, train []bool, firstOnly bool) bool {
+	proposed := false
+	for i, t := range train {
+		if t && c.from[i] {
+			proposed = true
+			break
+		}
+	}
+	if !proposed {
+		return false
+	}
+	for i, t := range train {
+		if t && !f.holds(c, i, firstOnly) {
+			return false
+		}
+	}
+	return true
+}
+
 // contradicted returns the preferred candidate that yields exactly the
 // value on every page showing it but something else on a page that does
 // not (the first such page's index): the records and their pages
 // disagree. nil when there is none.
 func (f *field) contradicted() (*candidate, int) {
+	f.ensure(len(f.cands))
 	for _, c := range f.cands {
+		if c.dead {
+			continue
+		}
 		neg, ok := -1, true
 		for i, e := range f.ex {
 			if f.holds(c, i, false) {
@@ -206,12 +233,13 @@ func (f *field) contradicted() (*candidate, int) {
 // best is the candidate right (first value) on the most pages that show
 // the value, for reporting a field no rule covers.
 func (f *field) best() (*candidate, int) {
+	f.ensure(len(f.cands))
 	var best *candidate
 	n := -1
 	for _, c := range f.cands {
 		k := 0
 		for i, e := range f.ex {
-			if len(e.occs) > 0 && len(c.out[i]) > 0 && f.kind.same(c.out[i][0], e.value) {
+			if len(e.occs) > 0 && f.kind.first(c.out[i], e.value) {
 				k++
 			}
 		}
@@ -261,6 +289,22 @@ type Miss struct {
 // the examples, and scores each rule on its fold. folds < 2 or a single
 // example: no validation (ok false).
 func (f *field) crossValidate(folds int) (s Score, misses []Miss, ok bool) {
+	return f.validate(folds, func(train []bool) []*candidate {
+		if c, _ := f.choose(train); c != nil {
+			return []*candidate{c}
+		}
+		return nil
+	})
+}
+
+// crossValidateCover is crossValidate for a field learned as several
+// rules (cover): a held-out page takes the value of the first rule that
+// yields one there.
+func (f *field) crossValidateCover(folds int) (s Score, misses []Miss, ok bool) {
+	return f.validate(folds, f.cover)
+}
+
+func (f *field) validate(folds int, learn func(train []bool) []*candidate) (s Score, misses []Miss, ok bool) {
 	n := len(f.ex)
 	if folds > n {
 		folds = n
@@ -273,22 +317,36 @@ func (f *field) crossValidate(folds int) (s Score, misses []Miss, ok bool) {
 		for i := range train {
 			train[i] = i%folds != fold
 		}
-		c, _ := f.choose(train)
+		cs := learn(train)
+		rule := "(none: no rule holds on the other folds)"
+		if len(cs) > 0 {
+			var names []string
+			for _, c := range cs {
+				names = append(names, c.rule.String())
+			}
+			rule = strings.Join(names, " | ")
+		}
 		for i := range f.ex {
 			if train[i] {
 				continue
 			}
 			e := f.ex[i]
-			got := ""
-			if c != nil && len(c.out[i]) > 0 {
-				got = c.out[i][0]
+			var out []string
+			for _, c := range cs {
+				if len(c.out[i]) > 0 {
+					out = c.out[i]
+					break
+				}
 			}
-			rule := "(none: no rule holds on the other folds)"
-			if c != nil {
-				rule = c.rule.String()
+			got := ""
+			if len(out) > 0 {
+				got = out[0]
+				if f.kind == kindList {
+					got = shown(out)
+				}
 			}
 			switch {
-			case got != "" && f.kind.same(got, e.value):
+			case got != "" && f.kind.first(out, e.value):
 				s.Right++
 			case got != "":
 				s.Wrong++
@@ -300,4 +358,71 @@ func (f *field) crossValidate(folds int) (s Score, misses []Miss, ok bool) {
 		}
 	}
 	return s, misses, true
+}
+
+// precise reports whether candidate c never yields a wrong value on the
+// training pages: on each it yields nothing, or exactly the value.
+func (f *field) precise(c *candidate, train []bool) bool {
+	for i, t := range train {
+		if !t {
+			continue
+		}
+		out := c.out[i]
+		if len(out) == 0 {
+			continue
+		}
+		if !f.kind.exact(out, f.ex[i].value) {
+			return false
+		}
+	}
+	return true
+}
+
+// cover learns a field whose pages come in several layouts (one URL
+// shape, five templates): it takes, again and again, the rule that is
+// precise on every training page and yields the value on the most
+// training pages not yet covered (the preferred among equals), until no
+// rule covers another page. Each rule is precise everywhere, so any page
+// takes the value of the first rule yielding one. nil when none is
+// precise and covers a page.
+func (f *field) cover(train []bool) []*candidate {
+	covered := make([]bool, len(f.ex))
+	var out []*candidate
+	f.ensure(len(f.cands))
+	usable := make([]bool, len(f.cands))
+	for k, c := range f.cands {
+		if c.dead {
+			continue
+		}
+		proposed := false
+		for i, t := range train {
+			proposed = proposed || t && c.from[i]
+		}
+		usable[k] = proposed && f.precise(c, train)
+	}
+	for {
+		var best *candidate
+		bestN := 0
+		for k, c := range f.cands { // in preference order: the first of equals wins
+			if !usable[k] {
+				continue
+			}
+			n := 0
+			for i, t := range train {
+				if t && !covered[i] && len(f.ex[i].occs) > 0 && f.kind.exact(c.out[i], f.ex[i].value) {
+					n++
+				}
+			}
+			if n > bestN {
+				best, bestN = c, n
+			}
+		}
+		if best == nil {
+			return out
+		}
+		for i := range covered {
+			covered[i] = covered[i] || f.kind.exact(best.out[i], f.ex[i].value)
+		}
+		out = append(out, best)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"backfill/etl"
 )
 
 // Page is a fetched page: its final URL (after redirects), content type
@@ -52,8 +54,19 @@ type Options struct {
 	// PagesPerHost bounds the teacher pages fetched from one host
 	// (default DefaultPagesPerHost): the first ones in record order.
 	PagesPerHost int
-	Hosts        int          // hosts fetched from at once, default DefaultHosts
-	Progress     func(string) // told what is being done, one call at a time; nil: silent
+	Hosts        int // hosts fetched from at once, default DefaultHosts
+	// Depth is how many links from a teacher's own links its teacher
+	// page is looked for (depth.go). 0: only the own links' pages, each
+	// a teacher page whatever it shows.
+	Depth    int
+	Progress func(string) // told what is being done, one call at a time; nil: silent
+	// Lists are fields learned as lists of items from the start (list.go);
+	// any other field whose values have separators is tried as a list
+	// when it cannot be learned as one value.
+	Lists []string
+	// Join gives, per list field, the separator its items are joined
+	// with into one value; a list field not named here is of type list.
+	Join map[string]string
 }
 
 func (o *Options) defaults() {
@@ -69,6 +82,16 @@ func (o *Options) defaults() {
 	if o.Hosts <= 0 {
 		o.Hosts = DefaultHosts
 	}
+}
+
+func (o *Options) isList(f string) bool {
+	for _, l := range o.Lists {
+		if l == f {
+			return true
+		}
+	}
+	_, join := o.Join[f]
+	return join
 }
 
 // fields lists the fields to learn, the match key first.
@@ -109,7 +132,11 @@ type FieldResult struct {
 	Match  bool   // the attribution match key
 	Type   string // the mapping field type ("" string, email, url)
 
-	Rule           string // the rule learned from every teacher, as a chain; "" when none
+	Rule string // the rule learned from every teacher, as a chain; "" when none
+	// Rules are the rules of a field learned as several, one per layout
+	// of the group's pages (each yields nothing on the others), in the
+	// order they were chosen; nil for a single rule.
+	Rules          []string
 	Kind           string // what kind of rule it is
 	FirstOfSeveral bool   // the rule yields other values after the value; the first is kept
 
@@ -120,8 +147,10 @@ type FieldResult struct {
 	HeldOut   Score // the rules learned without each fold, scored on it
 	Misses    []Miss
 
-	rule *rule
-	f    *field
+	rule  *rule
+	cover []*candidate // the rules of Rules
+	join  string       // a list joined into one value with it (Options.Join)
+	f     *field
 }
 
 // Group is the teacher pages of one host and URL shape, and what was
@@ -164,7 +193,16 @@ type Result struct {
 	Groups   []*Group   // one per host and URL shape with teacher pages, by host
 	Skipped  []HostSkip // hosts with too few teachers, not fetched
 	Failed   []FetchError
-	Options  Options
+	// Capped counts, per host, the pages not fetched because the host
+	// had Options.PagesPerHost already.
+	Capped map[string]int
+	// Unreached are the teachers (their IDs) of the depth search whose
+	// values no page within Options.Depth showed.
+	Unreached []string
+	// DeepFailed counts the pages reached by links (not a teacher's own)
+	// that could not be had: disallowed, missing, failed.
+	DeepFailed int
+	Options    Options
 }
 
 // ErrNoTeachers is returned when no record knows a value of a field to
@@ -181,21 +219,31 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 	if len(fields) == 0 {
 		return nil, errors.New("no fields to learn")
 	}
-	res := &Result{Options: opts}
-	type link struct {
-		teacher int
-		url     string
+	res := &Result{Options: opts, Capped: map[string]int{}}
+	kinds := map[string]kind{}
+	for _, f := range fields {
+		var vals []string
+		for _, t := range teachers {
+			if v := strings.TrimSpace(t.Values[f]); v != "" {
+				vals = append(vals, v)
+			}
+		}
+		kinds[f] = kindOf(vals)
 	}
-	byHost := map[string][]link{}
-	hostTeachers := map[string]map[int]bool{}
+	links := make([][]string, len(teachers))
+	known := make([][]string, len(teachers))
 	for i, t := range teachers {
 		// A teacher knows a field to learn; the match key alone, which
 		// every record to fill may know, does not make one.
-		known := false
+		ok := false
 		for _, f := range fields {
-			known = known || f != opts.MatchKey && strings.TrimSpace(t.Values[f]) != ""
+			if strings.TrimSpace(t.Values[f]) != "" {
+				known[i] = append(known[i], f)
+				ok = ok || f != opts.MatchKey
+			}
 		}
-		if !known {
+		if !ok {
+			known[i] = nil
 			continue
 		}
 		res.Teachers++
@@ -213,6 +261,79 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || answers[kindURL.key(l)] {
 				continue
 			}
+			links[i] = append(links[i], l)
+		}
+	}
+	if res.Teachers == 0 {
+		return nil, ErrNoTeachers
+	}
+	var members []member
+	var err error
+	if opts.Depth > 0 {
+		members, err = depthMembers(ctx, teachers, links, known, kinds, src, opts, res)
+	} else {
+		members, err = ownMembers(ctx, teachers, links, src, opts, res)
+	}
+	if err != nil {
+		return nil, err
+	}
+	learnGroups(ctx, teachers, members, fields, opts, res)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// member is a teacher page, with the teachers it teaches for.
+type member struct {
+	page     *Page
+	doc      *doc
+	u        *url.URL
+	teachers []int
+}
+
+// depthMembers are the teacher pages the depth search finds.
+func depthMembers(ctx context.Context, teachers []Teacher, links, known [][]string, kinds map[string]kind, src Source, opts Options, res *Result) ([]member, error) {
+	found, err := searchDepth(ctx, teachers, links, known, kinds, src, opts, res)
+	if err != nil {
+		return nil, err
+	}
+	var out []member
+	at := map[*reachedPage]int{}
+	for t, rp := range found {
+		if len(known[t]) == 0 {
+			continue
+		}
+		if rp == nil {
+			res.Unreached = append(res.Unreached, teachers[t].ID)
+			continue
+		}
+		if i, ok := at[rp]; ok {
+			out[i].teachers = append(out[i].teachers, t)
+			continue
+		}
+		u, err := url.Parse(rp.job.page.URL)
+		if err != nil {
+			continue
+		}
+		at[rp] = len(out)
+		out = append(out, member{page: rp.job.page, doc: rp.doc, u: u, teachers: []int{t}})
+	}
+	return out, nil
+}
+
+// ownMembers fetches the pages of the teachers' own links, host by host:
+// each is a teacher page of the teachers linking to it.
+func ownMembers(ctx context.Context, teachers []Teacher, links [][]string, src Source, opts Options, res *Result) ([]member, error) {
+	type link struct {
+		teacher int
+		url     string
+	}
+	byHost := map[string][]link{}
+	hostTeachers := map[string]map[int]bool{}
+	for i, ls := range links {
+		for _, l := range ls {
+			u, _ := url.Parse(l)
 			h := strings.ToLower(u.Host)
 			byHost[h] = append(byHost[h], link{i, l})
 			if hostTeachers[h] == nil {
@@ -220,9 +341,6 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 			}
 			hostTeachers[h][i] = true
 		}
-	}
-	if res.Teachers == 0 {
-		return nil, ErrNoTeachers
 	}
 	var hosts []string
 	for h := range byHost {
@@ -246,6 +364,7 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 				continue
 			}
 			if len(jobs[i]) == opts.PagesPerHost {
+				res.Capped[h]++
 				continue
 			}
 			seen[l.url] = len(jobs[i])
@@ -255,15 +374,7 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 	if err := fetchAll(ctx, src, hosts, jobs, opts); err != nil {
 		return nil, err
 	}
-
-	// Group the pages by host and shape, and learn each group.
-	type member struct {
-		page     *Page
-		u        *url.URL
-		teachers []int
-	}
-	groups := map[shape][]member{}
-	var shapes []shape
+	var out []member
 	for _, hj := range jobs {
 		for _, j := range hj {
 			if j.err != nil {
@@ -276,12 +387,23 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 			if err != nil {
 				continue
 			}
-			s := shapeOf(u)
-			if groups[s] == nil {
-				shapes = append(shapes, s)
-			}
-			groups[s] = append(groups[s], member{j.page, u, j.teachers})
+			out = append(out, member{page: j.page, doc: parseDoc(j.page), u: u, teachers: j.teachers})
 		}
+	}
+	return out, nil
+}
+
+// learnGroups groups the teacher pages by host and shape and learns each
+// group's fields.
+func learnGroups(ctx context.Context, teachers []Teacher, members []member, fields []string, opts Options, res *Result) {
+	groups := map[shape][]member{}
+	var shapes []shape
+	for _, m := range members {
+		s := shapeOf(m.u)
+		if groups[s] == nil {
+			shapes = append(shapes, s)
+		}
+		groups[s] = append(groups[s], m)
 	}
 	sort.Slice(shapes, func(i, j int) bool {
 		a, b := shapes[i], shapes[j]
@@ -299,6 +421,9 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 	}
 	names := map[string]bool{}
 	for _, s := range shapes {
+		if ctx.Err() != nil {
+			return
+		}
 		ms := groups[s]
 		g := &Group{Host: s.host, Name: mappingName(s, perHost[s.host] > 1, names)}
 		var urls []*url.URL
@@ -307,28 +432,49 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 			urls = append(urls, m.u)
 		}
 		g.Pattern = urlPattern(urls)
-		docs := make([]*doc, len(ms))
-		for i, m := range ms {
-			docs[i] = parseDoc(m.page)
-		}
 		for _, name := range fields {
 			var ex []example
 			var vals []string
-			for i, m := range ms {
+			for _, m := range ms {
 				for _, t := range m.teachers {
 					if v := strings.TrimSpace(teachers[t].Values[name]); v != "" {
 						var all []string
 						for _, o := range teachers[t].Values {
 							all = append(all, o)
 						}
-						ex = append(ex, example{doc: docs[i], value: v, own: wordsOf(all...)})
+						ex = append(ex, example{doc: m.doc, value: v, own: wordsOf(all...)})
 						vals = append(vals, v)
 						break
 					}
 				}
 			}
-			f := &field{name: name, kind: kindOf(vals), ex: ex}
-			g.Fields = append(g.Fields, learnField(f, name == opts.MatchKey, opts))
+			k := kindOf(vals)
+			list := opts.isList(name)
+			if list {
+				k = kindList
+			}
+			r := learnField(&field{name: name, kind: k, ex: ex}, name == opts.MatchKey, opts)
+			if r.Status != Learned && !list && name != opts.MatchKey && k == kindString && listy(vals) {
+				// Some values are lists: learned as one value they may
+				// be contradicted by a page that joins them otherwise.
+				lex := make([]example, len(ex))
+				for i, e := range ex {
+					lex[i] = example{doc: e.doc, value: e.value, own: e.own}
+				}
+				if lr := learnField(&field{name: name, kind: kindList, ex: lex}, false, opts); lr.Status == Learned {
+					r = lr
+				} else {
+					r.Reason += "; as a list of items: " + lr.Status.String()
+					if lr.Reason != "" {
+						r.Reason += ", " + lr.Reason
+					}
+				}
+			}
+			if sep, ok := opts.Join[name]; ok && r.Status == Learned && r.Type == etl.TypeList {
+				r.join = sep
+				r.Type = ""
+			}
+			g.Fields = append(g.Fields, r)
 		}
 		if opts.Progress != nil {
 			learned := 0
@@ -340,11 +486,7 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 			opts.Progress(fmt.Sprintf("%s: %d teacher page(s), %d of %d field(s) learned", g.Name, len(g.Pages), learned, len(g.Fields)))
 		}
 		res.Groups = append(res.Groups, g)
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 	}
-	return res, nil
 }
 
 // mappingName names a group's mapping: learned-HOST, with the shape's
@@ -373,7 +515,11 @@ func mappingName(s shape, several bool, names map[string]bool) string {
 func learnField(f *field, match bool, opts Options) *FieldResult {
 	r := &FieldResult{Field: f.name, Match: match, Type: f.kind.fieldType(), Teachers: len(f.ex), f: f}
 	for i := range f.ex {
-		f.ex[i].occs = f.ex[i].doc.locate(f.kind, f.ex[i].value)
+		if f.kind == kindList {
+			f.ex[i].occs = f.ex[i].doc.locateList(f.ex[i].value)
+		} else {
+			f.ex[i].occs = f.ex[i].doc.locate(f.kind, f.ex[i].value)
+		}
 		if len(f.ex[i].occs) > 0 {
 			r.Shown++
 		}
@@ -406,6 +552,9 @@ func learnField(f *field, match bool, opts Options) *FieldResult {
 				c.rule, c.out[neg][0], e.doc.page.URL, e.value)
 			return r
 		}
+		if cs := f.cover(all); len(cs) > 0 {
+			return r.covered(f, cs, opts)
+		}
 		r.Status = Ambiguous
 		r.Reason = fmt.Sprintf("the value appears on %d of %d pages, but no rule yields exactly the teachers' values", r.Shown, len(f.ex))
 		if b, n := f.best(); b != nil && n > 0 {
@@ -418,10 +567,46 @@ func learnField(f *field, match bool, opts Options) *FieldResult {
 	if r.Validated {
 		r.Folds = min(opts.Folds, len(f.ex))
 	}
-	if r.Validated && !r.HeldOut.Perfect() {
+	// A held-out page the rule learned without it misses says that fewer
+	// teachers would have learned less; the rule learned from all of
+	// them holds on it. Only a wrong value held out refuses the field:
+	// more teachers must never make the result worse.
+	if r.Validated && r.HeldOut.Wrong > 0 {
 		r.Status = FailedHoldOut
 		r.Reason = fmt.Sprintf("held-out precision %.2f, recall %.2f (%d right, %d wrong, %d missed)",
 			r.HeldOut.Precision(), r.HeldOut.Recall(), r.HeldOut.Right, r.HeldOut.Wrong, r.HeldOut.Missed)
+		return r
+	}
+	r.Status = Learned
+	return r
+}
+
+// covered finishes a field learned as several rules, each precise on
+// every teacher page and together yielding its value on the pages of
+// several layouts: written when, learned without each fold, they never
+// yield a wrong value on it (a layout seen on few teacher pages may be
+// missed by the fold that holds them out).
+func (r *FieldResult) covered(f *field, cs []*candidate, opts Options) *FieldResult {
+	r.cover = cs
+	r.rule = cs[0].rule
+	var rules, kinds []string
+	seen := map[string]bool{}
+	for _, c := range cs {
+		rules = append(rules, c.rule.String())
+		if k := c.rule.rank.String(); !seen[k] {
+			seen[k] = true
+			kinds = append(kinds, k)
+		}
+	}
+	r.Rule, r.Kind, r.Rules = strings.Join(rules, " | "), strings.Join(kinds, ", "), rules
+	r.HeldOut, r.Misses, r.Validated = f.crossValidateCover(opts.Folds)
+	if r.Validated {
+		r.Folds = min(opts.Folds, len(f.ex))
+	}
+	if r.Validated && r.HeldOut.Wrong > 0 {
+		r.Status = FailedHoldOut
+		r.Reason = fmt.Sprintf("learned as %d rules (pages of several layouts): held-out precision %.2f, recall %.2f (%d right, %d wrong, %d missed)",
+			len(cs), r.HeldOut.Precision(), r.HeldOut.Recall(), r.HeldOut.Right, r.HeldOut.Wrong, r.HeldOut.Missed)
 		return r
 	}
 	r.Status = Learned

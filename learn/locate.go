@@ -5,24 +5,34 @@ import (
 	"encoding/json"
 	"mime"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 )
 
 // doc is a teacher page parsed for locating values: the HTML tree (the
-// one etl works on: html.Parse's), the collapsed text of each element,
-// and the JSON found in its scripts. A JSON response has only json.
+// one etl works on: html.Parse's), its text index, and the JSON found in
+// its scripts. A JSON response has only json.
+//
+// The text index is made once per page: the page's text (scripts and
+// styles left out) with white space collapsed as the trim processor
+// does, and each element's span in it. An element's text is a slice of
+// it, so a page of 150 KB costs its text once rather than once per level
+// of nesting, and a value is looked for in the whole text once: only
+// the elements whose span holds a match are looked at.
 type doc struct {
 	page  *Page
 	base  *url.URL
 	root  *html.Node
-	text  map[*html.Node]string // collapsed text of every element, scripts and styles left out
-	ld    []jsonBlock           // application/ld+json blocks
-	blobs []jsonBlock           // JSON in other scripts
-	json  any                   // the body of a JSON response
+	all   string                  // the page's collapsed text
+	span  map[*html.Node][2]int32 // each element's [start, end) in all
+	ld    []jsonBlock             // application/ld+json blocks
+	blobs []jsonBlock             // JSON in other scripts
+	json  any                     // the body of a JSON response
 }
 
 // jsonBlock is a JSON value in a <script>.
@@ -37,7 +47,7 @@ type jsonBlock struct {
 // parseDoc parses a page; a JSON response (by content type or by a body
 // that is valid JSON) is kept as JSON.
 func parseDoc(p *Page) *doc {
-	d := &doc{page: p, text: map[*html.Node]string{}}
+	d := &doc{page: p, span: map[*html.Node][2]int32{}}
 	d.base, _ = url.Parse(p.URL)
 	body := bytes.TrimSpace(p.Body)
 	mt, _, _ := mime.ParseMediaType(p.ContentType)
@@ -52,7 +62,10 @@ func parseDoc(p *Page) *doc {
 		return d
 	}
 	d.root = root
-	d.collect(root)
+	var ix textIndex
+	ix.space = true
+	d.collect(root, &ix)
+	d.all = ix.b.String()
 	return d
 }
 
@@ -75,30 +88,55 @@ func skipped(n *html.Node) bool {
 	return false
 }
 
-// collect fills the text of every element below n and returns n's, and
-// reads the JSON of scripts.
-func (d *doc) collect(n *html.Node) string {
+// textIndex builds the collapsed text of the page and the span of each
+// element in it, reading the JSON of scripts on the way.
+type textIndex struct {
+	b     strings.Builder
+	space bool // the text written so far ends in white space (or is empty)
+}
+
+// collect indexes the text of n and everything below it.
+func (d *doc) collect(n *html.Node, ix *textIndex) {
 	if n.Type == html.TextNode {
-		return n.Data
+		for _, r := range n.Data {
+			if unicode.IsSpace(r) {
+				if !ix.space {
+					ix.b.WriteByte(' ')
+					ix.space = true
+				}
+				continue
+			}
+			ix.b.WriteRune(r)
+			ix.space = false
+		}
+		return
 	}
 	if n.Type == html.ElementNode && n.DataAtom == atom.Script {
 		d.script(n)
 	}
+	start := int32(ix.b.Len())
 	if n.Type == html.ElementNode && skipped(n) {
-		d.text[n] = ""
-		return ""
+		d.span[n] = [2]int32{start, start}
+		return
 	}
-	var b strings.Builder
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type == html.TextNode || c.Type == html.ElementNode || c.Type == html.DocumentNode {
-			b.WriteString(d.collect(c))
+			d.collect(c, ix)
 		}
 	}
-	t := b.String()
 	if n.Type == html.ElementNode {
-		d.text[n] = collapse(t)
+		d.span[n] = [2]int32{start, int32(ix.b.Len())}
 	}
-	return t
+}
+
+// textOf is the collapsed text of element n: what collapse gives of all
+// the text below it.
+func (d *doc) textOf(n *html.Node) string {
+	sp, ok := d.span[n]
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(d.all[sp[0]:sp[1]])
 }
 
 // rawText is the text of a script as the xpath processor gives it.
@@ -210,6 +248,7 @@ type occurrence struct {
 	loc        []int
 	exact      bool
 	obfuscated bool // an address written "name [at] host [dot] org"
+	item       bool // one item of a list value
 	// JSON: the path to the value, and for JSON-LD the typed objects
 	// along it.
 	path  []any // string keys, int indices
@@ -240,6 +279,18 @@ func (d *doc) locate(k kind, value string) []occurrence {
 	if d.root == nil {
 		return nil
 	}
+	// Where the value is in the page's text: an element whose span holds
+	// none of these does not show it.
+	matches := f.findAll(d.all)
+	holds := func(n *html.Node) bool {
+		sp := d.span[n]
+		for _, m := range matches {
+			if int(sp[0]) <= m[0] && m[1] <= int(sp[1]) {
+				return true
+			}
+		}
+		return false
+	}
 	var visit func(n *html.Node) bool // reports whether n's text holds the value
 	visit = func(n *html.Node) bool {
 		if n.Type == html.ElementNode && skipped(n) {
@@ -260,7 +311,10 @@ func (d *doc) locate(k kind, value string) []occurrence {
 		if childHolds {
 			return true
 		}
-		t := d.text[n]
+		if !holds(n) {
+			return false
+		}
+		t := d.textOf(n)
 		loc, obf := f.find(t)
 		if loc == nil {
 			return false
@@ -303,12 +357,16 @@ func (d *doc) locate(k kind, value string) []occurrence {
 	return out
 }
 
+var xmlName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
+
 // attrOccurrences finds the value in n's attributes: equal to it (an
 // href resolved against the page, a mailto: address), or inside one.
 func (d *doc) attrOccurrences(n *html.Node, k kind, value string, f *finder) []occurrence {
 	var out []occurrence
 	for _, a := range n.Attr {
-		if a.Namespace != "" || a.Key == "style" || a.Key == "id" || a.Key == "class" {
+		if a.Namespace != "" || a.Key == "style" || a.Key == "id" || a.Key == "class" || !xmlName.MatchString(a.Key) {
+			// An attribute whose name XPath cannot say (HTML allows
+			// "0=…") has no rule to take it.
 			continue
 		}
 		v := strings.TrimSpace(a.Val)

@@ -3,6 +3,7 @@ package learn
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 )
 
@@ -12,18 +13,22 @@ const maxMissesShown = 5
 // Report writes what was learned and what was not, group by group and
 // field by field, with the evidence, the reasons and the held-out misses.
 func (r *Result) Report(w io.Writer) {
-	learned := 0
-	for _, g := range r.Groups {
-		if g.Learned() {
-			learned++
-		}
+	key := r.Options.MatchKey
+	fmt.Fprintf(w, "%d teacher record(s); %d group(s) of teacher pages; %d mapping(s) learned\n", r.Teachers, len(r.Groups), r.Mappings())
+	if r.Options.Depth > 0 {
+		fmt.Fprintf(w, "teacher pages searched within %d link(s) of the teachers' own links\n", r.Options.Depth)
 	}
-	fmt.Fprintf(w, "%d teacher record(s); %d group(s) of teacher pages; %d mapping(s) learned\n", r.Teachers, len(r.Groups), learned)
 	for _, g := range r.Groups {
 		fmt.Fprintf(w, "\n%s  %s  (%d teacher page(s))", g.Name, g.Pattern, len(g.Pages))
-		if g.Learned() {
-			fmt.Fprintf(w, " → %s.json\n", g.Name)
-		} else {
+		ms, _ := g.mappings(key)
+		switch {
+		case len(ms) == 1:
+			fmt.Fprintf(w, " → %s.json\n", ms[0].Name)
+		case len(ms) > 1:
+			fmt.Fprintf(w, " → %d mappings, one per layout of its pages: %s-1.json … %s-%d.json\n", len(ms), g.Name, g.Name, len(ms))
+		case g.Learned():
+			fmt.Fprintf(w, ": no mapping written: %s\n", g.withheld(key))
+		default:
 			fmt.Fprintf(w, ": nothing learned, no mapping written\n")
 		}
 		width := 0
@@ -57,6 +62,24 @@ func (r *Result) Report(w io.Writer) {
 			}
 		}
 	}
+	if len(r.Unreached) > 0 {
+		fmt.Fprintf(w, "\n%d teacher(s) taught nothing: %s (such as %s); a deeper --depth may reach their pages\n",
+			len(r.Unreached), depthReason(r.Options.Depth), strings.Join(r.Unreached[:min(5, len(r.Unreached))], ", "))
+	}
+	if r.DeepFailed > 0 {
+		fmt.Fprintf(w, "\n%d page(s) reached by links could not be had (disallowed by robots.txt, missing or failing); they are not teacher pages\n", r.DeepFailed)
+	}
+	if len(r.Capped) > 0 {
+		var hosts []string
+		n := 0
+		for h, c := range r.Capped {
+			hosts = append(hosts, fmt.Sprintf("%s (%d)", h, c))
+			n += c
+		}
+		sort.Strings(hosts)
+		fmt.Fprintf(w, "\n%d page(s) not fetched, over %d a host (--pages-per-host): %s; raise it to learn from them\n",
+			n, r.Options.PagesPerHost, strings.Join(hosts, ", "))
+	}
 	if len(r.Skipped) > 0 {
 		fmt.Fprintf(w, "\nhosts not fetched:\n")
 		for _, s := range r.Skipped {
@@ -73,4 +96,14 @@ func (r *Result) Report(w io.Writer) {
 			fmt.Fprintf(w, "  %s (%s): %s\n", f.URL, f.Teacher, strings.TrimSpace(f.Err.Error()))
 		}
 	}
+}
+
+// Mappings counts the mappings Write writes.
+func (r *Result) Mappings() int {
+	n := 0
+	for _, g := range r.Groups {
+		ms, _ := g.mappings(r.Options.MatchKey)
+		n += len(ms)
+	}
+	return n
 }

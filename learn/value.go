@@ -15,6 +15,9 @@ const (
 	kindString kind = iota
 	kindEmail
 	kindURL
+	kindList   // items compared as a set (list.go)
+	kindDate   // compared as days (quantity.go)
+	kindNumber // compared as numbers (quantity.go)
 )
 
 var emailValue = regexp.MustCompile(`(?i)^[a-z0-9][a-z0-9._%+\-]*@[a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?\.[a-z]{2,24}$`)
@@ -37,6 +40,10 @@ func kindOf(values []string) kind {
 		return kindEmail
 	case url:
 		return kindURL
+	case isDate(values):
+		return kindDate
+	case isNumber(values):
+		return kindNumber
 	}
 	return kindString
 }
@@ -48,6 +55,8 @@ func (k kind) fieldType() string {
 		return etl.TypeEmail
 	case kindURL:
 		return etl.TypeURL
+	case kindList:
+		return etl.TypeList
 	}
 	return ""
 }
@@ -64,6 +73,20 @@ func (k kind) key(v string) string {
 		if n, err := etl.NormalizeURL(v); err == nil {
 			return n
 		}
+	case kindList:
+		return listKey(listItems(v))
+	case kindDate:
+		if c := canonical(etl.TypeDate, v); c != "" {
+			return c
+		}
+	case kindNumber:
+		// Only a text that is a number: "Price: $1,234.50" holds one,
+		// and a rule taking it all does not take the value.
+		if numberish.MatchString(v) {
+			if c := canonical(etl.TypeNumber, v); c != "" {
+				return c
+			}
+		}
 	}
 	return etl.MatchKey(v)
 }
@@ -71,16 +94,47 @@ func (k kind) key(v string) string {
 // same reports whether two values are the same value of the kind.
 func (k kind) same(a, b string) bool { return k.key(a) == k.key(b) }
 
+// exact reports whether a rule's values are the value: it alone, or for
+// a list its items, each once.
+func (k kind) exact(out []string, value string) bool {
+	if k == kindList {
+		return len(out) > 0 && listKey(out) == k.key(value)
+	}
+	return len(out) == 1 && k.same(out[0], value)
+}
+
+// first reports whether a rule's first value is the value (a list has
+// no first item that stands for it).
+func (k kind) first(out []string, value string) bool {
+	if k == kindList {
+		return k.exact(out, value)
+	}
+	return len(out) > 0 && k.same(out[0], value)
+}
+
+// shown is a rule's values as the report shows them.
+func shown(out []string) string { return strings.Join(out, " | ") }
+
 // finder locates a value in text: its words in order, separated by any
 // white space, case ignored; for an address, also written with the usual
 // obfuscations ("name [at] host [dot] org").
 type finder struct {
-	re  *regexp.Regexp
-	obf *regexp.Regexp // nil unless the value is an address
+	re    *regexp.Regexp
+	obf   *regexp.Regexp // nil unless the value is an address
+	list  string         // a list's key: a match must hold exactly its items
+	group bool           // the value is re's first group, not the whole match
 }
 
 func newFinder(k kind, v string) *finder {
 	v = strings.TrimSpace(v)
+	switch k {
+	case kindList:
+		return listFinder(v)
+	case kindDate:
+		return dateFinder(v)
+	case kindNumber:
+		return numberFinder(v)
+	}
 	if k == kindEmail {
 		v = strings.TrimPrefix(strings.TrimPrefix(v, "mailto:"), "MAILTO:")
 	}
@@ -106,10 +160,44 @@ func newFinder(k kind, v string) *finder {
 	return f
 }
 
+// findAll returns every place the value may be in s: the matches of
+// its expressions (a list's not yet checked for its items).
+func (f *finder) findAll(s string) [][]int {
+	if f.re == nil {
+		return nil
+	}
+	if f.group {
+		var out [][]int
+		for _, m := range f.re.FindAllStringSubmatchIndex(s, -1) {
+			out = append(out, m[2:4])
+		}
+		return out
+	}
+	out := f.re.FindAllStringIndex(s, -1)
+	if f.obf != nil {
+		out = append(out, f.obf.FindAllStringIndex(s, -1)...)
+	}
+	return out
+}
+
 // find returns where the value is in s ([start, end) byte offsets), and
 // whether it is written obfuscated there.
 func (f *finder) find(s string) (loc []int, obfuscated bool) {
 	if f.re == nil {
+		return nil, false
+	}
+	if f.list != "" {
+		for _, loc := range f.re.FindAllStringIndex(s, -1) {
+			if listKey(listItems(s[loc[0]:loc[1]])) == f.list {
+				return loc, false
+			}
+		}
+		return nil, false
+	}
+	if f.group {
+		if m := f.re.FindStringSubmatchIndex(s); m != nil {
+			return m[2:4], false
+		}
 		return nil, false
 	}
 	if loc := f.re.FindStringIndex(s); loc != nil {

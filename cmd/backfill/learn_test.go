@@ -277,6 +277,8 @@ func TestMappingsLearnCommand(t *testing.T) {
 	os.WriteFile(nobody, []byte("id,name,location,profile\n1,Alice Moreau,,http://people.example/p/alice\n"), 0o644)
 	empty := filepath.Join(dir, "empty")
 	os.Mkdir(empty, 0o755)
+	nameless := filepath.Join(dir, "nameless.csv")
+	os.WriteFile(nameless, []byte("id,location,profile\n1,\"Lyon, France\",http://people.example/p/alice\n"), 0o644)
 	records := filepath.Join(dir, "r.csv")
 	os.WriteFile(records, []byte("id,name,homepage\n1,A,http://people.example/\n"), 0o644)
 	single := append([]string{"mappings", "learn", "--url", "http://people.example/p/alice",
@@ -294,10 +296,13 @@ func TestMappingsLearnCommand(t *testing.T) {
 		{"values without url", []string{"mappings", "learn", "-o", out, "--records", nobody, "--value", "a=b"}, exitUsage, []string{"--value belongs to --url"}},
 		{"bad value", []string{"mappings", "learn", "-o", out, "--value", "location"}, exitUsage, []string{"want FIELD=VALUE"}},
 		{"no fields", []string{"mappings", "learn", "-o", out, "--records", nobody}, exitUsage, []string{"--fields is required"}},
+		{"match key the records lack", []string{"mappings", "learn", "-o", out, "--records", nameless, "--fields", "location"}, exitUsage,
+			[]string{"--match name: no teacher knows a name", `--match ""`}},
+		{"negative depth", []string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "location", "--depth", "-1"}, exitUsage, []string{"--depth must not be negative"}},
 		{"negative recrawl age", []string{"mappings", "learn", "-o", out, "--records", nobody, "--recrawl-after", "-1s"}, exitUsage, []string{"--recrawl-after must not be negative"}},
 		{"no teacher", append([]string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "location"}, webFlags(web)...), exitFail,
 			[]string{"no record knows a value of the fields to learn (fields location)"}},
-		{"one page", single, exitOK, []string{"learned-people.example", "Not cross-validated", "location  learned", "wrote 3 file(s)", "--use-learned " + out}},
+		{"one page", single, exitOK, []string{"learned-people.example", "Not cross-validated", "location  learned", "wrote 4 file(s)", "--use-learned " + out}},
 		{"use-learned missing", []string{"run", "--records", records, "--use-learned", filepath.Join(dir, "nope")}, exitFail, []string{"--use-learned", "nope"}},
 		{"use-learned empty", []string{"run", "--records", records, "--use-learned", empty, "--state-dir", filepath.Join(dir, "s1")}, exitFail, []string{"no mappings there"}},
 		{"use-learned is mappings", []string{"run", "--records", records, "--mappings", out, "--use-learned", out}, exitUsage, []string{"names the --mappings directory"}},

@@ -226,6 +226,10 @@ func (c *crawlSetup) open(ctx context.Context, listen string, stderr io.Writer) 
 		return dispatcher.Config{}, err
 	}
 	cfg := c.df.config(listen, c.set, c.st, c.log)
+	if cfg.Fields, err = c.mf.learnedTargets(cfg.Fields, c.set, c.log); err != nil {
+		c.close()
+		return dispatcher.Config{}, err
+	}
 	cfg.StoreDrainTimeout = c.sf.drain
 	if c.term != nil {
 		cfg.Progress = c.term.update
