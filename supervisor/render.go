@@ -4,11 +4,12 @@ package supervisor
 // Chromium driven over the DevTools protocol, and the DOM they leave behind
 // is handed to the mappings as if it had been fetched.
 //
-// Data flow. Render takes a tab (a slot of a semaphore of Tabs), opens a new
-// target in the current browser, has every request of the tab paused
-// before it leaves (the Fetch domain, renderintercept.go), navigates to the
-// page, waits for the load event and then for the network to go quiet
-// (bounded), and serialises the DOM. The browser never makes a request
+// Data flow. Render takes a tab (a slot of a semaphore of Tabs), takes an
+// idle target of the current browser or opens one (rendertab.go: a target
+// renders page after page, cleared between them), has every request of the
+// tab paused before it leaves (the Fetch domain, renderintercept.go),
+// navigates to the page, waits for the load event and then for the network
+// to go quiet (bounded), and serialises the DOM. The browser never makes a request
 // itself: the page's HTML is the one the supervisor already fetched, the
 // requests the page goes on to make (its scripts, the data they load, the
 // resource kinds its mappings allow) are made by the supervisor under the
@@ -50,6 +51,7 @@ import (
 
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"backfill/fetch"
@@ -93,8 +95,10 @@ const (
 )
 
 // browserNames are looked up on PATH, in order, when RenderConfig.Exec is
-// empty.
-var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+// empty. The headless shells come first: the same engine without the
+// browser's windows, tab strip and services, it takes less than half the
+// memory and CPU per page (BENCHMARKS.md, rendering).
+var browserNames = []string{"chromium-headless-shell", "chrome-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
 // RenderConfig configures a renderer. Zero values take the defaults.
 type RenderConfig struct {
@@ -508,8 +512,13 @@ func (r *renderer) start() (*browserProc, error) {
 			// The processes extraction does not need: the omnibox's
 			// pages (a renderer of their own, though no window is
 			// shown), a spare renderer kept warm for the next site, and
-			// a renderer per site (see renderer-process-limit below).
-			"WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess,IsolateOrigins,site-per-process"),
+			// a renderer per site (see renderer-process-limit below); and
+			// the page a tab left, kept alive in case it comes back.
+			"WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess,IsolateOrigins,site-per-process,BackForwardCache"),
+		// The network service runs in the browser process, not in a
+		// process of its own: a crash of it is a crash of the browser,
+		// which the renderer survives anyway (restart).
+		chromedp.Flag("enable-features", "NetworkService,NetworkServiceInProcess2"),
 		// Site isolation keeps one site's data out of another's renderer;
 		// here no page has anything of another site to take (every tab is
 		// a profile of its own, no credentials, every answer a public
@@ -561,10 +570,20 @@ func (r *renderer) start() (*browserProc, error) {
 	}
 	if err == nil {
 		if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
-			b.pid = c.Browser.Process().Pid
+			// The binary may be a script that starts the browser and
+			// waits for it (Debian's chromium-headless-shell): the browser
+			// is the process of the profile that is none of its children.
+			b.pid = browserMain(c.Browser.Process().Pid, dir)
 		} else {
 			err = errors.New("no browser process")
 		}
+	}
+	if err == nil {
+		// The tab the browser opened with is none of the render's (each of
+		// those is a profile of its own), and its renderer would idle
+		// beside theirs.
+		c := chromedp.FromContext(bctx)
+		_, err = chromedp.CallBrowser(bctx, target.CloseTarget, target.CloseTargetParams{TargetID: c.Target.TargetID})
 	}
 	if err != nil {
 		r.stop(b)
