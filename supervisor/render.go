@@ -9,13 +9,13 @@ package supervisor
 // renders page after page, cleared between them), has every request of the
 // tab paused before it leaves (the Fetch domain, renderintercept.go),
 // navigates to the page, waits for the load event and then for the network
-// to go quiet (bounded), and serialises the DOM. The browser never makes a request
-// itself: the page's HTML is the one the supervisor already fetched, the
-// requests the page goes on to make (its scripts, the data they load, the
-// resource kinds its mappings allow) are made by the supervisor under the
-// host's politeness and handed back, and everything else (images, fonts,
-// favicons, beacons, prefetches, websockets...) is refused without a
-// request. What the browser would send on its own goes to deadEnd, a proxy
+// to go quiet (bounded), and serialises the DOM. The browser never makes a
+// request itself: the page's HTML is the one the supervisor already
+// fetched, the requests the page goes on to make (its scripts, the data
+// they load, the resource kinds its mappings allow) are made by the
+// supervisor under the host's politeness and handed back, and everything
+// else (images, fonts, favicons, beacons, prefetches, websockets...) is
+// refused without a request. What the browser would send on its own goes to deadEnd, a proxy
 // that refuses everything (renderproxy.go), and it resolves no name itself
 // (--host-resolver-rules maps every name to NOTFOUND).
 //
@@ -688,7 +688,7 @@ func (r *renderer) Close() error {
 	return r.closeErr
 }
 
-// renderOn renders job's page in a new tab of b. died reports that the
+// renderOn renders job's page in tab t. died reports that the
 // browser was lost during the attempt.
 func (r *renderer) renderOn(ctx context.Context, t *tab, job renderJob) (resp *fetch.Response, err error, died bool) {
 	rawURL := job.doc.URL
