@@ -4,17 +4,18 @@ package supervisor
 // Chromium driven over the DevTools protocol, and the DOM they leave behind
 // is handed to the mappings as if it had been fetched.
 //
-// Data flow. Render takes a tab (a slot of a semaphore of Tabs), opens a new
-// target in the current browser, has every request of the tab paused
-// before it leaves (the Fetch domain, renderintercept.go), navigates to the
-// page, waits for the load event and then for the network to go quiet
-// (bounded), and serialises the DOM. The browser never makes a request
-// itself: the page's HTML is the one the supervisor already fetched, the
-// requests the page goes on to make (its scripts, the data they load, the
-// resource kinds its mappings allow) are made by the supervisor under the
-// host's politeness and handed back, and everything else (images, fonts,
-// favicons, beacons, prefetches, websockets...) is refused without a
-// request. What the browser would send on its own goes to deadEnd, a proxy
+// Data flow. Render takes a tab (a slot of a semaphore of Tabs), takes an
+// idle target of the current browser or opens one (rendertab.go: a target
+// renders page after page, cleared between them), has every request of the
+// tab paused before it leaves (the Fetch domain, renderintercept.go),
+// navigates to the page, waits for the load event and then for the network
+// to go quiet (bounded), and serialises the DOM. The browser never makes a
+// request itself: the page's HTML is the one the supervisor already
+// fetched, the requests the page goes on to make (its scripts, the data
+// they load, the resource kinds its mappings allow) are made by the
+// supervisor under the host's politeness and handed back, and everything
+// else (images, fonts, favicons, beacons, prefetches, websockets...) is
+// refused without a request. What the browser would send on its own goes to deadEnd, a proxy
 // that refuses everything (renderproxy.go), and it resolves no name itself
 // (--host-resolver-rules maps every name to NOTFOUND).
 //
@@ -50,6 +51,7 @@ import (
 
 	"github.com/chromedp/cdproto/inspector"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"backfill/fetch"
@@ -94,8 +96,10 @@ const (
 )
 
 // browserNames are looked up on PATH, in order, when RenderConfig.Exec is
-// empty.
-var browserNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
+// empty. The headless shells come first: the same engine without the
+// browser's windows, tab strip and services, it takes less than half the
+// memory and CPU per page (BENCHMARKS.md, rendering).
+var browserNames = []string{"chromium-headless-shell", "chrome-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
 // RenderConfig configures a renderer. Zero values take the defaults.
 type RenderConfig struct {
@@ -121,6 +125,7 @@ type RenderStats struct {
 	Rendered int64 // pages rendered
 	Failed   int64 // renders that returned an error
 	Restarts int64 // browsers started after the first
+	Opened   int64 // tabs opened; each renders pages until one fails (rendertab.go)
 	PID      int   // the browser's process id; 0 while none runs
 
 	// The requests of rendered pages: Fetched were handed to the
@@ -158,6 +163,7 @@ type renderer struct {
 	fetched, shared  atomic.Int64
 	blocked          atomic.Int64
 	restarts         atomic.Int64
+	opened           atomic.Int64
 	pid              atomic.Int64
 
 	mu       sync.Mutex // guards the fields below; held while a browser starts
@@ -174,6 +180,8 @@ type renderer struct {
 	idle      *time.Timer
 	rested    bool
 
+	bg sync.WaitGroup // releases of tabs (release)
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -185,6 +193,7 @@ type browserProc struct {
 	stopAlloc   context.CancelFunc // ends the allocator and waits for its goroutines
 	pid         int
 	dir         string // its --user-data-dir
+	idle        []*tab // its tabs not rendering now; guarded by renderer.mu
 }
 
 // findBrowser returns the first browser binary of browserNames on PATH.
@@ -304,11 +313,9 @@ func (r *renderer) render(ctx context.Context, job renderJob) (*fetch.Response, 
 		return nil, &fetch.Error{Class: fetch.ClassCanceled, URL: rawURL, Err: errors.New("renderer closed")}
 	}
 	r.busy.Add(1)
-	defer func() {
-		r.busy.Add(-1)
-		<-r.tabs
-		r.restLater()
-	}()
+	var used *tab // handed back by release, with the tab slot
+	var reuse bool
+	defer func() { r.release(used, reuse) }()
 
 	for attempt := 0; ; attempt++ {
 		b, err := r.browser()
@@ -318,16 +325,70 @@ func (r *renderer) render(ctx context.Context, job renderJob) (*fetch.Response, 
 			}
 			return nil, &fetch.Error{Class: ClassRender, URL: rawURL, Err: err}
 		}
-		resp, err, died := r.renderOn(ctx, b, job)
+		t := r.takeTab(b)
+		resp, err, died := r.renderOn(ctx, t, job)
 		if died {
+			t.cancel()
 			r.retire(b)
 			if attempt == 0 && ctx.Err() == nil && r.ctx.Err() == nil {
 				r.log.Warn("browser died during a render; retrying on a new browser", "url", rawURL, "err", err)
 				continue
 			}
+			return resp, err
 		}
+		used, reuse = t, err == nil
 		return resp, err
 	}
+}
+
+// takeTab returns an idle tab of b, or a new one.
+func (r *renderer) takeTab(b *browserProc) *tab {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(b.idle); n > 0 {
+		t := b.idle[n-1]
+		b.idle = b.idle[:n-1]
+		return t
+	}
+	r.opened.Add(1)
+	return newTab(b)
+}
+
+// release gives a render's tab slot back, with its tab (nil when the
+// browser died under it): a tab whose page went well is reset and kept for
+// the next render, any other is closed. The reset and the closing, a few
+// calls to the browser, are done off the caller's way, while the slot is
+// still held.
+func (r *renderer) release(t *tab, reuse bool) {
+	r.busy.Add(-1)
+	done := func() {
+		<-r.tabs
+		r.restLater()
+	}
+	if t == nil {
+		done()
+		return
+	}
+	r.bg.Go(func() {
+		defer done()
+		if reuse && t.pages < renderTabPages && r.ctx.Err() == nil {
+			err := t.reset()
+			if err == nil {
+				r.mu.Lock()
+				kept := r.cur == t.b && !r.closed
+				if kept {
+					t.b.idle = append(t.b.idle, t)
+				}
+				r.mu.Unlock()
+				if kept {
+					return
+				}
+			} else if r.ctx.Err() == nil {
+				r.log.Debug("tab could not be reset; closing it", "err", err)
+			}
+		}
+		t.cancel()
+	})
 }
 
 // callerErr classifies the end of the caller's context.
@@ -448,7 +509,29 @@ func (r *renderer) start() (*browserProc, error) {
 		// Fewer of the browser's own requests (each refused by the dead
 		// end): chromedp's defaults (Translate, BlinkGenPropertyTrees) and
 		// the services that call home.
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,AutofillServerCommunication,CertificateTransparencyComponentUpdater"),
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,AutofillServerCommunication,CertificateTransparencyComponentUpdater,"+
+			// The processes extraction does not need: the omnibox's
+			// pages (a renderer of their own, though no window is
+			// shown), a spare renderer kept warm for the next site, and
+			// a renderer per site (see renderer-process-limit below); and
+			// the page a tab left, kept alive in case it comes back.
+			"WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess,IsolateOrigins,site-per-process,BackForwardCache"),
+		// The network service runs in the browser process, not in a
+		// process of its own: a crash of it is a crash of the browser,
+		// which the renderer survives anyway (restart).
+		chromedp.Flag("enable-features", "NetworkService,NetworkServiceInProcess2"),
+		// Site isolation keeps one site's data out of another's renderer;
+		// here no page has anything of another site to take (every tab is
+		// a profile of its own, no credentials, every answer a public
+		// page), and a page's renderer would be started again at each
+		// navigation to another site. A page's crash still takes only its
+		// own tab down: tabs are profiles apart, and profiles never share
+		// a renderer.
+		chromedp.Flag("disable-site-isolation-trials", true),
+		chromedp.Flag("renderer-process-limit", strconv.Itoa(r.cfg.Tabs)),
+		// With --disable-gpu the GPU process only composites in software;
+		// it runs as a thread of the browser instead of a process.
+		chromedp.Flag("in-process-gpu", true),
 		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-background-networking", true),
@@ -488,10 +571,20 @@ func (r *renderer) start() (*browserProc, error) {
 	}
 	if err == nil {
 		if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
-			b.pid = c.Browser.Process().Pid
+			// The binary may be a script that starts the browser and
+			// waits for it (Debian's chromium-headless-shell): the browser
+			// is the process of the profile that is none of its children.
+			b.pid = browserMain(c.Browser.Process().Pid, dir)
 		} else {
 			err = errors.New("no browser process")
 		}
+	}
+	if err == nil {
+		// The tab the browser opened with is none of the render's (each of
+		// those is a profile of its own), and its renderer would idle
+		// beside theirs.
+		c := chromedp.FromContext(bctx)
+		_, err = chromedp.CallBrowser(bctx, target.CloseTarget, target.CloseTargetParams{TargetID: c.Target.TargetID})
 	}
 	if err != nil {
 		r.stop(b)
@@ -511,6 +604,11 @@ func (r *renderer) browserLog(level slog.Level) func(string, ...any) {
 // it and removes its profile.
 func (r *renderer) stop(b *browserProc) error {
 	b.stopBrowser()
+	// Its tabs went with it; their contexts end without a call.
+	for _, t := range b.idle {
+		t.cancel()
+	}
+	b.idle = nil
 	b.stopAlloc()
 	if n := killLeftovers(b.dir, renderLeftoverMax); n > 0 {
 		r.log.Debug("browser children outlived it; killed", "count", n)
@@ -546,6 +644,7 @@ func (r *renderer) Stats() RenderStats {
 		Rendered: r.rendered.Load(),
 		Failed:   r.failed.Load(),
 		Restarts: r.restarts.Load(),
+		Opened:   r.opened.Load(),
 		PID:      pid,
 		Fetched:  r.fetched.Load(),
 		Shared:   r.shared.Load(),
@@ -581,6 +680,7 @@ func (r *renderer) Close() error {
 		for range cap(r.tabs) {
 			r.tabs <- struct{}{}
 		}
+		r.bg.Wait()
 		errs = append(errs, r.proxy.close())
 		r.closeErr = errors.Join(errs...)
 		r.log.Info("renderer stopped", "rendered", r.rendered.Load(), "failed", r.failed.Load(), "restarts", r.restarts.Load(),
@@ -589,15 +689,13 @@ func (r *renderer) Close() error {
 	return r.closeErr
 }
 
-// renderOn renders job's page in a new tab of b. died reports that the
+// renderOn renders job's page in tab t. died reports that the
 // browser was lost during the attempt.
-func (r *renderer) renderOn(ctx context.Context, b *browserProc, job renderJob) (resp *fetch.Response, err error, died bool) {
+func (r *renderer) renderOn(ctx context.Context, t *tab, job renderJob) (resp *fetch.Response, err error, died bool) {
 	rawURL := job.doc.URL
-	// A browser context of its own (an incognito profile) per page: no
-	// cookie, storage or cache passes from one page to the next, and its
-	// renderer's memory goes with it when the page is done.
-	tctx, tcancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
-	rctx, rcancel := context.WithCancelCause(tctx)
+	b := t.b
+	t.pages++
+	rctx, rcancel := context.WithCancelCause(t.ctx)
 	stopCaller := context.AfterFunc(ctx, func() { rcancel(context.Cause(ctx)) })
 	clock := newPageClock(r.cfg.PageTimeout, r.cfg.WaitMax)
 	stopClock := clock.watch(rctx, rcancel)
@@ -611,7 +709,6 @@ func (r *renderer) renderOn(ctx context.Context, b *browserProc, job renderJob) 
 			ic.wait()
 		}
 		stopClock()
-		tcancel() // closes the tab
 	}()
 
 	w := &pageWatch{inflight: make(map[network.RequestID]bool), last: time.Now()}
@@ -619,10 +716,13 @@ func (r *renderer) renderOn(ctx context.Context, b *browserProc, job renderJob) 
 		fe, died := r.classify(ctx, rctx, b, w, rawURL, stage, err)
 		return nil, fe, died
 	}
+	if err := t.open(rctx); err != nil {
+		return fail("opening a tab", err)
+	}
 	if err := chromedp.Listen(rctx, w.event); err != nil {
 		return fail("opening a tab", err)
 	}
-	if ic, err = r.intercept(rctx, job, clock); err != nil {
+	if ic, err = r.intercept(rctx, job, clock, t.touched); err != nil {
 		return fail("intercepting the tab's requests", err)
 	}
 	if _, err := chromedp.Run(rctx, chromedp.NavigateResponse(rawURL)); err != nil {

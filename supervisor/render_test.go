@@ -108,6 +108,13 @@ func newJSSite(t *testing.T) *jsSite {
 			page(w, "text/html; charset=iso-8859-1", "<html><body><p class=\"town\">Z\xfcrich</p><script>document.body.insertAdjacentHTML('beforeend', '<p class=\"js\">ok</p>');</script></body></html>")
 		case "js.example/big":
 			page(w, "text/html; charset=utf-8", `<html><body><script>document.body.insertAdjacentHTML('beforeend', '<p>' + 'é'.repeat(50000) + '</p>');</script></body></html>`)
+		case "js.example/state":
+			// What an earlier page left behind, if anything, and then
+			// something for a later page to find.
+			page(w, "text/html; charset=utf-8", `<html><body><p class="state"></p><script>
+document.querySelector('.state').textContent = 'cookie=' + document.cookie + ' stored=' + localStorage.getItem('k') + ' session=' + sessionStorage.getItem('k');
+document.cookie = 'k=1; max-age=3600'; localStorage.setItem('k', '1'); sessionStorage.setItem('k', '1');
+</script></body></html>`)
 		case "js.example/hang":
 			page(w, "text/html; charset=utf-8", `<html><body><p>waiting</p><script src="/stall.js"></script></body></html>`)
 		case "js.example/stall.js":
@@ -409,6 +416,40 @@ func TestRenderPages(t *testing.T) {
 	}
 	if st.Restarts != 0 {
 		t.Errorf("restarts %d, want 0", st.Restarts)
+	}
+	shutDown(t, r, s, baseline)
+}
+
+// TestRenderTabReuse: one tab renders page after page, and none finds the
+// cookies or storage an earlier one left; a tab whose page failed is not
+// used again.
+func TestRenderTabReuse(t *testing.T) {
+	needBrowser(t)
+	baseline := runtime.NumGoroutine()
+	s := newJSSite(t)
+	r := startRenderer(t, 1, 2*time.Second, 3*time.Second)
+	const clean = `<p class="state">cookie= stored=null session=null</p>`
+	for i := range 3 {
+		resp, err := r.Render(context.Background(), s.job(t, "/state"))
+		if err != nil {
+			t.Fatalf("render %d: %v", i+1, err)
+		}
+		if !strings.Contains(string(resp.Body), clean) {
+			t.Errorf("render %d found an earlier page's state, want %s:\n%s", i+1, clean, resp.Body)
+		}
+	}
+	if st := r.Stats(); st.Opened != 1 || st.Rendered != 3 {
+		t.Errorf("tabs opened %d for %d pages, want 1 for 3", st.Opened, st.Rendered)
+	}
+	if _, err := r.Render(context.Background(), s.job(t, "/busy")); fetch.ClassOf(err) != fetch.ClassTimeout {
+		t.Fatalf("busy page: %v, want a timeout", err)
+	}
+	resp, err := r.Render(context.Background(), s.job(t, "/state"))
+	if err != nil || !strings.Contains(string(resp.Body), clean) {
+		t.Errorf("render after a failed page: %v", err)
+	}
+	if st := r.Stats(); st.Opened != 2 || st.Restarts != 0 {
+		t.Errorf("tabs opened %d, restarts %d; want a new tab after the failed page, on the same browser", st.Opened, st.Restarts)
 	}
 	shutDown(t, r, s, baseline)
 }

@@ -66,7 +66,11 @@ type interceptor struct {
 	job   renderJob
 	clock *pageClock
 	allow map[network.ResourceType]bool
-	wg    sync.WaitGroup
+	// documentSeen is told the URL of every document the tab is asked for
+	// (the page's, its frames', its navigations'): their origins' storage
+	// is cleared before the tab renders another page.
+	documentSeen func(rawURL string)
+	wg           sync.WaitGroup
 
 	mu        sync.Mutex
 	docServed bool        // the page's document was asked for
@@ -76,8 +80,8 @@ type interceptor struct {
 
 // intercept pauses every request of the tab of ctx and starts answering
 // them.
-func (r *renderer) intercept(ctx context.Context, job renderJob, clock *pageClock) (*interceptor, error) {
-	ic := &interceptor{r: r, ctx: ctx, job: job, clock: clock, allow: make(map[network.ResourceType]bool)}
+func (r *renderer) intercept(ctx context.Context, job renderJob, clock *pageClock, documentSeen func(string)) (*interceptor, error) {
+	ic := &interceptor{r: r, ctx: ctx, job: job, clock: clock, allow: make(map[network.ResourceType]bool), documentSeen: documentSeen}
 	frames := false
 	for _, k := range job.allow {
 		for _, t := range resourceTypes[k] {
@@ -122,6 +126,7 @@ func (ic *interceptor) answer(ev cdpfetch.EventRequestPaused) {
 	}
 	typ := ev.ResourceType
 	if typ == network.ResourceTypeDocument {
+		ic.documentSeen(req.URL)
 		switch ic.document(ev.FrameID) {
 		case docPage:
 			ic.fulfill(ev, ic.job.doc)

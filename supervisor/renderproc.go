@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,8 +95,25 @@ func treeMemory(pid int) (rss, pss uint64) {
 // Chromium passes it to every child, so it finds the tree even after the
 // main process died and its children were reparented.
 func profileProcs(dir string) []int {
-	want := []byte("--user-data-dir=" + dir + "\x00")
 	var pids []int
+	for _, p := range profileCmdlines(dir) {
+		pids = append(pids, p.pid)
+	}
+	return pids
+}
+
+// procCmdline is a process and its arguments.
+type procCmdline struct {
+	pid, ppid int
+	args      []string
+}
+
+// profileCmdlines lists the processes of profile dir with their
+// arguments. The browser's children rewrite their command line into one
+// string, spaces between the arguments.
+func profileCmdlines(dir string) []procCmdline {
+	want := "--user-data-dir=" + dir
+	var out []procCmdline
 	self := os.Getpid()
 	for _, p := range readProcs() {
 		if p.pid == self || p.state == 'Z' {
@@ -105,11 +123,39 @@ func profileProcs(dir string) []int {
 		if err != nil {
 			continue
 		}
-		if strings.Contains(string(b)+"\x00", string(want)) {
-			pids = append(pids, p.pid)
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) == 1 {
+			args = strings.Fields(args[0])
+		}
+		for _, a := range args {
+			if a == want {
+				out = append(out, procCmdline{pid: p.pid, ppid: p.ppid, args: args})
+				break
+			}
 		}
 	}
-	return pids
+	return out
+}
+
+// browserMain returns the browser's main process, given the process pid
+// that was started (the browser, or a script that runs it): the process of
+// profile dir with no --type (the browser's children have one) and no
+// child of that kind. It returns pid when there is none such.
+func browserMain(pid int, dir string) int {
+	// The script carries the browser's arguments too: the browser is the
+	// one whose parent is another of them.
+	var mains []procCmdline
+	for _, p := range profileCmdlines(dir) {
+		if !slices.ContainsFunc(p.args, func(a string) bool { return strings.HasPrefix(a, "--type=") }) {
+			mains = append(mains, p)
+		}
+	}
+	for _, p := range mains {
+		if !slices.ContainsFunc(mains, func(c procCmdline) bool { return c.ppid == p.pid }) {
+			return p.pid
+		}
+	}
+	return pid
 }
 
 // killLeftovers kills the processes of profile dir until none is seen for a

@@ -512,7 +512,7 @@ func (r *renderFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.on, "render", false, "render JavaScript pages in headless Chromium here; the dispatcher sends such pages only to supervisors started with --render")
 	fs.IntVar(&r.tabs, "render-tabs", supervisor.DefaultRenderTabs, "with --render: browser tabs rendering at once")
 	fs.DurationVar(&r.timeout, "render-timeout", supervisor.DefaultPageTimeout, "with --render: deadline for rendering one page, not counting the time its requests wait for their hosts")
-	fs.StringVar(&r.chromium, "chromium", "", "with --render: the browser binary (default: chromium, chromium-browser, google-chrome or google-chrome-stable on PATH)")
+	fs.StringVar(&r.chromium, "chromium", "", "with --render: the browser binary (default: the first on PATH of chromium-headless-shell, chrome-headless-shell, chromium, chromium-browser, google-chrome and google-chrome-stable)")
 }
 
 func (r *renderFlags) validate() error {
