@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	"backfill/resolver"
 	"backfill/wire"
 )
 
@@ -25,7 +26,7 @@ type PortsConfig struct {
 	// AllowLoopback lets targets in 127.0.0.0/8 through the blocklist
 	// (tests and demos); random draws never include them.
 	AllowLoopback bool
-	Resolver      *Resolver // for target names; nil refuses names
+	Resolver      *resolver.Resolver // for target names; nil refuses names
 }
 
 // ErrNoBlocklist: a port survey needs a blocklist in effect.

@@ -104,6 +104,11 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer st.Close()
+	closeNames, err := cf.openNames(ctx, *stateDir, log)
+	if err != nil {
+		return err
+	}
+	defer closeNames()
 	ob, err := of.start(log)
 	if err != nil {
 		return err

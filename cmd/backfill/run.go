@@ -277,6 +277,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	closeNames, err := cf.openNames(ctx, c.df.stateDir, c.log)
+	if err != nil {
+		return errors.Join(err, c.close())
+	}
+	defer closeNames()
 	var follow *follower
 	summaryOut := stdout
 	closeStream := func() error { return nil }
