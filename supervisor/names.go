@@ -2,11 +2,14 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
 	"sync"
 
 	"backfill/fetch"
 	"backfill/resolver"
+	"backfill/wire"
 )
 
 // lookups resolves the names of hosts before their turn, so that no
@@ -73,5 +76,25 @@ func (l *lookups) stop() {
 func (s *Supervisor) stopLookups() {
 	if s.lookups != nil {
 		s.lookups.stop()
+	}
+}
+
+// dnsSource names this process's resolver in heartbeats.
+var dnsSource = func() string {
+	h, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", h, os.Getpid())
+}()
+
+// dnsStats is the resolver's counters as a heartbeat carries them, nil
+// without Config.Names.
+func (s *Supervisor) dnsStats() *wire.DNSStats {
+	if s.cfg.Names == nil {
+		return nil
+	}
+	st := s.cfg.Names.Stats()
+	return &wire.DNSStats{
+		Source:  fmt.Sprintf("%s/%p", dnsSource, s.cfg.Names),
+		Lookups: st.Lookups, Cached: st.Hits + st.Stored + st.Coalesced, Queries: st.Queries,
+		Timeouts: st.Timeouts, InFlight: st.InFlight, LatencyMS: float64(st.Latency.Microseconds()) / 1000,
 	}
 }

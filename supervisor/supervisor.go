@@ -790,6 +790,7 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		RSS:      rss(),
 		At:       time.Now().UTC(),
 		Surveys:  s.surveyHeld.list(),
+		DNS:      s.dnsStats(),
 	}
 	if s.render != nil {
 		rs := s.render.Stats()

@@ -113,6 +113,7 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	ob.names(cf.names)
 	cfg := cf.supervisorConfig(*name, *dispatcherEP, set, st, log)
 	cfg.Listen = *listen
 	cfg.Advertise = *advertise

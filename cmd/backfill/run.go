@@ -282,6 +282,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return errors.Join(err, c.close())
 	}
 	defer closeNames()
+	c.ob.names(cf.names)
 	var follow *follower
 	summaryOut := stdout
 	closeStream := func() error { return nil }
