@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -73,6 +74,9 @@ func BenchmarkBusyResolver(b *testing.B) {
 
 	dir := b.TempDir()
 	maps := filepath.Join(dir, "mappings")
+	if err := os.MkdirAll(maps, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	for name, data := range testweb.PeopleMappings() {
 		writeFile(b, maps, name, data)
 	}
@@ -88,6 +92,9 @@ func BenchmarkBusyResolver(b *testing.B) {
 	results := map[string]result{}
 	crawl := func(name string, web *testweb.Web, extra []string) {
 		b.Run(name, func(b *testing.B) {
+			if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+				b.Fatal(err)
+			}
 			cb := newCrawlInputs(b, web, filepath.Join(dir, name), workers, testweb.PeopleRecords(web))
 			var r result
 			for i := 0; i < b.N; i++ {

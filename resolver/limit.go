@@ -12,10 +12,14 @@ import (
 // answer in a tenth of a millisecond, a window of one is ten thousand
 // queries a second, and a busy server drops what it cannot take, each drop
 // costing a time-out. So a time-out cuts both: the window halves and the
-// pace becomes what the server was seen to answer lately; answers grow them
-// back (the window by one per window of answers, the pace by a few per
-// cent a second). Time-outs of queries sent before the last cut are the
-// same congestion and cut nothing more.
+// pace becomes what the server was seen to answer at best in the last
+// second (its busiest tenth of a second, times ten), less a tenth.
+// Answers grow them back: the window by one per answer until the first cut
+// (slow start) and by one per window of answers after; the pace by one
+// query a second per answer until the second cut (the first comes of the
+// first burst, which measures the server poorly) and by a twentieth of
+// one after, about 5% a second. Time-outs of queries sent before the last
+// cut are the same congestion and cut nothing more.
 type limiter struct {
 	mu       sync.Mutex
 	max      float64
@@ -24,25 +28,36 @@ type limiter struct {
 	rate     float64   // queries a second; 0: not paced (no time-out yet)
 	next     time.Time // earliest start of the next paced query
 	cut      time.Time // when the window was last cut
-	slow     bool      // slow start: until the second cut
+	cuts     int64
 	wake     chan struct{}
 
-	// Answers counted per second, for the pace a cut falls back to.
-	bucket    time.Time
-	cur, prev int
-	cuts      int64
+	// The round-trip time, smoothed, and its variation (RFC 6298), for
+	// how long a first attempt waits before it is given up: a server a
+	// millisecond away that dropped a query is asked again soon, not
+	// after the whole time-out.
+	srtt, rttvar time.Duration
+
+	// Answers counted per tenth of a second over the last second, for
+	// the pace a cut falls back to.
+	tenths [10]tenth
 }
 
-// paceStep is how much the pace grows a second, in queries a second,
-// once it has been measured.
-const paceStep = 5.0
+type tenth struct {
+	n     int   // answers
+	epoch int64 // which tenth of a second (Unix time / 100 ms)
+}
+
+// initialWindow is the window before any answer: a first burst of
+// queries waits for the round trips that tell how long to wait for an
+// answer, then the window doubles each round trip.
+const initialWindow = 8
 
 // minRate is the slowest pace a server is ever given: even one that
 // answers nothing is asked again now and then.
 const minRate = 5.0
 
 func newLimiter(max int) *limiter {
-	return &limiter{max: float64(max), window: float64(max), slow: true, wake: make(chan struct{})}
+	return &limiter{max: float64(max), window: float64(min(max, initialWindow)), wake: make(chan struct{})}
 }
 
 // acquire waits for room to send one query and returns when it was sent.
@@ -95,26 +110,28 @@ func (l *limiter) release(sent time.Time, timedOut bool) {
 	defer l.mu.Unlock()
 	now := time.Now()
 	l.inflight--
-	if timedOut {
-		if sent.After(l.cut) {
-			if l.cuts > 0 {
-				l.slow = false
-			}
-			l.cut = now
-			l.cuts++
-			l.window = max(1, l.window/2)
-			l.rate = max(minRate, 0.9*l.answeredRate(now))
-			l.next = now
-		}
-	} else {
+	switch {
+	case timedOut && sent.After(l.cut):
+		l.cut = now
+		l.cuts++
+		l.window = max(1, l.window/2)
+		l.rate = max(minRate, 0.9*l.peakRate(now))
+		l.next = now
+	case timedOut:
+	default:
 		l.count(now)
-		l.window = min(l.max, l.window+1/l.window)
+		l.sample(now.Sub(sent))
+		if l.cuts == 0 {
+			l.window = min(l.max, l.window+1)
+		} else {
+			l.window = min(l.max, l.window+1/l.window)
+		}
 		switch {
 		case l.rate == 0:
-		case l.slow:
+		case l.cuts < 2:
 			l.rate++
 		default:
-			l.rate += paceStep / l.rate
+			l.rate += 0.05
 		}
 	}
 	close(l.wake)
@@ -123,24 +140,64 @@ func (l *limiter) release(sent time.Time, timedOut bool) {
 
 // count notes one answer at now.
 func (l *limiter) count(now time.Time) {
-	sec := now.Truncate(time.Second)
-	switch {
-	case sec.Equal(l.bucket):
-	case sec.Sub(l.bucket) == time.Second:
-		l.prev, l.cur = l.cur, 0
-	default:
-		l.prev, l.cur = 0, 0
+	e := now.UnixNano() / int64(100*time.Millisecond)
+	t := &l.tenths[e%int64(len(l.tenths))]
+	if t.epoch != e {
+		*t = tenth{epoch: e}
 	}
-	l.bucket = sec
-	l.cur++
+	t.n++
 }
 
-// answeredRate is the answers a second of the last second or two.
-func (l *limiter) answeredRate(now time.Time) float64 {
-	l.count(now)
-	l.cur-- // count added one that is no answer
-	span := 1 + now.Sub(l.bucket).Seconds()
-	return float64(l.prev+l.cur) / span
+// peakRate is the answers a second of the busiest tenth of a second in
+// the last second.
+func (l *limiter) peakRate(now time.Time) float64 {
+	e := now.UnixNano() / int64(100*time.Millisecond)
+	peak := 0
+	for _, t := range l.tenths {
+		if e-t.epoch < int64(len(l.tenths)) {
+			peak = max(peak, t.n)
+		}
+	}
+	return float64(peak) * 10
+}
+
+// sample takes one round-trip time into the smoothed estimate.
+func (l *limiter) sample(rtt time.Duration) {
+	if l.srtt == 0 {
+		l.srtt, l.rttvar = rtt, rtt/2
+		return
+	}
+	d := l.srtt - rtt
+	if d < 0 {
+		d = -d
+	}
+	l.rttvar = (3*l.rttvar + d) / 4
+	l.srtt = (7*l.srtt + rtt) / 8
+}
+
+// minRTO is the shortest wait for an answer: below it, a server that is
+// only slow for a moment would be asked twice.
+const minRTO = 200 * time.Millisecond
+
+// initialRTO is the retransmission time-out before any round trip was
+// seen (RFC 6298's).
+const initialRTO = time.Second
+
+// timeout is how long attempt (0 the first) of attempts waits for its
+// answer: the retransmission time-out from the round trips seen, doubled
+// with each attempt, and the whole of limit for the last one, so a slow
+// server has its full time-out once.
+func (l *limiter) timeout(attempt, attempts int, limit time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if attempt >= attempts-1 {
+		return limit
+	}
+	rto := initialRTO
+	if l.srtt > 0 {
+		rto = max(minRTO, l.srtt+4*l.rttvar)
+	}
+	return min(rto<<attempt, limit)
 }
 
 // state reports the window, the pace (0: none) and the queries in flight.

@@ -16,7 +16,7 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	DefaultTimeout     = time.Second
+	DefaultTimeout     = 2 * time.Second
 	DefaultAttempts    = 3
 	DefaultMaxInFlight = 64
 	DefaultMaxAddrs    = 32
@@ -269,7 +269,7 @@ func (r *Resolver) ask(ctx context.Context, name string, qtype uint16) (*dns.Msg
 	var lastServer string
 	for attempt := 0; attempt < r.cfg.Attempts; attempt++ {
 		s := r.servers[(start+uint64(attempt))%uint64(len(r.servers))]
-		msg, err := r.exchange(ctx, s, q)
+		msg, err := r.exchange(ctx, s, q, attempt)
 		if err == nil {
 			return msg, rcodeFail(msg)
 		}
@@ -288,17 +288,25 @@ func (r *Resolver) ask(ctx context.Context, name string, qtype uint16) (*dns.Msg
 	return nil, &Answer{Class: ClassError, Error: last.Error()}
 }
 
-// exchange sends q to s once, within s's limiter.
-func (r *Resolver) exchange(ctx context.Context, s *server, q *dns.Msg) (*dns.Msg, error) {
+// exchange sends q to s once, within s's limiter, as attempt (0 the
+// first) of the question, waiting for the answer as long as the limiter
+// says.
+func (r *Resolver) exchange(ctx context.Context, s *server, q *dns.Msg, attempt int) (*dns.Msg, error) {
 	sent, err := s.lim.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	wait := s.lim.timeout(attempt, r.cfg.Attempts, r.cfg.Timeout)
 	r.queries.Add(1)
-	msg, _, err := r.udp.ExchangeContext(ctx, q, s.addr)
+	qctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	msg, _, err := r.udp.ExchangeContext(qctx, q, s.addr)
 	if err == nil && msg.Truncated {
 		r.truncated.Add(1)
-		msg, _, err = r.tcp.ExchangeContext(ctx, q, s.addr)
+		msg, _, err = r.tcp.ExchangeContext(qctx, q, s.addr)
+	}
+	if err != nil && ctx.Err() == nil && qctx.Err() != nil && !isTimeoutErr(err) {
+		err = &timeoutError{wait}
 	}
 	timedOut := err != nil && isTimeoutErr(err) && ctx.Err() == nil
 	s.lim.release(sent, timedOut)
@@ -354,6 +362,13 @@ func negativeTTL(m *dns.Msg) uint32 {
 	}
 	return 0
 }
+
+// timeoutError is a query whose wait ended without an answer.
+type timeoutError struct{ wait time.Duration }
+
+func (e *timeoutError) Error() string   { return fmt.Sprintf("no answer within %v", e.wait) }
+func (e *timeoutError) Timeout() bool   { return true }
+func (e *timeoutError) Temporary() bool { return true }
 
 func isTimeoutErr(err error) bool {
 	var ne net.Error

@@ -46,7 +46,7 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		restarts = fmt.Sprintf("  (the whole crawl: %d dispatcher restart(s))", s.Restarts)
 	}
 	fmt.Fprintf(w, "working time: %s  pages/s: %.1f%s\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec, restarts)
-	if s.DNS != nil {
+	if s.DNS != nil && s.DNS.Lookups > 0 {
 		fmt.Fprintf(w, "dns: %s\n", dnsLine(*s.DNS))
 	}
 	if s.Refused > 0 {
