@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -11,9 +12,13 @@ import (
 // rate. Without a pace a window is no bound on a server close by: with an
 // answer in a tenth of a millisecond, a window of one is ten thousand
 // queries a second, and a busy server drops what it cannot take, each drop
-// costing a time-out. So a time-out cuts both: the window halves and the
-// pace becomes what the server was seen to answer at best in the last
-// second (its busiest tenth of a second, times ten), less a tenth.
+// costing a time-out. So a time-out cuts both: the window halves (to no
+// less than minWindow) and the pace becomes what the server was seen to
+// answer lately (answeredRate), less a tenth, or half the pace it had,
+// whichever is more: after a quiet time the answers of the last second
+// say how much was asked, not how much the server takes, and the pace
+// then remembers it. The pace does not grow past twice what was answered
+// lately, for the same reason.
 // Answers grow them back: the window by one per answer until the first cut
 // (slow start) and by one per window of answers after; the pace by one
 // query a second per answer until the second cut (the first comes of the
@@ -25,11 +30,12 @@ type limiter struct {
 	max      float64
 	window   float64
 	inflight int
+	queue    []*waiter // queries waiting for room, first come first
+	timing   bool      // a timer will admit the queue's head when the pace allows
 	rate     float64   // queries a second; 0: not paced (no time-out yet)
 	next     time.Time // earliest start of the next paced query
 	cut      time.Time // when the window was last cut
 	cuts     int64
-	wake     chan struct{}
 
 	// The round-trip time, smoothed, and its variation (RFC 6298), for
 	// how long a first attempt waits before it is given up: a server a
@@ -52,54 +58,103 @@ type tenth struct {
 // answer, then the window doubles each round trip.
 const initialWindow = 8
 
+// minWindow is the smallest window a cut leaves: the pace, not the
+// window, keeps a server that drops what comes too fast from dropping,
+// and a window of a few queries is too few for a server whose answers
+// are slow to come (loaded, or far).
+const minWindow = 8
+
 // minRate is the slowest pace a server is ever given: even one that
 // answers nothing is asked again now and then.
 const minRate = 5.0
 
 func newLimiter(max int) *limiter {
-	return &limiter{max: float64(max), window: float64(min(max, initialWindow)), wake: make(chan struct{})}
+	return &limiter{max: float64(max), window: float64(min(max, initialWindow))}
 }
 
 // acquire waits for room to send one query and returns when it was sent.
+// Waiters are admitted in order, one at a time as room comes (admit), so
+// a queue of thousands of names costs no more than the queries sent.
 func (l *limiter) acquire(ctx context.Context) (time.Time, error) {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		l.mu.Lock()
-		now := time.Now()
-		var wait time.Duration = -1
-		if float64(l.inflight) < l.window {
-			if l.rate == 0 || !now.Before(l.next) {
-				l.inflight++
-				if l.rate > 0 {
-					l.next = maxTime(l.next, now).Add(time.Duration(float64(time.Second) / l.rate))
-				}
-				l.mu.Unlock()
-				return now, nil
-			}
-			wait = l.next.Sub(now)
-		}
-		wake := l.wake
+	l.mu.Lock()
+	if len(l.queue) == 0 && l.room(time.Now()) {
+		now := l.take(time.Now())
 		l.mu.Unlock()
-		var fire <-chan time.Time
-		if wait > 0 {
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
+		return now, nil
+	}
+	w := &waiter{ready: make(chan struct{})}
+	l.queue = append(l.queue, w)
+	l.admit()
+	l.mu.Unlock()
+	select {
+	case <-w.ready:
+		return w.at, nil
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i := slices.Index(l.queue, w); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+		return time.Time{}, ctx.Err()
+	}
+	// Admitted as ctx ended: give the room back.
+	l.inflight--
+	l.admit()
+	return time.Time{}, ctx.Err()
+}
+
+// waiter is one query waiting for room.
+type waiter struct {
+	ready chan struct{} // closed when admitted
+	at    time.Time     // when
+}
+
+// room reports whether a query may start at now. Callers hold mu.
+func (l *limiter) room(now time.Time) bool {
+	return float64(l.inflight) < l.window && (l.rate == 0 || !now.Before(l.next))
+}
+
+// take counts a query started at now. Callers hold mu.
+func (l *limiter) take(now time.Time) time.Time {
+	l.inflight++
+	if l.rate > 0 {
+		// A timer that fired late does not lose the pace's time: the
+		// next query may start where the last one's slot ended, up to
+		// paceSlack back.
+		l.next = maxTime(l.next, now.Add(-paceSlack)).Add(time.Duration(float64(time.Second) / l.rate))
+	}
+	return now
+}
+
+// paceSlack is how far behind its schedule the pace may catch up: timers
+// fire late on a loaded machine, and a pace that restarted from each late
+// firing would send fewer queries than it says.
+const paceSlack = 20 * time.Millisecond
+
+// admit lets waiters in, first come first, while there is room; when the
+// pace alone holds the next one back, a timer comes back for it. Callers
+// hold mu.
+func (l *limiter) admit() {
+	for len(l.queue) > 0 {
+		now := time.Now()
+		if !l.room(now) {
+			if float64(l.inflight) < l.window && !l.timing {
+				// Only the pace is in the way: come back when it allows.
+				l.timing = true
+				time.AfterFunc(l.next.Sub(now), func() {
+					l.mu.Lock()
+					l.timing = false
+					l.admit()
+					l.mu.Unlock()
+				})
 			}
-			fire = timer.C
+			return
 		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		case <-wake:
-		case <-fire:
-		}
+		w := l.queue[0]
+		l.queue[0] = nil
+		l.queue = l.queue[1:]
+		w.at = l.take(now)
+		close(w.ready)
 	}
 }
 
@@ -114,8 +169,8 @@ func (l *limiter) release(sent time.Time, timedOut bool) {
 	case timedOut && sent.After(l.cut):
 		l.cut = now
 		l.cuts++
-		l.window = max(1, l.window/2)
-		l.rate = max(minRate, 0.9*l.peakRate(now))
+		l.window = max(min(l.max, minWindow), l.window/2)
+		l.rate = max(minRate, 0.9*l.answeredRate(now), l.rate/2)
 		l.next = now
 	case timedOut:
 	default:
@@ -127,15 +182,16 @@ func (l *limiter) release(sent time.Time, timedOut bool) {
 			l.window = min(l.max, l.window+1/l.window)
 		}
 		switch {
-		case l.rate == 0:
+		case l.rate == 0 || l.rate > 2*l.answeredRate(now):
+			// Not paced, or paced far above what the server is asked
+			// for: growing would only forget what it takes.
 		case l.cuts < 2:
 			l.rate++
 		default:
 			l.rate += 0.05
 		}
 	}
-	close(l.wake)
-	l.wake = make(chan struct{})
+	l.admit()
 }
 
 // count notes one answer at now.
@@ -148,17 +204,22 @@ func (l *limiter) count(now time.Time) {
 	t.n++
 }
 
-// peakRate is the answers a second of the busiest tenth of a second in
-// the last second.
-func (l *limiter) peakRate(now time.Time) float64 {
+// answeredRate is what the server was seen to answer a second: the
+// answers of the last second, or, when more, half those of its busiest
+// tenth of a second times ten. The first is right once queries were sent
+// faster than the server answers for a second; the second early on (the
+// first burst, or right after a stall), where the busiest tenth also
+// holds what the server keeps for bursts.
+func (l *limiter) answeredRate(now time.Time) float64 {
 	e := now.UnixNano() / int64(100*time.Millisecond)
-	peak := 0
+	sum, peak := 0, 0
 	for _, t := range l.tenths {
 		if e-t.epoch < int64(len(l.tenths)) {
+			sum += t.n
 			peak = max(peak, t.n)
 		}
 	}
-	return float64(peak) * 10
+	return max(float64(sum), float64(peak)*10/2)
 }
 
 // sample takes one round-trip time into the smoothed estimate.
@@ -200,11 +261,17 @@ func (l *limiter) timeout(attempt, attempts int, limit time.Duration) time.Durat
 	return min(rto<<attempt, limit)
 }
 
-// state reports the window, the pace (0: none) and the queries in flight.
-func (l *limiter) state() (window, rate float64, inflight int, cuts int64) {
+// limiterState is a limiter's state for Stats.
+type limiterState struct {
+	window, rate      float64 // rate 0: not paced
+	inflight, waiting int
+	cuts              int64
+}
+
+func (l *limiter) state() limiterState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.window, l.rate, l.inflight, l.cuts
+	return limiterState{l.window, l.rate, l.inflight, len(l.queue), l.cuts}
 }
 
 func maxTime(a, b time.Time) time.Time {

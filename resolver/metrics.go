@@ -14,6 +14,10 @@ var (
 		"DNS queries in flight.", nil, nil)
 	descLatency = prometheus.NewDesc("backfill_dns_latency_seconds",
 		"Mean time from sending a DNS query to its answer.", nil, nil)
+	descWaiting = prometheus.NewDesc("backfill_dns_queries_waiting",
+		"DNS queries waiting for room under the servers' windows and paces.", nil, nil)
+	descPace = prometheus.NewDesc("backfill_dns_pace",
+		"Queries a second the slowest-paced server is sent now (0: not paced yet: none has dropped a query).", nil, nil)
 	descWindow = prometheus.NewDesc("backfill_dns_window",
 		"Queries the busiest-cut server may have in flight now (at most the configured bound; halved by time-outs).", nil, nil)
 )
@@ -25,7 +29,7 @@ func (c *Cache) Collector() prometheus.Collector { return collector{c} }
 type collector struct{ c *Cache }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLookups, descQueries, descTimeouts, descInFlight, descLatency, descWindow} {
+	for _, d := range []*prometheus.Desc{descLookups, descQueries, descTimeouts, descInFlight, descWaiting, descPace, descLatency, descWindow} {
 		ch <- d
 	}
 }
@@ -42,6 +46,8 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descQueries, st.Queries)
 	counter(descTimeouts, st.Timeouts)
 	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(st.InFlight))
+	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(st.Waiting))
+	ch <- prometheus.MustNewConstMetric(descPace, prometheus.GaugeValue, st.Pace)
 	ch <- prometheus.MustNewConstMetric(descLatency, prometheus.GaugeValue, st.Latency.Seconds())
 	ch <- prometheus.MustNewConstMetric(descWindow, prometheus.GaugeValue, st.Window)
 }

@@ -171,51 +171,23 @@ func (r *Resolver) addresses(ctx context.Context, name string, qtype uint16, cha
 		if fail != nil {
 			return name, nil, fail
 		}
-		type cname struct {
-			target string
-			ttl    uint32
-		}
-		cnames := map[string]cname{}
-		addrs := map[string][]netip.Addr{}
-		ttls := map[string]uint32{}
-		for _, rr := range msg.Answer {
-			h := rr.Header()
-			owner := strings.ToLower(h.Name)
-			switch v := rr.(type) {
-			case *dns.CNAME:
-				cnames[owner] = cname{dns.Fqdn(strings.ToLower(v.Target)), h.Ttl}
-			case *dns.A:
-				if ip, ok := netip.AddrFromSlice(v.A.To4()); ok && len(addrs[owner]) < r.cfg.MaxAddrs {
-					addrs[owner] = append(addrs[owner], ip)
-					ttls[owner] = h.Ttl
-				}
-			case *dns.AAAA:
-				if ip, ok := netip.AddrFromSlice(v.AAAA.To16()); ok && len(addrs[owner]) < r.cfg.MaxAddrs {
-					addrs[owner] = append(addrs[owner], ip)
-					ttls[owner] = h.Ttl
-				}
-			}
-		}
-		followed := false
-		for {
-			if ips := addrs[name]; len(ips) > 0 {
-				keep(ttls[name])
-				return name, ips, nil
-			}
-			c, ok := cnames[name]
-			if !ok {
-				break
-			}
-			if hops++; hops > maxCNAMEs {
-				return name, nil, &Answer{Class: ClassError, Error: fmt.Sprintf("CNAME chain longer than %d", maxCNAMEs)}
-			}
+		rep, ok := readReply(msg, name, r.cfg.MaxAddrs, maxCNAMEs-hops)
+		for _, c := range rep.cnames {
 			keep(c.ttl)
 			if chain != nil {
 				chain.CNAMEs = append(chain.CNAMEs, strings.TrimSuffix(c.target, "."))
 			}
-			name, followed = c.target, true
 		}
-		if !followed {
+		if !ok {
+			return name, nil, &Answer{Class: ClassError, Error: fmt.Sprintf("CNAME chain longer than %d", maxCNAMEs)}
+		}
+		hops += len(rep.cnames)
+		name = rep.name
+		if len(rep.ips) > 0 {
+			keep(rep.ttl)
+			return name, rep.ips, nil
+		}
+		if len(rep.cnames) == 0 {
 			*nodata = negativeTTL(msg) // no records of this type: how long that holds
 			return name, nil, nil
 		}

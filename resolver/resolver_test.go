@@ -66,6 +66,10 @@ func TestLookupOutcomes(t *testing.T) {
 		{"timeout", func(s *resolvertest.Server) { s.Silent("slow.a.test") }, "slow.a.test", resolver.ClassTimeout, 0, 3, false},
 		{"drops every other", func(s *resolvertest.Server) { s.Add("www.a.test", pub1); s.DropEveryOther() }, "www.a.test", "", 1, -1, false},
 		{"truncated", func(s *resolvertest.Server) { s.Add("www.a.test", pub1); s.Truncate() }, "www.a.test", "", 1, 2, true},
+		{"cname loop", func(s *resolvertest.Server) {
+			s.CNAME("a.loop.test", "b.loop.test")
+			s.CNAME("b.loop.test", "a.loop.test")
+		}, "a.loop.test", resolver.ClassError, 0, 1, false},
 		{"huge answer", func(s *resolvertest.Server) { s.Add("big.a.test", many...) }, "big.a.test", "", resolver.DefaultMaxAddrs, 2, true},
 	}
 	for _, tc := range tests {

@@ -16,6 +16,8 @@ type Stats struct {
 	Timeouts  int64         `json:"timeouts"`            // queries not answered in time
 	Truncated int64         `json:"truncated,omitempty"` // UDP answers truncated and asked again over TCP
 	InFlight  int           `json:"in_flight"`           // queries in flight now
+	Waiting   int           `json:"waiting"`             // queries waiting for the window or the pace
+	Pace      float64       `json:"pace"`                // the slowest server pace now, queries a second (0: none yet)
 	Latency   time.Duration `json:"latency"`             // mean time to an answer
 	Window    float64       `json:"window"`              // the smallest server window now
 	Cuts      int64         `json:"cuts,omitempty"`      // times a server's window was cut by time-outs
@@ -31,11 +33,15 @@ func (r *Resolver) Stats() Stats {
 		s.Latency = time.Duration(r.latency.Load() / s.Answers)
 	}
 	for i, sv := range r.servers {
-		w, _, n, cuts := sv.lim.state()
-		s.InFlight += n
-		s.Cuts += cuts
-		if i == 0 || w < s.Window {
-			s.Window = w
+		ls := sv.lim.state()
+		s.InFlight += ls.inflight
+		s.Waiting += ls.waiting
+		s.Cuts += ls.cuts
+		if i == 0 || ls.window < s.Window {
+			s.Window = ls.window
+		}
+		if i == 0 || ls.rate < s.Pace {
+			s.Pace = ls.rate
 		}
 	}
 	return s
