@@ -170,7 +170,7 @@ func (l *limiter) release(sent time.Time, timedOut bool) {
 		l.cut = now
 		l.cuts++
 		l.window = max(min(l.max, minWindow), l.window/2)
-		l.rate = max(minRate, 0.9*l.answeredRate(now), l.rate/2)
+		l.rate = max(minRate, l.answeredRate(now), l.rate/2)
 		l.next = now
 	case timedOut:
 	default:
@@ -188,7 +188,7 @@ func (l *limiter) release(sent time.Time, timedOut bool) {
 		case l.cuts < 2:
 			l.rate++
 		default:
-			l.rate += 0.05
+			l.rate += 0.1
 		}
 	}
 	l.admit()
