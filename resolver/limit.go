@@ -12,19 +12,21 @@ import (
 // rate. Without a pace a window is no bound on a server close by: with an
 // answer in a tenth of a millisecond, a window of one is ten thousand
 // queries a second, and a busy server drops what it cannot take, each drop
-// costing a time-out. So a time-out cuts both: the window halves (to no
-// less than minWindow) and the pace becomes what the server was seen to
-// answer lately (answeredRate), less a tenth, or half the pace it had,
-// whichever is more: after a quiet time the answers of the last second
-// say how much was asked, not how much the server takes, and the pace
-// then remembers it. The pace does not grow past twice what was answered
-// lately, for the same reason.
-// Answers grow them back: the window by one per answer until the first cut
-// (slow start) and by one per window of answers after; the pace by one
+// costing a time-out.
+//
+// So a time-out cuts both: the window halves (to no less than minWindow)
+// and the pace becomes what the server was seen to answer lately
+// (answeredRate) or half the pace it had, whichever is more: after a quiet
+// time the answers of the last second say how much was asked, not how
+// much the server takes, and the pace remembers it. Time-outs of queries
+// sent before the last cut are the same congestion and cut nothing more.
+//
+// Answers grow them back: the window by one per answer until the first
+// cut (slow start) and by one per window of answers after; the pace by one
 // query a second per answer until the second cut (the first comes of the
-// first burst, which measures the server poorly) and by a twentieth of
-// one after, about 5% a second. Time-outs of queries sent before the last
-// cut are the same congestion and cut nothing more.
+// first burst, which measures the server poorly) and by a tenth of one
+// after, about 10% a second, but never past twice what was answered
+// lately (growing unused, it would forget what the server takes).
 type limiter struct {
 	mu       sync.Mutex
 	max      float64
