@@ -87,13 +87,17 @@ var dnsSource = func() string {
 
 // dnsStats is the resolver's counters as a heartbeat carries them, nil
 // without Config.Names.
-func (s *Supervisor) dnsStats() *wire.DNSStats {
-	if s.cfg.Names == nil {
+func (s *Supervisor) dnsStats() *wire.DNSStats { return DNSStats(s.cfg.Names) }
+
+// DNSStats is what c (and its resolver) did, as heartbeats and summaries
+// carry it; nil for a nil c. Its Source names c in this process.
+func DNSStats(c *resolver.Cache) *wire.DNSStats {
+	if c == nil {
 		return nil
 	}
-	st := s.cfg.Names.Stats()
+	st := c.Stats()
 	return &wire.DNSStats{
-		Source:  fmt.Sprintf("%s/%p", dnsSource, s.cfg.Names),
+		Source:  fmt.Sprintf("%s/%p", dnsSource, c),
 		Lookups: st.Lookups, Cached: st.Hits + st.Stored + st.Coalesced, Queries: st.Queries,
 		Timeouts: st.Timeouts, InFlight: st.InFlight, LatencyMS: float64(st.Latency.Microseconds()) / 1000,
 	}

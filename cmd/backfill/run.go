@@ -303,6 +303,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return sc
 	}, c.ob, follow, stderr)
 	err = errors.Join(err, closeStream(), c.close())
+	if summary != nil && cf.names != nil {
+		// The supervisors' heartbeats lag; this process's cache is
+		// the whole of it.
+		summary.DNS = supervisor.DNSStats(cf.names)
+	}
 	if summary != nil {
 		err = errors.Join(err, writeSummary(summaryOut, summary, c.df.summary))
 	}
