@@ -16,7 +16,9 @@ import (
 //
 // So a time-out cuts both: the window halves (to no less than minWindow)
 // and the pace becomes what the server was seen to answer lately
-// (answeredRate) or half the pace it had, whichever is more: after a quiet
+// (answeredRate; at the first cut, which comes of the first burst, its
+// busiest tenth of a second times ten, which the second cut corrects) or
+// half the pace it had, whichever is more: after a quiet
 // time the answers of the last second say how much was asked, not how
 // much the server takes, and the pace remembers it. Time-outs of queries
 // sent before the last cut are the same congestion and cut nothing more.
@@ -172,7 +174,14 @@ func (l *limiter) release(sent time.Time, timedOut bool) {
 		l.cut = now
 		l.cuts++
 		l.window = max(min(l.max, minWindow), l.window/2)
-		l.rate = max(minRate, l.answeredRate(now), l.rate/2)
+		sum, peak := l.answered(now)
+		if l.cuts == 1 {
+			// The first burst: only its busiest tenth of a second says
+			// anything of the server (the second cut corrects it).
+			l.rate = max(minRate, peak*10)
+		} else {
+			l.rate = max(minRate, sum, peak*10/2, l.rate/2)
+		}
 		l.next = now
 	case timedOut:
 	default:
@@ -213,15 +222,20 @@ func (l *limiter) count(now time.Time) {
 // first burst, or right after a stall), where the busiest tenth also
 // holds what the server keeps for bursts.
 func (l *limiter) answeredRate(now time.Time) float64 {
+	sum, peak := l.answered(now)
+	return max(sum, peak*10/2)
+}
+
+// answered is the answers of the last second, and of its busiest tenth.
+func (l *limiter) answered(now time.Time) (sum, peak float64) {
 	e := now.UnixNano() / int64(100*time.Millisecond)
-	sum, peak := 0, 0
 	for _, t := range l.tenths {
 		if e-t.epoch < int64(len(l.tenths)) {
-			sum += t.n
-			peak = max(peak, t.n)
+			sum += float64(t.n)
+			peak = max(peak, float64(t.n))
 		}
 	}
-	return max(float64(sum), float64(peak)*10/2)
+	return sum, peak
 }
 
 // sample takes one round-trip time into the smoothed estimate.

@@ -255,7 +255,7 @@ func (r *Resolver) ask(ctx context.Context, name string, qtype uint16) (*dns.Msg
 		a := cutShort(ctx)
 		return nil, &a
 	case isTimeoutErr(last):
-		return nil, &Answer{Class: ClassTimeout, Error: fmt.Sprintf("no answer from %s after %d queries of %v", lastServer, r.cfg.Attempts, r.cfg.Timeout)}
+		return nil, &Answer{Class: ClassTimeout, Error: fmt.Sprintf("no answer from %s after %d queries, the last waiting %v", lastServer, r.cfg.Attempts, r.cfg.Timeout)}
 	}
 	return nil, &Answer{Class: ClassError, Error: last.Error()}
 }
