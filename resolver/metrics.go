@@ -14,6 +14,8 @@ var (
 		"DNS queries in flight.", nil, nil)
 	descLatency = prometheus.NewDesc("backfill_dns_latency_seconds",
 		"Mean time from sending a DNS query to its answer.", nil, nil)
+	descStoreErrs = prometheus.NewDesc("backfill_dns_store_errors_total",
+		"Reads or writes of the DNS cache's file that failed (the look-up went on without it).", nil, nil)
 	descWaiting = prometheus.NewDesc("backfill_dns_queries_waiting",
 		"DNS queries waiting for room under the servers' windows and paces.", nil, nil)
 	descPace = prometheus.NewDesc("backfill_dns_pace",
@@ -29,7 +31,7 @@ func (c *Cache) Collector() prometheus.Collector { return collector{c} }
 type collector struct{ c *Cache }
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLookups, descQueries, descTimeouts, descInFlight, descWaiting, descPace, descLatency, descWindow} {
+	for _, d := range []*prometheus.Desc{descLookups, descQueries, descTimeouts, descInFlight, descWaiting, descPace, descLatency, descWindow, descStoreErrs} {
 		ch <- d
 	}
 }
@@ -45,6 +47,7 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descLookups, st.Misses, "asked")
 	counter(descQueries, st.Queries)
 	counter(descTimeouts, st.Timeouts)
+	counter(descStoreErrs, st.StoreErrs)
 	ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(st.InFlight))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(st.Waiting))
 	ch <- prometheus.MustNewConstMetric(descPace, prometheus.GaugeValue, st.Pace)
