@@ -12,10 +12,12 @@
 // A Resolver asks one or more servers. Each server has a limiter: at most
 // Config.MaxInFlight queries at once, fewer after time-outs (the window
 // halves, as a congestion window does, and the pace of new queries drops to
-// what the server was seen to answer), growing back with answers. A query
-// that times out is sent again at most Config.Attempts times in all; then
-// the name fails with ClassTimeout, which callers treat as transient, unlike
-// ClassNXDomain.
+// what the server was seen to answer), growing back with answers
+// (limit.go). A query that times out is sent again, to the next server, at
+// most Config.Attempts times in all: the first tries wait a retransmission
+// time-out from the round trips seen (RFC 6298, at least 200 ms), the last
+// the whole Config.Timeout; then the name fails with ClassTimeout, which
+// callers treat as transient, unlike ClassNXDomain.
 //
 // A Cache keeps answers: addresses for their TTL within [Min, Max], a name
 // that does not exist (or has no address) for the negative TTL of its zone's
@@ -23,6 +25,13 @@
 // server failure or time-out for Failure only, in memory. Positive and
 // negative answers go to the Store too, so a restarted process asks nothing
 // it already knew. Concurrent look-ups of one name share one query.
+//
+// The common calls:
+//
+//	r, err := resolver.New(resolver.Config{Servers: []string{"127.0.0.1:53"}})
+//	st, err := resolver.OpenStore(ctx, stateDir) // STATE-DIR/dns.db
+//	c := resolver.NewCache(r, resolver.CacheConfig{Store: st})
+//	addrs, err := c.Addrs(ctx, "example.org") // *Error with a Class when none
 //
 // Resolver and Cache are safe for concurrent use. Stats reads their
 // counters for summaries, status and metrics.
