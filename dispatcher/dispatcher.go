@@ -209,6 +209,10 @@ type Summary struct {
 	Refreshed   int64 `json:"refreshed"`
 	Changed     int64 `json:"changed"`
 	Unconfirmed int64 `json:"unconfirmed"`
+
+	// DNS sums the supervisors' name resolution (see Status.DNS); nil
+	// when none has a resolver of its own.
+	DNS *wire.DNSStats `json:"dns,omitempty"`
 }
 
 // Progress is a snapshot passed to Config.Progress while Run works.
@@ -258,8 +262,9 @@ type Dispatcher struct {
 
 	refusalLogged map[string]loggedRefusal // refused handshakes logged (security.go)
 
-	left       []MemberStatus // dropped members, for the status file
-	statusWarn bool           // a failed status write was logged
+	left       []MemberStatus           // dropped members, for the status file
+	dns        map[string]wire.DNSStats // the latest DNS counters of each resolver (wire.DNSStats.Source)
+	statusWarn bool                     // a failed status write was logged
 
 	// For operators: the ledger (timeline, recent failures, tallies; see
 	// ledger.go), and the state and start of the Run in progress or last

@@ -40,7 +40,7 @@ const classBlacklisted = "blacklisted"
 // a robots.txt rule, a page too large or not HTML fail again.
 func transient(class string, status int) bool {
 	switch fetch.Class(class) {
-	case fetch.ClassDNS, fetch.ClassConnect, fetch.ClassTimeout, fetch.ClassBlocked, fetch.ClassRobotsUnavailable:
+	case fetch.ClassDNS, fetch.ClassDNSTimeout, fetch.ClassConnect, fetch.ClassTimeout, fetch.ClassBlocked, fetch.ClassRobotsUnavailable:
 		return true
 	case fetch.ClassStatus:
 		return status == http.StatusTooManyRequests || status >= 500 && status <= 599

@@ -20,7 +20,7 @@ func TestTransient(t *testing.T) {
 		status int
 		want   bool
 	}{
-		{"dns", 0, true}, {"connect", 0, true}, {"timeout", 0, true}, {"blocked-address", 0, true},
+		{"dns", 0, true}, {"dns-timeout", 0, true}, {"connect", 0, true}, {"timeout", 0, true}, {"blocked-address", 0, true},
 		{"blacklisted", 0, true}, {"robots-unavailable", 0, true},
 		{"bad-status", 500, true}, {"bad-status", 503, true}, {"bad-status", 429, true},
 		{"bad-status", 404, false}, {"bad-status", 410, false}, {"bad-status", 403, false},

@@ -354,6 +354,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 				if m := d.members[v.Supervisor]; m != nil {
 					m.beat(v)
 					d.led.heartbeat(v)
+					d.noteDNS(v)
 				}
 			default:
 				d.log.Debug("unexpected frame on intake", "kind", f.kind)
@@ -718,6 +719,7 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Refreshed:   d.total(&d.run.refreshed),
 		Changed:     d.total(&d.run.changed),
 		Unconfirmed: d.total(&d.run.unconfirmed),
+		DNS:         d.dnsTotal(),
 	}
 	s.RefusedBy = map[string]int64{}
 	for why, n := range map[string]int64{"match-key": d.total(&d.run.keyRefused), "registration": d.total(&d.run.refused), "handshake": d.recv.Refused()} {

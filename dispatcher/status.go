@@ -77,7 +77,10 @@ type Status struct {
 	SlowHosts []wire.HostPace    `json:"slow_hosts,omitempty"`
 	Backoff   []wire.HostBackoff `json:"backoff,omitempty"`
 	Recent    []ErrorNote        `json:"recent_errors,omitempty"`
-	Timeline  []Sample           `json:"timeline,omitempty"`
+	// DNS sums the supervisors' name resolution, each resolver (process)
+	// once, as last reported.
+	DNS      *wire.DNSStats `json:"dns,omitempty"`
+	Timeline []Sample       `json:"timeline,omitempty"`
 }
 
 // MemberStatus is one supervisor as the dispatcher sees it. Fetched,
@@ -171,7 +174,36 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 	s.Robots = maps.Clone(d.led.h.Robots)
 	s.Recent = d.led.recentErrors()
 	s.SlowHosts, s.Backoff = d.memberHosts()
+	s.DNS = d.dnsTotal()
 	return s
+}
+
+// noteDNS keeps a heartbeat's DNS counters, by resolver. Callers hold mu.
+func (d *Dispatcher) noteDNS(h *wire.Heartbeat) {
+	if h.DNS == nil {
+		return
+	}
+	if d.dns == nil {
+		d.dns = make(map[string]wire.DNSStats)
+	}
+	src := h.DNS.Source
+	if src == "" {
+		src = h.Supervisor
+	}
+	d.dns[src] = *h.DNS
+}
+
+// dnsTotal sums the resolvers' latest counters; nil when none reported.
+// Callers hold mu.
+func (d *Dispatcher) dnsTotal() *wire.DNSStats {
+	if len(d.dns) == 0 {
+		return nil
+	}
+	var t wire.DNSStats
+	for _, s := range d.dns {
+		t.Add(s)
+	}
+	return &t
 }
 
 // memberHosts merges the live members' latest accounts: the hosts

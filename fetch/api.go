@@ -41,6 +41,10 @@ const (
 	// 429, a reset or garbled answer), so RFC 9309 disallows everything
 	// until a retry succeeds (set by the supervisor).
 	ClassRobotsUnavailable Class = "robots-unavailable"
+	// ClassDNSTimeout: no DNS server answered in time (after the
+	// resolver's retries), which says nothing of the name, unlike
+	// ClassDNS; a rerun asks again.
+	ClassDNSTimeout Class = "dns-timeout"
 )
 
 // Error is a classified fetch failure.
@@ -125,8 +129,13 @@ type Config struct {
 	RootCAs     *x509.CertPool // nil: the system roots
 
 	// Resolver looks names up; nil means net.DefaultResolver. Tests point
-	// it at a DNS server on loopback.
+	// it at a DNS server on loopback. Names, when set, is asked instead.
 	Resolver *net.Resolver
+	// Names gives a host's addresses (the crawl's resolver cache, see
+	// package resolver); an error with Timeout() true is
+	// ClassDNSTimeout, any other ClassDNS. DNSTimeout does not apply:
+	// Names bounds its own look-ups.
+	Names Names
 
 	// MaxTransportHosts is how many distinct hosts one http.Transport
 	// serves before the Fetcher replaces it with a fresh one, since a
@@ -142,6 +151,11 @@ type Config struct {
 	// cover DNS answers and redirects; a refusal is ClassBlocked.
 	Deny     []netip.Prefix
 	DenyAddr func(netip.AddrPort) string
+}
+
+// Names looks up a host's addresses.
+type Names interface {
+	Addrs(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // Response is a fetched page.

@@ -235,8 +235,8 @@ func classify(ctx, parent context.Context, err error) (Class, error) {
 	if c, ok := contextClass(ctx, parent); ok {
 		switch host := resolvingOf(ctx); {
 		case c != ClassTimeout:
-		case dial && de.class == ClassDNS:
-			return ClassDNS, de.err
+		case dial && (de.class == ClassDNS || de.class == ClassDNSTimeout):
+			return de.class, de.err
 		case host != "":
 			return ClassDNS, fmt.Errorf("dns lookup of %s: no answer before the deadline: %w", host, contextErr(ctx, parent))
 		}

@@ -180,6 +180,9 @@ func (f *Fetcher) resolve(ctx context.Context, addr string) ([]netip.AddrPort, e
 		// some internal host: never a page on the public web.
 		return nil, &dialError{ClassBlocked, fmt.Errorf("unqualified host name %q refused", host)}
 	}
+	if f.cfg.Names != nil {
+		return f.resolveNames(ctx, host, port.Port())
+	}
 	lctx, cancel := context.WithTimeout(ctx, f.cfg.DNSTimeout)
 	defer cancel()
 	// A resolver that does not answer is a DNS failure, like one that
@@ -207,6 +210,51 @@ func (f *Fetcher) resolve(ctx context.Context, addr string) ([]netip.AddrPort, e
 		out = append(out, netip.AddrPortFrom(ip.WithZone(""), port.Port()))
 	}
 	return out, nil
+}
+
+// resolveNames asks Config.Names for host's addresses. Its answer is
+// usually at hand: the supervisor resolved the host before handing its
+// task to a worker.
+func (f *Fetcher) resolveNames(ctx context.Context, host string, port uint16) ([]netip.AddrPort, error) {
+	noteResolving(ctx, host)
+	ips, err := f.cfg.Names.Addrs(ctx, host)
+	noteResolving(ctx, "")
+	if err != nil {
+		class := ClassDNS
+		var te interface{ Timeout() bool }
+		if errors.As(err, &te) && te.Timeout() {
+			class = ClassDNSTimeout
+		}
+		return nil, &dialError{class, err}
+	}
+	if len(ips) == 0 {
+		return nil, &dialError{ClassDNS, fmt.Errorf("dns lookup of %s: no addresses", host)}
+	}
+	out := make([]netip.AddrPort, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, netip.AddrPortFrom(ip.WithZone(""), port))
+	}
+	return out, nil
+}
+
+// NeedsLookup reports whether a request to hostport ("host:port") asks
+// DNS: not for a host pinned by Config.Resolve, an IP literal, a
+// localhost name or a dotless name (refused unless AllowPrivate).
+func (f *Fetcher) NeedsLookup(hostport string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if _, ok := f.lookupResolve(host, port); ok {
+		return false
+	}
+	if _, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return false
+	}
+	if isLocalhostName(host) {
+		return false
+	}
+	return strings.Contains(strings.TrimSuffix(host, "."), ".") || f.cfg.AllowPrivate
 }
 
 // lookupResolve finds host:port in Config.Resolve, case-insensitively.

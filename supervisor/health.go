@@ -84,7 +84,7 @@ func troubleOf(resp *fetch.Response, err error) trouble {
 		return troubleNone
 	}
 	switch fetch.ClassOf(err) {
-	case fetch.ClassDNS, fetch.ClassConnect, fetch.ClassTLS, fetch.ClassTimeout,
+	case fetch.ClassDNS, fetch.ClassDNSTimeout, fetch.ClassConnect, fetch.ClassTLS, fetch.ClassTimeout,
 		fetch.ClassProtocol, fetch.ClassBlocked:
 		return troubleNetwork
 	case fetch.ClassCanceled:
@@ -97,7 +97,7 @@ func troubleOf(resp *fetch.Response, err error) trouble {
 // reached at all.
 func networkClass(c fetch.Class) bool {
 	switch c {
-	case fetch.ClassDNS, fetch.ClassConnect, fetch.ClassTLS, fetch.ClassTimeout,
+	case fetch.ClassDNS, fetch.ClassDNSTimeout, fetch.ClassConnect, fetch.ClassTLS, fetch.ClassTimeout,
 		fetch.ClassProtocol, fetch.ClassBlocked:
 		return true
 	}

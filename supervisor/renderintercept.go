@@ -281,7 +281,7 @@ func failReason(err error) network.ErrorReason {
 	switch c := fetch.ClassOf(err); c {
 	case fetch.ClassRobots, fetch.ClassBlocked, fetch.Class(ClassBlacklisted), fetch.Class(ClassCrawlDelay):
 		return network.ErrorReasonBlockedByClient
-	case fetch.ClassDNS:
+	case fetch.ClassDNS, fetch.ClassDNSTimeout:
 		return network.ErrorReasonNameNotResolved
 	case fetch.ClassConnect:
 		return network.ErrorReasonConnectionFailed

@@ -28,9 +28,13 @@ type host struct {
 	tasks []*wire.Task // FIFO
 	subs  []*subReq    // FIFO; requests of pages being rendered, served before tasks (subrequest.go)
 	busy  bool         // held by a worker
-	ready time.Time    // earliest time the next turn may start
-	index int          // position in the ready heap; -1 when not in it
-	seq   uint64       // push order, breaks ties between equal ready times
+	// resolving: the host's name is being looked up (names.go); it
+	// joins the ready heap when the answer is in, so no worker waits on
+	// DNS.
+	resolving bool
+	ready     time.Time // earliest time the next turn may start
+	index     int       // position in the ready heap; -1 when not in it
+	seq       uint64    // push order, breaks ties between equal ready times
 
 	// Owned by the holder.
 	robots *robotsRules // nil until loaded from the cache or fetched
@@ -61,6 +65,15 @@ type scheduler struct {
 	stopped  bool
 	wake     chan struct{}  // closed and replaced whenever waiters should look again
 	idle     *lru[struct{}] // idle hosts by name, least recently released last
+	names    nameWait       // nil: hosts need no look-up before their turn
+}
+
+// nameWait is what the scheduler asks of name resolution: whether a
+// host's name must be looked up before a worker may take it, and to start
+// that look-up, which calls resolved when it ends.
+type nameWait interface {
+	needs(hostName string) bool
+	start(hostName string)
 }
 
 func newScheduler(capacity, maxIdle int) *scheduler {
@@ -130,10 +143,43 @@ func (s *scheduler) add(hostName string, t *wire.Task) (replaced bool, err error
 	h.tasks = append(h.tasks, t)
 	s.held++
 	if !h.busy && h.index < 0 {
-		s.push(h)
-		s.notify()
+		s.wantTurn(h)
 	}
 	return false, nil
+}
+
+// wantTurn puts a host with work that is neither held nor in line in line
+// for a worker: into the ready heap, or first into a look-up of its name
+// when that is not at hand. Callers hold mu.
+func (s *scheduler) wantTurn(h *host) {
+	if h.resolving {
+		return
+	}
+	if s.names != nil && s.names.needs(h.name) {
+		h.resolving = true
+		s.names.start(h.name)
+		return
+	}
+	s.push(h)
+	s.notify()
+}
+
+// resolved ends the look-up of hostName's name: the host joins the ready
+// heap if it has work. Its answer, good or bad, is in the resolver's
+// cache, where the worker's fetch finds it.
+func (s *scheduler) resolved(hostName string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.hosts[hostName]
+	if h == nil || !h.resolving {
+		return
+	}
+	h.resolving = false
+	if s.stopped || h.busy || h.index >= 0 || (len(h.tasks) == 0 && len(h.subs) == 0) {
+		return
+	}
+	s.push(h)
+	s.notify()
 }
 
 // push puts h in the ready heap. Callers hold mu.
@@ -236,8 +282,7 @@ func (s *scheduler) release(h *host, ready time.Time) {
 		return
 	}
 	if len(h.tasks) > 0 || len(h.subs) > 0 {
-		s.push(h)
-		s.notify()
+		s.wantTurn(h)
 		return
 	}
 	s.idle.put(h.name, struct{}{})
@@ -263,7 +308,8 @@ func (s *scheduler) counts() (held, hosts int) {
 }
 
 // states counts the hosts with tasks: ready for a turn now, waiting for
-// their delay (or a back-off) to end, and held by a worker.
+// their delay (or a back-off) to end or for their name's look-up, and held
+// by a worker.
 func (s *scheduler) states(now time.Time) (ready, waiting, busy int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -275,8 +321,11 @@ func (s *scheduler) states(now time.Time) (ready, waiting, busy int) {
 		}
 	}
 	for _, h := range s.hosts {
-		if h.busy {
+		switch {
+		case h.busy:
 			busy++
+		case h.resolving:
+			waiting++
 		}
 	}
 	return ready, waiting, busy

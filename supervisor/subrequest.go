@@ -123,8 +123,7 @@ func (s *scheduler) addSub(hostName string, sr *subReq) error {
 	h := s.hostLocked(hostName)
 	h.subs = append(h.subs, sr)
 	if !h.busy && h.index < 0 {
-		s.push(h)
-		s.notify()
+		s.wantTurn(h)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"backfill/backoff"
 	"backfill/etl"
 	"backfill/fetch"
+	"backfill/resolver"
 	"backfill/robots"
 	"backfill/store"
 	"backfill/wire"
@@ -82,6 +83,10 @@ type Config struct {
 	Mappings *etl.Set        // required; its digest is advertised
 	Fetch    fetch.Config    // the supervisor builds its Fetcher from this
 	Cache    store.HostCache // robots.txt and last-crawl caches; nil keeps them in memory only
+	// Names resolves host names before their tasks reach a worker (see
+	// names.go) and gives the fetchers their addresses. Nil: each fetch
+	// looks its host up itself (Fetch.Resolver).
+	Names *resolver.Cache
 
 	DefaultDelay  time.Duration // between requests to a host without Crawl-delay; default 15s; NoDelay for none
 	MaxCrawlDelay time.Duration // a longer Crawl-delay skips the host (class "crawl-delay"); default 60s
@@ -180,6 +185,7 @@ type Supervisor struct {
 	in      *wire.Receiver
 	out     *wire.Sender
 	fetcher *fetch.Fetcher
+	lookups *lookups  // nil without Config.Names
 	render  *renderer // nil when not a render node
 	// On a render node: subFetcher makes the requests of rendered pages
 	// (no meta refresh: the browser follows its own), docs keeps the HTML
@@ -337,6 +343,9 @@ func New(cfg Config) (*Supervisor, error) {
 	} else {
 		cfg.Fetch.DenyAddr = hs.addrRefused
 	}
+	if cfg.Names != nil {
+		cfg.Fetch.Names = cfg.Names
+	}
 	robotsFetch := cfg.Fetch
 	robotsFetch.MaxRedirects = robotsMaxRedirects
 	robotsFetch.IgnoreMetaRefresh = true
@@ -400,6 +409,10 @@ func New(cfg Config) (*Supervisor, error) {
 		s.docs = newRenderDocs(renderDocsMax, renderDocsBytes, renderDocsTTL)
 	}
 	hs.spill = s.recordLastCrawl
+	if cfg.Names != nil {
+		s.lookups = newLookups(cfg.Names, s.fetcher, s.sched)
+		s.sched.names = s.lookups
+	}
 	if s.advert == "" {
 		s.advert = s.endpoint
 	}
@@ -448,6 +461,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	<-gctx.Done()
 	s.sched.stop()
+	s.stopLookups()
 	runErr := g.Wait()
 	s.surveys.Wait() // the reader that starts them has stopped
 	s.renders.Wait() // their requests fail at once with the workers gone
@@ -476,6 +490,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 func (s *Supervisor) Close() error {
 	s.closeOnce.Do(func() {
 		s.sched.stop()
+		s.stopLookups()
 		s.fetcher.Close()
 		s.robotsFetcher.Close()
 		s.subFetcher.Close()
@@ -775,6 +790,7 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		RSS:      rss(),
 		At:       time.Now().UTC(),
 		Surveys:  s.surveyHeld.list(),
+		DNS:      s.dnsStats(),
 	}
 	if s.render != nil {
 		rs := s.render.Stats()

@@ -10,7 +10,8 @@
 // (STATE-DIR/survey.db, state.go), resume the job's unfinished run or
 // start a new one, and plan it once:
 //
-//	web:   domains file ─► Resolver (miekg/dns) through the DNS cache (dnscache.go)
+//	web:   domains file ─► package resolver (the crawl's), through a cache kept
+//	       in the state's dns table (web.go, resolveAll)
 //	       ─► unresolved rows, rows copied from the previous run (rescans),
 //	          and one task per address with its domains, ordered by name server
 //	ports: targets (IPs, CIDRs, names) or the Random draw (random.go)

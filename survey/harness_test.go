@@ -17,6 +17,7 @@ import (
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/mappings"
+	dnsresolver "backfill/resolver"
 	"backfill/supervisor"
 	"backfill/survey"
 	"backfill/survey/surveytest"
@@ -123,12 +124,13 @@ func webSpec(w *surveytest.Web) wire.SurveySpec {
 const webPer24 = 4
 
 // resolver asks a Prompt zone.
-func resolver(t testing.TB, w *surveytest.Web) *survey.Resolver {
+func resolver(t testing.TB, w *surveytest.Web) *dnsresolver.Resolver {
 	return resolverTimeout(t, w, patientDNSTimeout)
 }
 
-func resolverTimeout(t testing.TB, w *surveytest.Web, timeout time.Duration) *survey.Resolver {
-	r, err := survey.NewResolver(w.DNS, timeout)
+// resolverTimeout asks each question at most twice.
+func resolverTimeout(t testing.TB, w *surveytest.Web, timeout time.Duration) *dnsresolver.Resolver {
+	r, err := dnsresolver.New(dnsresolver.Config{Servers: []string{w.DNS}, Timeout: timeout, Attempts: 2, NS: true, BothFamilies: true})
 	if err != nil {
 		t.Fatal(err)
 	}

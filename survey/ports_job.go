@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"backfill/seconds"
+	"backfill/resolver"
 	"backfill/wire"
 )
 
@@ -26,7 +27,7 @@ type PortsConfig struct {
 	// AllowLoopback lets targets in 127.0.0.0/8 through the blocklist
 	// (tests and demos); random draws never include them.
 	AllowLoopback bool
-	Resolver      *Resolver // for target names; nil refuses names
+	Resolver      *resolver.Resolver // for target names; nil refuses names
 }
 
 // ErrNoBlocklist: a port survey needs a blocklist in effect.

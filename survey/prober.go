@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"syscall"
 	"time"
@@ -141,4 +142,9 @@ func dialState(err error, dctx, ctx context.Context) string {
 		return PortFiltered
 	}
 	return PortError
+}
+
+func isTimeoutErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

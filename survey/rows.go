@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"backfill/seconds"
+	"backfill/resolver"
 	"backfill/wire"
 )
 
@@ -29,7 +30,7 @@ type WebRow struct {
 	IP         string          `json:"ip,omitempty"`         // the address probed
 	SharedIP   bool            `json:"shared_ip,omitempty"`  // the probes are those of ProbedAs, on the same address
 	ProbedAs   string          `json:"probed_as,omitempty"`  // with SharedIP: the domain that was probed
-	DNS        Answer          `json:"dns"`                  // what DNS said
+	DNS        resolver.Answer `json:"dns"`                  // what DNS said
 	DNSCached  bool            `json:"dns_cached,omitempty"` // the answer came from the state's DNS cache
 	DNSAt      time.Time       `json:"dns_at,omitzero"`
 	Probes     []wire.WebProbe `json:"probes,omitempty"` // one per scheme

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"backfill/resolver"
 	"backfill/store"
 )
 
@@ -160,10 +161,10 @@ type task struct {
 
 // hostEntry is a domain of a web task with what its row needs.
 type hostEntry struct {
-	Domain string    `json:"domain"`
-	Seq    int64     `json:"seq"` // the domain's place in the input
-	DNS    Answer    `json:"dns"`
-	At     time.Time `json:"at,omitzero"` // when DNS answered
+	Domain string          `json:"domain"`
+	Seq    int64           `json:"seq"` // the domain's place in the input
+	DNS    resolver.Answer `json:"dns"`
+	At     time.Time       `json:"at,omitzero"` // when DNS answered
 }
 
 // names are the task's domains.

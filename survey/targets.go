@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"backfill/resolver"
 )
 
 // domainIn is one domain of the input and where it was read.
@@ -173,7 +175,7 @@ type portTarget struct {
 // expandTargets turns --targets items (IP, CIDR or host name) into
 // addresses, resolving names with res, in the order given, each address
 // once.
-func expandTargets(ctx context.Context, items []string, res *Resolver) ([]portTarget, InputReport, error) {
+func expandTargets(ctx context.Context, items []string, res *resolver.Resolver) ([]portTarget, InputReport, error) {
 	var rep InputReport
 	var out []portTarget
 	seen := map[netip.Addr]bool{}

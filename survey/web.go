@@ -12,14 +12,15 @@ import (
 	"sync"
 	"time"
 
+	"backfill/resolver"
 	"backfill/wire"
 )
 
 // WebConfig is a web survey: the web-server metadata of many domains.
 type WebConfig struct {
 	Config
-	Domains  string    // the domain list: one a line, or CSV with a "domain" column
-	Resolver *Resolver // required
+	Domains  string             // the domain list: one a line, or CSV with a "domain" column
+	Resolver *resolver.Resolver // required (with NS and BothFamilies, see resolver.Config)
 	// DNSWorkers bounds the lookups in flight. Default 32.
 	DNSWorkers int
 	// MinTTL and MaxTTL bound how long an answer stays in the DNS cache.
@@ -49,10 +50,10 @@ func RunWeb(ctx context.Context, cfg WebConfig) (*Summary, error) {
 		cfg.DNSWorkers = DefaultDNSWorkers
 	}
 	if cfg.MinTTL <= 0 {
-		cfg.MinTTL = DefaultMinTTL
+		cfg.MinTTL = resolver.DefaultMinTTL
 	}
 	if cfg.MaxTTL <= 0 {
-		cfg.MaxTTL = DefaultMaxTTL
+		cfg.MaxTTL = resolver.DefaultMaxTTL
 	}
 	cfg.MaxTTL = max(cfg.MaxTTL, cfg.MinTTL)
 	params, _ := json.Marshal(map[string]any{"domains": cfg.Domains, "schemes": cfg.Spec.Schemes, "every_host": cfg.Spec.EveryHost})
@@ -94,9 +95,9 @@ func planWeb(ctx context.Context, cfg WebConfig, st *state, cur run, prev *run) 
 	nsOf := map[netip.Addr]string{}
 	for i, d := range domains {
 		a := answers[i]
-		h := hostEntry{Domain: d.name, Seq: d.seq, DNS: a.Answer, At: a.At}
+		h := hostEntry{Domain: d.name, Seq: d.seq, DNS: a, At: a.At}
 		if a.Class != "" {
-			r := WebRow{Domain: d.name, Outcome: Unresolved, Class: a.Class, DNS: a.Answer, DNSCached: a.Cached, DNSAt: a.At, At: a.At}
+			r := WebRow{Domain: d.name, Outcome: Unresolved, Class: a.Class, DNS: a, DNSCached: a.Cached, DNSAt: a.At, At: a.At}
 			rows = append(rows, webRow(d.seq, r))
 			continue
 		}
@@ -104,7 +105,7 @@ func planWeb(ctx context.Context, cfg WebConfig, st *state, cur run, prev *run) 
 		if p, ok := previous[d.name]; ok && cfg.MaxAge > 0 && p.Outcome != Unresolved &&
 			slices.Equal(p.DNS.IPs, a.IPs) && now.Sub(p.At) <= cfg.MaxAge {
 			p.CopiedFrom = prevName
-			p.DNS, p.DNSCached, p.DNSAt = a.Answer, a.Cached, a.At // the answer that was checked now
+			p.DNS, p.DNSCached, p.DNSAt = a, a.Cached, a.At // the answer that was checked now
 			rows = append(rows, webRow(d.seq, p))
 			continue
 		}
@@ -147,31 +148,23 @@ func probeAddr(addrs []netip.Addr) netip.Addr {
 	return addrs[0]
 }
 
-// resolveAll looks every domain up, DNSWorkers at a time, through the
-// cache.
-func resolveAll(ctx context.Context, cfg WebConfig, st *state, domains []domainIn) ([]cached, error) {
-	cache := &dnsCache{st: st, min: cfg.MinTTL, max: cfg.MaxTTL}
-	out := make([]cached, len(domains))
+// resolveAll looks every domain up, DNSWorkers at a time, through a
+// cache kept in the state's dns table: answers that resolved, and negative
+// ones (nxdomain, nodata), until their TTL (bounded by MinTTL and MaxTTL)
+// expires; failures (servfail, timeout, refused) are asked again next
+// time.
+func resolveAll(ctx context.Context, cfg WebConfig, st *state, domains []domainIn) ([]resolver.Answer, error) {
+	cache := resolver.NewCache(cfg.Resolver, resolver.CacheConfig{
+		Min: cfg.MinTTL, Max: cfg.MaxTTL, Negative: cfg.MinTTL,
+		Store: resolver.NewSQLStore(st.db, "dns"), Now: cfg.now,
+	})
+	out := make([]resolver.Answer, len(domains))
 	todo := make(chan int)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
 	for range cfg.DNSWorkers {
 		wg.Go(func() {
 			for i := range todo {
-				name := domains[i].name
-				now := cfg.now()
-				c, ok, err := cache.get(ctx, name, now)
-				if err == nil && !ok {
-					c = cached{Answer: cfg.Resolver.Lookup(ctx, name), At: now}
-					err = cache.put(ctx, name, c.Answer, now)
-				}
-				if err != nil {
-					mu.Lock()
-					firstErr = cmpErr(firstErr, err)
-					mu.Unlock()
-				}
-				out[i] = c
+				out[i] = cache.Lookup(ctx, domains[i].name)
 			}
 		})
 	}
@@ -189,7 +182,10 @@ func resolveAll(ctx context.Context, cfg WebConfig, st *state, domains []domainI
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return out, firstErr
+	if n := cache.Stats().StoreErrs; n > 0 {
+		return out, fmt.Errorf("survey: dns cache in %s: %d reads or writes failed", st.path, n)
+	}
+	return out, nil
 }
 
 func cmpErr(a, b error) error {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	dnsresolver "backfill/resolver"
 	"backfill/survey"
 	"backfill/survey/surveytest"
 	"backfill/wire"
@@ -23,13 +24,13 @@ func checkRow(t *testing.T, w *surveytest.Web, i int, r survey.WebRow) {
 	t.Helper()
 	switch w.Class(i) {
 	case surveytest.NameNX:
-		want(t, r, survey.Unresolved, survey.DNSNXDomain)
+		want(t, r, survey.Unresolved, dnsresolver.ClassNXDomain)
 		return
 	case surveytest.NameServFail:
-		want(t, r, survey.Unresolved, survey.DNSServFail)
+		want(t, r, survey.Unresolved, dnsresolver.ClassServFail)
 		return
 	case surveytest.NameSlow:
-		want(t, r, survey.Unresolved, survey.DNSTimeout)
+		want(t, r, survey.Unresolved, dnsresolver.ClassTimeout)
 		return
 	case surveytest.NameCNAME:
 		if !slices.Equal(r.DNS.CNAMEs, []string{fmt.Sprintf("h%05d.hosting.test", i)}) {
@@ -234,7 +235,7 @@ func TestWebTimeouts(t *testing.T) {
 			}
 		}
 	}
-	for _, c := range []string{survey.WebTimeout, survey.WebConnectTimeout, survey.DNSTimeout} {
+	for _, c := range []string{survey.WebTimeout, survey.WebConnectTimeout, dnsresolver.ClassTimeout} {
 		if !classes[c] {
 			t.Errorf("no row of class %s", c)
 		}

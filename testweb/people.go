@@ -97,7 +97,18 @@ type PeopleOptions struct {
 	CrawlDelay time.Duration
 	Latency    time.Duration // added before every response
 	Logger     *slog.Logger  // the HTTP server's own errors; nil discards
+	// Addr is the address to listen at; "" picks a free port on
+	// 127.0.0.1. A crawl that finds the hosts by DNS needs port 80.
+	Addr string
+	// DeadSites, when positive, makes every profile link to its
+	// person's own website, one of DeadSites host names
+	// (DeadSiteName) that exist nowhere, as people's pages on the web
+	// link to sites long gone.
+	DeadSites int
 }
+
+// DeadSiteName is the host name of dead site i (PeopleOptions.DeadSites).
+func DeadSiteName(i int) string { return fmt.Sprintf("www.own-site-%04d.example", i+1) }
 
 // StartPeople starts the people web on 127.0.0.1 at a free port. Pages are
 // generated on request from a model of a few small tables (who is where,
@@ -128,7 +139,7 @@ func StartPeople(opts PeopleOptions) (*Web, error) {
 		return nil, fmt.Errorf("testweb: negative Crawl-delay %s", opts.CrawlDelay)
 	}
 	s := newPeopleSite(opts)
-	w, err := start(s, "", opts.Latency, opts.Logger)
+	w, err := start(s, opts.Addr, opts.Latency, opts.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -382,6 +393,7 @@ type peopleTeam struct {
 
 type peopleSite struct {
 	hostCount, pageCount int
+	deadSites            int
 	robots               []byte
 
 	records []peopleRecord
@@ -401,7 +413,7 @@ func newPeopleSite(o PeopleOptions) *peopleSite {
 	}
 	robots += "Disallow: /private/\n"
 	s := &peopleSite{
-		hostCount: o.Hosts, pageCount: o.Pages, robots: []byte(robots),
+		hostCount: o.Hosts, pageCount: o.Pages, deadSites: o.DeadSites, robots: []byte(robots),
 		private: make(map[int]bool),
 		seeAlso: make(map[int][]int),
 		homes:   make(map[string][]string),
@@ -847,6 +859,10 @@ func (s *peopleSite) profile(m peopleMember, links []string) string {
 			fmt.Fprintf(&b, "  <li><a href=\"%s\">%s</a></li>\n", htmlEscape(l), htmlEscape(s.person(s.bySlug[path.Base(l)]).name))
 		}
 		b.WriteString("</ul>\n")
+	}
+	if s.deadSites > 0 {
+		site := DeadSiteName(int(mix(uint64(s.bySlug[m.slug])) % uint64(s.deadSites)))
+		fmt.Fprintf(&b, "<p class=\"website\">Website: <a href=\"http://%s/\">%s</a></p>\n", site, site)
 	}
 	title := m.name + " · " + peopleHost(m.host)
 	if m.layout == LayoutJS {

@@ -98,6 +98,37 @@ type Heartbeat struct {
 	// dispatcher renews their leases, so a task outlasts its lease only
 	// when its supervisor no longer has it.
 	Surveys []string `json:"surveys,omitempty"`
+
+	// DNS is what the supervisor's name resolution did since it started
+	// (appended; older peers and supervisors without a resolver of their
+	// own omit it).
+	DNS *DNSStats `json:"dns,omitempty"`
+}
+
+// DNSStats counts a process's DNS look-ups and queries (package resolver's
+// Stats, as operators see them).
+type DNSStats struct {
+	// Source names the process whose resolver this is: supervisors of
+	// one process share it, and a sum counts it once.
+	Source    string  `json:"source,omitempty"`
+	Lookups   int64   `json:"lookups"`    // names looked up
+	Cached    int64   `json:"cached"`     // answered from the cache (memory or the state's file), or by a look-up of the same name in progress
+	Queries   int64   `json:"queries"`    // DNS queries sent, retries included
+	Timeouts  int64   `json:"timeouts"`   // queries not answered in time
+	InFlight  int     `json:"in_flight"`  // queries in flight
+	LatencyMS float64 `json:"latency_ms"` // mean time to an answer
+}
+
+// Add sums o into s (a dispatcher's view of its members).
+func (s *DNSStats) Add(o DNSStats) {
+	s.Lookups += o.Lookups
+	s.Cached += o.Cached
+	s.Queries += o.Queries
+	s.Timeouts += o.Timeouts
+	s.InFlight += o.InFlight
+	if n := s.Queries; n > 0 {
+		s.LatencyMS = (s.LatencyMS*float64(n-o.Queries) + o.LatencyMS*float64(o.Queries)) / float64(n)
+	}
 }
 
 // HostPace is how one supervisor's requests to one host went, since the

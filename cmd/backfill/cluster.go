@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -104,10 +105,25 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer st.Close()
+	// The DNS cache lives in the state directory when this supervisor
+	// uses one: its store is there, or it was given. A supervisor given
+	// only --store keeps it in memory rather than make ./backfill-state.
+	dnsDir := *stateDir
+	stateGiven := false
+	fs.Visit(func(f *flag.Flag) { stateGiven = stateGiven || f.Name == "state-dir" })
+	if uri, _ := sf.target(); uri != "" && !stateGiven {
+		dnsDir = ""
+	}
+	closeNames, err := cf.openNames(ctx, dnsDir, log)
+	if err != nil {
+		return err
+	}
+	defer closeNames()
 	ob, err := of.start(log)
 	if err != nil {
 		return err
 	}
+	ob.names(cf.names)
 	cfg := cf.supervisorConfig(*name, *dispatcherEP, set, st, log)
 	cfg.Listen = *listen
 	cfg.Advertise = *advertise

@@ -19,6 +19,7 @@ import (
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/mappings"
+	"backfill/resolver"
 	"backfill/store"
 	"backfill/supervisor"
 )
@@ -390,6 +391,9 @@ type crawlerFlags struct {
 	parser        etl.HTMLParser // read from htmlParser by validate
 
 	render renderFlags // registered by run and supervisor only: render.register
+
+	dns   resolverFlags
+	names *resolver.Cache // set by openNames; nil: fetches resolve for themselves
 }
 
 func (c *crawlerFlags) register(fs *flag.FlagSet) {
@@ -410,6 +414,7 @@ func (c *crawlerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.contentSeen, "content-seen", false, "fingerprint pages so duplicates (same host, same or nearly the same text) are not expanded")
 	fs.Var(c.resolve, "resolve", "host:port:address:port — connect there instead of resolving host (repeatable)")
 	fs.StringVar(&c.blacklistFile, "blacklist", "", "file of hosts (subdomains included), IPs and CIDRs never to fetch, one a line, # comments")
+	c.dns.register(fs, resolver.DefaultTimeout, resolver.DefaultAttempts)
 	fs.StringVar(&c.htmlParser, "html-parser", defaultHTMLParser(), "how pages are parsed: fast (a fast tree builder, html.Parse for what it does not take) or standard (html.Parse for every page); default from "+htmlParserEnv+", else fast")
 }
 
@@ -434,6 +439,9 @@ func (c *crawlerFlags) userAgentString() string {
 
 func (c *crawlerFlags) validate() error {
 	if err := c.render.validate(); err != nil {
+		return err
+	}
+	if err := c.dns.validate(); err != nil {
 		return err
 	}
 	if c.workers < 1 {
@@ -461,7 +469,7 @@ func (c *crawlerFlags) validate() error {
 }
 
 func (c *crawlerFlags) fetchConfig() fetch.Config {
-	return fetch.Config{
+	fc := fetch.Config{
 		UserAgent:     c.userAgentString(),
 		Timeout:       c.timeout,
 		HeaderTimeout: c.headerTimeout,
@@ -473,6 +481,10 @@ func (c *crawlerFlags) fetchConfig() fetch.Config {
 		AllowPrivate:  c.allowPrivate,
 		Deny:          c.blacklist.Prefixes,
 	}
+	if c.names != nil {
+		fc.Names = c.names
+	}
+	return fc
 }
 
 func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *etl.Set, cache store.HostCache, log *slog.Logger) supervisor.Config {
@@ -487,6 +499,7 @@ func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *et
 		Mappings:      set.WithHTMLParser(c.parser),
 		Fetch:         c.fetchConfig(),
 		Cache:         cache,
+		Names:         c.names,
 		DefaultDelay:  delay,
 		MaxCrawlDelay: c.maxDelay,
 		ContentSeen:   c.contentSeen,

@@ -147,6 +147,11 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 		opts.PagesPerHost = pagesPerHost(teachers)
 	}
 
+	closeNames, err := cf.openNames(ctx, *stateDir, nil)
+	if err != nil {
+		return err
+	}
+	defer closeNames()
 	f := fetch.New(cf.fetchConfig())
 	defer f.Close()
 	ua := cf.userAgentString()

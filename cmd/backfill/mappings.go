@@ -151,6 +151,11 @@ func mappingsTry(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	target := fs.Arg(0)
+	closeNames, err := cf.openNames(ctx, "", nil)
+	if err != nil {
+		return err
+	}
+	defer closeNames()
 	set, err := loadSet(*dir)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"backfill/dispatcher"
 	"backfill/metrics"
+	"backfill/resolver"
 	"backfill/statuspage"
 	"backfill/supervisor"
 )
@@ -149,6 +150,15 @@ func (ob *observer) supervisor(s *supervisor.Supervisor, name string) {
 		return
 	}
 	metrics.Labeled(ob.reg, "supervisor", name).MustRegister(s.Collector())
+}
+
+// names makes the process's resolver metrics served (once: run's
+// supervisors share one cache).
+func (ob *observer) names(c *resolver.Cache) {
+	if ob == nil || c == nil {
+		return
+	}
+	ob.reg.MustRegister(c.Collector())
 }
 
 // stop ends the listeners and returns what made one fail, if anything.

@@ -283,6 +283,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	closeNames, err := cf.openNames(ctx, c.df.stateDir, c.log)
+	if err != nil {
+		return errors.Join(err, c.close())
+	}
+	defer closeNames()
+	c.ob.names(cf.names)
 	var follow *follower
 	summaryOut := stdout
 	closeStream := func() error { return nil }
@@ -303,6 +309,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return sc
 	}, c.ob, follow, stderr)
 	err = errors.Join(err, closeStream(), c.close())
+	if summary != nil && cf.names != nil {
+		// The supervisors' heartbeats lag; this process's cache is
+		// the whole of it.
+		summary.DNS = supervisor.DNSStats(cf.names)
+	}
 	if summary != nil {
 		err = errors.Join(err, writeSummary(summaryOut, summary, c.df.summary))
 	}

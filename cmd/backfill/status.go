@@ -151,6 +151,9 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 	}
 	fmt.Fprintf(w, "pages      %d (%.1f/s over %s)  expired leases %d  late results %d%s\n", s.Pages, s.PagesPerSec,
 		(time.Duration(s.ElapsedSeconds * float64(time.Second))).Round(time.Second), s.Expired, s.Late, restarts)
+	if s.DNS != nil && s.DNS.Lookups > 0 {
+		fmt.Fprintf(w, "dns        %s\n", dnsLine(*s.DNS))
+	}
 	if len(s.Errors) > 0 {
 		fmt.Fprint(w, "errors    ")
 		for _, k := range slices.Sorted(maps.Keys(s.Errors)) {

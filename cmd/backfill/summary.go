@@ -11,6 +11,7 @@ import (
 
 	"backfill/dispatcher"
 	"backfill/fetch"
+	"backfill/wire"
 )
 
 // writeSummary reports a finished run: as text on w, and as JSON in path
@@ -46,6 +47,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		restarts = fmt.Sprintf("  (the whole crawl: %d dispatcher restart(s))", s.Restarts)
 	}
 	fmt.Fprintf(w, "working time: %s  pages/s: %.1f%s\n", s.Elapsed.Round(time.Millisecond), s.PagesPerSec, restarts)
+	if s.DNS != nil && s.DNS.Lookups > 0 {
+		fmt.Fprintf(w, "dns: %s\n", dnsLine(*s.DNS))
+	}
 	if s.Refused > 0 {
 		fmt.Fprintf(w, "refused: %d  (%s)\n", s.Refused, countsLine(s.RefusedBy))
 	}
@@ -161,4 +165,10 @@ func countsLine(m map[string]int64) string {
 		return "none"
 	}
 	return strings.Join(parts, " ")
+}
+
+// dnsLine says what the supervisors' name resolution did, in one line.
+func dnsLine(d wire.DNSStats) string {
+	return fmt.Sprintf("%d look-ups (%d cached)  %d queries (%d timed out)  %d in flight  mean answer %.1fms",
+		d.Lookups, d.Cached, d.Queries, d.Timeouts, d.InFlight, d.LatencyMS)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"backfill/fetch"
+	dnsresolver "backfill/resolver"
 	"backfill/supervisor"
 	"backfill/survey"
 	"backfill/wire"
@@ -236,11 +237,9 @@ func surveyWeb(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f surveyFlags
 	f.register(fs, 10*time.Second, time.Second)
 	domains := fs.String("domains", "", "the domains: one a line (# comments), or CSV with a \"domain\" column (required)")
-	res := fs.String("resolver", "", "DNS server to ask, IP:PORT (default: the first nameserver of /etc/resolv.conf)")
-	dnsTimeout := fs.Duration("dns-timeout", survey.DefaultDNSTimeout, "timeout of one DNS query (each is tried twice)")
+	var rf resolverFlags
+	rf.register(fs, surveyDefaultDNSTimeout, surveyDefaultDNSAttempts)
 	dnsWorkers := fs.Int("dns-workers", survey.DefaultDNSWorkers, "DNS lookups at once")
-	minTTL := fs.Duration("dns-min-ttl", survey.DefaultMinTTL, "shortest time an answer stays in the DNS cache, whatever its TTL")
-	maxTTL := fs.Duration("dns-max-ttl", survey.DefaultMaxTTL, "longest time an answer stays in the DNS cache")
 	schemes := fs.String("schemes", "http,https", "schemes probed, in order: http, https or both")
 	headers := fs.String("headers", "", "response headers to record besides Server, comma-separated")
 	every := fs.Bool("probe-every-vhost", false, "probe every domain, not once per address (IP dedupe off)")
@@ -253,6 +252,9 @@ func surveyWeb(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if err := f.validate(); err != nil {
+		return err
+	}
+	if err := rf.validate(); err != nil {
 		return err
 	}
 	if *domains == "" {
@@ -275,7 +277,7 @@ func surveyWeb(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *redirects < 0 || *dnsWorkers < 1 || *maxAge < 0 || *httpPort < 1 || *httpPort > 65535 || *httpsPort < 1 || *httpsPort > 65535 {
 		return fmt.Errorf("%w: --max-redirects, --max-age must not be negative, --dns-workers at least 1, ports 1-65535", errUsage)
 	}
-	resolver, err := survey.NewResolver(*res, *dnsTimeout)
+	resolver, err := rf.resolver(true, true)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -295,7 +297,7 @@ func surveyWeb(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	sum, err := survey.RunWeb(ctx, survey.WebConfig{Config: r.cfg, Domains: *domains, Resolver: resolver, DNSWorkers: *dnsWorkers,
-		MinTTL: *minTTL, MaxTTL: *maxTTL, Since: *since, MaxAge: *maxAge})
+		MinTTL: rf.minTTL, MaxTTL: rf.maxTTL, Since: *since, MaxAge: *maxAge})
 	return r.finish(ctx, sum, err)
 }
 
@@ -311,11 +313,15 @@ func surveyPorts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	banner := fs.Int("banner", 0, fmt.Sprintf("read up to N bytes of what an open port says first (web ports are asked with HEAD); 0: off, at most %d", survey.MaxBanner))
 	noDefault := fs.Bool("no-default-blocklist", false, "leave out the built-in blocklist (the IANA special-purpose ranges); --blocklist must then give one")
 	dryRun := fs.Bool("dry-run", false, "write the ip:port targets, one a line, and connect to nothing")
-	res := fs.String("resolver", "", "DNS server for target names, IP:PORT (default: the first nameserver of /etc/resolv.conf)")
+	var rf resolverFlags
+	rf.register(fs, surveyDefaultDNSTimeout, surveyDefaultDNSAttempts)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := f.validate(); err != nil {
+		return err
+	}
+	if err := rf.validate(); err != nil {
 		return err
 	}
 	if *banner < 0 || *banner > survey.MaxBanner {
@@ -340,9 +346,9 @@ func surveyPorts(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if f.blocklist != "" {
 		bl.Add(user, f.blocklist)
 	}
-	var resolver *survey.Resolver
-	if *res != "" || hasNames(items) {
-		if resolver, err = survey.NewResolver(*res, survey.DefaultDNSTimeout); err != nil {
+	var resolver *dnsresolver.Resolver
+	if len(rf.servers) > 0 || hasNames(items) {
+		if resolver, err = rf.resolver(false, true); err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}

@@ -131,6 +131,13 @@ function draw(s) {
   let rendered = 0;
   for (const m of s.members || []) rendered += m.rendered || 0;
   setText("rendered", rendered);
+  const dns = s.dns || {};
+  setText("dns_queries", fmtNum(dns.queries || 0));
+  setText("dns_lookups", fmtNum(dns.lookups || 0));
+  setText("dns_cached", fmtNum(dns.cached || 0));
+  setText("dns_timeouts", fmtNum(dns.timeouts || 0));
+  setText("dns_in_flight", fmtNum(dns.in_flight || 0));
+  setText("dns_latency", (dns.latency_ms || 0).toFixed(1));
 
   const tl = s.timeline || [];
   chart($("chart-complete"), [

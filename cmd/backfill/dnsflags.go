@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+
+	"backfill/resolver"
+)
+
+// resolverFlags point name resolution (package resolver) where the user
+// says: run, supervisor, mappings try|learn and survey take them.
+type resolverFlags struct {
+	servers  serverList
+	timeout  time.Duration
+	attempts int
+	inFlight int
+	minTTL   time.Duration
+	maxTTL   time.Duration
+}
+
+// serverList collects --resolver IP:PORT, repeatable.
+type serverList []string
+
+func (s *serverList) String() string { return strings.Join(*s, ",") }
+
+func (s *serverList) Set(v string) error {
+	for _, one := range strings.Split(v, ",") {
+		one = strings.TrimSpace(one)
+		if _, err := netip.ParseAddrPort(one); err != nil {
+			return fmt.Errorf("%q is not IP:PORT", one)
+		}
+		*s = append(*s, one)
+	}
+	return nil
+}
+
+// The survey's defaults: it asks each name once per run, and can wait.
+const (
+	surveyDefaultDNSTimeout  = 3 * time.Second
+	surveyDefaultDNSAttempts = 2
+)
+
+func (r *resolverFlags) register(fs *flag.FlagSet, timeout time.Duration, attempts int) {
+	fs.Var(&r.servers, "resolver", "DNS server to ask, IP:PORT (repeatable; default: the nameservers of /etc/resolv.conf); --resolve pins win")
+	fs.DurationVar(&r.timeout, "dns-timeout", timeout, "timeout of one DNS query")
+	fs.IntVar(&r.attempts, "dns-attempts", attempts, "queries of one question at most, while it times out (then the name fails with dns-timeout)")
+	fs.IntVar(&r.inFlight, "dns-in-flight", resolver.DefaultMaxInFlight, "most DNS queries in flight to each server (fewer while it drops queries)")
+	fs.DurationVar(&r.minTTL, "dns-min-ttl", resolver.DefaultMinTTL, "shortest time an answer stays in the DNS cache, whatever its TTL")
+	fs.DurationVar(&r.maxTTL, "dns-max-ttl", resolver.DefaultMaxTTL, "longest time an answer stays in the DNS cache")
+}
+
+func (r *resolverFlags) validate() error {
+	if r.timeout <= 0 || r.attempts < 1 || r.inFlight < 1 || r.minTTL < 0 || r.maxTTL < 0 {
+		return fmt.Errorf("%w: --dns-timeout must be positive, --dns-attempts and --dns-in-flight at least 1, the TTLs not negative", errUsage)
+	}
+	return nil
+}
+
+// resolver builds the resolver; ns and both are the survey's (resolver.Config).
+func (r *resolverFlags) resolver(ns, both bool) (*resolver.Resolver, error) {
+	return resolver.New(resolver.Config{Servers: r.servers, Timeout: r.timeout, Attempts: r.attempts, MaxInFlight: r.inFlight, NS: ns, BothFamilies: both})
+}
+
+// cacheConfig is the cache's TTL bounds, and store.
+func (r *resolverFlags) cacheConfig(store resolver.Store) resolver.CacheConfig {
+	return resolver.CacheConfig{Min: r.minTTL, Max: r.maxTTL, Store: store}
+}
+
+// names opens the crawl's resolver and its cache, kept in stateDir's
+// resolver.StoreFile ("" keeps it in memory). Without --resolver and
+// without a readable /etc/resolv.conf there is none (nil, with a
+// warning): fetches then look names up themselves, as --resolve pins need
+// no DNS at all. close releases the cache file.
+func (r *resolverFlags) names(ctx context.Context, stateDir string, log *slog.Logger) (names *resolver.Cache, close func() error, err error) {
+	close = func() error { return nil }
+	res, err := r.resolver(false, false)
+	if err != nil {
+		if len(r.servers) > 0 {
+			return nil, close, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		if log != nil {
+			log.Warn("no DNS server of our own: names are looked up by the system resolver, on the fetch path", "err", err)
+		}
+		return nil, close, nil
+	}
+	var store resolver.Store
+	if stateDir != "" {
+		st, err := resolver.OpenStore(ctx, stateDir)
+		if err != nil {
+			return nil, close, err
+		}
+		store, close = st, st.Close
+	}
+	return resolver.NewCache(res, r.cacheConfig(store)), close, nil
+}
+
+// openNames sets up the crawl's name resolution (see resolverFlags.names);
+// fetchConfig and supervisorConfig use it from then on.
+func (c *crawlerFlags) openNames(ctx context.Context, stateDir string, log *slog.Logger) (close func() error, err error) {
+	c.names, close, err = c.dns.names(ctx, stateDir, log)
+	return close, err
+}

@@ -1,0 +1,38 @@
+// Package resolver owns name resolution for the crawl and the survey: the
+// DNS queries themselves (miekg/dns, UDP with TCP on truncation), how many
+// of them are in flight, and what their answers are remembered for.
+//
+// Data flows in two layers:
+//
+//	Cache.Lookup(name) ─► memory ─► Store (SQLite: the state dir or the survey's state)
+//	        │ miss (one look-up per name, however many callers wait)
+//	        ▼
+//	Resolver.Lookup ─► limiter of the server (window + pace, adaptive) ─► UDP/TCP query
+//
+// A Resolver asks one or more servers. Each server has a limiter: at most
+// Config.MaxInFlight queries at once, fewer after time-outs (the window
+// halves, as a congestion window does, and the pace of new queries drops to
+// what the server was seen to answer), growing back with answers
+// (limit.go). A query that times out is sent again, to the next server, at
+// most Config.Attempts times in all: the first tries wait a retransmission
+// time-out from the round trips seen (RFC 6298, at least 200 ms), the last
+// the whole Config.Timeout; then the name fails with ClassTimeout, which
+// callers treat as transient, unlike ClassNXDomain.
+//
+// A Cache keeps answers: addresses for their TTL within [Min, Max], a name
+// that does not exist (or has no address) for the negative TTL of its zone's
+// SOA within the same bounds (Negative when the SOA says nothing), and a
+// server failure or time-out for Failure only, in memory. Positive and
+// negative answers go to the Store too, so a restarted process asks nothing
+// it already knew. Concurrent look-ups of one name share one query.
+//
+// The common calls:
+//
+//	r, err := resolver.New(resolver.Config{Servers: []string{"127.0.0.1:53"}})
+//	st, err := resolver.OpenStore(ctx, stateDir) // STATE-DIR/dns.db
+//	c := resolver.NewCache(r, resolver.CacheConfig{Store: st})
+//	addrs, err := c.Addrs(ctx, "example.org") // *Error with a Class when none
+//
+// Resolver and Cache are safe for concurrent use. Stats reads their
+// counters for summaries, status and metrics.
+package resolver
