@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"backfill/cluster"
 	"backfill/etl"
 	"backfill/store"
 	"backfill/wire"
@@ -137,7 +138,14 @@ type Summary struct {
 	// Disagreeing counts the pages applied to a record whose match key
 	// named someone else: their values were refused, their links followed.
 	Disagreeing int64 `json:"disagreeing"`
-	Late        int64 `json:"late"` // late or duplicate results ignored
+	Late        int64 `json:"late"` // late results ignored (answers to leases their sender held and lost)
+	// Forged counts the frames refused as forged: answers to a lease their
+	// sender did not hold (another member's, nobody's, an answer sent
+	// again, a guessed token) and registrations under another member's
+	// name. Quarantined lists the keys that sent them, refused since
+	// (see cluster.Quarantine).
+	Forged      int64                 `json:"forged"`
+	Quarantined []cluster.Quarantined `json:"quarantined,omitempty"`
 	// Adopted counts results for leases of an earlier dispatcher process
 	// (this one restarted) whose task was still queued: applied, so the
 	// page is not fetched again.
@@ -283,13 +291,22 @@ type Dispatcher struct {
 	wg     sync.WaitGroup
 	closed bool
 
-	nextLease  int64
-	firstLease int64 // the first lease of this process; below it, an earlier one's
-	nextSeq    int64
-	recSeq     int64
-	gen        int64 // this process's generation, for the budgets (budgets.go)
-	seeded     int64 // records up to this seq have their links in the frontier (seeds.go)
-	steps      int64 // batches handled by Run, for the log
+	// The cluster core (package cluster): who may join, the answers
+	// judged against the leases, the keys quarantined. prior are the
+	// leases an earlier process left in the state, whose holders' answers
+	// may still be adopted (adopt); grants the leases made since the
+	// state last had them (leasesPut).
+	admit  cluster.Admission
+	intake *cluster.Intake
+	quar   *cluster.Quarantine
+	prior  map[int64]cluster.Lease
+	grants []grant
+
+	nextSeq int64
+	recSeq  int64
+	gen     int64 // this process's generation, for the budgets (budgets.go)
+	seeded  int64 // records up to this seq have their links in the frontier (seeds.go)
+	steps   int64 // batches handled by Run, for the log
 
 	lastJoin     time.Time // when the latest member joined
 	joinedByBeat bool      // a member joined by Heartbeat: see joinedFresh
@@ -364,6 +381,7 @@ type Dispatcher struct {
 type runCounts struct {
 	pages, reused, late, expired, fieldErrs, refused, keyRefused, adopted int64
 	disagreeing                                                           int64
+	forged                                                                int64 // answers and registrations forged (cluster.Forged)
 	errs, filtered                                                        map[string]int64
 	linkFarms, duplicates                                                 int64
 	renderRetried, renderWanted                                           int64
@@ -462,6 +480,10 @@ func New(cfg Config) (*Dispatcher, error) {
 		retried:       make(map[string]int64),
 
 		refusalLogged: make(map[string]loggedRefusal),
+		admit:         cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure},
+		intake:        cluster.NewIntake(),
+		quar:          cluster.NewQuarantine(log),
+		prior:         make(map[int64]cluster.Lease),
 
 		filter:      filter,
 		badTopSites: nbad,
@@ -480,7 +502,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		// A new crawl (see totals.go): its history starts afresh too.
 		d.led = newLedger()
 	}
-	recv, err := wire.ListenSecure(cfg.Listen, wire.Security{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure})
+	recv, err := wire.ListenSecure(cfg.Listen, d.admit.Listen())
 	if err != nil {
 		st.close()
 		return nil, fmt.Errorf("dispatcher: intake: %w", err)
@@ -517,14 +539,9 @@ func (d *Dispatcher) resumeTx(ctx context.Context) error {
 	if err := d.loadTotals(ctx); err != nil {
 		return err
 	}
-	lease, err := s.meta(ctx, "lease")
-	if err != nil {
+	if err := d.loadPriorLeases(ctx); err != nil {
 		return err
 	}
-	// Lease numbers only grow, across restarts too, so a result for a lease
-	// of an earlier process can never match a new one.
-	d.nextLease = max(lease, time.Now().UnixNano())
-	d.firstLease = d.nextLease + 1
 	if d.gen, err = s.meta(ctx, "gen"); err != nil {
 		return err
 	}
@@ -620,7 +637,7 @@ func (d *Dispatcher) putCounters(ctx context.Context) error {
 	if err := d.st.setMeta(ctx, "seeded", d.seeded); err != nil {
 		return err
 	}
-	return d.st.setMeta(ctx, "lease", d.nextLease)
+	return d.leasesPut(ctx)
 }
 
 // loadTargetSets reads the distinct target lists.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"backfill/cluster"
 	"backfill/etl"
 	"backfill/wire"
 )
@@ -162,14 +163,21 @@ type doneResult struct {
 	etag, lastMod string
 }
 
+// result is a Result and who sent it.
+type result struct {
+	r    *wire.Result
+	from wire.Peer
+}
+
 // commitResults applies the Results that answer the current lease of their
-// tasks; anything else is late (or a duplicate) and only counted. Their
-// pages go to the seen store first, all at once; then each result's
-// records, in order, get its values and links.
-func (d *Dispatcher) commitResults(ctx context.Context, rs []*wire.Result, now time.Time) error {
+// tasks, from the member that holds it; a late answer is only counted, a
+// forged one quarantines its sender (prepareResult). Their pages go to the
+// seen store first, all at once; then each result's records, in order, get
+// its values and links.
+func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Time) error {
 	done := make([]doneResult, 0, len(rs))
 	for _, r := range rs {
-		dr, ok, err := d.prepareResult(ctx, r, now)
+		dr, ok, err := d.prepareResult(ctx, r.r, r.from, now)
 		if err != nil {
 			return err
 		}
@@ -202,18 +210,39 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []*wire.Result, now t
 	return nil
 }
 
-// prepareResult checks a Result's lease, releases its task and makes what
-// the seen store keeps of the page; ok is false for a late result.
-func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, now time.Time) (doneResult, bool, error) {
+// prepareResult judges a Result from from against its task's lease
+// (cluster.Intake.Judge), releases its task and makes what the seen store
+// keeps of the page; ok is false for an answer not taken. An answer to a
+// lease of an earlier dispatcher process is adopted when its task is still
+// queued and it comes from the key that held it.
+func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wire.Peer, now time.Time) (doneResult, bool, error) {
 	key, ok := parseTaskID(r.TaskID)
-	t := d.w.leased[key]
-	if ok && t == nil && r.Lease < d.firstLease {
-		t = d.adopt(key, r)
+	var t *task
+	if ok {
+		t = d.w.leased[key]
+		if p, was := d.prior[key]; t == nil && was && p.Answers(from, r.Lease) {
+			t = d.adopt(key, p)
+		}
 	}
-	if t == nil || t.lease != r.Lease {
+	var held cluster.Lease
+	if t != nil {
+		held = t.lease
+	}
+	switch d.intake.Judge(from, r.TaskID, r.Lease, held) {
+	case cluster.Late:
 		d.run.late++
 		return doneResult{}, false, nil
+	case cluster.Forged:
+		why := "it answered a task leased to no one"
+		switch {
+		case held.Held() && held.Key != from.Key:
+			why = "it answered a task leased to another member"
+		case held.Held():
+			why = "it answered under a lease token it was not given"
+		}
+		return doneResult{}, false, d.forged(ctx, from, r.Supervisor, why, now)
 	}
+	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
 	d.release(t)
 	res := &cachedResult{Source: t.url}
 	if r.FinalURL != "" {
@@ -299,7 +328,7 @@ func (d *Dispatcher) markDone(ctx context.Context, done []doneResult) error {
 		part := done[:size]
 		done = done[size:]
 		st, err := d.st.stmtN(ctx, "urlDoneN", size, func(n int) string {
-			return `UPDATE urls SET state = 2, last_crawled = v.column1, class = v.column2, status = v.column3, result = v.column4,
+			return `UPDATE urls SET state = 2, lease_token = 0, lease_key = NULL, last_crawled = v.column1, class = v.column2, status = v.column3, result = v.column4,
 				etag = v.column5, last_modified = v.column6,
 				attempts = CASE WHEN v.column2 = '' THEN 0 ELSE urls.attempts + 1 END,
 				url = CASE WHEN v.column2 = '' THEN NULL ELSE urls.url END

@@ -15,6 +15,7 @@ const sendTimeout = 5 * time.Second
 // member is one registered supervisor.
 type member struct {
 	name     string
+	key      string // its authenticated key (wire.Peer.Key); "" in a plaintext cluster
 	endpoint string
 	capacity int
 	render   bool
