@@ -27,8 +27,8 @@ type Quarantined struct {
 }
 
 // Quarantine holds the quarantined keys. A quarantined key gets no work and
-// its frames are refused, until Lift (an operator) or a new dispatcher
-// process started with the key authorized again.
+// its frames are refused, until Lift or a new dispatcher process started
+// with the key authorized again.
 type Quarantine struct {
 	log     *slog.Logger
 	keys    map[string]*Quarantined
@@ -77,7 +77,7 @@ func (q *Quarantine) Add(from wire.Peer, member, why string, now time.Time) (fre
 			q.log.Error("forged answer refused; a plaintext cluster cannot tell who sent it, so no member is quarantined", args...)
 		} else {
 			q.log.Error("member quarantined: it answered work it was not given; it gets no more tasks and its frames are refused "+
-				"until an operator lifts it (backfill cluster unquarantine KEY) or the dispatcher restarts with the key authorized", args...)
+				"until the dispatcher restarts with its key authorized (take the key out of the authorized keys to keep it out)", args...)
 		}
 	}
 	return fresh

@@ -55,6 +55,9 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
 		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest,
 		"restarts", d.base.starts-1)
+	if !d.admit.Secured() {
+		d.log.Warn(cluster.PlaintextWarning)
+	}
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
 			d.mu.Unlock()
