@@ -279,12 +279,12 @@ type Dispatcher struct {
 	settled  settledFeed // records that became complete, for followers
 
 	// domains balances the registrable domains over every live member and
-	// renderDomains over the render-capable ones (balance.go); route
+	// renderDomains over the render-capable ones (cluster.Balancer); route
 	// finds a domain's owner on one of them. Members change only in
 	// register and drop, which also bump epoch so host queues look their
 	// owner up again.
-	domains       *balancer
-	renderDomains *balancer
+	domains       *cluster.Balancer
+	renderDomains *cluster.Balancer
 
 	ctx    context.Context // members' sender goroutines
 	cancel context.CancelFunc
@@ -470,8 +470,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		digest:        cfg.Mappings.Digest(),
 		w:             newWindow(),
 		members:       make(map[string]*member),
-		domains:       newBalancer(),
-		renderDomains: newBalancer(),
+		domains:       cluster.NewBalancer(),
+		renderDomains: cluster.NewBalancer(),
 		refused:       make(map[string]bool),
 		failed:        make(chan sendFail, 64),
 		recCache:      make(map[int64]*recState),

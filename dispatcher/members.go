@@ -138,21 +138,11 @@ func (d *Dispatcher) farewell() {
 
 // route returns the live member that owns domain: its owner among the
 // render-capable members for a render task, among all members otherwise
-// (balance.go); nil while there is none (the task waits). Callers hold mu.
+// (cluster.Balancer); nil while there is none (the task waits). Callers hold mu.
 func (d *Dispatcher) route(domain string, render bool) *member {
 	b := d.domains
 	if render {
 		b = d.renderDomains
 	}
-	return d.members[b.route(domain)]
-}
-
-// mix64 spreads FNV's output over all bits (a finalizer from splitmix64).
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return d.members[b.Route(domain)]
 }

@@ -517,9 +517,9 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 		m.lastSeen = now
 		if m.capacity != capacity {
 			m.capacity = capacity
-			d.domains.join(m.name, capacity) // a new weight; nothing moves
+			d.domains.Join(m.name, capacity) // a new weight; nothing moves
 			if m.render {
-				d.renderDomains.join(m.name, capacity)
+				d.renderDomains.Join(m.name, capacity)
 			}
 			d.w.unparkMember(m)
 		}
@@ -534,9 +534,9 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 		return nil
 	}
 	d.members[m.name] = m
-	d.domains.join(m.name, m.capacity)
+	d.domains.Join(m.name, m.capacity)
 	if m.render {
-		d.renderDomains.join(m.name, m.capacity)
+		d.renderDomains.Join(m.name, m.capacity)
 	}
 	d.lastJoin = now
 	d.led.joined++
@@ -560,8 +560,8 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 	d.noteLeft(m, reason, time.Now())
 	d.led.lost[reason]++
 	delete(d.members, m.name)
-	d.domains.leave(m.name)
-	d.renderDomains.leave(m.name)
+	d.domains.Leave(m.name)
+	d.renderDomains.Leave(m.name)
 	d.epoch++
 	n := 0
 	for _, t := range maps.Clone(d.w.leased) {
@@ -582,10 +582,10 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 // bounds what the window and the balancers remember.
 func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 	d.w.pruneHostLast(now)
-	if max(len(d.domains.owner), len(d.renderDomains.owner)) > assignedCap {
+	if max(d.domains.Assigned(), d.renderDomains.Assigned()) > cluster.AssignedCap {
 		busy := d.w.busyDomains()
-		d.domains.prune(func(dom string) bool { return busy[dom] })
-		d.renderDomains.prune(func(dom string) bool { return busy[dom] })
+		d.domains.Prune(func(dom string) bool { return busy[dom] })
+		d.renderDomains.Prune(func(dom string) bool { return busy[dom] })
 	}
 	for _, t := range d.w.leased {
 		if now.After(t.lease.Deadline) {
