@@ -11,15 +11,19 @@
 //
 // Data flows one way. A dispatcher admits a Hello with Admission.Admit,
 // which says how to dial the member's task socket and binds the member to
-// its key. Each task it sends carries a Lease with a random Token
-// (Grant). When an answer arrives, Intake.Judge compares it with the lease
-// the dispatcher holds for the task now: Accept (the holder, under the
-// current token), Late (an answer to a lease this same member held and
-// lost: counted only) or Forged (anything else: the sender's key is put in
-// Quarantine, which refuses its frames and gives it no work until an
-// operator lifts it or the dispatcher restarts with its key authorized
-// again). The dispatcher keeps the leases with its own tasks; the core
-// keeps the ended leases (bounded) to tell late answers from forged ones.
+// its key. Each task it sends carries a Lease whose token (Tokens.Grant)
+// is an HMAC, under a secret the dispatcher keeps, of the task, the
+// holder's key and the dispatcher process's generation: unpredictable to
+// the members, yet recognizable by a later process on the same state.
+// When an answer arrives, Tokens.Judge compares it with the lease the
+// dispatcher holds for the task now: Accept (the holder, under the
+// current token), Late (an answer to a lease this same key held, in this
+// process or an earlier one, and lost: counted, or adopted by a dispatcher
+// whose task still waits) or Forged (anything else: the sender's key is
+// put in Quarantine, which refuses its frames and gives it no work until
+// the dispatcher restarts with its key authorized again). Balancer routes
+// the crawl's domains and the survey's address blocks to members. The
+// dispatchers keep their members and leases with their own tasks.
 //
 // Nothing here is safe for concurrent use: each dispatcher calls it from
 // the goroutine that owns its members.

@@ -146,9 +146,10 @@ type Summary struct {
 	// (see cluster.Quarantine).
 	Forged      int64                 `json:"forged"`
 	Quarantined []cluster.Quarantined `json:"quarantined,omitempty"`
-	// Adopted counts results for leases of an earlier dispatcher process
-	// (this one restarted) whose task was still queued: applied, so the
-	// page is not fetched again.
+	// Adopted counts results for leases their sender held and lost (of
+	// an earlier dispatcher process, this one restarted, or expired)
+	// whose task was still queued: applied, so the page is not fetched
+	// again.
 	Adopted     int64            `json:"adopted"`
 	Expired     int64            `json:"expired"` // leases that expired and were re-sent
 	Errors      map[string]int64 `json:"errors"`
@@ -291,16 +292,12 @@ type Dispatcher struct {
 	wg     sync.WaitGroup
 	closed bool
 
-	// The cluster core (package cluster): who may join, the answers
-	// judged against the leases, the keys quarantined. prior are the
-	// leases an earlier process left in the state, whose holders' answers
-	// may still be adopted (adopt); grants the leases made since the
-	// state last had them (leasesPut).
+	// The cluster core (package cluster): who may join, the lease
+	// tokens (under a secret kept in the state, so a restarted process
+	// knows its predecessor's: see adopt), the keys quarantined.
 	admit  cluster.Admission
-	intake *cluster.Intake
+	tokens cluster.Tokens
 	quar   *cluster.Quarantine
-	prior  map[int64]cluster.Lease
-	grants []grant
 
 	nextSeq int64
 	recSeq  int64
@@ -481,9 +478,7 @@ func New(cfg Config) (*Dispatcher, error) {
 
 		refusalLogged: make(map[string]loggedRefusal),
 		admit:         cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure},
-		intake:        cluster.NewIntake(),
 		quar:          cluster.NewQuarantine(log),
-		prior:         make(map[int64]cluster.Lease),
 
 		filter:      filter,
 		badTopSites: nbad,
@@ -539,14 +534,14 @@ func (d *Dispatcher) resumeTx(ctx context.Context) error {
 	if err := d.loadTotals(ctx); err != nil {
 		return err
 	}
-	if err := d.loadPriorLeases(ctx); err != nil {
-		return err
-	}
 	if d.gen, err = s.meta(ctx, "gen"); err != nil {
 		return err
 	}
 	d.gen = (d.gen + 1) & (1<<(62-genShift) - 1)
 	if err := s.setMeta(ctx, "gen", d.gen); err != nil {
+		return err
+	}
+	if err := d.setupTokens(ctx); err != nil {
 		return err
 	}
 	if d.nextSeq, err = s.meta(ctx, "next_seq"); err != nil {
@@ -637,7 +632,7 @@ func (d *Dispatcher) putCounters(ctx context.Context) error {
 	if err := d.st.setMeta(ctx, "seeded", d.seeded); err != nil {
 		return err
 	}
-	return d.leasesPut(ctx)
+	return nil
 }
 
 // loadTargetSets reads the distinct target lists.

@@ -114,14 +114,14 @@
 // and one host never more than Config.HostInFlight. A task is leased until
 // its Result commits; an expired lease, a silent supervisor (three missed
 // heartbeats) or a restarted one puts its tasks back in the queue. Each
-// lease carries a random token (package cluster), and a result is taken
-// only from the key that holds the task's lease now, under its token: an
-// answer to a lease its sender held and lost is counted as late and
-// ignored, anything else is forged and quarantines its sender (an answer
-// to a lease of an earlier dispatcher process, kept in the state with its
-// holder's key, is adopted from that key while its task is still queued,
-// so the page is not fetched twice). Redelivery never changes anything
-// twice.
+// lease carries an unpredictable token bound to the task and its holder's
+// key (cluster.Tokens, under a secret kept in the state), and a result is
+// taken only from the key that holds the task's lease now, under its
+// token. An answer to a lease its sender held and lost (expired, or of an
+// earlier dispatcher process) is adopted while its task still waits, so
+// the page is not fetched twice, and otherwise counted as late; anything
+// else is forged and quarantines its sender. Redelivery never changes
+// anything twice.
 //
 // # Results and records
 //

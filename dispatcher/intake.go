@@ -220,18 +220,24 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	var t *task
 	if ok {
 		t = d.w.leased[key]
-		if p, was := d.prior[key]; t == nil && was && p.Answers(from, r.Lease) {
-			t = d.adopt(key, p)
-		}
 	}
 	var held cluster.Lease
 	if t != nil {
 		held = t.lease
 	}
-	switch d.intake.Judge(from, r.TaskID, r.Lease, held) {
+	switch d.tokens.Judge(from, r.Supervisor, r.TaskID, r.Lease, held) {
 	case cluster.Late:
-		d.run.late++
-		return doneResult{}, false, nil
+		// Its sender held the task once: taken while the task waits
+		// (adopt), only counted when it is out again or done.
+		if t == nil && ok {
+			t = d.adopt(key, cluster.Lease{Token: r.Lease, Member: r.Supervisor, Key: from.Key})
+		} else {
+			t = nil
+		}
+		if t == nil {
+			d.run.late++
+			return doneResult{}, false, nil
+		}
 	case cluster.Forged:
 		why := "it answered a task leased to no one"
 		switch {
@@ -328,7 +334,7 @@ func (d *Dispatcher) markDone(ctx context.Context, done []doneResult) error {
 		part := done[:size]
 		done = done[size:]
 		st, err := d.st.stmtN(ctx, "urlDoneN", size, func(n int) string {
-			return `UPDATE urls SET state = 2, lease_token = 0, lease_key = NULL, last_crawled = v.column1, class = v.column2, status = v.column3, result = v.column4,
+			return `UPDATE urls SET state = 2, last_crawled = v.column1, class = v.column2, status = v.column3, result = v.column4,
 				etag = v.column5, last_modified = v.column6,
 				attempts = CASE WHEN v.column2 = '' THEN 0 ELSE urls.attempts + 1 END,
 				url = CASE WHEN v.column2 = '' THEN NULL ELSE urls.url END

@@ -25,14 +25,15 @@ func (d *Dispatcher) release(t *task) {
 	d.w.unparkHost(t.host)
 }
 
-// adopt takes an answer to lease p of an earlier dispatcher process
-// (kept in the state: see leasesPut): after a restart every unfinished
-// task is queued again, while the supervisors go on answering what they
-// held. If the task is still queued (not sent again yet) the answer of the
-// key that held it is as good as any, and taking it spares the site a
-// second request for the page. The caller checked that the answer is p's
-// (cluster.Lease.Answers). The task is leased again under p for the moment
-// commitResults takes to release it. nil if not queued.
+// adopt takes an answer to lease p of an earlier dispatcher process, or
+// to an earlier lease of this one, from the member that held it (the
+// caller checked: cluster.Tokens.Judge said Late): after a restart every
+// unfinished task is queued again, while the supervisors go on answering
+// what they held, and an expired lease's task is queued again while its
+// holder may still answer. If the task is still queued (not sent again
+// yet) the holder's answer is as good as any, and taking it spares the
+// site a second request for the page. The task is leased again under p
+// for the moment commitResults takes to release it. nil if not queued.
 func (d *Dispatcher) adopt(key int64, p cluster.Lease) *task {
 	t := d.w.queued[key]
 	if t == nil {
@@ -40,10 +41,8 @@ func (d *Dispatcher) adopt(key int64, p cluster.Lease) *task {
 	}
 	d.w.remove(key)
 	d.queuedN--
-	delete(d.prior, key)
-	d.intake.Answered(p.Token)
 	t.lease = p
-	if m := d.memberByKey(p.Key); m != nil && p.Key != "" {
+	if m := d.memberByKey(p.Key); m != nil {
 		t.lease.Member = m.name
 	}
 	d.w.leased[key] = t
@@ -59,7 +58,6 @@ func (d *Dispatcher) adopt(key int64, p cluster.Lease) *task {
 // window (expired, supervisor gone, send failed).
 func (d *Dispatcher) requeue(ctx context.Context, t *task) error {
 	d.release(t)
-	d.intake.Lost(taskID(t.key), t.lease)
 	t.lease = cluster.Lease{}
 	// The state still shows the task queued (leases live in memory only).
 	d.queuedN++
@@ -67,67 +65,29 @@ func (d *Dispatcher) requeue(ctx context.Context, t *task) error {
 	return nil
 }
 
-// grant is a lease made for the task of key, for leasesPut.
-type grant struct {
-	key   int64
-	lease cluster.Lease
-}
+// Meta keys of the lease tokens' secret (cluster.NewSecret).
+const metaTokenSecret = "token_secret"
 
-// leasesPut writes the leases made since the last commit into the open
-// transaction, with the task (urls.lease_token, lease_key): a restarted
-// dispatcher takes an answer to one only from the key that held it, under
-// its token (loadPriorLeases, adopt). A lease already answered or lost is
-// skipped: markDone cleared its row, or its task waits for a new one.
-// Callers hold mu.
-func (d *Dispatcher) leasesPut(ctx context.Context) error {
-	gs := d.grants[:0]
-	for _, g := range d.grants {
-		if t := d.w.leased[g.key]; t != nil && t.lease.Token == g.lease.Token {
-			gs = append(gs, g)
-		}
-	}
-	d.grants = d.grants[:0]
-	for _, size := range chunkSizes(len(gs), rowChunk) {
-		part := gs[:size]
-		gs = gs[size:]
-		st, err := d.st.stmtN(ctx, "leasePutN", size, func(n int) string {
-			return `UPDATE urls SET lease_token = v.column1, lease_key = v.column2
-				FROM (VALUES ` + placeholders(n, "(?, ?, ?)") + `) AS v WHERE urls.key = v.column3`
-		})
+// setupTokens reads the lease tokens' secret from the state, making it on
+// a new state, and sets up this process's tokens. Callers are in resume's
+// transaction.
+func (d *Dispatcher) setupTokens(ctx context.Context) error {
+	var secret [2]int64
+	for i := range secret {
+		v, err := d.st.meta(ctx, fmt.Sprintf("%s_%d", metaTokenSecret, i))
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 3*size)
-		for _, g := range part {
-			args = append(args, g.lease.Token, g.lease.Key, g.key)
+		secret[i] = v
+	}
+	if secret == ([2]int64{}) {
+		secret = cluster.NewSecret()
+		for i, v := range secret {
+			if err := d.st.setMeta(ctx, fmt.Sprintf("%s_%d", metaTokenSecret, i), v); err != nil {
+				return err
+			}
 		}
-		if _, err := st.ExecContext(ctx, args...); err != nil {
-			return fmt.Errorf("dispatcher: state leases: %w", err)
-		}
 	}
-	return nil
-}
-
-// loadPriorLeases reads the leases an earlier process left on tasks still
-// queued: their holders may answer them yet. Each is adoptable (adopt)
-// while its task waits, and judged a late answer of its holder after that.
-func (d *Dispatcher) loadPriorLeases(ctx context.Context) error {
-	rows, err := d.st.conn.QueryContext(ctx, `SELECT key, lease_token, COALESCE(lease_key, '') FROM urls WHERE lease_token != 0 AND state = 0`)
-	if err != nil {
-		return fmt.Errorf("dispatcher: state leases: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var key int64
-		var l cluster.Lease
-		if err := rows.Scan(&key, &l.Token, &l.Key); err != nil {
-			return fmt.Errorf("dispatcher: state leases: %w", err)
-		}
-		d.prior[key] = l
-		d.intake.Lost(taskID(key), l)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("dispatcher: state leases: %w", err)
-	}
+	d.tokens = cluster.NewTokens(secret, d.gen)
 	return nil
 }

@@ -656,17 +656,16 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		delete(w.queued, t.key)
 		heap.Remove(&w.worst, t.widx)
 		t.hq = nil
-		t.lease = cluster.Grant(m.name, m.key, now.Add(d.cfg.Lease))
-		delete(d.prior, t.key)
+		t.lease = d.tokens.Grant(taskID(t.key), m.name, m.key, now.Add(d.cfg.Lease))
 		w.leased[t.key] = t
 		m.inFlight++
 		w.hostInFlight[t.host]++
 		w.hostHolder[t.host] = m.name
 		d.queuedN--
+		// The lease is not written to the state: it lives in memory, and a
+		// restarted dispatcher queues every unfinished task again anyway.
 		// In the state the task stays queued until its result is done; its
-		// lease's token and holder go with it (leasesPut), so that after a
-		// restart the holder's answer may still be taken (adopt).
-		d.grants = append(d.grants, grant{key: t.key, lease: t.lease})
+		// holder's answer is still known by its token (adopt).
 		etag, lastMod, err := d.taskValidators(ctx, t)
 		if err != nil {
 			return err

@@ -61,14 +61,6 @@ var stateSchema = []sqlitedb.Migration{
 	{Func: addColumns("seen", "attempts INTEGER NOT NULL DEFAULT 0")},
 	{SQL: schemaV3},
 	{SQL: schemaV4},
-	// 5: the lease a task is out on, its token and its holder's key
-	// (lease.go), so that a restarted dispatcher adopts an answer only
-	// from the key that held the lease
-	{SQL: []string{
-		`ALTER TABLE urls ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0`,
-		`ALTER TABLE urls ADD COLUMN lease_key TEXT`,
-		`CREATE INDEX urls_leased ON urls(key) WHERE lease_token != 0`,
-	}},
 }
 
 // schemaV1 is the state of earlier builds (user_version 0, tables

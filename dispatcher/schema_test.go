@@ -50,8 +50,8 @@ func TestStateMigrationFromV3(t *testing.T) {
 	}
 	defer st.close()
 	var v int
-	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 5 {
-		t.Errorf("user_version %d (%v), want %d = 5", v, err, len(stateSchema))
+	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 4 {
+		t.Errorf("user_version %d (%v), want %d = 4", v, err, len(stateSchema))
 	}
 	checks := []struct {
 		q    string

@@ -111,7 +111,7 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.refusalIns, `INSERT INTO refusals(rec, page, field, page_value, record_value) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&q.urlRecordIDs, `SELECT r.id, l.depth FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = ? ORDER BY l.rec`},
 
-		{&q.urlDrop, `UPDATE urls SET state = 3, url = NULL, lease_token = 0, lease_key = NULL WHERE key = ?`},
+		{&q.urlDrop, `UPDATE urls SET state = 3, url = NULL WHERE key = ?`},
 		{&q.urlCached, `SELECT class, result, etag, last_modified FROM urls WHERE key = ?`},
 		{&q.urlValid, `SELECT etag, last_modified FROM urls WHERE key = ? AND class = '' AND result IS NOT NULL`},
 		{&q.urlRequeue, `UPDATE urls SET state = 0, seq = ?, depth = ?, url = COALESCE(?, url) WHERE key = ?

@@ -78,7 +78,7 @@ type dispatch struct {
 
 	in      *wire.Receiver
 	admit   cluster.Admission
-	intake  *cluster.Intake
+	tokens  cluster.Tokens
 	quar    *cluster.Quarantine
 	blocks  *cluster.Balancer // address blocks (/24, /48) to members
 	members map[string]*member
@@ -127,7 +127,7 @@ func newDispatch(cfg Cluster, log *slog.Logger, job string, spec wire.SurveySpec
 	}
 	return &dispatch{
 		cfg: cfg, log: log, job: job, spec: spec, in: in,
-		admit: admit, intake: cluster.NewIntake(), quar: cluster.NewQuarantine(log), blocks: cluster.NewBalancer(),
+		admit: admit, tokens: cluster.NewTokens(cluster.NewSecret(), 0), quar: cluster.NewQuarantine(log), blocks: cluster.NewBalancer(),
 		members: map[string]*member{}, flying: map[string]*task{}, lease: map[string]cluster.Lease{},
 		deadl: map[string]time.Time{}, refused: map[string]bool{},
 	}, nil
@@ -398,7 +398,7 @@ func (d *dispatch) assign(now time.Time) {
 			kept = append(kept, t)
 			continue
 		}
-		l := cluster.Grant(m.name, m.key, now.Add(d.cfg.Lease))
+		l := d.tokens.Grant(t.id, m.name, m.key, now.Add(d.cfg.Lease))
 		wt := wire.SurveyTask{ID: t.id, Lease: l.Token, Job: d.job, IP: t.ip, Ports: t.ports, Spec: spec}
 		if d.job == wire.SurveyWeb {
 			wt.Hosts = t.names()
@@ -432,16 +432,15 @@ func (d *dispatch) route(ip string) *member {
 }
 
 // loseLease ends the lease of flying task id without its answer: its
-// holder may still answer it, late (cluster.Intake.Lost).
+// holder may still answer it, late.
 func (d *dispatch) loseLease(id string) {
-	d.intake.Lost(id, d.lease[id])
 	delete(d.lease, id)
 	delete(d.flying, id)
 	delete(d.deadl, id)
 }
 
 // result takes an answer from from, judged against the task's lease
-// (cluster.Intake.Judge): the holder's answer under its token is kept; a
+// (cluster.Tokens.Judge): the holder's answer under its token is kept; a
 // late answer to a lease its sender held and lost is kept too while the
 // task waits in the queue (it spares the address a second round of
 // probes), else only counted; anything else is forged and quarantines its
@@ -449,7 +448,7 @@ func (d *dispatch) loseLease(id string) {
 func (d *dispatch) result(r *wire.SurveyResult, from wire.Peer) {
 	now := time.Now()
 	var t *task
-	switch d.intake.Judge(from, r.TaskID, r.Lease, d.lease[r.TaskID]) {
+	switch d.tokens.Judge(from, r.Supervisor, r.TaskID, r.Lease, d.lease[r.TaskID]) {
 	case cluster.Forged:
 		why := "it answered a task leased to no one"
 		switch l := d.lease[r.TaskID]; {
@@ -466,7 +465,6 @@ func (d *dispatch) result(r *wire.SurveyResult, from wire.Peer) {
 			d.stats.Late++
 			return // sent again, or done already
 		}
-		d.intake.Answered(r.Lease)
 		t = d.queue[i]
 		d.queue = slices.Delete(d.queue, i, i+1)
 	default:
