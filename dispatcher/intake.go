@@ -211,10 +211,10 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 }
 
 // prepareResult judges a Result from from against its task's lease
-// (cluster.Intake.Judge), releases its task and makes what the seen store
-// keeps of the page; ok is false for an answer not taken. An answer to a
-// lease of an earlier dispatcher process is adopted when its task is still
-// queued and it comes from the key that held it.
+// (cluster.Tokens.Judge), releases its task and makes what the seen store
+// keeps of the page; ok is false for an answer not taken. A late answer
+// (to a lease its sender held: of an earlier dispatcher process, or
+// expired) is adopted when its task is still queued.
 func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wire.Peer, now time.Time) (doneResult, bool, error) {
 	key, ok := parseTaskID(r.TaskID)
 	var t *task

@@ -42,8 +42,12 @@ func (d *Dispatcher) adopt(key int64, p cluster.Lease) *task {
 	d.w.remove(key)
 	d.queuedN--
 	t.lease = p
-	if m := d.memberByKey(p.Key); m != nil {
-		t.lease.Member = m.name
+	if p.Key != "" {
+		// Its registered name, if it is back; never a name it wrote.
+		t.lease.Member = ""
+		if m := d.memberByKey(p.Key); m != nil {
+			t.lease.Member = m.name
+		}
 	}
 	d.w.leased[key] = t
 	d.w.hostInFlight[t.host]++
