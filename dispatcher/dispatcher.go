@@ -93,6 +93,13 @@ type Config struct {
 	// DefaultStoreDrainTimeout.
 	StoreDrainTimeout time.Duration
 
+	// LateJoinWait is how long a finished Run goes on answering the
+	// supervisors that say Hello with a Bye (see tellLateJoiners): one
+	// restarted in the run's last moments learns that the run is over
+	// instead of waiting for it. 0: not at all (supervisors in the same
+	// process, as `backfill run` has, need none).
+	LateJoinWait time.Duration
+
 	// Strict refuses a records file with any malformed line, before
 	// loading any of it; otherwise malformed lines are reported, kept
 	// (in the store, for export) and the rest is crawled.

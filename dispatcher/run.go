@@ -185,8 +185,17 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	d.mu.Unlock()
+	var lateDone chan struct{}
 	if finished && runErr == nil {
 		d.farewell()
+		if d.cfg.LateJoinWait > 0 {
+			lateDone = make(chan struct{})
+			until := time.Now().Add(d.cfg.LateJoinWait)
+			go func() {
+				defer close(lateDone)
+				d.tellLateJoiners(ctx, intake, until)
+			}()
+		}
 	}
 	stored := d.drainOutbox(ctx, outbox)
 	sum, err := d.summary(context.WithoutCancel(ctx))
@@ -209,6 +218,9 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.mu.Unlock()
 	d.putStatus(st)
 	d.putHistory(hist)
+	if lateDone != nil {
+		<-lateDone // the intake reader stops when Run returns
+	}
 	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
 		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
 		"errors", sum.Errors, "elapsed", sum.Elapsed.Round(time.Millisecond), "pages_per_sec", int(sum.PagesPerSec))
