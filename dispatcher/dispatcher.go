@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"backfill/cluster"
 	"backfill/etl"
 	"backfill/store"
 	"backfill/wire"
@@ -90,6 +91,13 @@ type Config struct {
 	// DefaultStoreDrainTimeout.
 	StoreDrainTimeout time.Duration
 
+	// LateJoinWait is how long a finished Run goes on answering the
+	// supervisors that say Hello with a Bye (see tellLateJoiners): one
+	// restarted in the run's last moments learns that the run is over
+	// instead of waiting for it. 0: not at all (supervisors in the same
+	// process, as `backfill run` has, need none).
+	LateJoinWait time.Duration
+
 	// Strict refuses a records file with any malformed line, before
 	// loading any of it; otherwise malformed lines are reported, kept
 	// (in the store, for export) and the rest is crawled.
@@ -135,10 +143,18 @@ type Summary struct {
 	// Disagreeing counts the pages applied to a record whose match key
 	// named someone else: their values were refused, their links followed.
 	Disagreeing int64 `json:"disagreeing"`
-	Late        int64 `json:"late"` // late or duplicate results ignored
-	// Adopted counts results for leases of an earlier dispatcher process
-	// (this one restarted) whose task was still queued: applied, so the
-	// page is not fetched again.
+	Late        int64 `json:"late"` // late results ignored (answers to leases their sender held and lost)
+	// Forged counts the frames refused as forged: answers to a lease their
+	// sender did not hold (another member's, nobody's, an answer sent
+	// again, a guessed token) and registrations under another member's
+	// name. Quarantined lists the keys that sent them, refused since
+	// (see cluster.Quarantine).
+	Forged      int64                 `json:"forged"`
+	Quarantined []cluster.Quarantined `json:"quarantined,omitempty"`
+	// Adopted counts results for leases their sender held and lost (of
+	// an earlier dispatcher process, this one restarted, or expired)
+	// whose task was still queued: applied, so the page is not fetched
+	// again.
 	Adopted     int64            `json:"adopted"`
 	Expired     int64            `json:"expired"` // leases that expired and were re-sent
 	Errors      map[string]int64 `json:"errors"`
@@ -275,25 +291,30 @@ type Dispatcher struct {
 	settled  settledFeed // records that became complete, for followers
 
 	// domains balances the registrable domains over every live member and
-	// renderDomains over the render-capable ones (balance.go); route
+	// renderDomains over the render-capable ones (cluster.Balancer); route
 	// finds a domain's owner on one of them. Members change only in
 	// register and drop, which also bump epoch so host queues look their
 	// owner up again.
-	domains       *balancer
-	renderDomains *balancer
+	domains       *cluster.Balancer
+	renderDomains *cluster.Balancer
 
 	ctx    context.Context // members' sender goroutines
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	closed bool
 
-	nextLease  int64
-	firstLease int64 // the first lease of this process; below it, an earlier one's
-	nextSeq    int64
-	recSeq     int64
-	gen        int64 // this process's generation, for the budgets (budgets.go)
-	seeded     int64 // records up to this seq have their links in the frontier (seeds.go)
-	steps      int64 // batches handled by Run, for the log
+	// The cluster core (package cluster): who may join, the lease
+	// tokens (under a secret kept in the state, so a restarted process
+	// knows its predecessor's: see adopt), the keys quarantined.
+	admit  cluster.Admission
+	tokens cluster.Tokens
+	quar   *cluster.Quarantine
+
+	nextSeq int64
+	recSeq  int64
+	gen     int64 // this process's generation, for the budgets (budgets.go)
+	seeded  int64 // records up to this seq have their links in the frontier (seeds.go)
+	steps   int64 // batches handled by Run, for the log
 
 	lastJoin     time.Time // when the latest member joined
 	joinedByBeat bool      // a member joined by Heartbeat: see joinedFresh
@@ -370,6 +391,7 @@ type Dispatcher struct {
 type runCounts struct {
 	pages, reused, late, expired, fieldErrs, refused, keyRefused, adopted int64
 	disagreeing                                                           int64
+	forged                                                                int64 // answers and registrations forged (cluster.Forged)
 	errs, filtered                                                        map[string]int64
 	blocked                                                               map[string]int64 // blocked-address errors by fetch.RefusalOf
 	linkFarms, duplicates                                                 int64
@@ -459,8 +481,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		digest:        cfg.Mappings.Digest(),
 		w:             newWindow(),
 		members:       make(map[string]*member),
-		domains:       newBalancer(),
-		renderDomains: newBalancer(),
+		domains:       cluster.NewBalancer(),
+		renderDomains: cluster.NewBalancer(),
 		refused:       make(map[string]bool),
 		failed:        make(chan sendFail, 64),
 		recCache:      make(map[int64]*recState),
@@ -469,6 +491,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		retried:       make(map[string]int64),
 
 		refusalLogged: make(map[string]loggedRefusal),
+		admit:         cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure},
+		quar:          cluster.NewQuarantine(log),
 
 		filter:      filter,
 		badTopSites: nbad,
@@ -487,7 +511,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		// A new crawl (see totals.go): its history starts afresh too.
 		d.led = newLedger()
 	}
-	recv, err := wire.ListenSecure(cfg.Listen, wire.Security{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure})
+	recv, err := wire.ListenSecure(cfg.Listen, d.admit.Listen())
 	if err != nil {
 		st.close()
 		return nil, fmt.Errorf("dispatcher: intake: %w", err)
@@ -524,19 +548,14 @@ func (d *Dispatcher) resumeTx(ctx context.Context) error {
 	if err := d.loadTotals(ctx); err != nil {
 		return err
 	}
-	lease, err := s.meta(ctx, "lease")
-	if err != nil {
-		return err
-	}
-	// Lease numbers only grow, across restarts too, so a result for a lease
-	// of an earlier process can never match a new one.
-	d.nextLease = max(lease, time.Now().UnixNano())
-	d.firstLease = d.nextLease + 1
 	if d.gen, err = s.meta(ctx, "gen"); err != nil {
 		return err
 	}
 	d.gen = (d.gen + 1) & (1<<(62-genShift) - 1)
 	if err := s.setMeta(ctx, "gen", d.gen); err != nil {
+		return err
+	}
+	if err := d.setupTokens(ctx); err != nil {
 		return err
 	}
 	if d.nextSeq, err = s.meta(ctx, "next_seq"); err != nil {
@@ -635,7 +654,7 @@ func (d *Dispatcher) putCounters(ctx context.Context) error {
 	if err := d.st.setMeta(ctx, "seeded", d.seeded); err != nil {
 		return err
 	}
-	return d.st.setMeta(ctx, "lease", d.nextLease)
+	return nil
 }
 
 // loadTargetSets reads the distinct target lists.

@@ -228,11 +228,11 @@ func TestLeaseExpiryAndLateResult(t *testing.T) {
 		t.Fatalf("task not re-sent after its lease expired (got %d)", len(s1.got))
 	}
 	first, last := s1.got[0], s1.got[len(s1.got)-1]
-	if first.ID != last.ID || last.Lease <= first.Lease {
-		t.Fatalf("re-sent task %+v after %+v: want same id, larger lease", last, first)
+	if first.ID != last.ID {
+		t.Fatalf("re-sent task %+v after %+v: want the same id", last, first)
 	}
-	s1.answer(first, web) // late
-	s1.answer(last, web)  // current
+	s1.answer(first, web) // the expired lease
+	s1.answer(last, web)  // its renewal
 	s1.answer(last, web)  // duplicate
 	s1.held = nil
 	crawl(t, e, []*testSup{s1}, web, 10*time.Second)
@@ -242,11 +242,10 @@ func TestLeaseExpiryAndLateResult(t *testing.T) {
 	if e.sum.Pages != 1 || e.sum.Expired < 1 || e.sum.Complete != 1 {
 		t.Errorf("summary %+v", e.sum)
 	}
-	// The run ends as soon as the record completes, so the duplicate may
-	// arrive after it; the first (stale) answer always counts as late.
-	if e.sum.Late < 1 {
-		t.Errorf("late results %d, want at least 1", e.sum.Late)
-	}
+	// The expired lease and its renewal went to one member: they share
+	// a token (cluster.Tokens), so whichever answer comes first is taken
+	// and the others are late; the run ends as soon as the record
+	// completes, so those may arrive after it. The page counts once.
 	if v := e.records()["r1"].Found["email"]; v.Value != "a@x.example" {
 		t.Errorf("email %+v", v)
 	}

@@ -95,7 +95,7 @@
 // endpoint must be loopback unless Config.Insecure (security.go).
 //
 // Every task of one registrable domain goes to one supervisor, its owner
-// by consistent hashing with bounded loads (balance.go on ring.go): the
+// by consistent hashing with bounded loads (cluster.Balancer): the
 // first member clockwise from the domain's hash on a ring of virtual nodes
 // that holds less than its capacity's share of the domains plus 2 %. One
 // balancer covers all live members for plain tasks, one the
@@ -114,11 +114,15 @@
 // supervisor never has more tasks in flight than its advertised capacity,
 // and one host never more than Config.HostInFlight. A task is leased until
 // its Result commits; an expired lease, a silent supervisor (three missed
-// heartbeats) or a restarted one puts its tasks back in the queue. A result
-// for anything but the current lease is counted as late and ignored
-// (except an answer to a lease of an earlier dispatcher process for a task
-// still queued: after a restart that is adopted, so the page is not
-// fetched twice), so redelivery never changes anything twice.
+// heartbeats) or a restarted one puts its tasks back in the queue. Each
+// lease carries an unpredictable token bound to the task and its holder's
+// key (cluster.Tokens, under a secret kept in the state), and a result is
+// taken only from the key that holds the task's lease now, under its
+// token. An answer to a lease its sender held and lost (expired, or of an
+// earlier dispatcher process) is adopted while its task still waits, so
+// the page is not fetched twice, and otherwise counted as late; anything
+// else is forged and quarantines its sender. Redelivery never changes
+// anything twice.
 //
 // # Results and records
 //

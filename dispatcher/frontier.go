@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/net/publicsuffix"
+
+	"backfill/cluster"
 )
 
 // windowCap bounds the ready tasks held in memory; the rest of the frontier
@@ -41,10 +43,8 @@ type task struct {
 	render            bool
 	seq               int64
 
-	// while leased
-	lease    int64
-	deadline time.Time
-	member   string
+	// while leased: to whom, under which token, until when
+	lease cluster.Lease
 
 	hq   *hostQueue // while queued in the window
 	idx  int        // index in hq.tasks

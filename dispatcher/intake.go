@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"backfill/cluster"
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/wire"
@@ -163,14 +164,21 @@ type doneResult struct {
 	etag, lastMod string
 }
 
+// result is a Result and who sent it.
+type result struct {
+	r    *wire.Result
+	from wire.Peer
+}
+
 // commitResults applies the Results that answer the current lease of their
-// tasks; anything else is late (or a duplicate) and only counted. Their
-// pages go to the seen store first, all at once; then each result's
-// records, in order, get its values and links.
-func (d *Dispatcher) commitResults(ctx context.Context, rs []*wire.Result, now time.Time) error {
+// tasks, from the member that holds it; a late answer is only counted, a
+// forged one quarantines its sender (prepareResult). Their pages go to the
+// seen store first, all at once; then each result's records, in order, get
+// its values and links.
+func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Time) error {
 	done := make([]doneResult, 0, len(rs))
 	for _, r := range rs {
-		dr, ok, err := d.prepareResult(ctx, r, now)
+		dr, ok, err := d.prepareResult(ctx, r.r, r.from, now)
 		if err != nil {
 			return err
 		}
@@ -203,18 +211,45 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []*wire.Result, now t
 	return nil
 }
 
-// prepareResult checks a Result's lease, releases its task and makes what
-// the seen store keeps of the page; ok is false for a late result.
-func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, now time.Time) (doneResult, bool, error) {
+// prepareResult judges a Result from from against its task's lease
+// (cluster.Tokens.Judge), releases its task and makes what the seen store
+// keeps of the page; ok is false for an answer not taken. A late answer
+// (to a lease its sender held: of an earlier dispatcher process, or
+// expired) is adopted when its task is still queued.
+func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wire.Peer, now time.Time) (doneResult, bool, error) {
 	key, ok := parseTaskID(r.TaskID)
-	t := d.w.leased[key]
-	if ok && t == nil && r.Lease < d.firstLease {
-		t = d.adopt(key, r)
+	var t *task
+	if ok {
+		t = d.w.leased[key]
 	}
-	if t == nil || t.lease != r.Lease {
-		d.run.late++
-		return doneResult{}, false, nil
+	var held cluster.Lease
+	if t != nil {
+		held = t.lease
 	}
+	switch d.tokens.Judge(from, r.Supervisor, r.TaskID, r.Lease, held) {
+	case cluster.Late:
+		// Its sender held the task once: taken while the task waits
+		// (adopt), only counted when it is out again or done.
+		if t == nil && ok {
+			t = d.adopt(key, cluster.Lease{Token: r.Lease, Member: r.Supervisor, Key: from.Key})
+		} else {
+			t = nil
+		}
+		if t == nil {
+			d.run.late++
+			return doneResult{}, false, nil
+		}
+	case cluster.Forged:
+		why := "it answered a task leased to no one"
+		switch {
+		case held.Held() && held.Key != from.Key:
+			why = "it answered a task leased to another member"
+		case held.Held():
+			why = "it answered under a lease token it was not given"
+		}
+		return doneResult{}, false, d.forged(ctx, from, r.Supervisor, why, now)
+	}
+	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
 	d.release(t)
 	res := &cachedResult{Source: t.url}
 	if r.FinalURL != "" {

@@ -2,16 +2,17 @@ package dispatcher
 
 import (
 	"context"
+	"fmt"
 	"time"
 
-	"backfill/wire"
+	"backfill/cluster"
 )
 
 // release ends t's lease: it frees its supervisor's and its host's slot.
 func (d *Dispatcher) release(t *task) {
 	delete(d.w.leased, t.key)
-	d.w.hostLast[t.host] = handover{at: time.Now(), member: t.member}
-	if m := d.members[t.member]; m != nil {
+	d.w.hostLast[t.host] = handover{at: time.Now(), member: t.lease.Member}
+	if m := d.members[t.lease.Member]; m != nil {
 		m.inFlight--
 		d.w.unparkMember(m)
 	}
@@ -24,23 +25,33 @@ func (d *Dispatcher) release(t *task) {
 	d.w.unparkHost(t.host)
 }
 
-// adopt takes a result for a lease of an earlier dispatcher process: after
-// a restart every unfinished task is queued again, while the supervisors
-// go on answering what they held. If the task is still queued (not sent
-// again yet) the answer is as good as any, and taking it spares the site a
-// second request for the page. The task is leased to the result's sender
+// adopt takes an answer to lease p of an earlier dispatcher process, or
+// to an earlier lease of this one, from the member that held it (the
+// caller checked: cluster.Tokens.Judge said Late): after a restart every
+// unfinished task is queued again, while the supervisors go on answering
+// what they held, and an expired lease's task is queued again while its
+// holder may still answer. If the task is still queued (not sent again
+// yet) the holder's answer is as good as any, and taking it spares the
+// site a second request for the page. The task is leased again under p
 // for the moment commitResults takes to release it. nil if not queued.
-func (d *Dispatcher) adopt(key int64, r *wire.Result) *task {
+func (d *Dispatcher) adopt(key int64, p cluster.Lease) *task {
 	t := d.w.queued[key]
 	if t == nil {
 		return nil
 	}
 	d.w.remove(key)
 	d.queuedN--
-	t.lease, t.member = r.Lease, r.Supervisor
+	t.lease = p
+	if p.Key != "" {
+		// Its registered name, if it is back; never a name it wrote.
+		t.lease.Member = ""
+		if m := d.memberByKey(p.Key); m != nil {
+			t.lease.Member = m.name
+		}
+	}
 	d.w.leased[key] = t
 	d.w.hostInFlight[t.host]++
-	if m := d.members[t.member]; m != nil {
+	if m := d.members[t.lease.Member]; m != nil {
 		m.inFlight++
 	}
 	d.run.adopted++
@@ -51,9 +62,36 @@ func (d *Dispatcher) adopt(key int64, r *wire.Result) *task {
 // window (expired, supervisor gone, send failed).
 func (d *Dispatcher) requeue(ctx context.Context, t *task) error {
 	d.release(t)
-	t.lease, t.member, t.deadline = 0, "", time.Time{}
+	t.lease = cluster.Lease{}
 	// The state still shows the task queued (leases live in memory only).
 	d.queuedN++
 	d.w.add(t, true)
+	return nil
+}
+
+// Meta keys of the lease tokens' secret (cluster.NewSecret).
+const metaTokenSecret = "token_secret"
+
+// setupTokens reads the lease tokens' secret from the state, making it on
+// a new state, and sets up this process's tokens. Callers are in resume's
+// transaction.
+func (d *Dispatcher) setupTokens(ctx context.Context) error {
+	var secret [2]int64
+	for i := range secret {
+		v, err := d.st.meta(ctx, fmt.Sprintf("%s_%d", metaTokenSecret, i))
+		if err != nil {
+			return err
+		}
+		secret[i] = v
+	}
+	if secret == ([2]int64{}) {
+		secret = cluster.NewSecret()
+		for i, v := range secret {
+			if err := d.st.setMeta(ctx, fmt.Sprintf("%s_%d", metaTokenSecret, i), v); err != nil {
+				return err
+			}
+		}
+	}
+	d.tokens = cluster.NewTokens(secret, d.gen)
 	return nil
 }

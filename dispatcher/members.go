@@ -15,6 +15,7 @@ const sendTimeout = 5 * time.Second
 // member is one registered supervisor.
 type member struct {
 	name     string
+	key      string // its authenticated key (wire.Peer.Key); "" in a plaintext cluster
 	endpoint string
 	capacity int
 	render   bool
@@ -137,21 +138,70 @@ func (d *Dispatcher) farewell() {
 
 // route returns the live member that owns domain: its owner among the
 // render-capable members for a render task, among all members otherwise
-// (balance.go); nil while there is none (the task waits). Callers hold mu.
+// (cluster.Balancer); nil while there is none (the task waits). Callers hold mu.
 func (d *Dispatcher) route(domain string, render bool) *member {
 	b := d.domains
 	if render {
 		b = d.renderDomains
 	}
-	return d.members[b.route(domain)]
+	return d.members[b.Route(domain)]
 }
 
-// mix64 spreads FNV's output over all bits (a finalizer from splitmix64).
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+// tellLateJoiners answers, until until (or ctx ends), every supervisor
+// that says Hello to a finished run, and that the cluster admits, with a
+// Bye on its task socket: a supervisor restarted in the run's last moments
+// joins after the farewell, and would otherwise wait for a run that is
+// over (forever, when it was started to exit when done). Members the
+// farewell told already are not told again. It runs on its own goroutine
+// while Run ends, reading the frames the intake reader still decodes.
+func (d *Dispatcher) tellLateJoiners(ctx context.Context, intake <-chan frame, until time.Time) {
+	told := make(map[string]bool)
+	d.mu.Lock()
+	for _, m := range d.members {
+		told[m.endpoint] = true
+	}
+	d.mu.Unlock()
+	bye := wire.Bye{Dispatcher: d.name, Run: d.runID}
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	for {
+		var f frame
+		select {
+		case f = <-intake:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+		var h wire.Hello
+		switch v := f.v.(type) {
+		case *wire.Hello:
+			h = *v
+		case *wire.Heartbeat:
+			h = v.Hello
+		default:
+			continue
+		}
+		d.mu.Lock()
+		quarantined := d.quar.Has(f.from.Key)
+		d.mu.Unlock()
+		if quarantined || h.Mappings != d.digest || told[h.Endpoint] {
+			continue
+		}
+		sec, err := d.admit.Admit(h, f.from)
+		if err != nil {
+			continue
+		}
+		told[h.Endpoint] = true
+		s, err := wire.DialSecure(h.Endpoint, sec)
+		if err != nil {
+			continue
+		}
+		if err := s.Send(wire.KindBye, bye, byeWait); err != nil {
+			d.log.Debug("bye not sent", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "error", err)
+		} else {
+			d.log.Info("supervisor joined a finished run: told it is over", "supervisor", h.Supervisor, "endpoint", h.Endpoint)
+		}
+		s.Close()
+	}
 }

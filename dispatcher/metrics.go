@@ -33,6 +33,10 @@ var (
 		"Leases that ran out and whose tasks were sent again.", nil, nil)
 	descLate = prometheus.NewDesc("backfill_results_late_total",
 		"Results for anything but a task's current lease, ignored.", nil, nil)
+	descForged = prometheus.NewDesc("backfill_results_forged_total",
+		"Frames refused as forged: answers to a lease their sender did not hold, registrations under another member's name.", nil, nil)
+	descQuarantined = prometheus.NewDesc("backfill_members_quarantined",
+		"Member keys quarantined for forging: refused and given no work until an operator lifts them.", nil, nil)
 	descPagesDone = prometheus.NewDesc("backfill_pages_total",
 		"Pages fetched and extracted whose results the dispatcher applied.", nil, nil)
 	descReused = prometheus.NewDesc("backfill_extractions_reused_total",
@@ -70,6 +74,8 @@ type metricsView struct {
 	waitingRender               int
 	readyHosts, hosts           int
 	expired, late, pages, reuse int64
+	forged                      int64
+	quarantined                 int
 	errs, lost, robots, filled  map[string]int64
 	joined                      int64
 	members                     []MemberStatus
@@ -84,7 +90,7 @@ func (d *Dispatcher) Collector() prometheus.Collector { return collector{d} }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRecords, descComplete, descPartial, descFrontier, descWindow,
-		descHostQueues, descLeased, descWaitingRender, descExpired, descLate, descPagesDone, descReused,
+		descHostQueues, descLeased, descWaitingRender, descExpired, descLate, descForged, descQuarantined, descPagesDone, descReused,
 		descFailed, descFilled, descStoreWritten, descStoreErrors, descMembers, descJoined, descLost,
 		descMemberInFlight, descMemberRate, descMemberHeartbeat, descRobotsOutcomes} {
 		ch <- d
@@ -103,6 +109,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		errs: sumMaps(d.base.errs, d.run.errs), lost: maps.Clone(d.led.lost), robots: maps.Clone(d.led.h.Robots),
 		filled: maps.Clone(d.led.filled),
 		joined: d.led.joined,
+		forged: d.total(&d.run.forged), quarantined: d.quar.Len(),
 	}
 	for _, m := range d.members {
 		v.members = append(v.members, m.status())
@@ -126,6 +133,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descWaitingRender, float64(v.waitingRender))
 	counter(descExpired, v.expired)
 	counter(descLate, v.late)
+	counter(descForged, v.forged)
+	gauge(descQuarantined, float64(v.quarantined))
 	counter(descPagesDone, v.pages)
 	counter(descReused, v.reuse)
 	for class, n := range v.errs {

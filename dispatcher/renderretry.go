@@ -3,8 +3,8 @@ package dispatcher
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"backfill/cluster"
 	"backfill/etl"
 	"backfill/wire"
 )
@@ -33,7 +33,7 @@ func (d *Dispatcher) retryRender(ctx context.Context, t *task, r *wire.Result) e
 		return err
 	}
 	t.render, t.seq = true, d.nextSeq
-	t.lease, t.member, t.deadline = 0, "", time.Time{}
+	t.lease = cluster.Lease{}
 	d.run.renderRetried++
 	d.queuedN++
 	d.w.add(t, true)

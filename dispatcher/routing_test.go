@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/cluster"
 	"backfill/wire"
 )
 
@@ -74,7 +75,7 @@ func TestRoutingFollowsRing(t *testing.T) {
 	}
 	// Equal capacities: each at most its share and the slack.
 	for _, n := range names {
-		if most := int(math.Ceil((1 + loadSlack) * nDomains / 3)); load[n] > most {
+		if most := int(math.Ceil((1 + cluster.LoadSlack) * nDomains / 3)); load[n] > most {
 			t.Errorf("%s got %d domains, more than its bounded share %d (loads %v)", n, load[n], most, load)
 		}
 	}

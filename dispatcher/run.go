@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"backfill/cluster"
 	"backfill/seconds"
 	"backfill/wire"
 )
@@ -55,6 +56,9 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
 		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest,
 		"restarts", d.base.starts-1)
+	if !d.admit.Secured() {
+		d.log.Warn(cluster.PlaintextWarning)
+	}
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
 			d.mu.Unlock()
@@ -182,8 +186,17 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	d.mu.Unlock()
+	var lateDone chan struct{}
 	if finished && runErr == nil {
 		d.farewell()
+		if d.cfg.LateJoinWait > 0 {
+			lateDone = make(chan struct{})
+			until := time.Now().Add(d.cfg.LateJoinWait)
+			go func() {
+				defer close(lateDone)
+				d.tellLateJoiners(ctx, intake, until)
+			}()
+		}
 	}
 	stored := d.drainOutbox(ctx, outbox)
 	sum, err := d.summary(context.WithoutCancel(ctx))
@@ -206,16 +219,21 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.mu.Unlock()
 	d.putStatus(st)
 	d.putHistory(hist)
+	if lateDone != nil {
+		<-lateDone // the intake reader stops when Run returns
+	}
 	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
 		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
 		"errors", sum.Errors, seconds.Attr("elapsed", sum.Elapsed.Round(time.Millisecond)), "pages_per_sec", int(sum.PagesPerSec))
 	return sum, runErr
 }
 
-// frame is one decoded intake frame, or the error that ended the intake.
+// frame is one decoded intake frame and who sent it, or the error that
+// ended the intake.
 type frame struct {
 	kind wire.Kind
 	v    any
+	from wire.Peer
 	err  error
 }
 
@@ -223,8 +241,8 @@ type frame struct {
 // intake fails; a failure is passed on as the last frame.
 func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
 	for ctx.Err() == nil {
-		kind, v, err := d.recv.Recv(recvWait)
-		f := frame{kind: kind, v: v}
+		kind, v, from, err := d.recv.RecvFrom(recvWait)
+		f := frame{kind: kind, v: v, from: from}
 		switch {
 		case err == nil:
 		case errors.Is(err, wire.ErrTimeout):
@@ -307,7 +325,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 		lastDispatch := time.Now()
 		// Results are applied resultBatch at a time, in their order
 		// among the other frames.
-		var results []*wire.Result
+		var results []result
 		commit := func() error {
 			if len(results) == 0 {
 				return nil
@@ -331,8 +349,13 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 				}
 				lastDispatch = time.Now()
 			}
+			if d.quar.Has(f.from.Key) {
+				// Refused, and counted, until an operator lifts it.
+				d.quar.Add(f.from, frameMember(f.v), "a frame from a quarantined key", now)
+				continue
+			}
 			if v, ok := f.v.(*wire.Result); ok {
-				if results = append(results, v); len(results) == resultBatch {
+				if results = append(results, result{v, f.from}); len(results) == resultBatch {
 					if err := commit(); err != nil {
 						return err
 					}
@@ -344,14 +367,14 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			}
 			switch v := f.v.(type) {
 			case *wire.Hello:
-				if err := d.register(ctx, *v, true, now); err != nil {
+				if err := d.register(ctx, *v, f.from, true, now); err != nil {
 					return err
 				}
 			case *wire.Heartbeat:
-				if err := d.register(ctx, v.Hello, false, now); err != nil {
+				if err := d.register(ctx, v.Hello, f.from, false, now); err != nil {
 					return err
 				}
-				if m := d.members[v.Supervisor]; m != nil {
+				if m := d.members[v.Supervisor]; m != nil && m.key == f.from.Key {
 					m.beat(v)
 					d.led.heartbeat(v)
 					d.noteDNS(v)
@@ -366,9 +389,9 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 		for more := true; more; {
 			select {
 			case f := <-d.failed:
-				if key, ok := parseTaskID(f.taskID); ok && d.w.leased[key] != nil && d.w.leased[key].lease == f.lease {
+				if key, ok := parseTaskID(f.taskID); ok && d.w.leased[key] != nil && d.w.leased[key].lease.Token == f.lease {
 					t := d.w.leased[key]
-					d.log.Debug("send failed; task re-queued", "url", t.url, "host", t.host, "supervisor", t.member)
+					d.log.Debug("send failed; task re-queued", "url", t.url, "host", t.host, "supervisor", t.lease.Member)
 					if err := d.requeue(ctx, t); err != nil {
 						return err
 					}
@@ -463,9 +486,12 @@ func (d *Dispatcher) abandon() {
 	d.w.cursor = nil
 }
 
-// register handles a Hello or Heartbeat: a supervisor unknown, or known
-// under another incarnation (Started) or endpoint, is (re-)registered.
-func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now time.Time) error {
+// register handles a Hello or Heartbeat from the sender from: a supervisor
+// unknown, or known under another incarnation (Started) or endpoint, is
+// (re-)registered. A member is its key (cluster.Admission binds the task
+// socket's key to the sender's): a Hello under a member's name from
+// another key is an impersonation, and its sender is quarantined.
+func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer, hello bool, now time.Time) error {
 	if h.Supervisor == "" || h.Endpoint == "" {
 		d.log.Warn("registration without a name or endpoint ignored", "supervisor", h.Supervisor, "endpoint", h.Endpoint)
 		return nil
@@ -481,11 +507,20 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		return nil
 	}
 	capacity := max(h.Capacity, 1)
-	sec, trusted := d.memberSecurity(h)
-	if !trusted {
-		return nil
+	sec, trusted, err := d.memberSecurity(ctx, h, from, now)
+	if !trusted || err != nil {
+		return err
 	}
 	m := d.members[h.Supervisor]
+	if m != nil && m.key != from.Key {
+		return d.forged(ctx, from, h.Supervisor, "it registered under the name of another member", now)
+	}
+	if other := d.memberByKey(from.Key); other != nil && other != m && from.Key != "" {
+		// One key, one member: the same supervisor under a new name.
+		if err := d.drop(ctx, other, "renamed"); err != nil {
+			return err
+		}
+	}
 	if m != nil && (!m.started.Equal(h.Started) || m.endpoint != h.Endpoint || m.render != h.Render || m.sec.ServerKey != sec.ServerKey) {
 		if err := d.drop(ctx, m, "restarted"); err != nil {
 			return err
@@ -496,9 +531,9 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		m.lastSeen = now
 		if m.capacity != capacity {
 			m.capacity = capacity
-			d.domains.join(m.name, capacity) // a new weight; nothing moves
+			d.domains.Join(m.name, capacity) // a new weight; nothing moves
 			if m.render {
-				d.renderDomains.join(m.name, capacity)
+				d.renderDomains.Join(m.name, capacity)
 			}
 			d.w.unparkMember(m)
 		}
@@ -507,15 +542,15 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, hello bool, now
 		}
 		return nil
 	}
-	m = &member{name: h.Supervisor, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started, lastSeen: now, joined: now, sec: sec}
+	m = &member{name: h.Supervisor, key: from.Key, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started, lastSeen: now, joined: now, sec: sec}
 	if err := m.start(d.ctx, &d.wg, d.failed); err != nil {
 		d.log.Error("supervisor unreachable", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "error", err)
 		return nil
 	}
 	d.members[m.name] = m
-	d.domains.join(m.name, m.capacity)
+	d.domains.Join(m.name, m.capacity)
 	if m.render {
-		d.renderDomains.join(m.name, m.capacity)
+		d.renderDomains.Join(m.name, m.capacity)
 	}
 	d.lastJoin = now
 	d.led.joined++
@@ -539,12 +574,12 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 	d.noteLeft(m, reason, time.Now())
 	d.led.lost[reason]++
 	delete(d.members, m.name)
-	d.domains.leave(m.name)
-	d.renderDomains.leave(m.name)
+	d.domains.Leave(m.name)
+	d.renderDomains.Leave(m.name)
 	d.epoch++
 	n := 0
 	for _, t := range maps.Clone(d.w.leased) {
-		if t.member == m.name {
+		if t.lease.Member == m.name {
 			if err := d.requeue(ctx, t); err != nil {
 				return err
 			}
@@ -561,15 +596,15 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 // bounds what the window and the balancers remember.
 func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 	d.w.pruneHostLast(now)
-	if max(len(d.domains.owner), len(d.renderDomains.owner)) > assignedCap {
+	if max(d.domains.Assigned(), d.renderDomains.Assigned()) > cluster.AssignedCap {
 		busy := d.w.busyDomains()
-		d.domains.prune(func(dom string) bool { return busy[dom] })
-		d.renderDomains.prune(func(dom string) bool { return busy[dom] })
+		d.domains.Prune(func(dom string) bool { return busy[dom] })
+		d.renderDomains.Prune(func(dom string) bool { return busy[dom] })
 	}
 	for _, t := range d.w.leased {
-		if now.After(t.deadline) {
+		if now.After(t.lease.Deadline) {
 			d.run.expired++
-			d.log.Debug("lease expired; task re-queued", "url", t.url, "host", t.host, "supervisor", t.member, "lease", t.lease)
+			d.log.Debug("lease expired; task re-queued", "url", t.url, "host", t.host, "supervisor", t.lease.Member)
 			if err := d.requeue(ctx, t); err != nil {
 				return err
 			}
@@ -635,8 +670,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		delete(w.queued, t.key)
 		heap.Remove(&w.worst, t.widx)
 		t.hq = nil
-		d.nextLease++
-		t.lease, t.member, t.deadline = d.nextLease, m.name, now.Add(d.cfg.Lease)
+		t.lease = d.tokens.Grant(taskID(t.key), m.name, m.key, now.Add(d.cfg.Lease))
 		w.leased[t.key] = t
 		m.inFlight++
 		w.hostInFlight[t.host]++
@@ -644,12 +678,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		d.queuedN--
 		// The lease is not written to the state: it lives in memory, and a
 		// restarted dispatcher queues every unfinished task again anyway.
-		// In the state the task stays queued until its result is done.
+		// In the state the task stays queued until its result is done; its
+		// holder's answer is still known by its token (adopt).
 		etag, lastMod, err := d.taskValidators(ctx, t)
 		if err != nil {
 			return err
 		}
-		wt := wire.Task{ID: taskID(t.key), Lease: t.lease, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
+		wt := wire.Task{ID: taskID(t.key), Lease: t.lease.Token, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
 			ETag: etag, LastModified: lastMod}
 		if ho, ok := w.hostLast[t.host]; ok && ho.member != m.name {
 			wt.HostLast = ho.at // the host moved: hand its last request over
@@ -695,6 +730,8 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Reused:      d.total(&d.run.reused),
 		Disagreeing: d.total(&d.run.disagreeing),
 		Late:        d.total(&d.run.late),
+		Forged:      d.total(&d.run.forged),
+		Quarantined: d.quar.List(),
 		Adopted:     d.total(&d.run.adopted),
 		Expired:     d.total(&d.run.expired),
 		Errors:      sumMaps(d.base.errs, d.run.errs),

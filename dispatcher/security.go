@@ -1,8 +1,11 @@
 package dispatcher
 
 import (
-	"slices"
+	"context"
+	"errors"
 	"time"
+
+	"backfill/cluster"
 
 	"backfill/wire"
 )
@@ -49,39 +52,69 @@ func (d *Dispatcher) noteRefusals(now time.Time) {
 // maxRefusalsLogged is about how many refused peers the intake keeps.
 const maxRefusalsLogged = 64
 
-// memberSecurity decides whether the supervisor a Hello or Heartbeat
-// describes may have tasks, and how its task socket is dialled.
-//
-// Trust runs both ways. A secured dispatcher (Config.Keys) hears only
-// supervisors whose key is in Config.Authorized, as its intake refuses
-// every other CURVE handshake; it dials a supervisor's task socket as a
-// CURVE client with its own key pair, expecting the server key the Hello
-// advertises, so tasks reach only the holder of that key's secret. The key
-// is checked against Config.Authorized again here: an authorized supervisor
-// cannot point the dispatcher at a socket keyed by someone unlisted. A
-// plaintext dispatcher dials only loopback task endpoints unless
-// Config.Insecure. Callers hold mu.
-func (d *Dispatcher) memberSecurity(h wire.Hello) (wire.Security, bool) {
-	refuse := func(why string) (wire.Security, bool) {
-		d.run.refused++
-		key := "security\x00" + h.Supervisor + "\x00" + h.Key + "\x00" + h.Endpoint
-		if !d.refused[key] {
-			d.refused[key] = true
-			d.log.Error("supervisor refused: "+why, "supervisor", h.Supervisor, "endpoint", h.Endpoint, "key", h.Key)
+// memberSecurity decides, by the cluster's admission rules
+// (cluster.Admission.Admit), whether the supervisor a Hello or Heartbeat
+// from from describes may have tasks, and how its task socket is dialled.
+// A refusal is counted and logged once; a member that advertises another
+// key's task socket is quarantined besides. Callers hold mu.
+func (d *Dispatcher) memberSecurity(ctx context.Context, h wire.Hello, from wire.Peer, now time.Time) (wire.Security, bool, error) {
+	sec, err := d.admit.Admit(h, from)
+	if err == nil {
+		return sec, true, nil
+	}
+	d.run.refused++
+	key := "security\x00" + h.Supervisor + "\x00" + h.Key + "\x00" + h.Endpoint
+	if !d.refused[key] {
+		d.refused[key] = true
+		d.log.Error("supervisor refused: "+err.Error(), "supervisor", h.Supervisor, "endpoint", h.Endpoint, "key", h.Key,
+			"sender_key", from.Key, "address", from.Address)
+	}
+	if errors.Is(err, cluster.ErrKeyNotSender) {
+		return wire.Security{}, false, d.forged(ctx, from, h.Supervisor, err.Error(), now)
+	}
+	return wire.Security{}, false, nil
+}
+
+// forged handles a frame from that claims what its sender was not given:
+// an answer to a lease it does not hold, a member's name that is not its
+// own. The sender's key is quarantined (cluster.Quarantine: logged,
+// refused from now on) and, when it is a member, dropped, so that its
+// tasks go to others and it gets no more. A plaintext cluster cannot tell
+// who sent it: the frame is only refused and counted. Callers hold mu.
+func (d *Dispatcher) forged(ctx context.Context, from wire.Peer, name, why string, now time.Time) error {
+	d.run.forged++
+	if !d.quar.Add(from, name, why, now) {
+		return nil
+	}
+	if m := d.memberByKey(from.Key); m != nil {
+		return d.drop(ctx, m, "quarantined")
+	}
+	return nil
+}
+
+// memberByKey is the member whose authenticated key is key; nil when none
+// (or in a plaintext cluster, where no member has one). Callers hold mu.
+func (d *Dispatcher) memberByKey(key string) *member {
+	if key == "" {
+		return nil
+	}
+	for _, m := range d.members {
+		if m.key == key {
+			return m
 		}
-		return wire.Security{}, false
 	}
-	if d.cfg.Keys.IsZero() {
-		if !d.cfg.Insecure && !wire.Loopback(h.Endpoint) {
-			return refuse("plaintext to a task endpoint that is not loopback (secure the cluster with keys, or allow insecure)")
-		}
-		return wire.Security{Insecure: d.cfg.Insecure}, true
+	return nil
+}
+
+// frameMember is the supervisor name a frame carries, for logs only.
+func frameMember(v any) string {
+	switch v := v.(type) {
+	case *wire.Result:
+		return v.Supervisor
+	case *wire.Hello:
+		return v.Supervisor
+	case *wire.Heartbeat:
+		return v.Supervisor
 	}
-	if h.Key == "" {
-		return refuse("it advertises no key, and this dispatcher sends tasks only to CURVE task sockets")
-	}
-	if !slices.Contains(d.cfg.Authorized, h.Key) {
-		return refuse("its task socket's key is not among the authorized keys")
-	}
-	return wire.Security{Keys: d.cfg.Keys, ServerKey: h.Key}, true
+	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"backfill/cluster"
 	"backfill/wire"
 )
 
@@ -58,7 +59,11 @@ type Status struct {
 	ElapsedSeconds float64          `json:"elapsed_seconds"` // working time
 	Errors         map[string]int64 `json:"errors,omitempty"`
 	Expired        int64            `json:"expired"` // leases that ran out and were re-sent
-	Late           int64            `json:"late"`    // late or duplicate results ignored
+	Late           int64            `json:"late"`    // late results ignored
+	// Forged counts the frames refused as forged (see Summary.Forged);
+	// Quarantined are the keys that sent them, refused until lifted.
+	Forged      int64                 `json:"forged"`
+	Quarantined []cluster.Quarantined `json:"quarantined,omitempty"`
 
 	Members []MemberStatus `json:"members"`
 	Left    []MemberStatus `json:"left,omitempty"` // members dropped during this Run, latest last
@@ -158,6 +163,7 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 		Queued: d.queuedN, InFlight: len(d.w.leased), WaitingRender: d.w.waitingRender(),
 		Restarts: int(d.base.starts - 1), Pages: d.total(&d.run.pages), Errors: sumMaps(d.base.errs, d.run.errs),
 		Expired: d.total(&d.run.expired), Late: d.total(&d.run.late),
+		Forged: d.total(&d.run.forged), Quarantined: d.quar.List(),
 		Members: make([]MemberStatus, 0, len(d.members)),
 		Left:    append([]MemberStatus(nil), d.left...),
 		Refused: d.recv.Refusals(),

@@ -41,7 +41,7 @@ type tally struct {
 func (d *Dispatcher) tallies() []tally {
 	r := &d.run
 	return []tally{
-		{"pages", &r.pages}, {"reused", &r.reused}, {"disagreeing", &r.disagreeing}, {"late", &r.late}, {"adopted", &r.adopted},
+		{"pages", &r.pages}, {"reused", &r.reused}, {"disagreeing", &r.disagreeing}, {"late", &r.late}, {"forged", &r.forged}, {"adopted", &r.adopted},
 		{"expired", &r.expired}, {"field_errors", &r.fieldErrs}, {"refused_registrations", &r.refused},
 		{"refused_match_key", &r.keyRefused}, {"render_retried", &r.renderRetried}, {"render_wanted", &r.renderWanted},
 		{"not_modified", &r.notModified}, {"refreshed", &r.refreshed}, {"changed", &r.changed},

@@ -15,7 +15,7 @@ import (
 )
 
 // childEnv names the part a re-executed test binary plays inside one of
-// the rehearsal's network namespaces: "web" or "dial".
+// the rehearsal's network namespaces: "web", "dial" or "forger".
 const childEnv = "BACKFILL_REHEARSAL_CHILD"
 
 // TestMain lets the rehearsal run servers and probes inside its network
@@ -65,6 +65,9 @@ func child(role string) int {
 			return 1
 		}
 		return 0
+	}
+	if role == "forger" {
+		return forge(addr, stop)
 	}
 	fmt.Fprintf(os.Stderr, "%s=%q: no such part\n", childEnv, role)
 	return 2

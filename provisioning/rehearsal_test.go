@@ -87,7 +87,9 @@ roles = ["mongodb"]
 // firewall keeps an outsider from the ZeroMQ and MongoDB ports that the
 // cluster's own hosts reach (the render host's too, its browser
 // running), that a supervisor whose key is not in the inventory gets no
-// task, that MongoDB takes the rendered user and password and refuses a
+// task, that a member whose key is authorized but which forges answers
+// (forge) is quarantined and changes nothing, that MongoDB takes the
+// rendered user and password and refuses a
 // wrong password or none, that the password is in no process's command
 // line and no log, and that the export equals a one-machine `backfill
 // run` of the same records.
@@ -198,6 +200,11 @@ func TestRehearsal(t *testing.T) {
 	}
 	dispCmd := unit("disp", "backfill-dispatcher.service")
 	copyRecords(t, filepath.Join(deploy, "disp"), filepath.Join(dir, "machines", "disp"))
+	// A member the operator authorized, since compromised: its key is
+	// among the dispatcher's, and it forges answers (forge).
+	forgerKey := filepath.Join(dir, "forger")
+	fk := newKeyFiles(t, forgerKey)
+	writeTestFile(t, filepath.Join(flagValue(t, dispCmd, "--authorized-keys"), "forger.pub"), []byte(fk.Public+"\n"))
 	disp := n.start(t, "disp", "dispatcher", dispCmd, nil)
 	disp.waitLine(t, `dispatcher listening`, "never listened")
 	zmqPort := ":" + strconv.Itoa(provisioning.DispatcherPort)
@@ -208,14 +215,12 @@ func TestRehearsal(t *testing.T) {
 	// CURVE stands between it and the tasks. It starts first, so that
 	// were it accepted it would be a member before the crawl begins.
 	stranger := filepath.Join(dir, "stranger")
-	k, err := wire.NewKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wire.WriteKeys(stranger, k, false); err != nil {
-		t.Fatal(err)
-	}
+	newKeyFiles(t, stranger)
 	sup1 := unit("sup-1", "backfill-supervisor.service")
+	forger := n.start(t, "disp", "forger", childCmd("forger", flagValue(t, sup1, "--dispatcher"), []string{
+		"BACKFILL_FORGER_KEY=" + forgerKey + wire.SecretExt, "BACKFILL_FORGER_DISPATCHER_KEY=" + flagValue(t, sup1, "--dispatcher-key"),
+	}), nil)
+	forger.waitLine(t, `^forging \d+ tasks$`, "did not start forging")
 	strangerCmd := replaceFlags(t, sup1, map[string]string{
 		"--name": "stranger", "--key": stranger + wire.SecretExt, "--contact": "https://backfill.invalid/stranger",
 		"--listen": "tcp://" + addrDispatcher + ":5552", "--state-dir": filepath.Join(dir, "stranger-state"),
@@ -255,6 +260,16 @@ func TestRehearsal(t *testing.T) {
 	// The render host's firewall still holds, its browser started.
 	sups[1].waitLine(t, `renderer started`, "never started its browser")
 	n.expectReach(t, []probe{{"disp", addrSup2 + taskPort}}, []probe{{"out", addrSup2 + taskPort}, {"web", addrSup2 + taskPort}})
+	// The forger was quarantined, by its key, and its answers refused:
+	// the export below equals the one-machine run's all the same.
+	forger.signal(syscall.SIGTERM)
+	if code := forger.waitExit(t, time.Minute); code != 0 {
+		t.Errorf("forger exit code %d\n%s", code, &forger.Stderr)
+	}
+	if !strings.Contains(disp.Stderr.String(), `member quarantined`) || !strings.Contains(disp.Stderr.String(), fk.Public) {
+		t.Errorf("the dispatcher did not quarantine the forger's key %s:\n%s", fk.Public, &disp.Stderr)
+	}
+	t.Logf("the forger sent %s forged results", strings.TrimSpace(forger.stdout.String()))
 	for _, p := range append(sups, strangerProc) {
 		p.signal(syscall.SIGTERM)
 		if code := p.waitExit(t, time.Minute); code != 0 {
@@ -635,6 +650,19 @@ func flagValue(t *testing.T, args []string, f string) string {
 	}
 	t.Fatalf("%s is not in %q", f, args)
 	return ""
+}
+
+// newKeyFiles makes a CURVE key pair and writes it at name (.key, .pub).
+func newKeyFiles(t *testing.T, name string) wire.Keys {
+	t.Helper()
+	k, err := wire.NewKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.WriteKeys(name, k, false); err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
 // childCmd runs this test binary as part role (see TestMain).

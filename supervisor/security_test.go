@@ -122,3 +122,48 @@ func threeKeys(t *testing.T) [3]wire.Keys {
 	}
 	return k
 }
+
+// TestForgedTaskFromAnotherMember: another member of the cluster, whose key
+// the dispatcher authorizes, dials a supervisor's task socket and sends it a
+// Task. The supervisor takes tasks only from the dispatcher it registered
+// with (its key): the handshake is refused, nothing is fetched.
+func TestForgedTaskFromAnotherMember(t *testing.T) {
+	k := threeKeys(t)
+	disp, sup, member := k[0], k[1], k[2]
+	in, err := wire.ListenSecure("tcp://127.0.0.1:*", wire.Security{Keys: disp, Authorized: []string{sup.Public, member.Public}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	r := start(t, Config{
+		Name: "sup-target", Dispatcher: in.Endpoint(), Workers: 1, Mappings: mappings(t), Cache: openCache(t),
+		Heartbeat: 100 * time.Millisecond, HelloMax: 300 * time.Millisecond,
+		Keys: sup, DispatcherKey: disp.Public,
+	})
+	var h *wire.Hello
+	for deadline := time.Now().Add(10 * time.Second); h == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("no Hello over CURVE within 10s")
+		}
+		kind, v, from, err := in.RecvFrom(100 * time.Millisecond)
+		if err == nil && kind == wire.KindHello {
+			h = v.(*wire.Hello)
+			if from.Key != sup.Public {
+				t.Fatalf("Hello came under key %q, want the supervisor's %q (the transport's, per message)", from.Key, sup.Public)
+			}
+		}
+	}
+	out, err := wire.DialSecure(h.Endpoint, wire.Security{Keys: member, ServerKey: h.Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := wire.Task{ID: "0000000000000001", Lease: 1, URL: "http://127.0.0.1:1/", Host: "127.0.0.1:1"}
+	err = out.Send(wire.KindTask, task, 300*time.Millisecond)
+	out.Close()
+	if !errors.Is(err, wire.ErrTimeout) {
+		t.Errorf("a member's Task send = %v, want a timeout (refused handshake)", err)
+	}
+	if st := r.sup.Stats(); st.Registered || st.Fetched > 0 || len(st.Failed) > 0 {
+		t.Errorf("after a member's Task: %+v, want nothing taken", st)
+	}
+}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"net/netip"
 	"slices"
 	"time"
 
+	"backfill/cluster"
 	"backfill/wire"
 )
 
@@ -53,6 +53,7 @@ const (
 // member is one supervisor of the survey.
 type member struct {
 	name     string
+	key      string // its authenticated key (wire.Peer.Key); "" in a plaintext cluster
 	endpoint string
 	capacity int
 	started  time.Time
@@ -62,7 +63,10 @@ type member struct {
 }
 
 // dispatch hands a run's tasks to supervisors and turns their results
-// into committed rows. One goroutine (run) owns all of it.
+// into committed rows. One goroutine (run) owns all of it. Who may join,
+// the leases' tokens, the judging of answers, the quarantine and the
+// routing of address blocks are the cluster core's (package cluster), as
+// for the crawl.
 type dispatch struct {
 	cfg  Cluster
 	log  *slog.Logger
@@ -73,13 +77,16 @@ type dispatch struct {
 	commit func(ctx context.Context, rows []row, done []string) error
 
 	in      *wire.Receiver
+	admit   cluster.Admission
+	tokens  cluster.Tokens
+	quar    *cluster.Quarantine
+	blocks  *cluster.Balancer // address blocks (/24, /48) to members
 	members map[string]*member
-	queue   []*task          // waiting, in dispatch order
-	flying  map[string]*task // sent, by id
-	lease   map[string]int64 // latest lease of each task sent
-	owner   map[string]string
-	deadl   map[string]time.Time
-	refused map[string]bool // supervisors refused, logged once
+	queue   []*task                  // waiting, in dispatch order
+	flying  map[string]*task         // sent, by id
+	lease   map[string]cluster.Lease // the lease of each task flying
+	deadl   map[string]time.Time     // when each flying task's lease runs out (renewed by heartbeats)
+	refused map[string]bool          // supervisors refused, logged once
 
 	pendRows   []row
 	pendDone   []string
@@ -94,6 +101,13 @@ type dispatchStats struct {
 	Dropped  int // supervisors dropped for silence
 	Refused  int // supervisors refused (no survey support, security)
 	BadFrame int64
+	// Late counts answers to leases their sender held and lost; Forged
+	// the frames refused as forged (an answer to a lease the sender did
+	// not hold, a registration under another member's name), and
+	// Quarantined the keys that sent them (see cluster.Quarantine).
+	Late        int                   `json:"late"`
+	Forged      int                   `json:"forged"`
+	Quarantined []cluster.Quarantined `json:"quarantined,omitempty"`
 }
 
 func newDispatch(cfg Cluster, log *slog.Logger, job string, spec wire.SurveySpec) (*dispatch, error) {
@@ -106,14 +120,16 @@ func newDispatch(cfg Cluster, log *slog.Logger, job string, spec wire.SurveySpec
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = defaultHeartbeat
 	}
-	in, err := wire.ListenSecure(cfg.Listen, wire.Security{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure})
+	admit := cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure}
+	in, err := wire.ListenSecure(cfg.Listen, admit.Listen())
 	if err != nil {
 		return nil, fmt.Errorf("survey: %w", err)
 	}
 	return &dispatch{
 		cfg: cfg, log: log, job: job, spec: spec, in: in,
-		members: map[string]*member{}, flying: map[string]*task{}, lease: map[string]int64{},
-		owner: map[string]string{}, deadl: map[string]time.Time{}, refused: map[string]bool{},
+		admit: admit, tokens: cluster.NewTokens(cluster.NewSecret(), 0), quar: cluster.NewQuarantine(log), blocks: cluster.NewBalancer(),
+		members: map[string]*member{}, flying: map[string]*task{}, lease: map[string]cluster.Lease{},
+		deadl: map[string]time.Time{}, refused: map[string]bool{},
 	}, nil
 }
 
@@ -126,6 +142,9 @@ func (d *dispatch) run(ctx context.Context, tasks []*task) error {
 		d.cfg.Listening(d.in.Endpoint())
 	}
 	d.log.Info("survey listening", "endpoint", d.in.Endpoint(), "job", d.job, "tasks", len(tasks))
+	if !d.admit.Secured() {
+		d.log.Warn(cluster.PlaintextWarning)
+	}
 	for len(d.queue) > 0 || len(d.flying) > 0 || len(d.pendRows) > 0 {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(err, d.flush(context.WithoutCancel(ctx)))
@@ -152,10 +171,10 @@ func (d *dispatch) run(ctx context.Context, tasks []*task) error {
 func (d *dispatch) receive() error {
 	wait := recvPoll
 	for range recvBatch {
-		kind, v, err := d.in.Recv(wait)
+		kind, v, from, err := d.in.RecvFrom(wait)
 		switch {
 		case err == nil:
-			d.handle(kind, v)
+			d.handle(kind, v, from)
 		case errors.Is(err, wire.ErrBadFrame):
 			d.stats.BadFrame++
 			d.log.Warn("bad frame on the survey intake dropped", "err", err)
@@ -186,25 +205,37 @@ func (d *dispatch) close() {
 	d.in.Close()
 }
 
-func (d *dispatch) handle(kind wire.Kind, v any) {
+// handle takes one frame from from. A quarantined key's frames are
+// refused (and counted) until the survey's dispatcher restarts.
+func (d *dispatch) handle(kind wire.Kind, v any, from wire.Peer) {
+	if d.quar.Has(from.Key) {
+		d.quar.Add(from, "", "a frame from a quarantined key", time.Now())
+		return
+	}
 	switch kind {
 	case wire.KindHello:
-		d.hello(*v.(*wire.Hello))
+		d.hello(*v.(*wire.Hello), from)
 	case wire.KindHeartbeat:
 		hb := v.(*wire.Heartbeat)
-		d.hello(hb.Hello)
-		d.renew(hb.Supervisor, hb.Surveys)
+		d.hello(hb.Hello, from)
+		d.renew(hb.Supervisor, hb.Surveys, from)
 	case wire.KindSurveyResult:
-		d.result(v.(*wire.SurveyResult))
+		d.result(v.(*wire.SurveyResult), from)
 	case wire.KindResult:
 		d.log.Warn("crawl result on a survey intake dropped")
 	}
 }
 
 // hello registers a supervisor (or notes it is alive): a new one, or one
-// whose process restarted, is dialled back and welcomed.
-func (d *dispatch) hello(h wire.Hello) {
+// whose process restarted, is dialled back and welcomed. A member is its
+// key: a Hello under a member's name from another key is an
+// impersonation, and its sender is quarantined.
+func (d *dispatch) hello(h wire.Hello, from wire.Peer) {
 	now := time.Now()
+	if m := d.members[h.Supervisor]; m != nil && m.key != from.Key {
+		d.forged(from, h.Supervisor, "it registered under the name of another member", now)
+		return
+	}
 	if m := d.members[h.Supervisor]; m != nil && m.started.Equal(h.Started) && m.endpoint == h.Endpoint {
 		m.lastSeen = now
 		return
@@ -212,9 +243,12 @@ func (d *dispatch) hello(h wire.Hello) {
 		d.log.Info("supervisor restarted; its tasks go back in the queue", "supervisor", h.Supervisor)
 		d.drop(m)
 	}
-	sec, ok := d.security(h)
+	sec, ok := d.security(h, from, now)
 	if !ok {
 		return
+	}
+	if other := d.memberByKey(from.Key); other != nil {
+		d.drop(other) // one key, one member: the same supervisor under a new name
 	}
 	s, err := wire.DialSecure(h.Endpoint, sec)
 	if err != nil {
@@ -227,17 +261,17 @@ func (d *dispatch) hello(h wire.Hello) {
 		return
 	}
 	capacity := max(h.Capacity, 1)
-	d.members[h.Supervisor] = &member{name: h.Supervisor, endpoint: h.Endpoint, capacity: capacity, started: h.Started,
+	d.members[h.Supervisor] = &member{name: h.Supervisor, key: from.Key, endpoint: h.Endpoint, capacity: capacity, started: h.Started,
 		lastSeen: now, sender: s, tasks: map[string]*task{}}
+	d.blocks.Join(h.Supervisor, capacity)
 	d.stats.Members++
-	clear(d.owner) // membership changed: routes are computed again
 	d.log.Info("supervisor joined the survey", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "capacity", capacity)
 }
 
 // renew extends the leases of the tasks a member says it holds.
-func (d *dispatch) renew(name string, held []string) {
+func (d *dispatch) renew(name string, held []string, from wire.Peer) {
 	m := d.members[name]
-	if m == nil {
+	if m == nil || m.key != from.Key {
 		return
 	}
 	until := time.Now().Add(d.cfg.Lease)
@@ -248,25 +282,53 @@ func (d *dispatch) renew(name string, held []string) {
 	}
 }
 
-// security decides whether a supervisor may have survey tasks and how its
-// task socket is dialled, as the crawl's dispatcher does.
-func (d *dispatch) security(h wire.Hello) (wire.Security, bool) {
+// security decides whether a supervisor may have survey tasks (it runs
+// surveys, and the cluster admits it: cluster.Admission.Admit) and how its
+// task socket is dialled. A member that advertises another key's task
+// socket is quarantined besides.
+func (d *dispatch) security(h wire.Hello, from wire.Peer, now time.Time) (wire.Security, bool) {
 	if !h.Survey {
 		d.refuse(h, "it does not run surveys")
 		return wire.Security{}, false
 	}
-	if d.cfg.Keys.IsZero() {
-		if !d.cfg.Insecure && !wire.Loopback(h.Endpoint) {
-			d.refuse(h, "plaintext to a task endpoint that is not loopback (secure the cluster with keys, or allow insecure)")
-			return wire.Security{}, false
+	sec, err := d.admit.Admit(h, from)
+	if err != nil {
+		d.refuse(h, err.Error())
+		if errors.Is(err, cluster.ErrKeyNotSender) {
+			d.forged(from, h.Supervisor, err.Error(), now)
 		}
-		return wire.Security{Insecure: d.cfg.Insecure}, true
-	}
-	if h.Key == "" || !slices.Contains(d.cfg.Authorized, h.Key) {
-		d.refuse(h, "its task socket's key is not among the authorized keys")
 		return wire.Security{}, false
 	}
-	return wire.Security{Keys: d.cfg.Keys, ServerKey: h.Key}, true
+	return sec, true
+}
+
+// forged quarantines the key of a frame that claims what its sender was
+// not given (cluster.Quarantine: logged, refused from now on) and drops
+// the member it is, so its tasks go to the others. A plaintext cluster
+// cannot tell who sent it: the frame is only refused and counted.
+func (d *dispatch) forged(from wire.Peer, name, why string, now time.Time) {
+	d.stats.Forged++
+	if !d.quar.Add(from, name, why, now) {
+		return
+	}
+	d.stats.Quarantined = d.quar.List()
+	if m := d.memberByKey(from.Key); m != nil {
+		d.drop(m)
+	}
+}
+
+// memberByKey is the member whose authenticated key is key; nil when none
+// (or in a plaintext cluster, where no member has one).
+func (d *dispatch) memberByKey(key string) *member {
+	if key == "" {
+		return nil
+	}
+	for _, m := range d.members {
+		if m.key == key {
+			return m
+		}
+	}
+	return nil
 }
 
 func (d *dispatch) refuse(h wire.Hello, why string) {
@@ -282,7 +344,7 @@ func (d *dispatch) refuse(h wire.Hello, why string) {
 func (d *dispatch) drop(m *member) {
 	var back []*task
 	for id, t := range m.tasks {
-		delete(d.flying, id)
+		d.loseLease(id)
 		back = append(back, t)
 	}
 	slices.SortFunc(back, func(a, b *task) int { return int(a.seq - b.seq) })
@@ -290,7 +352,7 @@ func (d *dispatch) drop(m *member) {
 	d.queue = append(back, d.queue...)
 	m.sender.Close()
 	delete(d.members, m.name)
-	clear(d.owner)
+	d.blocks.Leave(m.name)
 }
 
 // expire drops silent members and takes back tasks whose lease ran out.
@@ -307,7 +369,7 @@ func (d *dispatch) expire(now time.Time) {
 			for _, m := range d.members {
 				delete(m.tasks, id)
 			}
-			delete(d.flying, id)
+			d.loseLease(id)
 			d.stats.Resent++
 			d.queue = append([]*task{t}, d.queue...)
 			d.log.Warn("survey task lease expired; sent again", "task", id, "ip", t.ip)
@@ -336,8 +398,8 @@ func (d *dispatch) assign(now time.Time) {
 			kept = append(kept, t)
 			continue
 		}
-		d.lease[t.id]++
-		wt := wire.SurveyTask{ID: t.id, Lease: d.lease[t.id], Job: d.job, IP: t.ip, Ports: t.ports, Spec: spec}
+		l := d.tokens.Grant(t.id, m.name, m.key, now.Add(d.cfg.Lease))
+		wt := wire.SurveyTask{ID: t.id, Lease: l.Token, Job: d.job, IP: t.ip, Ports: t.ports, Spec: spec}
 		if d.job == wire.SurveyWeb {
 			wt.Hosts = t.names()
 		}
@@ -348,7 +410,8 @@ func (d *dispatch) assign(now time.Time) {
 		}
 		m.tasks[t.id] = t
 		d.flying[t.id] = t
-		d.deadl[t.id] = now.Add(d.cfg.Lease)
+		d.lease[t.id] = l
+		d.deadl[t.id] = l.Deadline
 		if len(m.tasks) == m.capacity {
 			full++
 		}
@@ -356,52 +419,67 @@ func (d *dispatch) assign(now time.Time) {
 	d.queue = kept
 }
 
-// route is the owner of ip's /24 (/48): the member of highest rendezvous
-// weight, so a membership change moves only the blocks of the members that
-// came or went.
+// route is the owner of ip's /24 (/48), as the crawl routes a domain:
+// consistent hashing with bounded loads (cluster.Balancer), so a
+// membership change moves only the blocks of the members that came or
+// went, and no member holds much more than its capacity's share.
 func (d *dispatch) route(ip string) *member {
 	key := ip
 	if a, err := netip.ParseAddr(ip); err == nil {
 		key = block(a).String()
 	}
-	if name, ok := d.owner[key]; ok {
-		if m := d.members[name]; m != nil {
-			return m
-		}
-	}
-	var best *member
-	var bestW uint64
-	for _, m := range d.members {
-		h := fnv.New64a()
-		h.Write([]byte(m.name))
-		h.Write([]byte{0})
-		h.Write([]byte(key))
-		if w := splitmix(h.Sum64()); best == nil || w > bestW {
-			best, bestW = m, w
-		}
-	}
-	d.owner[key] = best.name
-	return best
+	return d.members[d.blocks.Route(key)]
 }
 
-// result takes a supervisor's answer: the first answer to a task not yet
-// done is kept, whatever its lease; later ones change nothing.
-func (d *dispatch) result(r *wire.SurveyResult) {
-	if m := d.members[r.Supervisor]; m != nil {
-		m.lastSeen = time.Now()
-	}
+// loseLease ends the lease of flying task id without its answer: its
+// holder may still answer it, late.
+func (d *dispatch) loseLease(id string) {
+	delete(d.lease, id)
+	delete(d.flying, id)
+	delete(d.deadl, id)
+}
+
+// result takes an answer from from, judged against the task's lease
+// (cluster.Tokens.Judge): the holder's answer under its token is kept; a
+// late answer to a lease its sender held and lost is kept too while the
+// task waits in the queue (it spares the address a second round of
+// probes), else only counted; anything else is forged and quarantines its
+// sender.
+func (d *dispatch) result(r *wire.SurveyResult, from wire.Peer) {
+	now := time.Now()
 	var t *task
-	if ft := d.flying[r.TaskID]; ft != nil {
-		t = ft
+	switch d.tokens.Judge(from, r.Supervisor, r.TaskID, r.Lease, d.lease[r.TaskID]) {
+	case cluster.Forged:
+		why := "it answered a task leased to no one"
+		switch l := d.lease[r.TaskID]; {
+		case l.Held() && l.Key != from.Key:
+			why = "it answered a task leased to another member"
+		case l.Held():
+			why = "it answered under a lease token it was not given"
+		}
+		d.forged(from, r.Supervisor, why, now)
+		return
+	case cluster.Late:
+		i := slices.IndexFunc(d.queue, func(q *task) bool { return q.id == r.TaskID })
+		if i < 0 {
+			d.stats.Late++
+			return // sent again, or done already
+		}
+		t = d.queue[i]
+		d.queue = slices.Delete(d.queue, i, i+1)
+	default:
+		t = d.flying[r.TaskID]
 		delete(d.flying, r.TaskID)
+		delete(d.lease, r.TaskID)
+		delete(d.deadl, r.TaskID)
 		for _, m := range d.members {
 			delete(m.tasks, r.TaskID)
 		}
-	} else if i := slices.IndexFunc(d.queue, func(q *task) bool { return q.id == r.TaskID }); i >= 0 {
-		t = d.queue[i]
-		d.queue = slices.Delete(d.queue, i, i+1)
-	} else {
-		return // done already, or not ours
+	}
+	if m := d.memberByKey(from.Key); m != nil {
+		m.lastSeen = now
+	} else if m := d.members[r.Supervisor]; m != nil && from.Key == "" {
+		m.lastSeen = now
 	}
 	if r.Error != "" {
 		t.attempts++

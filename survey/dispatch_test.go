@@ -27,7 +27,7 @@ func TestLeasesRenewedByHeartbeats(t *testing.T) {
 	}
 
 	d.handle(wire.KindHeartbeat, &wire.Heartbeat{Hello: wire.Hello{Supervisor: m.name, Endpoint: m.endpoint, Started: started, Survey: true},
-		Surveys: []string{held.id, "p:127.0.0.9"}})
+		Surveys: []string{held.id, "p:127.0.0.9"}}, wire.Peer{})
 	if !d.deadl[held.id].After(started.Add(50 * time.Minute)) {
 		t.Fatalf("lease of the held task not renewed: %v", d.deadl[held.id])
 	}
@@ -45,7 +45,7 @@ func TestLeasesRenewedByHeartbeats(t *testing.T) {
 	// A heartbeat of another supervisor renews nothing of this one's.
 	d.deadl[held.id] = started
 	d.handle(wire.KindHeartbeat, &wire.Heartbeat{Hello: wire.Hello{Supervisor: "s2", Endpoint: "tcp://127.0.0.1:2", Started: started},
-		Surveys: []string{held.id}})
+		Surveys: []string{held.id}}, wire.Peer{})
 	if !d.deadl[held.id].Equal(started) {
 		t.Error("another supervisor's heartbeat renewed the lease")
 	}

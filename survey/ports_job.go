@@ -9,8 +9,8 @@ import (
 	"net/netip"
 	"strconv"
 
-	"backfill/seconds"
 	"backfill/resolver"
+	"backfill/seconds"
 	"backfill/wire"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"backfill/seconds"
 	"backfill/resolver"
+	"backfill/seconds"
 	"backfill/wire"
 )
 

@@ -252,6 +252,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	d := s.Dispatch
 	fmt.Fprintf(&b, "  supervisors: %d joined, %d dropped, %d refused; tasks sent again: %d\n", d.Members, d.Dropped, d.Refused, d.Resent)
+	if d.Forged > 0 || len(d.Quarantined) > 0 {
+		fmt.Fprintf(&b, "  forged frames refused: %d; keys quarantined: %d (see the log)\n", d.Forged, len(d.Quarantined))
+	}
 	if s.StorePending != 0 {
 		fmt.Fprintf(&b, "  rows not yet in the results store: %d (sent on the next start)\n", s.StorePending)
 	}

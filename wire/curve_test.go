@@ -362,3 +362,60 @@ func FuzzParseKeys(f *testing.F) {
 		}
 	})
 }
+
+// TestRecvFromSaysWhoSent: a CURVE Receiver names each frame's sender by
+// the key its handshake authenticated, whatever name the frame carries;
+// frames of two clients interleave and each keeps its own key. A plaintext
+// Receiver names no key.
+func TestRecvFromSaysWhoSent(t *testing.T) {
+	needCurve(t)
+	server, a, b := newKeys(t), newKeys(t), newKeys(t)
+	rx, err := ListenSecure("tcp://127.0.0.1:*", Security{Keys: server, Authorized: []string{a.Public, b.Public}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	want := map[string]string{}
+	for name, k := range map[string]Keys{"a": a, "b": b} {
+		tx, err := DialSecure(rx.Endpoint(), Security{Keys: k, ServerKey: server.Public})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Close()
+		// Each claims to be the other: the name is the sender's to write.
+		claim := map[string]string{"a": "b", "b": "a"}[name]
+		if err := tx.Send(KindHello, Hello{Supervisor: claim}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		want[claim] = k.Public
+	}
+	for range 2 {
+		kind, v, from, err := rx.RecvFrom(5 * time.Second)
+		if err != nil || kind != KindHello {
+			t.Fatalf("RecvFrom: %v %v", kind, err)
+		}
+		if name := v.(*Hello).Supervisor; from.Key != want[name] {
+			t.Errorf("hello naming %q came under key %q, want the sender's %q", name, from.Key, want[name])
+		}
+		if from.Address != "127.0.0.1" {
+			t.Errorf("sender address %q, want 127.0.0.1", from.Address)
+		}
+	}
+
+	plain, err := Listen("tcp://127.0.0.1:*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	tx, err := Dial(plain.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	if err := tx.Send(KindHello, Hello{Supervisor: "p"}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, from, err := plain.RecvFrom(5 * time.Second); err != nil || from.Key != "" {
+		t.Errorf("plaintext sender: key %q (%v), want none", from.Key, err)
+	}
+}

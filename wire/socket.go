@@ -123,28 +123,53 @@ func listen(endpoint string, r *Receiver, secure func(*zmq.Socket) error) (*Rece
 // Endpoint is the endpoint actually bound, with the port resolved.
 func (r *Receiver) Endpoint() string { return r.endpoint }
 
+// Peer is who sent a frame, as the transport knows it. Key is the
+// sender's CURVE public key (Z85) as the ZAP handler authenticated it
+// during the handshake, and libzmq attaches it to every message the
+// connection carries: a peer cannot send under another key without its
+// secret. It is empty on a plaintext socket, whose senders cannot be told
+// apart. Address is the sender's IP address, for logs (libzmq's
+// Peer-Address); it authenticates nothing.
+type Peer struct {
+	Key     string
+	Address string
+}
+
 // Recv waits up to timeout for one frame and decodes it. A frame that does
 // not decode is counted (see Dropped) and reported as an error wrapping
 // ErrBadFrame; the socket stays usable.
 func (r *Receiver) Recv(timeout time.Duration) (Kind, any, error) {
+	kind, v, _, err := r.RecvFrom(timeout)
+	return kind, v, err
+}
+
+// RecvFrom is Recv that also says who sent the frame (see Peer). On a
+// CURVE Receiver every frame has the Key of an authorized client.
+func (r *Receiver) RecvFrom(timeout time.Duration) (Kind, any, Peer, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sock == nil {
-		return 0, nil, ErrClosed
+		return 0, nil, Peer{}, ErrClosed
 	}
 	polled, err := r.poller.Poll(timeout)
 	if err != nil {
-		return 0, nil, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
+		return 0, nil, Peer{}, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
 	}
 	if len(polled) == 0 {
-		return 0, nil, ErrTimeout
+		return 0, nil, Peer{}, ErrTimeout
 	}
-	frame, err := r.sock.RecvBytes(zmq.DONTWAIT)
+	frame, meta, err := r.sock.RecvBytesWithMetadata(zmq.DONTWAIT, "User-Id", "Peer-Address")
 	if err != nil {
 		if isEAGAIN(err) { // raced with nothing
-			return 0, nil, ErrTimeout
+			return 0, nil, Peer{}, ErrTimeout
 		}
-		return 0, nil, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
+		return 0, nil, Peer{}, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
+	}
+	from := Peer{Address: meta["Peer-Address"]}
+	if r.domain != "" {
+		// Only a CURVE server's ZAP handler sets User-Id (to the key it
+		// authorized); on a plaintext socket it means nothing.
+		from.Key = meta["User-Id"]
 	}
 	// A multipart message from a foreign peer: drain and refuse the rest.
 	for more, _ := r.sock.GetRcvmore(); more; more, _ = r.sock.GetRcvmore() {
@@ -155,16 +180,16 @@ func (r *Receiver) Recv(timeout time.Duration) (Kind, any, error) {
 	}
 	if frame == nil {
 		r.bad.Add(1)
-		return 0, nil, fmt.Errorf("%w: multipart message on %s", ErrBadFrame, r.endpoint)
+		return 0, nil, from, fmt.Errorf("%w: multipart message on %s", ErrBadFrame, r.endpoint)
 	}
 	kind, v, err := Decode(frame)
 	if err != nil {
 		r.bad.Add(1)
 		countFrame(&traffic.in, 0, len(frame))
-		return 0, nil, fmt.Errorf("on %s: %w", r.endpoint, err)
+		return 0, nil, from, fmt.Errorf("on %s: %w", r.endpoint, err)
 	}
 	countFrame(&traffic.in, kind, len(frame))
-	return kind, v, nil
+	return kind, v, from, nil
 }
 
 // Dropped counts frames that were refused as bad.

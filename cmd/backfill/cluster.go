@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"backfill/dispatcher"
 	"backfill/supervisor"
@@ -39,6 +40,8 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	cfg.Expect, cfg.ExpectTimeout = *expect, *expectTimeout
+	// A supervisor restarted in the run's last second learns it is over.
+	cfg.LateJoinWait = time.Second
 	if *expectTimeout == 0 {
 		cfg.ExpectTimeout = -1 // no limit
 	}

@@ -182,6 +182,19 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 			return err
 		}
 	}
+	if s.Forged > 0 || len(s.Quarantined) > 0 {
+		fmt.Fprintf(w, "\nquarantined members (%d keys; %d forged frames refused): no tasks, frames refused until the dispatcher restarts with the key authorized\n",
+			len(s.Quarantined), s.Forged)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "KEY\tADDRESS\tNAME\tREFUSED\tSINCE\tWHY")
+		for _, q := range s.Quarantined {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", q.Key, cmp.Or(q.Address, "?"), cmp.Or(q.Member, "-"), q.Count,
+				q.First.Local().Format(time.TimeOnly), q.Why)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	if len(s.Refused) > 0 {
 		fmt.Fprintf(w, "\nrefused handshakes (%d peers)\n", len(s.Refused))
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

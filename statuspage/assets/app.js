@@ -127,6 +127,7 @@ function draw(s) {
   setText("in_flight", fmtNum(s.in_flight));
   setText("expired", fmtNum(s.expired));
   setText("late", fmtNum(s.late));
+  setText("forged", fmtNum(s.forged || 0));
   setText("waiting_render", fmtNum(s.waiting_render));
   let rendered = 0;
   for (const m of s.members || []) rendered += m.rendered || 0;
@@ -158,6 +159,7 @@ function draw(s) {
     [m.in_flight, "n"], [m.capacity, "n"], [fmtRate(m.rate), "n"], [m.fetched, "n"],
     [m.failed, "n"], [m.rendered || 0, "n"], ago(m.last_seen, now)], m => m.name);
   fill("left", s.left, m => [m.name, m.reason || "", [m.fetched, "n"], ago(m.left, now)], m => m.name);
+  fill("quarantined", s.quarantined, q => [q.key, q.address || "", q.why, [q.count, "n"], ago(q.first, now)], q => q.key);
 
   const fl = Object.entries(s.errors || {}).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   fill("failures", fl, f => [f[0], [f[1], "n"]], f => f[0]);

@@ -1,4 +1,4 @@
-package dispatcher
+package cluster
 
 import (
 	"slices"
@@ -217,4 +217,14 @@ func ringHash[S string | []byte](s S) uint64 {
 		h *= prime64
 	}
 	return mix64(h)
+}
+
+// mix64 spreads FNV's output over all bits (a finalizer from splitmix64).
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
 }

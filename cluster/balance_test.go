@@ -1,4 +1,4 @@
-package dispatcher
+package cluster
 
 import (
 	"fmt"
@@ -16,13 +16,13 @@ func domainsN(n int) []string {
 	return out
 }
 
-func newBalanced(members map[string]int, domains []string) *balancer {
-	b := newBalancer()
+func newBalanced(members map[string]int, domains []string) *Balancer {
+	b := NewBalancer()
 	for _, m := range sortedKeys(members) {
-		b.join(m, members[m])
+		b.Join(m, members[m])
 	}
 	for _, d := range domains {
-		b.route(d)
+		b.Route(d)
 	}
 	return b
 }
@@ -31,7 +31,7 @@ func sortedKeys(m map[string]int) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-// TestBalanceBoundsLoads: every member holds at most (1+loadSlack) times
+// TestBalanceBoundsLoads: every member holds at most (1+LoadSlack) times
 // its capacity's share of the domains, where the plain ring is off by 10 %
 // and more (the split that capped the scale-out benchmark).
 func TestBalanceBoundsLoads(t *testing.T) {
@@ -55,7 +55,7 @@ func TestBalanceBoundsLoads(t *testing.T) {
 			total := 0
 			for m, c := range tt.members {
 				share := float64(tt.domains) * float64(c) / float64(sum)
-				if most := int(math.Ceil((1 + loadSlack) * share)); b.load[m] > most {
+				if most := int(math.Ceil((1 + LoadSlack) * share)); b.load[m] > most {
 					t.Errorf("%s holds %d domains, cap %d (share %.1f)", m, b.load[m], most, share)
 				}
 				total += b.load[m]
@@ -94,10 +94,10 @@ func TestBalanceJoinMovesAShare(t *testing.T) {
 			for d, m := range b.owner {
 				before[d] = m
 			}
-			moved := b.join("newcomer", 8)
+			moved := b.Join("newcomer", 8)
 			n := tt.members + 1
 			share := float64(tt.domains) / float64(n)
-			if float64(moved) > (1+loadSlack)*share+1 {
+			if float64(moved) > (1+LoadSlack)*share+1 {
 				t.Errorf("%d domains moved, more than the newcomer's bounded share %.0f", moved, share)
 			}
 			if float64(moved) < 0.5*share {
@@ -117,10 +117,10 @@ func TestBalanceJoinMovesAShare(t *testing.T) {
 			}
 			// New domains still find room and stay bounded.
 			for _, d := range domainsN(tt.domains + 500)[tt.domains:] {
-				b.route(d)
+				b.Route(d)
 			}
 			for m, l := range b.load {
-				if most := int(math.Ceil((1 + loadSlack) * float64(len(b.owner)) / float64(n))); l > most+int(share*loadSlack)+2 {
+				if most := int(math.Ceil((1 + LoadSlack) * float64(len(b.owner)) / float64(n))); l > most+int(share*LoadSlack)+2 {
 					t.Errorf("%s holds %d, far above its share after the join", m, l)
 				}
 			}
@@ -137,7 +137,7 @@ func TestBalanceLeaveMovesOnlyItsDomains(t *testing.T) {
 	for d, m := range b.owner {
 		before[d] = m
 	}
-	b.leave("c")
+	b.Leave("c")
 	for d, m := range b.owner {
 		if m == "c" {
 			t.Fatalf("domain %s still owned by the member that left", d)
@@ -150,7 +150,7 @@ func TestBalanceLeaveMovesOnlyItsDomains(t *testing.T) {
 		t.Errorf("%d domains owned after the leave, want 2000", len(b.owner))
 	}
 	for m, l := range b.load {
-		if l > int(math.Ceil((1+loadSlack)*2000/3))+1 {
+		if l > int(math.Ceil((1+LoadSlack)*2000/3))+1 {
 			t.Errorf("%s holds %d after the leave", m, l)
 		}
 	}
@@ -158,7 +158,7 @@ func TestBalanceLeaveMovesOnlyItsDomains(t *testing.T) {
 
 // TestBalanceDeterministic: the same members and domains in the same
 // order give the same owners, and prune forgets only idle domains once
-// past assignedCap.
+// past AssignedCap.
 func TestBalanceDeterministic(t *testing.T) {
 	ms := map[string]int{"a": 1, "b": 2, "c": 3}
 	x, y := newBalanced(ms, domainsN(3000)), newBalanced(ms, domainsN(3000))
@@ -167,12 +167,12 @@ func TestBalanceDeterministic(t *testing.T) {
 			t.Fatalf("domain %s: %s and %s", d, m, y.owner[d])
 		}
 	}
-	x.prune(func(string) bool { return false })
+	x.Prune(func(string) bool { return false })
 	if len(x.owner) != 3000 {
-		t.Errorf("pruned below assignedCap: %d owners left", len(x.owner))
+		t.Errorf("pruned below AssignedCap: %d owners left", len(x.owner))
 	}
-	big := newBalanced(ms, domainsN(assignedCap+10))
-	big.prune(func(d string) bool { return d == "site-00001.example" })
+	big := newBalanced(ms, domainsN(AssignedCap+10))
+	big.Prune(func(d string) bool { return d == "site-00001.example" })
 	if len(big.owner) != 1 || big.load["a"]+big.load["b"]+big.load["c"] != 1 {
 		t.Errorf("after prune: %d owners, loads %v; want the one busy domain", len(big.owner), big.load)
 	}

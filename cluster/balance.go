@@ -1,4 +1,4 @@
-package dispatcher
+package cluster
 
 import (
 	"maps"
@@ -6,7 +6,8 @@ import (
 	"slices"
 )
 
-// balancer assigns registrable domains to members: consistent hashing with
+// Balancer assigns keys (the crawl's registrable domains, the survey's
+// address blocks) to members: consistent hashing with
 // bounded loads (Mirrokni, Thorup and Zadimoghaddam, "Consistent Hashing
 // with Bounded Loads", 2018) on top of the ring.
 //
@@ -15,7 +16,7 @@ import (
 // 106/110/92/92, so the busiest had 10 % more than its share and a crawl
 // of equal domains ran 10 % longer than it needed. Here a domain goes to
 // the first member clockwise from its hash, on the ring, that is under its
-// cap: (1+loadSlack) times its share of the domains assigned, shares in
+// cap: (1+LoadSlack) times its share of the domains assigned, shares in
 // proportion to the members' capacities. No member then holds more than
 // about 2 % above its share, whatever the number of domains.
 //
@@ -27,11 +28,11 @@ import (
 // leaves, only its domains move, each to the first member under its cap on
 // its walk.
 //
-// Only the domains with work in hand need an owner: the balancer keeps the
-// assignments of at most assignedCap domains, and past that forgets those
+// Only the domains with work in hand need an owner: the Balancer keeps the
+// assignments of at most AssignedCap domains, and past that forgets those
 // the caller reports idle (prune), so its memory is bounded by the
 // frontier's window, not by the crawl.
-type balancer struct {
+type Balancer struct {
 	ring     *ring
 	capacity map[string]int // member → advertised capacity
 	owner    map[string]string
@@ -39,18 +40,18 @@ type balancer struct {
 }
 
 const (
-	// loadSlack is how far above its share a member may be assigned.
-	loadSlack = 0.02
-	// assignedCap bounds the assignments kept; see prune.
-	assignedCap = 1 << 16
+	// LoadSlack is how far above its share a member may be assigned.
+	LoadSlack = 0.02
+	// AssignedCap bounds the assignments kept; see prune.
+	AssignedCap = 1 << 16
 )
 
-func newBalancer() *balancer {
-	return &balancer{ring: newRing(0, nil), capacity: map[string]int{}, owner: map[string]string{}, load: map[string]int{}}
+func NewBalancer() *Balancer {
+	return &Balancer{ring: newRing(0, nil), capacity: map[string]int{}, owner: map[string]string{}, load: map[string]int{}}
 }
 
 // cap is the most domains m may hold when total are assigned.
-func (b *balancer) cap(m string, total int) int {
+func (b *Balancer) cap(m string, total int) int {
 	sum := 0
 	for _, c := range b.capacity {
 		sum += c
@@ -58,12 +59,12 @@ func (b *balancer) cap(m string, total int) int {
 	if sum == 0 {
 		return 0
 	}
-	return int(math.Ceil((1 + loadSlack) * float64(total) * float64(b.capacity[m]) / float64(sum)))
+	return int(math.Ceil((1 + LoadSlack) * float64(total) * float64(b.capacity[m]) / float64(sum)))
 }
 
 // walk calls fn with the members in the order domain's walk meets them,
 // each once, until fn returns true.
-func (b *balancer) walk(domain string, fn func(m string) bool) {
+func (b *Balancer) walk(domain string, fn func(m string) bool) {
 	r := b.ring
 	if r == nil || len(r.points) == 0 {
 		return
@@ -84,9 +85,9 @@ func (b *balancer) walk(domain string, fn func(m string) bool) {
 	}
 }
 
-// route returns domain's owner, assigning it if it has none; "" when
+// Route returns domain's owner, assigning it if it has none; "" when
 // there are no members.
-func (b *balancer) route(domain string) string {
+func (b *Balancer) Route(domain string) string {
 	if m, ok := b.owner[domain]; ok {
 		return m
 	}
@@ -109,10 +110,10 @@ func (b *balancer) route(domain string) string {
 	return owner
 }
 
-// join adds member m (or updates its capacity) and moves to it the
+// Join adds member m (or updates its capacity) and moves to it the
 // domains whose walk meets it before their owner, while it is under its
 // cap. It reports how many moved.
-func (b *balancer) join(m string, capacity int) int {
+func (b *Balancer) Join(m string, capacity int) int {
 	_, had := b.capacity[m]
 	b.capacity[m] = max(capacity, 1)
 	if had {
@@ -140,8 +141,8 @@ func (b *balancer) join(m string, capacity int) int {
 	return moved
 }
 
-// leave removes member m and reassigns its domains.
-func (b *balancer) leave(m string) {
+// Leave removes member m and reassigns its domains.
+func (b *Balancer) Leave(m string) {
 	if _, ok := b.capacity[m]; !ok {
 		return
 	}
@@ -157,14 +158,17 @@ func (b *balancer) leave(m string) {
 	}
 	slices.Sort(orphans)
 	for _, d := range orphans {
-		b.route(d)
+		b.Route(d)
 	}
 }
 
-// prune forgets the assignments of domains that busy does not report,
-// once more than assignedCap are kept.
-func (b *balancer) prune(busy func(domain string) bool) {
-	if len(b.owner) <= assignedCap {
+// Assigned is how many keys have an owner now.
+func (b *Balancer) Assigned() int { return len(b.owner) }
+
+// Prune forgets the assignments of domains that busy does not report,
+// once more than AssignedCap are kept.
+func (b *Balancer) Prune(busy func(domain string) bool) {
+	if len(b.owner) <= AssignedCap {
 		return
 	}
 	for d, m := range b.owner {
