@@ -280,7 +280,7 @@ func (r *renderer) Render(ctx context.Context, job renderJob) (*fetch.Response, 
 	resp, err := r.render(ctx, job)
 	if err != nil {
 		r.failed.Add(1)
-		r.log.Debug("render failed", "url", job.doc.URL, "err", err)
+		r.log.Debug("render failed", "url", job.doc.URL, "error", err)
 	} else {
 		r.rendered.Add(1)
 		r.log.Debug("page rendered", "url", job.doc.URL, seconds.Attr("took", time.Since(start)), seconds.Attr("tab", resp.Elapsed))
@@ -331,7 +331,7 @@ func (r *renderer) render(ctx context.Context, job renderJob) (*fetch.Response, 
 			t.cancel()
 			r.retire(b)
 			if attempt == 0 && ctx.Err() == nil && r.ctx.Err() == nil {
-				r.log.Warn("browser died during a render; retrying on a new browser", "url", rawURL, "err", err)
+				r.log.Warn("browser died during a render; retrying on a new browser", "url", rawURL, "error", err)
 				continue
 			}
 			return resp, err
@@ -384,7 +384,7 @@ func (r *renderer) release(t *tab, reuse bool) {
 					return
 				}
 			} else if r.ctx.Err() == nil {
-				r.log.Debug("tab could not be reset; closing it", "err", err)
+				r.log.Debug("tab could not be reset; closing it", "error", err)
 			}
 		}
 		t.cancel()
@@ -422,7 +422,7 @@ func (r *renderer) browser() (*browserProc, error) {
 	b, err := r.start()
 	if err != nil {
 		r.lastFail, r.lastErr = time.Now(), err
-		r.log.Error("browser did not start", "browser", r.cfg.Exec, "err", err)
+		r.log.Error("browser did not start", "browser", r.cfg.Exec, "error", err)
 		return nil, err
 	}
 	r.lastFail, r.lastErr = time.Time{}, nil
@@ -468,7 +468,7 @@ func (r *renderer) rest() {
 	r.rested = true
 	r.log.Debug("browser idle; stopped until the next render", "pid", b.pid, seconds.Attr("idle", r.idleAfter))
 	if err := r.stop(b); err != nil {
-		r.log.Warn("stopping the idle browser", "err", err)
+		r.log.Warn("stopping the idle browser", "error", err)
 	}
 	r.pid.Store(0) // once it is gone: Stats says no browser runs
 }

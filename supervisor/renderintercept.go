@@ -204,7 +204,7 @@ func (ic *interceptor) fetch(ev cdpfetch.EventRequestPaused) {
 		ic.r.fetched.Add(1)
 	}
 	if resp == nil {
-		ic.r.log.Debug("page request failed", "url", rawURL, "type", ev.ResourceType, "err", err)
+		ic.r.log.Debug("page request failed", "url", rawURL, "type", ev.ResourceType, "error", err)
 		ic.fail(ev, failReason(err))
 		return
 	}
@@ -225,7 +225,7 @@ func (ic *interceptor) fulfill(ev cdpfetch.EventRequestPaused, resp *fetch.Respo
 		Body:            resp.Body,
 	})
 	if err != nil && ic.ctx.Err() == nil {
-		ic.r.log.Debug("answering a page request failed", "url", ev.Request.URL, "err", err)
+		ic.r.log.Debug("answering a page request failed", "url", ev.Request.URL, "error", err)
 	}
 }
 
@@ -257,7 +257,7 @@ func (ic *interceptor) preflight(ev cdpfetch.EventRequestPaused) {
 		RequestID: ev.RequestID, ResponseCode: http.StatusNoContent, ResponseHeaders: hdr,
 	})
 	if err != nil && ic.ctx.Err() == nil {
-		ic.r.log.Debug("answering a preflight failed", "url", ev.Request.URL, "err", err)
+		ic.r.log.Debug("answering a preflight failed", "url", ev.Request.URL, "error", err)
 	}
 }
 
@@ -271,7 +271,7 @@ func (ic *interceptor) block(ev cdpfetch.EventRequestPaused, why string) {
 func (ic *interceptor) fail(ev cdpfetch.EventRequestPaused, reason network.ErrorReason) {
 	_, err := chromedp.Call(ic.ctx, cdpfetch.FailRequest, cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: reason})
 	if err != nil && ic.ctx.Err() == nil {
-		ic.r.log.Debug("failing a page request failed", "url", ev.Request.URL, "err", err)
+		ic.r.log.Debug("failing a page request failed", "url", ev.Request.URL, "error", err)
 	}
 }
 

@@ -572,7 +572,7 @@ func (s *Supervisor) receive(ctx context.Context) error {
 		case errors.Is(err, wire.ErrTimeout):
 			continue
 		case errors.Is(err, wire.ErrBadFrame):
-			s.log.Warn("bad frame on task socket dropped", "err", err)
+			s.log.Warn("bad frame on task socket dropped", "error", err)
 			continue
 		case err != nil:
 			if ctx.Err() != nil {
@@ -625,7 +625,7 @@ func (s *Supervisor) markRegistered() {
 func (s *Supervisor) accept(ctx context.Context, t *wire.Task) {
 	hostName, err := taskHost(t.URL)
 	if err != nil {
-		s.log.Debug("task refused", "task", t.ID, "url", t.URL, "host", t.Host, "class", fetch.ClassURL, "err", err)
+		s.log.Debug("task refused", "task", t.ID, "url", t.URL, "host", t.Host, "class", fetch.ClassURL, "error", err)
 		s.countFailed(string(fetch.ClassURL))
 		s.sendResult(ctx, &wire.Result{
 			TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL,
@@ -690,7 +690,7 @@ func (s *Supervisor) talk(ctx context.Context) {
 			return
 		case err != nil && !failing:
 			failing = true
-			s.log.Warn("dispatcher not taking heartbeats; still trying", "dispatcher", s.cfg.Dispatcher, "err", err)
+			s.log.Warn("dispatcher not taking heartbeats; still trying", "dispatcher", s.cfg.Dispatcher, "error", err)
 		case err == nil && failing:
 			failing = false
 			s.log.Info("dispatcher taking heartbeats again", "dispatcher", s.cfg.Dispatcher)
@@ -746,7 +746,7 @@ func (s *Supervisor) noAnswer(attempt int, quiet bool, wait time.Duration, err e
 	wait = wait.Round(time.Millisecond)
 	args := []any{"dispatcher", s.cfg.Dispatcher, "retry_in", wait, "attempts", attempt}
 	if err != nil {
-		args = append(args, "err", err)
+		args = append(args, "error", err)
 	}
 	switch {
 	case quiet:
@@ -872,7 +872,7 @@ func (s *Supervisor) sendResult(ctx context.Context, r *wire.Result) {
 	// While the dispatcher is away every result fails alike: say it the
 	// first time and every hundredth after.
 	if n := s.unsent.Add(1); n == 1 || n%100 == 0 {
-		s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "class", r.Class, "err", err, "unsent", n)
+		s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "class", r.Class, "error", err, "unsent", n)
 	}
 }
 

@@ -120,7 +120,7 @@ func (s *Supervisor) sendSurvey(ctx context.Context, r *wire.SurveyResult) {
 	r.Supervisor = s.cfg.Name
 	if err := s.send(ctx, wire.KindSurveyResult, r, resultTimeout); err != nil && ctx.Err() == nil {
 		if n := s.unsent.Add(1); n == 1 || n%100 == 0 {
-			s.log.Warn("survey result not sent; its lease will re-send the task", "task", r.TaskID, "ip", r.IP, "err", err, "unsent", n)
+			s.log.Warn("survey result not sent; its lease will re-send the task", "task", r.TaskID, "ip", r.IP, "error", err, "unsent", n)
 		}
 	}
 }

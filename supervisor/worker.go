@@ -394,7 +394,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	if len(body) > robots.MaxSize {
 		body = body[:robots.MaxSize]
 	}
-	s.log.Debug("robots.txt fetched", "host", h.name, "status", status, "err", err,
+	s.log.Debug("robots.txt fetched", "host", h.name, "status", status, "error", err,
 		seconds.Attr("crawl_delay", r.delay), "allow_all", r.allowAll, "disallow_all", r.disallowAll, "ignored_lines", r.ignored)
 	if r.unreachable != "" {
 		return
@@ -415,7 +415,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 // crawl goes on with what this process knows.
 func (s *Supervisor) cacheFailed(op, host string, err error) {
 	if n := s.cacheErrs.Add(1); n == 1 || n%1000 == 0 {
-		s.log.Warn("host cache failed; going on with local state", "op", op, "host", host, "err", err, "failures", n)
+		s.log.Warn("host cache failed; going on with local state", "op", op, "host", host, "error", err, "failures", n)
 	}
 }
 

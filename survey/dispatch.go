@@ -177,7 +177,7 @@ func (d *dispatch) receive() error {
 			d.handle(kind, v, from)
 		case errors.Is(err, wire.ErrBadFrame):
 			d.stats.BadFrame++
-			d.log.Warn("bad frame on the survey intake dropped", "err", err)
+			d.log.Warn("bad frame on the survey intake dropped", "error", err)
 		case errors.Is(err, wire.ErrTimeout):
 			return nil
 		default:
@@ -257,7 +257,7 @@ func (d *dispatch) hello(h wire.Hello, from wire.Peer) {
 	}
 	if err := s.Send(wire.KindWelcome, wire.Welcome{Dispatcher: "survey", Run: d.job}, sendTimeout); err != nil {
 		s.Close()
-		d.log.Warn("welcome not sent; waiting for the next hello", "supervisor", h.Supervisor, "err", err)
+		d.log.Warn("welcome not sent; waiting for the next hello", "supervisor", h.Supervisor, "error", err)
 		return
 	}
 	capacity := max(h.Capacity, 1)
@@ -404,7 +404,7 @@ func (d *dispatch) assign(now time.Time) {
 			wt.Hosts = t.names()
 		}
 		if err := m.sender.Send(wire.KindSurveyTask, wt, sendTimeout); err != nil {
-			d.log.Warn("survey task not sent; it waits", "supervisor", m.name, "task", t.id, "err", err)
+			d.log.Warn("survey task not sent; it waits", "supervisor", m.name, "task", t.id, "error", err)
 			kept = append(kept, t)
 			continue
 		}
@@ -483,7 +483,7 @@ func (d *dispatch) result(r *wire.SurveyResult, from wire.Peer) {
 	}
 	if r.Error != "" {
 		t.attempts++
-		d.log.Warn("survey task failed on a supervisor", "task", t.id, "ip", t.ip, "supervisor", r.Supervisor, "err", r.Error, "attempt", t.attempts)
+		d.log.Warn("survey task failed on a supervisor", "task", t.id, "ip", t.ip, "supervisor", r.Supervisor, "error", r.Error, "attempt", t.attempts)
 		if t.attempts < maxAttempts {
 			d.stats.Resent++
 			d.queue = append(d.queue, t)

@@ -164,7 +164,7 @@ func (c Config) storeLoop(ctx context.Context, st *state, cur run, kick <-chan s
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			failing = true
-			c.log().Warn("survey rows not reaching the results store; they wait in the state", "err", err)
+			c.log().Warn("survey rows not reaching the results store; they wait in the state", "error", err)
 		case err == nil && failing:
 			failing = false
 			c.log().Info("survey rows reach the results store again")
@@ -200,7 +200,7 @@ func (c Config) drainStore(ctx context.Context, st *state, cur run) int {
 	for {
 		n, err := c.storeSome(ctx, st, cur)
 		if err != nil {
-			c.log().Warn("survey rows left in the state for the next start", "err", err)
+			c.log().Warn("survey rows left in the state for the next start", "error", err)
 			break
 		}
 		if n == 0 {

@@ -212,7 +212,7 @@ func previousWeb(ctx context.Context, cfg WebConfig, st *state, prev *run) (map[
 			line++
 			var r WebRow
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil || r.Domain == "" {
-				cfg.log().Warn("previous survey line skipped", "where", fmt.Sprintf("%s:%d", cfg.Since, line), "err", err)
+				cfg.log().Warn("previous survey line skipped", "where", fmt.Sprintf("%s:%d", cfg.Since, line), "error", err)
 				continue
 			}
 			out[r.Domain] = r

@@ -84,7 +84,7 @@ func (r *resolverFlags) names(ctx context.Context, stateDir string, log *slog.Lo
 			return nil, close, fmt.Errorf("%w: %v", errUsage, err)
 		}
 		if log != nil {
-			log.Warn("no DNS server of our own: names are looked up by the system resolver, on the fetch path", "err", err)
+			log.Warn("no DNS server of our own: names are looked up by the system resolver, on the fetch path", "error", err)
 		}
 		return nil, close, nil
 	}

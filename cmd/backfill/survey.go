@@ -181,7 +181,7 @@ func (r *surveyRun) startLocal(ctx context.Context, fc fetch.Config) func(string
 	return func(endpoint string) {
 		set, err := (&mappingFlags{}).load()
 		if err != nil {
-			r.log.Error("supervisors not started", "err", err)
+			r.log.Error("supervisors not started", "error", err)
 			return
 		}
 		sctx, cancel := context.WithCancel(ctx)
@@ -192,7 +192,7 @@ func (r *surveyRun) startLocal(ctx context.Context, fc fetch.Config) func(string
 			s, err := supervisor.New(supervisor.Config{Name: fmt.Sprintf("local-%d", i+1), Dispatcher: endpoint,
 				Mappings: set, Fetch: fc, Prober: p, Logger: r.log}) // New adds "supervisor" to its lines
 			if err != nil {
-				r.log.Error("supervisor not started", "err", err)
+				r.log.Error("supervisor not started", "error", err)
 				p.Close()
 				continue
 			}
