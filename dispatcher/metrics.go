@@ -36,7 +36,7 @@ var (
 	descForged = prometheus.NewDesc("backfill_results_forged_total",
 		"Frames refused as forged: answers to a lease their sender did not hold, registrations under another member's name.", nil, nil)
 	descQuarantined = prometheus.NewDesc("backfill_members_quarantined",
-		"Member keys quarantined for forging: refused and given no work until an operator lifts them.", nil, nil)
+		"Member keys quarantined for forging: refused and given no work until a restart with the key authorised lifts them.", nil, nil)
 	descPagesDone = prometheus.NewDesc("backfill_pages_total",
 		"Pages fetched and extracted whose results the dispatcher applied.", nil, nil)
 	descReused = prometheus.NewDesc("backfill_extractions_reused_total",

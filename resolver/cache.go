@@ -37,6 +37,10 @@ type CacheConfig struct {
 	// Store keeps positive and negative answers across restarts; nil
 	// keeps them in memory only.
 	Store Store
+	// Hosts answers its names before anything else is asked, as the
+	// machine's own resolver does (ReadHosts of DefaultHostsFile); the
+	// survey, which studies DNS itself, leaves it nil.
+	Hosts Hosts
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -106,6 +110,9 @@ func key(name string) string { return strings.TrimSuffix(strings.ToLower(name), 
 // a look-up of it now returns at once.
 func (c *Cache) Fresh(name string) bool {
 	k := key(name)
+	if _, ok := c.cfg.Hosts[k]; ok {
+		return true
+	}
 	now := c.cfg.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -113,9 +120,15 @@ func (c *Cache) Fresh(name string) bool {
 	return ok && now.Before(e.expires)
 }
 
-// Lookup returns name's answer: from memory, from the Store, or asked.
+// Lookup returns name's answer: from the hosts file, memory, the Store,
+// or asked.
 func (c *Cache) Lookup(ctx context.Context, name string) Answer {
 	k := key(name)
+	if a, ok := c.cfg.Hosts.answer(k); ok {
+		c.hits.Add(1)
+		a.At, a.Cached = c.cfg.Now(), true
+		return a
+	}
 	for {
 		now := c.cfg.Now()
 		c.mu.Lock()

@@ -4,7 +4,7 @@
 //
 // Data flows in two layers:
 //
-//	Cache.Lookup(name) ─► memory ─► Store (SQLite: the state dir or the survey's state)
+//	Cache.Lookup(name) ─► hosts file ─► memory ─► Store (SQLite: the state dir or the survey's state)
 //	        │ miss (one look-up per name, however many callers wait)
 //	        ▼
 //	Resolver.Lookup ─► limiter of the server (window + pace, adaptive) ─► UDP/TCP query

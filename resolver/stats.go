@@ -5,7 +5,7 @@ import "time"
 // Stats counts what a Cache and its Resolver did since they were made.
 type Stats struct {
 	Lookups   int64 `json:"lookups"`              // look-ups answered: Hits + Stored + Misses + Coalesced
-	Hits      int64 `json:"hits"`                 // answered from memory
+	Hits      int64 `json:"hits"`                 // answered from memory or the hosts file
 	Stored    int64 `json:"stored"`               // answered from the Store (an earlier process asked)
 	Misses    int64 `json:"misses"`               // asked of the resolver
 	Coalesced int64 `json:"coalesced"`            // waited for a look-up of the same name already asked

@@ -21,7 +21,14 @@ type resolverFlags struct {
 	inFlight int
 	minTTL   time.Duration
 	maxTTL   time.Duration
+	// hostsFile is the crawl's (--hosts-file); the survey asks DNS of
+	// every name, as it studies DNS itself.
+	hostsFile string
 }
+
+// maxHostsWarnings bounds the skipped lines of a hosts file logged one by
+// one; the rest are counted.
+const maxHostsWarnings = 5
 
 // serverList collects --resolver IP:PORT, repeatable.
 type serverList []string
@@ -88,6 +95,25 @@ func (r *resolverFlags) names(ctx context.Context, stateDir string, log *slog.Lo
 		}
 		return nil, close, nil
 	}
+	var hosts resolver.Hosts
+	if r.hostsFile != "" {
+		h, skipped, err := resolver.ReadHosts(r.hostsFile)
+		if err != nil {
+			return nil, close, err
+		}
+		warn := log
+		if warn == nil {
+			warn = slog.Default()
+		}
+		for i, e := range skipped {
+			if i == maxHostsWarnings {
+				warn.Warn("more hosts-file lines skipped", "file", r.hostsFile, "skipped", len(skipped))
+				break
+			}
+			warn.Warn("hosts-file line skipped", "error", e)
+		}
+		hosts = h
+	}
 	var store resolver.Store
 	if stateDir != "" {
 		st, err := resolver.OpenStore(ctx, stateDir)
@@ -96,7 +122,9 @@ func (r *resolverFlags) names(ctx context.Context, stateDir string, log *slog.Lo
 		}
 		store, close = st, st.Close
 	}
-	return resolver.NewCache(res, r.cacheConfig(store)), close, nil
+	cfg := r.cacheConfig(store)
+	cfg.Hosts = hosts
+	return resolver.NewCache(res, cfg), close, nil
 }
 
 // openNames sets up the crawl's name resolution (see resolverFlags.names);

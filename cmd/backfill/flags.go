@@ -415,6 +415,7 @@ func (c *crawlerFlags) register(fs *flag.FlagSet) {
 	fs.Var(c.resolve, "resolve", "host:port:address:port — connect there instead of resolving host (repeatable)")
 	fs.StringVar(&c.blacklistFile, "blacklist", "", "file of hosts (subdomains included), IPs and CIDRs never to fetch, one a line, # comments")
 	c.dns.register(fs, resolver.DefaultTimeout, resolver.DefaultAttempts)
+	fs.StringVar(&c.dns.hostsFile, "hosts-file", resolver.DefaultHostsFile, "names answered before DNS is asked, in hosts-file form (\"\": none)")
 	fs.StringVar(&c.htmlParser, "html-parser", defaultHTMLParser(), "how pages are parsed: fast (a fast tree builder, html.Parse for what it does not take) or standard (html.Parse for every page); default from "+htmlParserEnv+", else fast")
 }
 
