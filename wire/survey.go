@@ -142,11 +142,17 @@ func (t *SurveyTask) normalize() {
 	t.Spec.Headers = nilIfEmpty(t.Spec.Headers)
 }
 
+//
+// Times go to UTC: an offset that happens to be the local zone's decodes
+// to the local zone, and its next encoding reads back as UTC, so the same
+// instant would cross the wire as two values.
 func (r *SurveyResult) normalize() {
 	r.Web = nilIfEmpty(r.Web)
 	r.Ports = nilIfEmpty(r.Ports)
+	r.At = r.At.UTC()
 	for i := range r.Web {
 		w := &r.Web[i]
+		w.CertExpiry = w.CertExpiry.UTC()
 		w.Redirects = nilIfEmpty(w.Redirects)
 		if len(w.Headers) == 0 {
 			w.Headers = nil
