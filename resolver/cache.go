@@ -45,6 +45,11 @@ type CacheConfig struct {
 	Now func() time.Time
 }
 
+// storeTimeout bounds one read or write of the Store: a shared store that
+// stops answering costs a name that long, then it is asked of DNS as if
+// the store had nothing.
+const storeTimeout = 5 * time.Second
+
 // Store keeps answers beyond the life of a process. Load returns the answer
 // stored for name if it has not expired by now.
 type Store interface {
@@ -167,7 +172,9 @@ func (c *Cache) Lookup(ctx context.Context, name string) Answer {
 // fill finds k's answer in the Store or asks, and remembers it.
 func (c *Cache) fill(ctx context.Context, k string, now time.Time) Answer {
 	if c.cfg.Store != nil {
-		a, ok, err := c.cfg.Store.Load(ctx, k, now)
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		a, ok, err := c.cfg.Store.Load(sctx, k, now)
+		cancel()
 		if err != nil {
 			c.storeErrs.Add(1)
 		}
@@ -187,9 +194,11 @@ func (c *Cache) fill(ctx context.Context, k string, now time.Time) Answer {
 	expires := now.Add(c.keep(a))
 	c.remember(k, a, expires)
 	if c.cfg.Store != nil && !a.Failed() {
-		if err := c.cfg.Store.Save(ctx, k, a, expires); err != nil {
+		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		if err := c.cfg.Store.Save(sctx, k, a, expires); err != nil {
 			c.storeErrs.Add(1)
 		}
+		cancel()
 	}
 	return a
 }

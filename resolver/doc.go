@@ -4,7 +4,8 @@
 //
 // Data flows in two layers:
 //
-//	Cache.Lookup(name) ─► hosts file ─► memory ─► Store (SQLite: the state dir or the survey's state)
+//	Cache.Lookup(name) ─► hosts file ─► memory ─► Store (SQLite: the state dir or the survey's state;
+//	        │                                          or the store supervisors share, package store)
 //	        │ miss (one look-up per name, however many callers wait)
 //	        ▼
 //	Resolver.Lookup ─► limiter of the server (window + pace, adaptive) ─► UDP/TCP query
@@ -24,7 +25,10 @@
 // SOA within the same bounds (Negative when the SOA says nothing), and a
 // server failure or time-out for Failure only, in memory. Positive and
 // negative answers go to the Store too, so a restarted process asks nothing
-// it already knew. Concurrent look-ups of one name share one query.
+// it already knew, nor, when the Store is shared, does any other. Store is
+// an interface so that the store package (the results store a cluster
+// shares) can keep answers without this package knowing it; SQLStore is
+// the file of one machine. Concurrent look-ups of one name share one query.
 //
 // The common calls:
 //

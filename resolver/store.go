@@ -94,6 +94,9 @@ func (s *SQLStore) Load(ctx context.Context, name string, now time.Time) (Answer
 
 // Save implements Store.
 func (s *SQLStore) Save(ctx context.Context, name string, a Answer, expires time.Time) error {
+	if name == "" {
+		return errors.New("resolver: cache: save: empty name")
+	}
 	b, err := json.Marshal(a)
 	if err != nil {
 		return err

@@ -1,8 +1,9 @@
 // Package store owns what outlives a run: the records with the values found
 // for them (and where each came from), the caches that supervisors share
 // (robots.txt bodies, each host's last crawl time and soft-404 probe
-// verdict), and the result rows of host surveys (Surveys: one JSON document
-// per domain or ip:port, kept byte for byte).
+// verdict; the DNS answers of the crawl's names, Names), and the result
+// rows of host surveys (Surveys: one JSON document per domain or ip:port,
+// kept byte for byte).
 //
 // Two backends sit behind the same interfaces: an embedded SQLite file (the
 // default; nothing to install) and MongoDB for clusters. Open picks one from
@@ -23,7 +24,8 @@
 // dataset in memory, and Export turns that stream into JSON Lines or CSV,
 // writing the user's values from their input text (the records
 // package's scanners) so they
-// come back as given. Supervisors read and write the host caches.
+// come back as given. Supervisors read and write the host caches and,
+// through resolver.Cache, the DNS cache.
 //
 // All methods are safe for concurrent use, and every write is an idempotent
 // upsert, so a redelivered result changes nothing. Two writes are deliberately

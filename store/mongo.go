@@ -18,7 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 )
 
-// The MongoDB backend keeps seven collections in the database the URI names
+// The MongoDB backend keeps nine collections in the database the URI names
 // ("backfill" when it names none):
 //
 //	records     {_id: record id, seq, fields: [{k, v}], order: [..], links: [..],
@@ -30,6 +30,7 @@ import (
 //	last_crawl  {_id: <host>@<unix ms>, host, at}
 //	soft404     {_id: host, print, probed_at, expires}
 //	survey_rows {_id: <survey>@<key>, survey, key, at, doc} (mongo_survey.go)
+//	dns         {_id: name, class, rcode, error, cname, ips, ns, ttl, at, expires} (mongo_names.go)
 //	meta        {_id: "schema", version}
 //
 // Every write is a whole-document insert or replace keyed by _id, or a
@@ -190,7 +191,7 @@ func (s *mongoStore) setup(ctx context.Context) error {
 	if v.Version > mongoSchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build's %d", v.Version, mongoSchemaVersion)
 	}
-	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "survey_rows", "outcomes"} {
+	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "survey_rows", "outcomes", "dns"} {
 		err := s.do(ctx, "create collection "+c, func(ctx context.Context) error {
 			err := s.db.CreateCollection(ctx, c)
 			if se := mongo.ServerError(nil); errors.As(err, &se) && se.HasErrorCode(48) { // NamespaceExists
@@ -751,7 +752,7 @@ func (s *mongoStore) findOne(ctx context.Context, c *mongo.Collection, what stri
 
 // replaceID writes doc, whole, as the document of c with _id id, creating
 // it if absent.
-func (s *mongoStore) replaceID(ctx context.Context, c *mongo.Collection, what, id string, doc bson.D) error {
+func (s *mongoStore) replaceID(ctx context.Context, c *mongo.Collection, what, id string, doc any) error {
 	return s.do(ctx, what, func(ctx context.Context) error {
 		_, err := c.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc, options.Replace().SetUpsert(true))
 		return err

@@ -112,7 +112,7 @@ func TestMongoLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404"} {
+	for _, want := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "dns"} {
 		if !contains(names, want) {
 			t.Errorf("collection %s missing; have %v", want, names)
 		}

@@ -85,6 +85,16 @@ var sqliteSchema = []sqlitedb.Migration{
 			outcome TEXT NOT NULL
 		) WITHOUT ROWID`,
 	}},
+	{SQL: []string{
+		// the DNS cache supervisors share (sqlite_names.go): the
+		// shape resolver.SQLStore keeps, answer being its JSON
+		`CREATE TABLE IF NOT EXISTS dns (
+			name    TEXT NOT NULL PRIMARY KEY,
+			answer  TEXT NOT NULL,
+			at      TEXT NOT NULL,
+			expires TEXT NOT NULL
+		) WITHOUT ROWID`,
+	}},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every

@@ -166,6 +166,7 @@ type Store interface {
 	Records
 	HostCache
 	Surveys
+	Names
 	// Backend names the backend ("sqlite", "mongodb") for logs and tests.
 	Backend() string
 	Close() error

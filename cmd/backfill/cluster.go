@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -71,7 +70,7 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 	of.register(fs, false)
 	lf.register(fs)
 	mf.register(fs)
-	sf.register(fs, "shared cache store for robots.txt and last-crawl times: a SQLite file path (default: STATE-DIR/results.db)")
+	sf.register(fs, "shared cache store for robots.txt, last-crawl times and DNS answers: a SQLite file path (default: STATE-DIR/results.db; the DNS answers then in STATE-DIR/dns.db)")
 	cf.register(fs)
 	cf.render.register(fs)
 	host, _ := os.Hostname()
@@ -108,20 +107,20 @@ func cmdSupervisor(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer st.Close()
-	// The DNS cache lives in the state directory when this supervisor
-	// uses one: its store is there, or it was given. A supervisor given
-	// only --store keeps it in memory rather than make ./backfill-state.
-	dnsDir := *stateDir
-	stateGiven := false
-	fs.Visit(func(f *flag.Flag) { stateGiven = stateGiven || f.Name == "state-dir" })
-	if uri, _ := sf.target(); uri != "" && !stateGiven {
-		dnsDir = ""
+	// The DNS cache is kept where the host cache is. A supervisor given
+	// --store shares it there with the cluster's others; one that keeps
+	// its store in the state directory keeps the cache beside it.
+	if uri, _ := sf.target(); uri != "" {
+		if err := cf.shareNames(st, log); err != nil {
+			return err
+		}
+	} else {
+		closeNames, err := cf.openNames(ctx, *stateDir, log)
+		if err != nil {
+			return err
+		}
+		defer closeNames()
 	}
-	closeNames, err := cf.openNames(ctx, dnsDir, log)
-	if err != nil {
-		return err
-	}
-	defer closeNames()
 	ob, err := of.start(log)
 	if err != nil {
 		return err

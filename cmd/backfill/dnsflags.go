@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"backfill/resolver"
+	"backfill/store"
 )
 
 // resolverFlags point name resolution (package resolver) where the user
@@ -78,12 +79,12 @@ func (r *resolverFlags) cacheConfig(store resolver.Store) resolver.CacheConfig {
 	return resolver.CacheConfig{Min: r.minTTL, Max: r.maxTTL, Store: store}
 }
 
-// names opens the crawl's resolver and its cache, kept in stateDir's
-// resolver.StoreFile ("" keeps it in memory). Without --resolver and
-// without a readable /etc/resolv.conf there is none (nil, with a
+// names opens the crawl's resolver and its cache, kept in what open
+// returns (nil open, or a nil Store: in memory only). Without --resolver
+// and without a readable /etc/resolv.conf there is none (nil, with a
 // warning): fetches then look names up themselves, as --resolve pins need
-// no DNS at all. close releases the cache file.
-func (r *resolverFlags) names(ctx context.Context, stateDir string, log *slog.Logger) (names *resolver.Cache, close func() error, err error) {
+// no DNS at all, and open is not called. close releases what open opened.
+func (r *resolverFlags) names(open func() (resolver.Store, func() error, error), log *slog.Logger) (names *resolver.Cache, close func() error, err error) {
 	close = func() error { return nil }
 	res, err := r.resolver(false, false)
 	if err != nil {
@@ -95,41 +96,67 @@ func (r *resolverFlags) names(ctx context.Context, stateDir string, log *slog.Lo
 		}
 		return nil, close, nil
 	}
-	var hosts resolver.Hosts
-	if r.hostsFile != "" {
-		h, skipped, err := resolver.ReadHosts(r.hostsFile)
-		if err != nil {
-			return nil, close, err
-		}
-		warn := log
-		if warn == nil {
-			warn = slog.Default()
-		}
-		for i, e := range skipped {
-			if i == maxHostsWarnings {
-				warn.Warn("more hosts-file lines skipped", "file", r.hostsFile, "skipped", len(skipped))
-				break
-			}
-			warn.Warn("hosts-file line skipped", "error", e)
-		}
-		hosts = h
+	hosts, err := r.hosts(log)
+	if err != nil {
+		return nil, close, err
 	}
-	var store resolver.Store
-	if stateDir != "" {
-		st, err := resolver.OpenStore(ctx, stateDir)
-		if err != nil {
-			return nil, close, err
+	var keep resolver.Store
+	if open != nil {
+		if keep, close, err = open(); err != nil {
+			return nil, func() error { return nil }, err
 		}
-		store, close = st, st.Close
 	}
-	cfg := r.cacheConfig(store)
+	cfg := r.cacheConfig(keep)
 	cfg.Hosts = hosts
 	return resolver.NewCache(res, cfg), close, nil
 }
 
-// openNames sets up the crawl's name resolution (see resolverFlags.names);
+// hosts reads --hosts-file ("": none), warning of the lines it skips.
+func (r *resolverFlags) hosts(log *slog.Logger) (resolver.Hosts, error) {
+	if r.hostsFile == "" {
+		return nil, nil
+	}
+	h, skipped, err := resolver.ReadHosts(r.hostsFile)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	for i, e := range skipped {
+		if i == maxHostsWarnings {
+			log.Warn("more hosts-file lines skipped", "file", r.hostsFile, "skipped", len(skipped))
+			break
+		}
+		log.Warn("hosts-file line skipped", "error", e)
+	}
+	return h, nil
+}
+
+// openNames sets up the crawl's name resolution (see resolverFlags.names)
+// with its cache in stateDir's resolver.StoreFile ("" keeps it in memory);
 // fetchConfig and supervisorConfig use it from then on.
 func (c *crawlerFlags) openNames(ctx context.Context, stateDir string, log *slog.Logger) (close func() error, err error) {
-	c.names, close, err = c.dns.names(ctx, stateDir, log)
+	var open func() (resolver.Store, func() error, error)
+	if stateDir != "" {
+		open = func() (resolver.Store, func() error, error) {
+			st, err := resolver.OpenStore(ctx, stateDir)
+			if err != nil {
+				return nil, nil, err
+			}
+			return st, st.Close, nil
+		}
+	}
+	c.names, close, err = c.dns.names(open, log)
 	return close, err
+}
+
+// shareNames is openNames with the cache in st, the store a cluster's
+// supervisors share: a name one of them asked, the others find there.
+func (c *crawlerFlags) shareNames(st store.Names, log *slog.Logger) error {
+	var err error
+	c.names, _, err = c.dns.names(func() (resolver.Store, func() error, error) {
+		return st.Names(), func() error { return nil }, nil
+	}, log)
+	return err
 }

@@ -12,7 +12,8 @@
 // conflicts, Records in Seq order, ErrNotFound from empty caches (robots.txt,
 // last crawl, soft-404 verdicts), concurrent
 // writers, redelivered results, large and non-ASCII values, and the batched
-// last-crawl write for backends that have it. Backends lists the backends
+// last-crawl write for backends that have it, and the DNS cache (answers
+// positive and negative back as saved, none once expired). Backends lists the backends
 // the suite ran against, for a TestMain to report. Times in the cases are whole
 // milliseconds, the finest precision every backend keeps.
 package storetest
