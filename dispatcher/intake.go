@@ -208,7 +208,7 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 			return err
 		}
 	}
-	return nil
+	return d.writeBack(ctx)
 }
 
 // prepareResult judges a Result from from against its task's lease

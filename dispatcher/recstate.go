@@ -89,6 +89,9 @@ func (d *Dispatcher) putRecs(ctx context.Context, rs []*recState) error {
 // batches: a record is usually reached by many pages in a row, and
 // reading and decoding it again for each was much of a result's cost.
 func (d *Dispatcher) flush(ctx context.Context) error {
+	if err := d.writeBack(ctx); err != nil {
+		return err
+	}
 	seqs := make([]int64, 0, len(d.recCache))
 	for seq, r := range d.recCache {
 		if r.dirty {
@@ -134,6 +137,9 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 // dropTasks takes a completed record's queued tasks out of the frontier,
 // unless another incomplete record still wants them.
 func (d *Dispatcher) dropTasks(ctx context.Context, rec int64) error {
+	if err := d.writeBack(ctx); err != nil { // the record's links, its tasks
+		return err
+	}
 	rows, err := query(ctx, d.st.q.recordTasks, rec)
 	if err != nil {
 		return err
