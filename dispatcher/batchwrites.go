@@ -17,12 +17,13 @@ import (
 // unchanged: the transaction either commits with them or not at all.
 //
 // Until then the state does not hold them, so a reader of urls or links
-// that may meet them either looks here too (lookupURLs, revisit) or
-// writes them back first (dropTasks, recordsNeed, logFailed, and every
+// that may meet them either looks here too (lookupURLs, revisit,
+// recordsNeed) or writes them back first (dropTasks, logFailed, and every
 // commit: see flush).
 type stepWrites struct {
-	urls     map[int64]*task // new URLs, queued; written as the task is then
-	links    map[linkKey]int // a record's link to a URL: the least depth
+	urls     map[int64]*task   // new URLs, queued; written as the task is then
+	links    map[linkKey]int   // a record's link to a URL: the least depth
+	recsOf   map[int64][]int64 // the records of links, by URL
 	refusals map[refusalKey]refusalRow
 	order    []refusalKey // refusals in the order they came: the first stands
 }
@@ -44,6 +45,7 @@ func (w *stepWrites) empty() bool {
 func (w *stepWrites) reset() {
 	clear(w.urls)
 	clear(w.links)
+	clear(w.recsOf)
 	clear(w.refusals)
 	w.order = w.order[:0]
 }
@@ -61,10 +63,15 @@ func (w *stepWrites) addURL(t *task) {
 func (w *stepWrites) addLink(url, rec int64, depth int) {
 	if w.links == nil {
 		w.links = make(map[linkKey]int)
+		w.recsOf = make(map[int64][]int64)
 	}
 	k := linkKey{url, rec}
-	if d, ok := w.links[k]; ok && d <= depth {
+	d, ok := w.links[k]
+	if ok && d <= depth {
 		return
+	}
+	if !ok {
+		w.recsOf[url] = append(w.recsOf[url], rec)
 	}
 	w.links[k] = depth
 }

@@ -133,6 +133,20 @@ func TestBatchWrites(t *testing.T) {
 		for _, r := range w.refusals {
 			d.pend.addRefusal(r.rec, r.page, refusal{field: "name", pageValue: r.value, recordValue: "X"})
 		}
+		// recordsNeed reads the held links of a URL by recsOf: each
+		// (URL, record) once.
+		n := 0
+		for url, recs := range d.pend.recsOf {
+			for _, rec := range recs {
+				if _, ok := d.pend.linkDepth(url, rec); !ok {
+					t.Errorf("recsOf has %d → %d, links do not", url, rec)
+				}
+			}
+			n += len(recs)
+		}
+		if n != len(d.pend.links) {
+			t.Errorf("recsOf holds %d links, links %d", n, len(d.pend.links))
+		}
 		if err := d.writeBack(ctx); err != nil {
 			t.Fatal(err)
 		}

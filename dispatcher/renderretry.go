@@ -180,9 +180,6 @@ func (d *Dispatcher) renderFields(mappings []string, fields []wire.Field) map[st
 // recordsNeed reports whether an incomplete record that wants the page
 // still lacks one of fields, after the page's static result was applied.
 func (d *Dispatcher) recordsNeed(ctx context.Context, key int64, fields map[string]bool) (bool, error) {
-	if err := d.writeBack(ctx); err != nil { // links held to the page
-		return false, err
-	}
 	rows, err := query(ctx, d.st.q.urlRecords, key)
 	if err != nil {
 		return false, err
@@ -201,6 +198,7 @@ func (d *Dispatcher) recordsNeed(ctx context.Context, key int64, fields map[stri
 	if err := rows.Err(); err != nil {
 		return false, fmt.Errorf("dispatcher: state: %w", err)
 	}
+	ids = append(ids, d.pend.recsOf[key]...) // links held for writeBack
 	for _, id := range ids {
 		rec, err := d.loadRec(ctx, id)
 		if err != nil {
