@@ -18,14 +18,18 @@ import (
 //
 // Until then the state does not hold them, so a reader of urls or links
 // that may meet them either looks here too (lookupURLs, revisit,
-// recordsNeed) or writes them back first (dropTasks, logFailed, and every
-// commit: see flush).
+// recordsNeed), comes after (dropTasks, for the records the batch
+// completed) or writes them back first (logFailed, and every commit: see
+// flush).
 type stepWrites struct {
 	urls     map[int64]*task   // new URLs, queued; written as the task is then
 	links    map[linkKey]int   // a record's link to a URL: the least depth
 	recsOf   map[int64][]int64 // the records of links, by URL
 	refusals map[refusalKey]refusalRow
 	order    []refusalKey // refusals in the order they came: the first stands
+	// complete are the records that completed, whose queued tasks
+	// writeBack drops (dropTasks) once their links are written.
+	complete []int64
 }
 
 // linkKey is a record's link to a URL.
@@ -38,7 +42,7 @@ type refusalKey struct {
 }
 
 func (w *stepWrites) empty() bool {
-	return len(w.urls) == 0 && len(w.links) == 0 && len(w.refusals) == 0
+	return len(w.urls) == 0 && len(w.links) == 0 && len(w.refusals) == 0 && len(w.complete) == 0
 }
 
 // reset forgets the rows: written, or rolled back with the transaction.
@@ -48,6 +52,7 @@ func (w *stepWrites) reset() {
 	clear(w.recsOf)
 	clear(w.refusals)
 	w.order = w.order[:0]
+	w.complete = w.complete[:0]
 }
 
 // addURL holds a new URL.
@@ -120,6 +125,13 @@ func (d *Dispatcher) writeBack(ctx context.Context) error {
 	}
 	if err := d.st.putRefusals(ctx, refusals); err != nil {
 		return err
+	}
+	// A task another record of the batch reached stays: that record's
+	// link is written now, and dropTasks sees it.
+	for _, rec := range w.complete {
+		if err := d.dropTasks(ctx, rec); err != nil {
+			return err
+		}
 	}
 	w.reset()
 	return nil

@@ -124,7 +124,10 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		if err := d.putRec(ctx, r); err != nil {
 			return err
 		}
-		return d.dropTasks(ctx, r.seq)
+		// Its tasks are dropped at writeBack, once the links the batch
+		// holds are in the state (dropTasks reads them).
+		d.pend.complete = append(d.pend.complete, r.seq)
+		return nil
 	}
 	if !wasPartial && len(r.filled) > 0 {
 		d.nPartial++

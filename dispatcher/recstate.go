@@ -137,9 +137,6 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 // dropTasks takes a completed record's queued tasks out of the frontier,
 // unless another incomplete record still wants them.
 func (d *Dispatcher) dropTasks(ctx context.Context, rec int64) error {
-	if err := d.writeBack(ctx); err != nil { // the record's links, its tasks
-		return err
-	}
 	rows, err := query(ctx, d.st.q.recordTasks, rec)
 	if err != nil {
 		return err
