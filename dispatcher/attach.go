@@ -41,7 +41,7 @@ func (d *Dispatcher) attachLinks(ctx context.Context, links []string, rec int64,
 }
 
 // attachSome attaches at most attachChunk links: one lookup for those the
-// seen store may hold; the new URLs and links are held for writeBack.
+// seen store may hold, then one insert per table for the new ones.
 func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, recN *int, depth int) error {
 	keys := make([]int64, 0, len(links))
 	norms := make([]string, 0, len(links))
@@ -57,13 +57,15 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 	if err != nil {
 		return err
 	}
+	var fresh []*task
+	var knownLinks []seedLink // links to known URLs, put with one statement
 	for i, key := range keys {
 		norm := norms[i]
 		if k, ok := known[key]; ok {
 			if k.recDepth.Valid && int(k.recDepth.Int64) <= depth {
 				continue // already reached by this record, no farther away
 			}
-			d.pend.addLink(key, rec, depth)
+			knownLinks = append(knownLinks, seedLink{key, rec})
 			if err := d.revisit(ctx, key, norm, rec, depth, k); err != nil {
 				return err
 			}
@@ -88,8 +90,18 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(norm)}
 		d.nextSeq++
 		t.seq = rankedSeq(hc.n, d.nextSeq)
-		d.pend.addURL(t)
-		d.pend.addLink(key, rec, depth)
+		fresh = append(fresh, t)
+	}
+	if err := d.insertLinks(ctx, knownLinks, depth); err != nil {
+		return err
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if err := d.insertTasks(ctx, fresh, rec, depth); err != nil {
+		return err
+	}
+	for _, t := range fresh {
 		d.queuedN++
 		d.w.add(t, false)
 	}
@@ -97,28 +109,18 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 }
 
 // lookupURLs returns what the state knows of the URLs among keys that
-// are in the seen store, with the URLs and links held for writeBack. Those
-// the seen store's filter rules out (see seenFilter) are not looked up at
-// all: on an intake of new records, or a page of new links, that is every
-// one of them.
+// are in the seen store. Those the seen store's filter rules out (see
+// seenFilter) are not looked up at all: on an intake of new records, or
+// a page of new links, that is every one of them.
 func (d *Dispatcher) lookupURLs(ctx context.Context, keys []int64, rec int64) (map[int64]knownURL, error) {
 	maybe := make([]any, 0, len(keys)+1)
 	maybe = append(maybe, rec)
-	known := make(map[int64]knownURL)
 	for _, k := range keys {
-		if t := d.pend.urls[k]; t != nil {
-			// New in this batch: queued, not in the state yet.
-			ku := knownURL{state: stateQueued, depth: t.depth}
-			if depth, ok := d.pend.linkDepth(k, rec); ok {
-				ku.recDepth = sql.NullInt64{Int64: int64(depth), Valid: true}
-			}
-			known[k] = ku
-			continue
-		}
 		if d.seenKeys.mayHave(k) {
 			maybe = append(maybe, k)
 		}
 	}
+	known := make(map[int64]knownURL)
 	if len(maybe) == 1 {
 		return known, nil
 	}
@@ -141,15 +143,25 @@ func (d *Dispatcher) lookupURLs(ctx context.Context, keys []int64, rec int64) (m
 		if err := rows.Scan(&key, &k.state, &k.depth, &k.last, &k.class, &k.result, &k.recDepth); err != nil {
 			return nil, fmt.Errorf("dispatcher: state urls: %w", err)
 		}
-		if depth, ok := d.pend.linkDepth(key, rec); ok && (!k.recDepth.Valid || int64(depth) < k.recDepth.Int64) {
-			k.recDepth = sql.NullInt64{Int64: int64(depth), Valid: true}
-		}
 		known[key] = k
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("dispatcher: state urls: %w", err)
 	}
 	return known, nil
+}
+
+// insertTasks puts new URLs in the state: rec's link to each and the
+// queued task in the seen store.
+func (d *Dispatcher) insertTasks(ctx context.Context, ts []*task, rec int64, depth int) error {
+	if err := d.insertURLs(ctx, ts); err != nil {
+		return err
+	}
+	links := make([]seedLink, len(ts))
+	for i, t := range ts {
+		links[i] = seedLink{t.key, rec}
+	}
+	return d.insertLinks(ctx, links, depth)
 }
 
 // placeholders is n copies of one, comma-separated.
@@ -193,9 +205,7 @@ func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec in
 		}
 		return err
 	case depth < k.depth:
-		if t := d.pend.urls[key]; t != nil {
-			t.depth = depth // its row is written as the task is
-		} else if _, err := exec(ctx, d.st.q.urlDepth, depth, key, depth); err != nil {
+		if _, err := exec(ctx, d.st.q.urlDepth, depth, key, depth); err != nil {
 			return err
 		}
 		if t := d.w.queued[key]; t != nil {

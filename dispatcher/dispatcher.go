@@ -331,9 +331,7 @@ type Dispatcher struct {
 	recCache map[int64]*recState
 	hosts    map[string]*hostCount
 	work     []applyItem
-	// pend holds a batch's new URLs, links and refusals (batchwrites.go).
-	pend    stepWrites
-	results resultCache // cached extractions, decoded
+	results  resultCache // cached extractions, decoded
 
 	// targetSets are the distinct target lists, by id in the state and by
 	// their JSON (target_sets); matchFields the fields some mapping marks

@@ -124,10 +124,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		if err := d.putRec(ctx, r); err != nil {
 			return err
 		}
-		// Its tasks are dropped at writeBack, once the links the batch
-		// holds are in the state (dropTasks reads them).
-		d.pend.complete = append(d.pend.complete, r.seq)
-		return nil
+		return d.dropTasks(ctx, r.seq)
 	}
 	if !wasPartial && len(r.filled) > 0 {
 		d.nPartial++
@@ -211,7 +208,7 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 			return err
 		}
 	}
-	return d.writeBack(ctx)
+	return nil
 }
 
 // prepareResult judges a Result from from against its task's lease

@@ -57,16 +57,16 @@ type ReasonCount struct {
 }
 
 // refuse records that a page's values were refused for a record: counted,
-// held for the state (writeBack) for the record's outcome, and logged at
-// debug level. Callers hold mu, inside the state transaction.
+// kept in the state for the record's outcome, and logged at debug level.
+// Callers hold mu, inside the state transaction.
 func (d *Dispatcher) refuse(ctx context.Context, r *recState, it applyItem, why refusal) error {
 	d.run.keyRefused++
 	if d.log.Enabled(ctx, slog.LevelDebug) {
 		d.log.Debug("record: page refused, a match key disagrees", "record", r.id, "page", it.res.Source, "depth", it.depth,
 			"key", why.field, "page_value", why.pageValue, "record_value", why.recordValue)
 	}
-	d.pend.addRefusal(r.seq, it.res.Source, why)
-	return nil
+	_, err := exec(ctx, d.st.q.refusalIns, r.seq, it.res.Source, why.field, why.pageValue, why.recordValue)
+	return err
 }
 
 // logApplied logs, at debug level, what a page gave a record: the fields
@@ -96,9 +96,6 @@ func (d *Dispatcher) logApplied(ctx context.Context, r *recState, it applyItem) 
 func (d *Dispatcher) logFailed(ctx context.Context, key int64, url, class, why string) error {
 	if !d.log.Enabled(ctx, slog.LevelDebug) {
 		return nil
-	}
-	if err := d.writeBack(ctx); err != nil {
-		return err
 	}
 	rows, err := query(ctx, d.st.q.urlRecordIDs, key)
 	if err != nil {

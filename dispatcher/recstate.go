@@ -89,9 +89,6 @@ func (d *Dispatcher) putRecs(ctx context.Context, rs []*recState) error {
 // batches: a record is usually reached by many pages in a row, and
 // reading and decoding it again for each was much of a result's cost.
 func (d *Dispatcher) flush(ctx context.Context) error {
-	if err := d.writeBack(ctx); err != nil {
-		return err
-	}
 	seqs := make([]int64, 0, len(d.recCache))
 	for seq, r := range d.recCache {
 		if r.dirty {

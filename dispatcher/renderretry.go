@@ -198,7 +198,6 @@ func (d *Dispatcher) recordsNeed(ctx context.Context, key int64, fields map[stri
 	if err := rows.Err(); err != nil {
 		return false, fmt.Errorf("dispatcher: state: %w", err)
 	}
-	ids = append(ids, d.pend.recsOf[key]...) // links held for writeBack
 	for _, id := range ids {
 		rec, err := d.loadRec(ctx, id)
 		if err != nil {

@@ -461,10 +461,6 @@ func (d *Dispatcher) commitState(ctx context.Context) error {
 	if !d.st.inTx {
 		return nil
 	}
-	if err := d.writeBack(ctx); err != nil {
-		d.abandon()
-		return err
-	}
 	if err := d.putCounters(ctx); err != nil {
 		d.abandon()
 		return err
@@ -484,7 +480,6 @@ func (d *Dispatcher) commitState(ctx context.Context) error {
 // cached on top of it. Callers hold mu.
 func (d *Dispatcher) abandon() {
 	d.st.rollback()
-	d.pend.reset()
 	clear(d.recCache)
 	clear(d.hosts)
 	d.work = nil

@@ -68,10 +68,10 @@ const (
 type stmts struct {
 	metaGet, metaSet *sql.Stmt
 
-	recSeeds, recGet, recFirst    *sql.Stmt
-	targetSets, targetSetIns      *sql.Stmt
-	badAt, badConverted, badTaken *sql.Stmt
-	badIns, urlRecordIDs          *sql.Stmt
+	recSeeds, recGet, recFirst       *sql.Stmt
+	targetSets, targetSetIns         *sql.Stmt
+	badAt, badConverted, badTaken    *sql.Stmt
+	badIns, refusalIns, urlRecordIDs *sql.Stmt
 
 	urlDrop, urlCached, urlValid, urlState     *sql.Stmt
 	urlRequeue, urlRender, urlDepth, urlWanted *sql.Stmt
@@ -108,6 +108,7 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.badConverted, `SELECT 1 FROM malformed WHERE id = ? AND file = 0`},
 		{&q.badTaken, `SELECT EXISTS(SELECT 1 FROM records WHERE id = ?1) OR EXISTS(SELECT 1 FROM malformed WHERE id = ?1)`},
 		{&q.badIns, `INSERT INTO malformed(id, seq, file, line) VALUES(?, ?, ?, ?)`},
+		{&q.refusalIns, `INSERT INTO refusals(rec, page, field, page_value, record_value) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&q.urlRecordIDs, `SELECT r.id, l.depth FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = ? ORDER BY l.rec`},
 
 		{&q.urlDrop, `UPDATE urls SET state = 3, url = NULL WHERE key = ?`},
