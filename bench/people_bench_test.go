@@ -61,7 +61,7 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer web.Close()
-	dir := b.TempDir()
+	dir := peopleDir(b)
 	cb := newCrawlInputs(b, web, dir, workers, testweb.PeopleRecords(web))
 	maps := filepath.Join(dir, "mappings")
 	if err := os.MkdirAll(maps, 0o755); err != nil {
@@ -81,11 +81,12 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 
 	results := map[string]peopleOutcome{}
 	var collyPages []string
-	b.Run("backfill", func(b *testing.B) {
-		bin := goBuild(b, "..", "./cmd/backfill", filepath.Join(dir, "backfill"))
+	// runBackfill runs a backfill binary as the contender name, with its
+	// own state directories.
+	runBackfill := func(b *testing.B, name, bin string) {
 		var o peopleOutcome
 		for i := 0; i < b.N; i++ {
-			state := filepath.Join(dir, fmt.Sprintf("state-%d", i))
+			state := filepath.Join(dir, fmt.Sprintf("%s-state-%d", name, i))
 			args := []string{"run", "--records", cb.records, "--mappings", maps,
 				"--depth", strconv.Itoa(depth), "--state-dir", state,
 				"--delay", "0", "--workers", strconv.Itoa(workers),
@@ -97,12 +98,21 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 			o = cb.runPeople(b, exec.Command(bin, append(args, cb.resolveA...)...))
 			o.found, o.want, o.wrong = peopleRecall(b, filepath.Join(state, "results.db"), truth)
 			if o.wrong > 0 {
-				b.Fatalf("backfill filled %d values a correct crawl does not find", o.wrong)
+				b.Fatalf("%s filled %d values a correct crawl does not find", name, o.wrong)
 			}
 		}
 		o.report(b)
-		results["backfill"] = o
+		results[name] = o
+	}
+	b.Run("backfill", func(b *testing.B) {
+		runBackfill(b, "backfill", goBuild(b, "..", "./cmd/backfill", filepath.Join(dir, "backfill")))
 	})
+	// PEOPLE_BEFORE names a backfill binary built from another commit (the
+	// base of a change): it runs the same way, in the same run, so the two
+	// builds meet the same machine and load.
+	if before := os.Getenv("PEOPLE_BEFORE"); before != "" {
+		b.Run("before", func(b *testing.B) { runBackfill(b, "before", before) })
+	}
 	b.Run("colly", func(b *testing.B) {
 		bin := goBuild(b, ".", "./cmd/collycrawl", filepath.Join(dir, "collycrawl"))
 		var o peopleOutcome
@@ -133,7 +143,7 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 		results["httploop"] = o
 	})
 
-	for _, n := range []string{"backfill", "colly", "httploop"} {
+	for _, n := range []string{"backfill", "before", "colly", "httploop"} {
 		o, ok := results[n]
 		if !ok {
 			continue
@@ -150,7 +160,31 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 		if h, ok := results["httploop"]; ok {
 			fmt.Printf("people: backfill/httploop: pages/s ×%.2f\n", bf.pagesPerSec()/h.pagesPerSec())
 		}
+		if bb, ok := results["before"]; ok {
+			fmt.Printf("people: before filled %d of %d values (recall %.3f), %d wrong\n", bb.found, bb.want, float64(bb.found)/float64(max(bb.want, 1)), bb.wrong)
+			fmt.Printf("people: backfill/before: pages/s ×%.2f, job time ×%.2f, CPU per page ×%.2f, peak RSS ×%.2f\n",
+				bf.pagesPerSec()/bb.pagesPerSec(), bf.wall.Seconds()/bb.wall.Seconds(), bf.cpuPerPage()/bb.cpuPerPage(), bf.rssMiB/bb.rssMiB)
+			if c, ok := results["colly"]; ok {
+				fmt.Printf("people: before/colly: pages/s ×%.2f, job time ×%.2f, CPU per page ×%.2f\n",
+					bb.pagesPerSec()/c.pagesPerSec(), bb.wall.Seconds()/c.wall.Seconds(), bb.cpuPerPage()/c.cpuPerPage())
+			}
+		}
 	}
+}
+
+// peopleDir is the benchmark's work directory: a temporary one removed at
+// the end, or with PEOPLE_KEEP=1 one that is kept (its path printed), so
+// the state, results and logs of each contender can be inspected.
+func peopleDir(b *testing.B) string {
+	if os.Getenv("PEOPLE_KEEP") != "1" {
+		return b.TempDir()
+	}
+	dir, err := os.MkdirTemp("", "people-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("people: work directory kept: %s\n", dir)
+	return dir
 }
 
 // peopleOutcome is one contender's run on the people web.

@@ -341,15 +341,16 @@ func (d *Dispatcher) markDone(ctx context.Context, done []doneResult) error {
 			return `UPDATE urls SET state = 2, last_crawled = v.column1, class = v.column2, status = v.column3, result = v.column4,
 				etag = v.column5, last_modified = v.column6,
 				attempts = CASE WHEN v.column2 = '' THEN 0 ELSE urls.attempts + 1 END,
-				url = CASE WHEN v.column2 = '' THEN NULL ELSE urls.url END
-				FROM (VALUES ` + placeholders(n, "(?, ?, ?, ?, ?, ?, ?)") + `) AS v WHERE urls.key = v.column7`
+				url = CASE WHEN v.column2 = '' THEN NULL ELSE urls.url END, found = v.column8
+				FROM (VALUES ` + placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?)") + `) AS v WHERE urls.key = v.column7`
 		})
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 7*size)
+		args := make([]any, 0, 8*size)
 		for _, dr := range part {
-			args = append(args, dr.at, dr.r.Class, dr.r.Status, dr.blob, dr.etag, dr.lastMod, dr.t.key)
+			found := dr.r.Class == "" && len(dr.res.Fields) > 0 // the "f" of its blob
+			args = append(args, dr.at, dr.r.Class, dr.r.Status, dr.blob, dr.etag, dr.lastMod, dr.t.key, b2i(found))
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("dispatcher: state urls: %w", err)

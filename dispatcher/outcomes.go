@@ -123,7 +123,7 @@ const (
 	outcomePages = `SELECT r.seq, r.id,
 		COUNT(l.url) + (CASE WHEN r.seq > ?1 THEN COALESCE(json_array_length(r.links), 0) ELSE 0 END),
 		COALESCE(SUM(u.last_crawled > 0 AND u.class = ''), 0),
-		COALESCE(SUM(u.last_crawled > 0 AND u.class = '' AND (u.matched = 1 OR instr(u.result, '"f":') > 0)), 0),
+		COALESCE(SUM(u.last_crawled > 0 AND u.class = '' AND (u.matched = 1 OR u.found = 1)), 0),
 		COALESCE(SUM(u.state = 0), 0) + (CASE WHEN r.seq > ?1 THEN COALESCE(json_array_length(r.links), 0) ELSE 0 END)
 		FROM records r LEFT JOIN links l ON l.rec = r.seq LEFT JOIN urls u ON u.key = l.url
 		WHERE r.complete = 0 GROUP BY r.seq ORDER BY r.seq`

@@ -53,6 +53,8 @@ import (
 //   - meta holds counters a resume would otherwise count over every row,
 //     and the crawl's totals across restarts (totals.go).
 //
+// Version 5 adds urls.found (schemaV5).
+//
 // Versions 1 to 3 are the schema of earlier builds; a state they wrote is
 // converted in place.
 var stateSchema = []sqlitedb.Migration{
@@ -61,6 +63,7 @@ var stateSchema = []sqlitedb.Migration{
 	{Func: addColumns("seen", "attempts INTEGER NOT NULL DEFAULT 0")},
 	{SQL: schemaV3},
 	{SQL: schemaV4},
+	{SQL: schemaV5},
 }
 
 // schemaV1 is the state of earlier builds (user_version 0, tables
@@ -285,6 +288,17 @@ var schemaV4 = []string{
 	// Every converted record's links are in urls already.
 	`DELETE FROM meta WHERE key IN ('records', 'complete', 'partial', 'queued', 'refresh_open', 'malformed')`,
 	`INSERT INTO meta(key, value) SELECT 'seeded', COALESCE(MAX(seq), 0) FROM records`,
+}
+
+// schemaV5 adds urls.found: 1 when the page's cached extraction has
+// values (markDone sets it with the result). The end-of-run outcomes
+// (outcomes.go) asked that of every page a record reached by searching
+// the result's JSON, reading every cached extraction; a flag beside it
+// answers without them. Pages fetched before are flagged from their
+// results.
+var schemaV5 = []string{
+	`ALTER TABLE urls ADD COLUMN found INTEGER NOT NULL DEFAULT 0`,
+	`UPDATE urls SET found = 1 WHERE instr(result, '"f":') > 0`,
 }
 
 func init() {
