@@ -142,7 +142,7 @@ func (t *SurveyTask) normalize() {
 	t.Spec.Headers = nilIfEmpty(t.Spec.Headers)
 }
 
-// Times go to UTC: an offset that happens to be the local zone's decodes
+// normalize makes empty lists nil and times UTC: an offset that happens to be the local zone's decodes
 // to the local zone, and its next encoding reads back as UTC, so the same
 // instant would cross the wire as two values.
 func (r *SurveyResult) normalize() {
