@@ -24,6 +24,7 @@ import (
 type answers struct {
 	maxBytes int64
 	ttl      time.Duration
+	now      func() time.Time // time.Now; tests move it
 
 	mu    sync.Mutex
 	kept  *lru[keptAnswer] // by task ID
@@ -47,7 +48,7 @@ const (
 )
 
 func newAnswers(maxN int, maxBytes int64, ttl time.Duration) *answers {
-	a := &answers{maxBytes: maxBytes, ttl: ttl}
+	a := &answers{maxBytes: maxBytes, ttl: ttl, now: time.Now}
 	a.kept = newLRU(max(maxN, 1), func(_ string, k keptAnswer) { a.bytes -= k.size })
 	return a
 }
@@ -65,7 +66,7 @@ func (a *answers) keep(t *wire.Task, res *wire.Result) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.forgetLocked(t.ID)
-	a.kept.put(t.ID, keptAnswer{question: question(t), res: *res, size: size, at: time.Now()})
+	a.kept.put(t.ID, keptAnswer{question: question(t), res: *res, size: size, at: a.now()})
 	a.bytes += size
 	for a.bytes > a.maxBytes {
 		id, _, ok := a.kept.oldest()
@@ -90,7 +91,7 @@ func (a *answers) answer(t *wire.Task) *wire.Result {
 	if !ok || k.question != question(t) {
 		return nil
 	}
-	if time.Since(k.at) > a.ttl {
+	if a.now().Sub(k.at) > a.ttl {
 		a.forgetLocked(t.ID)
 		return nil
 	}
