@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -9,12 +10,14 @@ import (
 )
 
 // answers keeps the supervisor's recent good answers, by task, so that a
-// task sent again under a new lease is answered without asking its host
-// for the page a second time. That happens when the dispatcher is killed
-// after a result reached it and before it committed it: the restarted
-// dispatcher knows the task only as leased, leases it again (same task ID
-// and URL, new lease token), and its answer is here. A failure is not
-// kept: the dispatcher may retry it, and the retry deserves a request.
+// dispatcher killed after a result reached it and before it committed it
+// does not make the page fetched again. Its successor knows the task only
+// as queued. So each answer kept is sent again when a dispatcher welcomes
+// the supervisor (sent): the restarted one adopts those whose tasks still
+// wait, under their old leases, and counts the others late. A task it
+// leases again all the same (same task ID and URL, new lease token) is
+// answered from here (answer). A failure is not kept: the dispatcher may
+// retry it, and the retry deserves a request.
 //
 // A kept answer serves only a task that asks the same question: the same
 // ID, URL, render flag and validators (a conditional request is not a
@@ -100,6 +103,23 @@ func (a *answers) answer(t *wire.Task) *wire.Result {
 	return &res
 }
 
+// sent returns the unexpired answers, under the leases they were sent
+// with, least recently kept or used first.
+func (a *answers) sent() []wire.Result {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var list []wire.Result
+	now := a.now()
+	a.kept.each(func(_ string, k keptAnswer) bool {
+		if now.Sub(k.at) <= a.ttl {
+			list = append(list, k.res)
+		}
+		return true
+	})
+	slices.Reverse(list)
+	return list
+}
+
 // clear forgets every answer: the run they belong to is over.
 func (a *answers) clear() {
 	a.mu.Lock()
@@ -129,4 +149,25 @@ func (s *Supervisor) reanswer(ctx context.Context, res *wire.Result) {
 	s.reanswered.Add(1)
 	s.log.Debug("task answered again from the answer already sent", "task", res.TaskID, "url", res.URL)
 	s.sendResult(ctx, fitFrame(res))
+}
+
+// resendAnswers sends the answers kept again, under their own leases, to
+// a dispatcher that just welcomed the supervisor: if it is a new process,
+// its predecessor may have died before committing them, and it adopts
+// those whose tasks it has queued again (see answers). To a dispatcher
+// that had them, they are late and only counted. It stops at the first
+// answer that cannot be sent at once: the dispatcher is not taking them,
+// and their tasks are answered when they come back (answer).
+func (s *Supervisor) resendAnswers(ctx context.Context) {
+	list := s.answers.sent()
+	for i := range list {
+		if err := s.send(ctx, wire.KindResult, fitFrame(&list[i]), sendSlice); err != nil {
+			s.log.Debug("answers not all sent again", "sent", i, "kept", len(list), "error", err)
+			return
+		}
+	}
+	if len(list) > 0 {
+		s.resent.Add(int64(len(list)))
+		s.log.Info("answers sent again to the dispatcher that welcomed us", "answers", len(list))
+	}
 }

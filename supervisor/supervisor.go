@@ -171,6 +171,9 @@ type Stats struct {
 	// that restarted before committing their results) and answered from
 	// the answer already sent, without a request (answers.go).
 	Reanswered int64
+	// Resent counts answers sent again to a dispatcher that welcomed the
+	// supervisor (a restarted one adopts those it has not committed).
+	Resent int64
 
 	Render *RenderStats // the browser pool's, nil when not a render node
 }
@@ -211,6 +214,7 @@ type Supervisor struct {
 	// back under a new lease (answers.go); reanswered counts those.
 	answers    *answers
 	reanswered atomic.Int64
+	resent     atomic.Int64
 
 	// For operators: counters and histograms only metrics read (meter),
 	// and each host's request pace (paces).
@@ -527,6 +531,7 @@ func (s *Supervisor) Stats() Stats {
 		Soft404Probes: s.soft404Probes.Load(),
 		Surveyed:      s.surveyed.Load(),
 		Reanswered:    s.reanswered.Load(),
+		Resent:        s.resent.Load(),
 		Failed:        make(map[string]int64),
 	}
 	s.failedMu.Lock()
@@ -595,6 +600,7 @@ func (s *Supervisor) receive(ctx context.Context) error {
 			w := v.(*wire.Welcome)
 			s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run)
 			s.markRegistered()
+			s.resendAnswers(ctx)
 		case wire.KindTask:
 			s.markRegistered()
 			s.accept(ctx, v.(*wire.Task))
