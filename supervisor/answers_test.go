@@ -150,3 +150,31 @@ func TestTaskSentAgainNotFetchedAgain(t *testing.T) {
 		t.Errorf("stats: fetched %d, reanswered %d; want 1 and 1", st.Fetched, st.Reanswered)
 	}
 }
+
+// TestAnswersSentAgainOnWelcome plays a dispatcher that restarted: its
+// Welcome makes the supervisor send again, under its first lease, the
+// answer it sent the dispatcher before, with no request to the site.
+func TestAnswersSentAgainOnWelcome(t *testing.T) {
+	t.Parallel()
+	a := newSite(t, "a.test", "", map[string]string{"/people/ann": annPage})
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	r := start(t, testConfig(t, d, a))
+	h := register(t, d)
+
+	d.task("t-ann", 1, "http://a.test/people/ann")
+	first := d.collect(1, 10*time.Second)["t-ann"]
+	before := len(a.log())
+	if err := d.out.Send(wire.KindWelcome, wire.Welcome{Dispatcher: "test", Run: "run-1"}, 5*time.Second); err != nil {
+		t.Fatalf("send welcome again to %s: %v", h.Endpoint, err)
+	}
+	again := d.collect(1, 10*time.Second)["t-ann"]
+	if again.Lease != 1 || fmt.Sprint(again.Fields) != fmt.Sprint(first.Fields) {
+		t.Errorf("sent again: %+v, want the first answer %+v", again, first)
+	}
+	if n := len(a.log()); n != before {
+		t.Errorf("the site got %d requests more: %s", n-before, paths(a.log()))
+	}
+	if st := r.sup.Stats(); st.Resent != 1 {
+		t.Errorf("stats: resent %d, want 1", st.Resent)
+	}
+}
