@@ -37,8 +37,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("seed %d, %d kills (BACKFILL_CRASH_SEED=%d replays it)", seed, kills, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 
-	// A web large enough that the kills land within its first part:
-	// about kills×3 requests per host.
+	// A web large enough for the kills: about kills×3 requests per host.
 	hosts, pages := 2*crashHosts, max(crashPages, 3*kills)
 	w := startCrashWebOf(t, hosts, pages)
 	requests := hosts * (pages + 3)
@@ -46,10 +45,14 @@ func TestChaos(t *testing.T) {
 	c.startDispatcher()
 	c.startSupervisor("sup-1")
 	c.startSupervisor("sup-2")
-	step := requests / 2 / (kills + 1)
+	// Kill i comes at about request (i+1)×step, so that the kills end
+	// within the first two thirds of the crawl, however many requests the
+	// kills themselves cost (a drop waits for missed heartbeats while the
+	// other supervisor goes on).
+	step := requests * 2 / 3 / (kills + 1)
 	kinds := map[string]int{}
 	for i := range kills {
-		c.waitRequests(len(w.requests()) + step/2 + rng.IntN(step+1))
+		c.waitRequests(max(len(w.requests())+1, (i+1)*step-step/4+rng.IntN(step/2+1)))
 		kind := []string{"dispatcher", "restart", "drop"}[rng.IntN(3)]
 		kinds[kind]++
 		if kind == "dispatcher" {
