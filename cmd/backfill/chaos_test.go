@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,7 +101,7 @@ func waitLines(l *lineLog, re *regexp.Regexp, n int, deadline time.Time) bool {
 // sorts them by what came last before the repeat: a dispatcher kill, the
 // kill of the incarnation that made the first request ("holder killed"),
 // or neither ("moved": its host went to the other supervisor after some
-// other kill).
+// other kill); and by who repeated it, when not the same supervisor.
 func repeatedPages(log []testweb.Request, events []crashEvent) (int, map[string]int) {
 	first := map[string]testweb.Request{}
 	after := map[string]int{}
@@ -125,7 +126,18 @@ func repeatedPages(log []testweb.Request, events []crashEvent) (int, map[string]
 				why = "holder killed"
 			}
 		}
+		if supervisorOf(prev) != supervisorOf(r) {
+			why += ", other supervisor"
+		}
 		after[why]++
 	}
 	return n, after
+}
+
+// supervisorOf is the name of the supervisor that made r (its contact
+// URL ends in /crash/NAME/INCARNATION).
+func supervisorOf(r testweb.Request) string {
+	_, after, _ := strings.Cut(r.UserAgent, "/crash/")
+	name, _, _ := strings.Cut(after, "/")
+	return name
 }
