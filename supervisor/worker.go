@@ -145,9 +145,7 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	// A task sent again while its page was being fetched (its answer was
 	// not kept yet when it arrived) is answered from that fetch.
 	if res := s.answers.answer(first); res != nil {
-		t := s.popInto(h, popped)
-		res.Lease = t.Lease
-		return now, &page{task: t, res: res, kept: true}
+		return now, &page{task: s.popInto(h, popped), res: res, kept: true}
 	}
 	// A host that moved here from another supervisor comes with the time
 	// its last request there may have ended, as the dispatcher saw it: the
