@@ -116,38 +116,87 @@ func TestKeptAnswersBounded(t *testing.T) {
 }
 
 // TestTaskSentAgainNotFetchedAgain plays a dispatcher that restarted
-// before committing a result: it sends the same task under a new lease.
-// The supervisor answers it from the answer it sent, and the site sees
-// the page requested once.
+// before committing a result: it sends the same task under a new lease,
+// after the answer came or while the page is being fetched. The
+// supervisor answers it from the answer it sent, and the site sees the
+// page requested once.
 func TestTaskSentAgainNotFetchedAgain(t *testing.T) {
 	t.Parallel()
-	a := newSite(t, "a.test", "", map[string]string{"/people/ann": annPage})
-	d := newDispatcher(t, "tcp://127.0.0.1:*")
-	r := start(t, testConfig(t, d, a))
-	register(t, d)
+	for _, tc := range []struct {
+		name string
+		// during: the second lease comes while the page's request is
+		// in progress, not after its answer.
+		during bool
+	}{
+		{name: "after the answer"},
+		{name: "while the page is fetched", during: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := newSite(t, "a.test", "", map[string]string{"/people/ann": annPage})
+			d := newDispatcher(t, "tcp://127.0.0.1:*")
+			cfg := testConfig(t, d, a)
+			r := start(t, cfg)
+			register(t, d)
+			const url = "http://a.test/people/ann"
+			results := map[int64]*wire.Result{}
+			if tc.during {
+				asked, resume := make(chan struct{}), make(chan struct{})
+				a.mu.Lock()
+				a.hold["/people/ann"] = func() { close(asked); <-resume }
+				a.mu.Unlock()
+				d.task("t-ann", 1, url)
+				<-asked
+				d.task("t-ann", 2, url)
+				waitHeld(t, r.sup, 2)
+				close(resume)
+				for range 2 {
+					select {
+					case res := <-d.results:
+						results[res.Lease] = res
+					case <-time.After(10 * time.Second):
+						t.Fatalf("got %d of 2 answers", len(results))
+					}
+				}
+			} else {
+				for _, lease := range []int64{1, 2} {
+					d.task("t-ann", lease, url)
+					results[lease] = d.collect(1, 10*time.Second)["t-ann"]
+				}
+			}
+			for _, lease := range []int64{1, 2} {
+				res := results[lease]
+				if res == nil || res.Class != "" || len(res.Fields) == 0 {
+					t.Errorf("lease %d answered %+v, want the page's fields", lease, res)
+				}
+			}
+			pages := 0
+			for _, h := range a.log() {
+				if h.path == "/people/ann" {
+					pages++
+				}
+			}
+			if pages != 1 {
+				t.Errorf("page requested %d times, want once: %s", pages, paths(a.log()))
+			}
+			if st := r.sup.Stats(); st.Fetched != 1 || st.Reanswered != 1 {
+				t.Errorf("stats: fetched %d, reanswered %d; want 1 and 1", st.Fetched, st.Reanswered)
+			}
+		})
+	}
+}
 
-	const url = "http://a.test/people/ann"
-	for _, lease := range []int64{1, 2} {
-		d.task("t-ann", lease, url)
-		res := d.collect(1, 10*time.Second)["t-ann"]
-		if res.Lease != lease {
-			t.Fatalf("answer under lease %d, want %d", res.Lease, lease)
+// waitHeld waits until sup holds n tasks, queued or in progress.
+func waitHeld(t *testing.T, sup *Supervisor, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for sup.Stats().InFlight < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the supervisor holds %d tasks, want %d", sup.Stats().InFlight, n)
 		}
-		if res.Class != "" || len(res.Fields) == 0 {
-			t.Fatalf("lease %d answered %+v, want the page's fields", lease, res)
-		}
-	}
-	pages := 0
-	for _, h := range a.log() {
-		if h.path == "/people/ann" {
-			pages++
-		}
-	}
-	if pages != 1 {
-		t.Errorf("page requested %d times, want once: %s", pages, paths(a.log()))
-	}
-	if st := r.sup.Stats(); st.Fetched != 1 || st.Reanswered != 1 {
-		t.Errorf("stats: fetched %d, reanswered %d; want 1 and 1", st.Fetched, st.Reanswered)
+		<-tick.C
 	}
 }
 
