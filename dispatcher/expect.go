@@ -14,6 +14,13 @@ import (
 const (
 	// settleQuiet: see joinedFresh.
 	settleQuiet = 100 * time.Millisecond
+	// answersQuiet is how long a dispatcher whose supervisors were
+	// running before it (they joined by Heartbeat: it restarted) waits
+	// after the last one joined before dispatching: each sends again, on
+	// its Welcome, the answers it sent lately, which the dispatcher before
+	// may have died without committing; taken first (adopted), their
+	// pages are not fetched again.
+	answersQuiet = 250 * time.Millisecond
 	// expectLogEvery is how often a dispatcher waiting for Config.Expect
 	// supervisors says so when nothing changes.
 	expectLogEvery = 10 * time.Second
@@ -21,7 +28,8 @@ const (
 
 // settle reports whether dispatching may begin, at now, for a Run begun at
 // start. With Config.Expect, once that many supervisors have joined, or
-// when Config.ExpectTimeout has passed (said at Warn); meanwhile it logs
+// when Config.ExpectTimeout has passed (said at Warn), and answersQuiet
+// after the last join when they joined by Heartbeat; meanwhile it logs
 // how many have joined, when that changes and every expectLogEvery.
 // Without, once the supervisors starting with the crawl have joined
 // (joinedFresh), or after one heartbeat interval: supervisors that were
@@ -32,6 +40,9 @@ func (d *Dispatcher) settle(start, now time.Time) bool {
 		return !now.Before(start.Add(d.cfg.Heartbeat)) || d.joinedFresh(now)
 	}
 	n := len(d.members)
+	if n >= d.cfg.Expect && d.joinedByBeat && now.Sub(d.lastJoin) < answersQuiet {
+		return false
+	}
 	if n >= d.cfg.Expect {
 		if !d.waitLogged.IsZero() {
 			d.log.Info("every expected supervisor joined; dispatching", "supervisors", n, "expected", d.cfg.Expect,

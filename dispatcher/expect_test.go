@@ -157,3 +157,39 @@ func TestExpectTimeout(t *testing.T) {
 		t.Error("no warning that the expected supervisors did not all join")
 	}
 }
+
+// TestSettleWaitsForResentAnswers: a dispatcher whose expected supervisors
+// joined by Heartbeat (they ran before it: it restarted) waits
+// answersQuiet after the last join, for the answers they send again on
+// their Welcome, before it dispatches; one whose supervisors said Hello
+// does not wait.
+func TestSettleWaitsForResentAnswers(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		byBeat  bool
+		since   time.Duration // from the last join
+		members int
+		want    bool
+	}{
+		{name: "joined by hello", since: 0, members: 2, want: true},
+		{name: "joined by heartbeat just now", byBeat: true, since: answersQuiet / 2, members: 2},
+		{name: "joined by heartbeat a while ago", byBeat: true, since: answersQuiet, members: 2, want: true},
+		{name: "one of two joined", byBeat: true, since: answersQuiet, members: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := &Dispatcher{log: slog.New(slog.DiscardHandler), members: map[string]*member{}}
+			d.cfg.Expect, d.cfg.ExpectTimeout = 2, time.Hour
+			for i := range tc.members {
+				d.members[fmt.Sprint("sup-", i)] = &member{}
+			}
+			now := start.Add(time.Second)
+			d.joinedByBeat, d.lastJoin = tc.byBeat, now.Add(-tc.since)
+			if got := d.settle(start, now); got != tc.want {
+				t.Errorf("settle = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

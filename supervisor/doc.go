@@ -178,6 +178,10 @@
 //     last flush; while the cache fails, only the times that may still
 //     space out a request are kept for the next one.
 //
+// The good answers sent in the last two minutes, which a restarted
+// dispatcher takes instead of having their pages fetched again
+// (answers.go), are at most Capacity and 32 MiB.
+//
 // Without Config.Cache the in-memory cache keeps robots.txt entries and
 // soft-404 verdicts of at most MaxHosts hosts and last-crawl times for as
 // long as they may space out a request (the longest delay honoured): the

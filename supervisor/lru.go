@@ -79,6 +79,14 @@ func (c *lru[V]) remove(key string) {
 
 func (c *lru[V]) len() int { return len(c.m) }
 
+// oldest returns the least recently used entry, if any.
+func (c *lru[V]) oldest() (key string, v V, ok bool) {
+	if e := c.head.prev; e != &c.head {
+		return e.key, e.v, true
+	}
+	return "", v, false
+}
+
 // each calls f for every entry, most recently used first, until f
 // returns false. f must not change c.
 func (c *lru[V]) each(f func(key string, v V) bool) {

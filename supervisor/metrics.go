@@ -84,6 +84,8 @@ var (
 		"Bytes of page bodies received (after decoding, within the size cap).", nil, nil)
 	descPages = prometheus.NewDesc("backfill_supervisor_pages_total",
 		"Pages fetched and run through the mappings.", nil, nil)
+	descReanswered = prometheus.NewDesc("backfill_supervisor_reanswered_total",
+		"Tasks sent again under a new lease (a dispatcher restarted before committing their results) and answered from the answer already sent, without a request.", nil, nil)
 	descFailures = prometheus.NewDesc("backfill_supervisor_failures_total",
 		"Tasks answered with a failure, by failure class.", []string{"class"}, nil)
 	descRobots = prometheus.NewDesc("backfill_robots_fetches_total",
@@ -117,7 +119,7 @@ type collector struct{ s *Supervisor }
 func (s *Supervisor) Collector() prometheus.Collector { return collector{s} }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFetches, descFetchBytes, descPages, descFailures, descRobots,
+	for _, d := range []*prometheus.Desc{descFetches, descFetchBytes, descPages, descReanswered, descFailures, descRobots,
 		descRendered, descRenderFailed, descRenderWaiting, descHeld, descCapacity, descHosts, descBackoff, descBlacklisted} {
 		ch <- d
 	}
@@ -140,6 +142,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descFetchBytes, m.bytes.Load())
 	st := s.Stats()
 	counter(descPages, st.Fetched)
+	counter(descReanswered, st.Reanswered)
 	for class, n := range st.Failed {
 		counter(descFailures, n, class)
 	}

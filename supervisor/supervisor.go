@@ -167,6 +167,13 @@ type Stats struct {
 	Blacklisted   int64            // hosts and addresses blacklisted during the run for failing
 	Soft404Probes int64            // invented-path requests made to detect soft 404s
 	Surveyed      int64            // survey tasks probed and answered
+	// Reanswered counts tasks sent again under a new lease (a dispatcher
+	// that restarted before committing their results) and answered from
+	// the answer already sent, without a request (answers.go).
+	Reanswered int64
+	// Resent counts answers sent again to a dispatcher that welcomed the
+	// supervisor (a restarted one adopts those it has not committed).
+	Resent int64
 
 	Render *RenderStats // the browser pool's, nil when not a render node
 }
@@ -203,6 +210,11 @@ type Supervisor struct {
 	health        *health
 	soft404       *soft404s
 	soft404Probes atomic.Int64
+	// answers keeps the good answers sent lately, for tasks that come
+	// back under a new lease (answers.go); reanswered counts those.
+	answers    *answers
+	reanswered atomic.Int64
+	resent     atomic.Int64
 
 	// For operators: counters and histograms only metrics read (meter),
 	// and each host's request pace (paces).
@@ -398,6 +410,7 @@ func New(cfg Config) (*Supervisor, error) {
 		robotsFetcher: fetch.New(robotsFetch),
 		health:        hs,
 		soft404:       newSoft404s(cfg.MaxHosts),
+		answers:       newAnswers(cfg.Capacity, answersBytes, answersTTL),
 		surveySlots:   make(chan struct{}, cfg.Capacity),
 		meter:         newMeter(),
 		paces:         newPaces(),
@@ -517,6 +530,8 @@ func (s *Supervisor) Stats() Stats {
 		Blacklisted:   s.health.blacklisted.Load(),
 		Soft404Probes: s.soft404Probes.Load(),
 		Surveyed:      s.surveyed.Load(),
+		Reanswered:    s.reanswered.Load(),
+		Resent:        s.resent.Load(),
 		Failed:        make(map[string]int64),
 	}
 	s.failedMu.Lock()
@@ -585,6 +600,7 @@ func (s *Supervisor) receive(ctx context.Context) error {
 			w := v.(*wire.Welcome)
 			s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run)
 			s.markRegistered()
+			s.resendAnswers(ctx)
 		case wire.KindTask:
 			s.markRegistered()
 			s.accept(ctx, v.(*wire.Task))
@@ -599,6 +615,9 @@ func (s *Supervisor) receive(ctx context.Context) error {
 			}
 			s.log.Info("the dispatcher's run is finished; waiting for its next run", "dispatcher", b.Dispatcher, "run", b.Run)
 			s.registered.Store(false)
+			// Task IDs are stable within a run only: the next run's
+			// tasks ask afresh.
+			s.answers.clear()
 			select {
 			case s.bye <- struct{}{}:
 			default:
@@ -631,6 +650,12 @@ func (s *Supervisor) accept(ctx context.Context, t *wire.Task) {
 			TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL,
 			Class: string(fetch.ClassURL), Error: err.Error(), FetchedAt: time.Now().UTC(),
 		})
+		return
+	}
+	if res := s.answers.answer(t); res != nil {
+		// Answered already, under a lease a restarted dispatcher
+		// forgot: the answer goes again, the host is not asked again.
+		s.reanswer(ctx, res)
 		return
 	}
 	if _, err := s.sched.add(hostName, t); err != nil {

@@ -43,6 +43,9 @@ type page struct {
 	// render: resp is the page's HTML, to be loaded in the browser before
 	// extraction (a Render task on a render node).
 	render bool
+	// kept: res is an answer sent before, under an earlier lease
+	// (answers.go); no request was made for it this time.
+	kept bool
 }
 
 // work is one worker: it takes the next ready host, gives it one turn (at
@@ -138,6 +141,11 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	first := s.sched.peek(h)
 	if first == nil {
 		return now, nil
+	}
+	// A task sent again while its page was being fetched (its answer was
+	// not kept yet when it arrived) is answered from that fetch.
+	if res := s.answers.answer(first); res != nil {
+		return now, &page{task: s.popInto(h, popped), res: res, kept: true}
 	}
 	// A host that moved here from another supervisor comes with the time
 	// its last request there may have ended, as the dispatcher saw it: the
@@ -462,9 +470,13 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
 		defer cancel()
 	}
-	if res.Class == "" {
+	switch {
+	case p.kept:
+		s.reanswered.Add(1)
+	case res.Class == "":
 		s.fetched.Add(1)
-	} else {
+		s.answers.keep(p.task, res)
+	default:
 		s.countFailed(res.Class)
 	}
 	s.logPage(p, res)

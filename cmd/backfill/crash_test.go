@@ -59,7 +59,13 @@ var (
 
 func startCrashWeb(t *testing.T) *crashWeb {
 	t.Helper()
-	web, err := testweb.StartLarge(testweb.LargeOptions{Hosts: crashHosts, Pages: crashPages, CrawlDelay: crashDelay})
+	return startCrashWebOf(t, crashHosts, crashPages)
+}
+
+// startCrashWebOf is startCrashWeb with hosts hosts of pages profiles.
+func startCrashWebOf(t *testing.T, hosts, pages int) *crashWeb {
+	t.Helper()
+	web, err := testweb.StartLarge(testweb.LargeOptions{Hosts: hosts, Pages: pages, CrawlDelay: crashDelay})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +76,7 @@ func startCrashWeb(t *testing.T) *crashWeb {
 	w.Write([]string{"id", "name", "location", "email", "homepage"})
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, host := range web.Hosts() {
-		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/p/%04d", web.Addr(), crashPages), nil)
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/p/%04d", web.Addr(), pages), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +94,7 @@ func startCrashWeb(t *testing.T) *crashWeb {
 		for _, re := range []*regexp.Regexp{profileName, profileLocation, profileEmail} {
 			m := re.FindSubmatch(body)
 			if m == nil {
-				t.Fatalf("profile %s/p/%04d: no match for %s in\n%s", host, crashPages, re, body)
+				t.Fatalf("profile %s/p/%04d: no match for %s in\n%s", host, pages, re, body)
 			}
 			got = append(got, html.UnescapeString(string(m[1])))
 		}
@@ -200,6 +206,16 @@ func (c *cluster) kill(p *process, who string) {
 }
 
 func (c *cluster) killDispatcher() { c.kill(c.disp, "dispatcher") }
+
+// freezeDispatcher stops the dispatcher (SIGSTOP) without ending it: its
+// sockets stay open, so what the supervisors send it is taken by the
+// system and waits there, unread, until it is killed.
+func (c *cluster) freezeDispatcher() {
+	c.t.Helper()
+	if err := c.disp.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		c.t.Fatalf("stop %s: %v", c.disp.name, err)
+	}
+}
 
 // waitMember waits until the running dispatcher has taken the running
 // incarnation of supervisor name as a member: only a member can be
@@ -642,6 +658,53 @@ func TestCrashDispatcher(t *testing.T) {
 		t.Errorf("restarted dispatcher resumed with %d tasks queued, want some but not the whole crawl: %s", running.Queued, line)
 	}
 	c.verify(c.finish())
+}
+
+// TestCrashDispatcherKeepsSentAnswers kills the dispatcher after the
+// supervisors sent it results and before it committed them: it is
+// stopped first, the supervisors fetch the tasks they hold and send their
+// results (which wait unread), and then it is killed and started again.
+// The restarted dispatcher leases those tasks again, under new leases;
+// the supervisors answer them with the answers they already sent, so no
+// page is requested twice.
+func TestCrashDispatcherKeepsSentAnswers(t *testing.T) {
+	w, c := startTwoSupervisors(t, "end-to-end crash test")
+	c.waitRequests(crashRequests / 4)
+	frozenAt := time.Now()
+	c.freezeDispatcher()
+	from := len(w.requests())
+	c.waitFor("pages fetched while the dispatcher is stopped", 30*time.Second, func(log []testweb.Request) bool {
+		return len(pagesOf(log[min(from, len(log)):])) >= 4
+	})
+	c.killDispatcher()
+	// It stopped taking results when it was frozen: that is when the
+	// kill happened, as far as the crawl can tell.
+	c.events[len(c.events)-1].at = frozenAt
+	c.startDispatcher()
+	c.verify(c.finish())
+	byKey := map[string][]string{}
+	for _, r := range pagesOf(w.requests()) {
+		key := r.Host + r.Path
+		byKey[key] = append(byKey[key], r.Time.Format("15:04:05.000")+" by "+r.UserAgent)
+	}
+	t.Logf("dispatcher stopped at %s", frozenAt.Format("15:04:05.000"))
+	for key, reqs := range byKey {
+		if len(reqs) > 1 {
+			t.Errorf("%s requested %d times: %s", key, len(reqs), strings.Join(reqs, "; "))
+		}
+	}
+}
+
+// pagesOf is the page requests of log: not robots.txt, nor a soft-404
+// probe.
+func pagesOf(log []testweb.Request) []testweb.Request {
+	var pages []testweb.Request
+	for _, r := range log {
+		if r.Path != "/robots.txt" && !strings.Contains(r.Path, "backfill-probe") {
+			pages = append(pages, r)
+		}
+	}
+	return pages
 }
 
 // TestCrashRandom kills and restarts the dispatcher and the supervisors at

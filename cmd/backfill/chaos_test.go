@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"backfill/testweb"
+)
+
+// TestChaos kills the dispatcher and the supervisors, at random, many
+// times in one crawl (BACKFILL_CHAOS_KILLS of them; the test is skipped
+// without it), and checks that the crawl still ends as it should: every
+// record filled with the truth, every request polite, every page
+// requested again explained by a kill. It reports how many pages were
+// fetched more than once, and after what: the number to keep low.
+// BACKFILL_CRASH_SEED replays a run.
+//
+//	BACKFILL_CHAOS_KILLS=23 BACKFILL_CRASH_SEED=1 go test -count=1 -run 'TestChaos$' -v -timeout 25m ./cmd/backfill
+func TestChaos(t *testing.T) {
+	kills, _ := strconv.Atoi(os.Getenv("BACKFILL_CHAOS_KILLS"))
+	if kills <= 0 {
+		t.Skip("BACKFILL_CHAOS_KILLS (the number of kills, e.g. 23) not set")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("BACKFILL_CRASH_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("BACKFILL_CRASH_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d, %d kills (BACKFILL_CRASH_SEED=%d replays it)", seed, kills, seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+
+	// A web large enough for the kills: about kills×3 requests per host.
+	hosts, pages := 2*crashHosts, max(crashPages, 3*kills)
+	w := startCrashWebOf(t, hosts, pages)
+	requests := hosts * (pages + 3)
+	c := newCluster(t, w)
+	c.startDispatcher()
+	c.startSupervisor("sup-1")
+	c.startSupervisor("sup-2")
+	// Kill i comes at about request (i+1)×step, so that the kills end
+	// within the first two thirds of the crawl, however many requests the
+	// kills themselves cost (a drop waits for missed heartbeats while the
+	// other supervisor goes on).
+	step := requests * 2 / 3 / (kills + 1)
+	kinds := map[string]int{}
+	for i := range kills {
+		c.waitRequests(max(len(w.requests())+1, (i+1)*step-step/4+rng.IntN(step/2+1)))
+		kind := []string{"dispatcher", "restart", "drop"}[rng.IntN(3)]
+		kinds[kind]++
+		if kind == "dispatcher" {
+			c.killDispatcher()
+			c.startDispatcher()
+			continue
+		}
+		name := fmt.Sprintf("sup-%d", 1+rng.IntN(2))
+		if kind == "drop" {
+			c.waitMember(name)
+		}
+		// The same dispatcher may have dropped the name before.
+		left := regexp.MustCompile(`"msg":"supervisor left".*"supervisor":"` + name + `".*"reason":"silent"`)
+		dropped := len(left.FindAllString(c.disp.stderr.String(), -1))
+		c.killSupervisor(name)
+		if kind == "drop" {
+			if !waitLines(c.disp.stderr, left, dropped+1, time.Now().Add(30*time.Second)) {
+				t.Fatalf("kill %d: %s was not dropped", i, name)
+			}
+		}
+		c.startSupervisor(name)
+	}
+	checkExport(t, c.finish(), w.truth)
+	log := w.requests()
+	checkCrawlPoliteness(t, log, c.events)
+	twice, after := repeatedPages(log, c.events)
+	t.Logf("chaos: %d kills (%v), %d requests, %d pages fetched twice or more (%v)", kills, kinds, len(log), twice, after)
+}
+
+// waitLines waits until l has n lines matching re, polling; false at the
+// deadline.
+func waitLines(l *lineLog, re *regexp.Regexp, n int, deadline time.Time) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for len(re.FindAllString(l.String(), -1)) < n {
+		if time.Now().After(deadline) {
+			return false
+		}
+		<-tick.C
+	}
+	return true
+}
+
+// repeatedPages counts the page requests that repeat an earlier one, and
+// sorts them by what came last before the repeat: a dispatcher kill, the
+// kill of the incarnation that made the first request ("holder killed"),
+// or neither ("moved": its host went to the other supervisor after some
+// other kill); and by who repeated it, when not the same supervisor.
+func repeatedPages(log []testweb.Request, events []crashEvent) (int, map[string]int) {
+	first := map[string]testweb.Request{}
+	after := map[string]int{}
+	n := 0
+	for _, r := range pagesOf(log) {
+		key := r.Host + r.Path
+		prev, ok := first[key]
+		if !ok {
+			first[key] = r
+			continue
+		}
+		n++
+		why := "moved"
+		for _, e := range events {
+			if e.at.Before(prev.Time) || e.at.After(r.Time) {
+				continue
+			}
+			switch {
+			case e.who == "dispatcher":
+				why = "dispatcher killed"
+			case by(prev, e.who):
+				why = "holder killed"
+			}
+		}
+		if supervisorOf(prev) != supervisorOf(r) {
+			why += ", other supervisor"
+		}
+		after[why]++
+	}
+	return n, after
+}
+
+// supervisorOf is the name of the supervisor that made r (its contact
+// URL ends in /crash/NAME/INCARNATION).
+func supervisorOf(r testweb.Request) string {
+	_, after, _ := strings.Cut(r.UserAgent, "/crash/")
+	name, _, _ := strings.Cut(after, "/")
+	return name
+}
