@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"regexp"
 	"strconv"
@@ -27,16 +26,7 @@ func TestChaos(t *testing.T) {
 	if kills <= 0 {
 		t.Skip("BACKFILL_CHAOS_KILLS (the number of kills, e.g. 23) not set")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("BACKFILL_CRASH_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("BACKFILL_CRASH_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d, %d kills (BACKFILL_CRASH_SEED=%d replays it)", seed, kills, seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := crashRNG(t, fmt.Sprintf(", %d kills", kills))
 
 	// A web large enough for the kills: about kills×3 requests per host.
 	hosts, pages := 2*crashHosts, max(crashPages, 3*kills)

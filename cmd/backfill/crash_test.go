@@ -711,16 +711,7 @@ func pagesOf(log []testweb.Request) []testweb.Request {
 // random moments of one crawl. The seed is logged; BACKFILL_CRASH_SEED
 // replays a run.
 func TestCrashRandom(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("BACKFILL_CRASH_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("BACKFILL_CRASH_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (BACKFILL_CRASH_SEED=%d replays it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := crashRNG(t, "")
 	w, c := startTwoSupervisors(t, "end-to-end crash test")
 	// Each kind of crash once, in a random order, at random moments, to
 	// random supervisors: the dispatcher killed and restarted at once; a
@@ -789,4 +780,22 @@ func TestRebalanceMidCrawl(t *testing.T) {
 		t.Errorf("no host changed owner mid-crawl")
 	}
 	t.Logf("hosts moved to the new supervisor mid-crawl: %d", len(moved))
+}
+
+// crashRNG is a random source for a test of kills at random moments,
+// seeded from BACKFILL_CRASH_SEED when set (to replay a run) or the
+// clock; the seed is logged, with what, so that a failure can be
+// replayed.
+func crashRNG(t *testing.T, what string) *rand.Rand {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("BACKFILL_CRASH_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("BACKFILL_CRASH_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d%s (BACKFILL_CRASH_SEED=%d replays it)", seed, what, seed)
+	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
