@@ -191,7 +191,8 @@
 // Reason* constants: a refused page, pages without values or without a
 // matching mapping, pages still queued, robots.txt, failures, no links),
 // writes each record's store.Outcome for export, and counts them by reason
-// in Summary.Reasons. With a debug logger every decision is logged per
+// in Summary.Reasons. A record a stopped run had not reached yet is
+// counted (not-fetched, or no-links) and gets no outcome. With a debug logger every decision is logged per
 // record. The counters of the summary and the status are the crawl's,
 // across the dispatcher processes it took (totals.go).
 //

@@ -113,25 +113,29 @@ func (d *Dispatcher) logFailed(ctx context.Context, key int64, url, class, why s
 	return rows.Err()
 }
 
-// outcomeQueries read, for the records not complete, in input order: what
-// became of the pages each reached, its failures by class, and its refused
-// pages. Each is one pass over the state; outcomes merges them by record.
-// A record whose own links are not in the frontier yet (seeds.go: the
-// crawl stopped before reaching it; ?1 is the last record seeded) has
-// them all still to fetch.
+// outcomeQueries read, for the records not complete that the crawl has
+// reached (seeds.go: ?1 is the last record seeded), in input order: what
+// became of the pages each reached, its failures by class, and its
+// refused pages. Each is one pass over the state; outcomes merges them by
+// record. The records after ?1 have their own links still to fetch, and
+// nothing else: outcomeUnreached counts them, with a link and without,
+// and outcomeUnreachedIDs lists the first of each (?2: with a link).
 const (
-	outcomePages = `SELECT r.seq, r.id,
-		COUNT(l.url) + (CASE WHEN r.seq > ?1 THEN COALESCE(json_array_length(r.links), 0) ELSE 0 END),
+	outcomePages = `SELECT r.seq, r.id, COUNT(l.url),
 		COALESCE(SUM(u.last_crawled > 0 AND u.class = ''), 0),
 		COALESCE(SUM(u.last_crawled > 0 AND u.class = '' AND (u.matched = 1 OR u.found = 1)), 0),
-		COALESCE(SUM(u.state = 0), 0) + (CASE WHEN r.seq > ?1 THEN COALESCE(json_array_length(r.links), 0) ELSE 0 END)
+		COALESCE(SUM(u.state = 0), 0)
 		FROM records r LEFT JOIN links l ON l.rec = r.seq LEFT JOIN urls u ON u.key = l.url
-		WHERE r.complete = 0 GROUP BY r.seq ORDER BY r.seq`
+		WHERE r.complete = 0 AND r.seq <= ?1 GROUP BY r.seq ORDER BY r.seq`
 	outcomeFailed = `SELECT r.seq, u.class, COUNT(*) FROM records r JOIN links l ON l.rec = r.seq
 		JOIN urls u ON u.key = l.url
-		WHERE r.complete = 0 AND u.class != '' GROUP BY r.seq, u.class ORDER BY r.seq, u.class`
+		WHERE r.complete = 0 AND r.seq <= ?1 AND u.class != '' GROUP BY r.seq, u.class ORDER BY r.seq, u.class`
 	outcomeRefused = `SELECT r.seq, rf.page, rf.field, rf.page_value, rf.record_value FROM records r
-		JOIN refusals rf ON rf.rec = r.seq WHERE r.complete = 0 ORDER BY r.seq, rf.page`
+		JOIN refusals rf ON rf.rec = r.seq WHERE r.complete = 0 AND r.seq <= ?1 ORDER BY r.seq, rf.page`
+	outcomeUnreached = `SELECT COALESCE(json_array_length(links), 0) > 0, COUNT(*) FROM records
+		WHERE complete = 0 AND seq > ?1 GROUP BY 1`
+	outcomeUnreachedIDs = `SELECT id FROM records
+		WHERE complete = 0 AND seq > ?1 AND (COALESCE(json_array_length(links), 0) > 0) = ?2 ORDER BY seq LIMIT ?3`
 	// outcomeBatch is how many outcomes are written to the store at once.
 	outcomeBatch = 500
 )
@@ -183,7 +187,11 @@ type refusalRow struct {
 // outcomes works out why each incomplete record is incomplete, counts the
 // records by reason (with the first ReasonIDs ids of each) and, with
 // write, puts the outcomes in the store and clears those of records
-// complete now. A store that fails is logged: the outcomes are written
+// complete now. A record the crawl has not reached (a run stopped before
+// seeding it) is counted, not-fetched or no-links, and gets no outcome
+// in the store: its outcome says nothing its absence does not, and
+// writing one for each of millions of records taken in and not crawled
+// yet made an interrupt take minutes and the store a third larger. A store that fails is logged: the outcomes are written
 // again at the end of the next run. Callers hold mu, with no state
 // transaction open.
 func (d *Dispatcher) outcomes(ctx context.Context, write bool) (map[string]ReasonCount, error) {
@@ -194,12 +202,12 @@ func (d *Dispatcher) outcomes(ctx context.Context, write bool) (map[string]Reaso
 		return nil, fmt.Errorf("dispatcher: outcomes: %w", err)
 	}
 	defer pages.Close()
-	failed, err := conn.QueryContext(ctx, outcomeFailed)
+	failed, err := conn.QueryContext(ctx, outcomeFailed, d.seeded)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: outcomes: %w", err)
 	}
 	defer failed.Close()
-	refused, err := conn.QueryContext(ctx, outcomeRefused)
+	refused, err := conn.QueryContext(ctx, outcomeRefused, d.seeded)
 	if err != nil {
 		return nil, fmt.Errorf("dispatcher: outcomes: %w", err)
 	}
@@ -285,6 +293,9 @@ func (d *Dispatcher) outcomes(ctx context.Context, write bool) (map[string]Reaso
 		}
 	}
 	flush()
+	if err := d.countUnreached(ctx, counts); err != nil {
+		return nil, err
+	}
 	if !write {
 		return counts, nil
 	}
@@ -296,6 +307,69 @@ func (d *Dispatcher) outcomes(ctx context.Context, write bool) (map[string]Reaso
 		return counts, nil
 	}
 	return counts, d.noteOutcomes(ctx)
+}
+
+// countUnreached adds to counts the incomplete records the crawl has not
+// reached (after d.seeded): not-fetched when they have a link, no-links
+// when they have none. Their ids come after those of the records
+// reached, as their records do in input order.
+func (d *Dispatcher) countUnreached(ctx context.Context, counts map[string]ReasonCount) error {
+	rows, err := d.st.conn.QueryContext(ctx, outcomeUnreached, d.seeded)
+	if err != nil {
+		return fmt.Errorf("dispatcher: outcomes: %w", err)
+	}
+	n := map[bool]int{}
+	for rows.Next() {
+		var linked bool
+		var count int
+		if err := rows.Scan(&linked, &count); err != nil {
+			rows.Close()
+			return fmt.Errorf("dispatcher: outcomes: %w", err)
+		}
+		n[linked] = count
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dispatcher: outcomes: %w", err)
+	}
+	for linked, reason := range map[bool]string{true: ReasonNotFetched, false: ReasonNoLinks} {
+		if n[linked] == 0 {
+			continue
+		}
+		c := counts[reason]
+		c.Records += n[linked]
+		if room := ReasonIDs - len(c.IDs); room > 0 {
+			ids, err := d.unreachedIDs(ctx, linked, room)
+			if err != nil {
+				return err
+			}
+			c.IDs = append(c.IDs, ids...)
+		}
+		counts[reason] = c
+	}
+	return nil
+}
+
+// unreachedIDs lists the first n ids of the unreached incomplete records
+// with a link (linked) or without.
+func (d *Dispatcher) unreachedIDs(ctx context.Context, linked bool, n int) ([]string, error) {
+	rows, err := d.st.conn.QueryContext(ctx, outcomeUnreachedIDs, d.seeded, linked, n)
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: outcomes: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("dispatcher: outcomes: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dispatcher: outcomes: %w", err)
+	}
+	return ids, nil
 }
 
 // clearOutcomes clears in the store the outcomes of records complete now.
@@ -328,13 +402,16 @@ func (d *Dispatcher) clearOutcomes(ctx context.Context) error {
 }
 
 // noteOutcomes remembers which records the store holds an outcome for:
-// the incomplete ones, which outcomes has just written.
+// the incomplete ones reached, which outcomes has just written. Those
+// not reached keep what is noted of them (an earlier build wrote their
+// outcome); a record is reached before it can be complete, so the
+// outcome noted is cleared then.
 func (d *Dispatcher) noteOutcomes(ctx context.Context) error {
 	return d.inTx(ctx, func(ctx context.Context) error {
-		if _, err := d.st.conn.ExecContext(ctx, `DELETE FROM outcomes`); err != nil {
+		if _, err := d.st.conn.ExecContext(ctx, `DELETE FROM outcomes WHERE rec <= ?`, d.seeded); err != nil {
 			return fmt.Errorf("dispatcher: outcomes: %w", err)
 		}
-		if _, err := d.st.conn.ExecContext(ctx, `INSERT INTO outcomes(rec) SELECT seq FROM records WHERE complete = 0`); err != nil {
+		if _, err := d.st.conn.ExecContext(ctx, `INSERT INTO outcomes(rec) SELECT seq FROM records WHERE complete = 0 AND seq <= ?`, d.seeded); err != nil {
 			return fmt.Errorf("dispatcher: outcomes: %w", err)
 		}
 		return nil

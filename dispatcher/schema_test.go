@@ -152,7 +152,7 @@ func TestStateMigrationFromV4(t *testing.T) {
 		before = append(before, dump(db, q))
 	}
 	wantPages := dump(db, v4Pages, seeded)
-	wantFailed := dump(db, outcomeFailed)
+	wantFailed := dump(db, outcomeFailed, seeded)
 	db.Close()
 
 	st, err := openState(ctx, dir)
@@ -173,10 +173,13 @@ func TestStateMigrationFromV4(t *testing.T) {
 	if want := []string{fmt.Sprint(page(1))}; !slices.Equal(found, want) {
 		t.Errorf("found pages %q, want %q (the page with values)", found, want)
 	}
-	if got := dump(st.conn, outcomePages, seeded); !slices.Equal(got, wantPages) || len(got) != 5 {
-		t.Errorf("outcome pages after the migration:\n got %q\nwant %q (5 incomplete records)", got, wantPages)
+	if got := dump(st.conn, outcomePages, seeded); !slices.Equal(got, wantPages) || len(got) != 4 {
+		t.Errorf("outcome pages after the migration:\n got %q\nwant %q (4 incomplete records reached)", got, wantPages)
 	}
-	if got := dump(st.conn, outcomeFailed); !slices.Equal(got, wantFailed) || len(got) != 1 {
+	if got := dump(st.conn, outcomeUnreached, seeded); !slices.Equal(got, []string{"1 1"}) {
+		t.Errorf("unreached records after the migration: %q, want one with links (record 6), \"1 1\"", got)
+	}
+	if got := dump(st.conn, outcomeFailed, seeded); !slices.Equal(got, wantFailed) || len(got) != 1 {
 		t.Errorf("outcome failures after the migration: %q, want %q", got, wantFailed)
 	}
 }

@@ -61,7 +61,8 @@ type ExportOptions struct {
 // cannot carry; in CSV with its text in the _backfill_input column and
 // the reason in _backfill_error, the other columns empty. With Provenance,
 // a record left incomplete carries why (Record.Outcome): an "outcome"
-// object per JSON line, a _backfill_outcome column in CSV.
+// object per JSON line, a _backfill_outcome column in CSV (none for a
+// record a stopped run had not reached).
 //
 // JSON Lines is written in one pass as the records stream by. CSV needs its
 // header first, so it reads the records twice: once for the set of columns

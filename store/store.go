@@ -39,7 +39,9 @@ type Record struct {
 	// no Fields or Links and is never crawled for.
 	Error string
 	// Outcome says why a record was left incomplete: set by the
-	// dispatcher at the end of a run (SetOutcomes), nil otherwise.
+	// dispatcher at the end of a run (SetOutcomes) for the records the
+	// crawl reached, nil otherwise (a run stopped before it reached the
+	// record: none of its pages was asked for yet).
 	Outcome *Outcome
 }
 

@@ -161,13 +161,16 @@ func (s *Supervisor) reanswer(ctx context.Context, res *wire.Result) {
 func (s *Supervisor) resendAnswers(ctx context.Context) {
 	list := s.answers.sent()
 	for i := range list {
+		// Counted before the send, so that whoever got the answer finds
+		// it counted; taken back if it did not go.
+		s.resent.Add(1)
 		if err := s.send(ctx, wire.KindResult, fitFrame(&list[i]), sendSlice); err != nil {
+			s.resent.Add(-1)
 			s.log.Debug("answers not all sent again", "sent", i, "kept", len(list), "error", err)
 			return
 		}
 	}
 	if len(list) > 0 {
-		s.resent.Add(int64(len(list)))
 		s.log.Info("answers sent again to the dispatcher that welcomed us", "answers", len(list))
 	}
 }
