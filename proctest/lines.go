@@ -63,15 +63,25 @@ func (l *Lines) String() string {
 // Wait returns the first line matching re, waiting for it until
 // deadline; false when none came by then.
 func (l *Lines) Wait(re *regexp.Regexp, deadline time.Time) (string, bool) {
+	return l.WaitN(re, 1, deadline)
+}
+
+// WaitN returns the nth line matching re (counting from 1), waiting for
+// it until deadline; false when fewer came by then. A test that waits
+// for an event the process may have logged before waits for one more
+// than it has seen.
+func (l *Lines) WaitN(re *regexp.Regexp, n int, deadline time.Time) (string, bool) {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	for i := 0; ; {
+	for i, seen := 0, 0; ; {
 		l.mu.Lock()
 		for ; i < len(l.all); i++ {
 			if re.MatchString(l.all[i]) {
-				s := l.all[i]
-				l.mu.Unlock()
-				return s, true
+				if seen++; seen == n {
+					s := l.all[i]
+					l.mu.Unlock()
+					return s, true
+				}
 			}
 		}
 		if l.more == nil {

@@ -47,6 +47,30 @@ func TestWait(t *testing.T) {
 	}
 }
 
+// TestWaitN: the nth matching line, counted from the first line written;
+// fewer than n give up at the deadline.
+func TestWaitN(t *testing.T) {
+	var l Lines
+	for _, s := range []string{"left a", "joined", "left b", "left c"} {
+		l.Add(s)
+	}
+	left := regexp.MustCompile(`^left`)
+	for _, tc := range []struct {
+		n    int
+		want string
+		ok   bool
+	}{
+		{1, "left a", true},
+		{2, "left b", true},
+		{3, "left c", true},
+		{4, "", false},
+	} {
+		if s, ok := l.WaitN(left, tc.n, time.Now().Add(10*time.Millisecond)); s != tc.want || ok != tc.ok {
+			t.Errorf("WaitN(%d) = %q, %v; want %q, %v", tc.n, s, ok, tc.want, tc.ok)
+		}
+	}
+}
+
 // TestProcess: a started process's stderr lines and exit code reach the
 // test; one still running at the deadline is reported, and the test's end
 // kills it.

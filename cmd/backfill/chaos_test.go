@@ -60,7 +60,7 @@ func TestChaos(t *testing.T) {
 		dropped := len(left.FindAllString(c.disp.stderr.String(), -1))
 		c.killSupervisor(name)
 		if kind == "drop" {
-			if !waitLines(c.disp.stderr, left, dropped+1, time.Now().Add(30*time.Second)) {
+			if _, ok := c.disp.stderr.WaitN(left, dropped+1, time.Now().Add(30*time.Second)); !ok {
 				t.Fatalf("kill %d: %s was not dropped", i, name)
 			}
 		}
@@ -71,20 +71,6 @@ func TestChaos(t *testing.T) {
 	checkCrawlPoliteness(t, log, c.events)
 	twice, after := repeatedPages(log, c.events)
 	t.Logf("chaos: %d kills (%v), %d requests, %d pages fetched twice or more (%v)", kills, kinds, len(log), twice, after)
-}
-
-// waitLines waits until l has n lines matching re, polling; false at the
-// deadline.
-func waitLines(l *lineLog, re *regexp.Regexp, n int, deadline time.Time) bool {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for len(re.FindAllString(l.String(), -1)) < n {
-		if time.Now().After(deadline) {
-			return false
-		}
-		<-tick.C
-	}
-	return true
 }
 
 // repeatedPages counts the page requests that repeat an earlier one, and
