@@ -332,20 +332,23 @@ func (d *Dispatcher) countUnreached(ctx context.Context, counts map[string]Reaso
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("dispatcher: outcomes: %w", err)
 	}
-	for linked, reason := range map[bool]string{true: ReasonNotFetched, false: ReasonNoLinks} {
-		if n[linked] == 0 {
+	for _, u := range []struct {
+		linked bool
+		reason string
+	}{{true, ReasonNotFetched}, {false, ReasonNoLinks}} {
+		if n[u.linked] == 0 {
 			continue
 		}
-		c := counts[reason]
-		c.Records += n[linked]
+		c := counts[u.reason]
+		c.Records += n[u.linked]
 		if room := ReasonIDs - len(c.IDs); room > 0 {
-			ids, err := d.unreachedIDs(ctx, linked, room)
+			ids, err := d.unreachedIDs(ctx, u.linked, room)
 			if err != nil {
 				return err
 			}
 			c.IDs = append(c.IDs, ids...)
 		}
-		counts[reason] = c
+		counts[u.reason] = c
 	}
 	return nil
 }
@@ -353,43 +356,18 @@ func (d *Dispatcher) countUnreached(ctx context.Context, counts map[string]Reaso
 // unreachedIDs lists the first n ids of the unreached incomplete records
 // with a link (linked) or without.
 func (d *Dispatcher) unreachedIDs(ctx context.Context, linked bool, n int) ([]string, error) {
-	rows, err := d.st.conn.QueryContext(ctx, outcomeUnreachedIDs, d.seeded, linked, n)
-	if err != nil {
-		return nil, fmt.Errorf("dispatcher: outcomes: %w", err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("dispatcher: outcomes: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("dispatcher: outcomes: %w", err)
-	}
-	return ids, nil
+	return column[string](d.st.conn.QueryContext(ctx, outcomeUnreachedIDs, d.seeded, linked, n))
 }
 
 // clearOutcomes clears in the store the outcomes of records complete now.
 func (d *Dispatcher) clearOutcomes(ctx context.Context) error {
-	rows, err := d.st.conn.QueryContext(ctx, `SELECT r.id FROM outcomes o JOIN records r ON r.seq = o.rec WHERE r.complete = 1`)
+	ids, err := column[string](d.st.conn.QueryContext(ctx, `SELECT r.id FROM outcomes o JOIN records r ON r.seq = o.rec WHERE r.complete = 1`))
 	if err != nil {
-		return fmt.Errorf("dispatcher: outcomes: %w", err)
+		return err
 	}
-	var done []store.Outcome
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("dispatcher: outcomes: %w", err)
-		}
-		done = append(done, store.Outcome{Record: id})
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("dispatcher: outcomes: %w", err)
+	done := make([]store.Outcome, len(ids))
+	for i, id := range ids {
+		done[i] = store.Outcome{Record: id}
 	}
 	for len(done) > 0 {
 		n := min(len(done), outcomeBatch)

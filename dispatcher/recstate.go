@@ -134,22 +134,9 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 // dropTasks takes a completed record's queued tasks out of the frontier,
 // unless another incomplete record still wants them.
 func (d *Dispatcher) dropTasks(ctx context.Context, rec int64) error {
-	rows, err := query(ctx, d.st.q.recordTasks, rec)
+	ids, err := column[int64](d.st.q.recordTasks.QueryContext(ctx, rec))
 	if err != nil {
 		return err
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("dispatcher: state: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("dispatcher: state: %w", err)
 	}
 	for _, id := range ids {
 		if d.w.leased[id] != nil {

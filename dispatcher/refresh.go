@@ -217,20 +217,7 @@ func (d *Dispatcher) startRefresh(ctx context.Context, now time.Time) error {
 // filledRecords lists up to refreshChunk seqs of records with filled
 // values after the sequence number after, in order.
 func (d *Dispatcher) filledRecords(ctx context.Context, after int64) ([]int64, error) {
-	rows, err := query(ctx, d.st.q.filledRecords, after, refreshChunk)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var seqs []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			return nil, fmt.Errorf("dispatcher: state records: %w", err)
-		}
-		seqs = append(seqs, seq)
-	}
-	return seqs, rows.Err()
+	return column[int64](d.st.q.filledRecords.QueryContext(ctx, after, refreshChunk))
 }
 
 // refreshRecord sets aside the record's target values found before cutoff

@@ -785,19 +785,8 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 	if s.Reasons, err = d.outcomes(ctx, true); err != nil {
 		return s, err
 	}
-	rows, err := d.st.conn.QueryContext(ctx, `SELECT id FROM records WHERE complete = 0 AND nfilled = 0 ORDER BY seq LIMIT 50`)
-	if err != nil {
-		return s, fmt.Errorf("dispatcher: summary: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return s, fmt.Errorf("dispatcher: summary: %w", err)
-		}
-		s.UntouchedIDs = append(s.UntouchedIDs, id)
-	}
-	return s, rows.Err()
+	s.UntouchedIDs, err = column[string](d.st.conn.QueryContext(ctx, `SELECT id FROM records WHERE complete = 0 AND nfilled = 0 ORDER BY seq LIMIT 50`))
+	return s, err
 }
 
 // onlyUnrenderableLeft reports that the work left is render tasks no

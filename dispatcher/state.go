@@ -331,6 +331,27 @@ func exec(ctx context.Context, st *sql.Stmt, args ...any) (sql.Result, error) {
 	return r, nil
 }
 
+// column reads a query's one column into a slice and closes its rows:
+// ids, err := column[string](conn.QueryContext(…)).
+func column[T any](rows *sql.Rows, err error) ([]T, error) {
+	if err != nil {
+		return nil, fmt.Errorf("dispatcher: state: %w", err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, fmt.Errorf("dispatcher: state: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("dispatcher: state: %w", err)
+	}
+	return out, nil
+}
+
 // query runs a prepared query.
 func query(ctx context.Context, st *sql.Stmt, args ...any) (*sql.Rows, error) {
 	rows, err := st.QueryContext(ctx, args...)
