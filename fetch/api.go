@@ -178,6 +178,13 @@ type Response struct {
 	// (GetConditional): Status is 304, Body is empty, and the page is
 	// what it was when the validators were taken.
 	NotModified bool
+
+	// Next is where the response sends the client, set by Do (an HTTP
+	// redirect's Location or a meta refresh's target, absolute); Hop says
+	// which. Get and GetConditional have followed it already, so their
+	// responses never carry one.
+	Next string
+	Hop  Hop
 }
 
 // Fetcher fetches pages. Safe for concurrent use; Close releases its idle

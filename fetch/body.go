@@ -87,10 +87,9 @@ func (w *wireReader) ReadByte() (byte, error) {
 	return b, err
 }
 
-// readBody returns at most MaxBody decoded bytes of hr's body and whether
+// readBody returns at most max decoded bytes of hr's body and whether
 // more were there.
-func (f *Fetcher) readBody(ctx, parent context.Context, hr *http.Response) ([]byte, bool, *bodyError) {
-	max := f.cfg.MaxBody
+func (f *Fetcher) readBody(ctx, parent context.Context, hr *http.Response, max int64) ([]byte, bool, *bodyError) {
 	wire := newWireReader(hr.Body, max+1)
 	defer wire.release()
 	codings := contentCodings(hr.Header.Get("Content-Encoding"))

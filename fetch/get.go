@@ -22,6 +22,12 @@ var errTotalTimeout = errors.New("total time limit reached")
 // goes through once, which dials through the guard, reads a bounded body
 // and decodes it.
 func (f *Fetcher) get(parent context.Context, rawURL string, cond *Validators) (*Response, error) {
+	return f.follow(parent, rawURL, Request{Validators: cond})
+}
+
+// follow makes r's request for rawURL and then one for every hop it is
+// sent on, within MaxRedirects and without visiting a URL twice.
+func (f *Fetcher) follow(parent context.Context, rawURL string, r Request) (*Response, error) {
 	start := time.Now()
 	fail := func(c Class, err error) (*Response, error) {
 		return nil, &Error{Class: c, URL: rawURL, Err: err}
@@ -39,31 +45,30 @@ func (f *Fetcher) get(parent context.Context, rawURL string, cond *Validators) (
 	ctx, cancel := context.WithTimeoutCause(parent, f.cfg.Timeout, errTotalTimeout)
 	defer cancel()
 
-	visited := map[string]bool{}
-	redirects := 0
+	chain := NewChain(u.String(), f.cfg.MaxRedirects)
 	for {
-		visited[u.String()] = true
-		resp, next, err := f.onceNoted(ctx, parent, u, cond)
+		resp, err := f.onceNoted(ctx, parent, u, r)
 		if resp != nil {
-			resp.Redirects = redirects
+			resp.Redirects = chain.Hops()
 			resp.Elapsed = time.Since(start)
 		}
 		if err != nil {
-			if redirects > 0 {
-				err.Err = fmt.Errorf("after %d redirect(s), at %s: %w", redirects, u, err.Err)
+			if chain.Hops() > 0 {
+				err.Err = fmt.Errorf("after %d redirect(s), at %s: %w", chain.Hops(), u, err.Err)
 			}
 			err.URL = rawURL
 			return resp, err
 		}
-		if next == nil {
+		if resp.Next == "" {
 			return resp, nil
 		}
-		redirects++
-		if redirects > f.cfg.MaxRedirects {
-			return fail(ClassRedirect, fmt.Errorf("more than %d redirects (last %s → %s)", f.cfg.MaxRedirects, u, next))
+		if err := chain.Add(resp.Next); err != nil {
+			err.URL = rawURL
+			return nil, err
 		}
-		if visited[next.String()] {
-			return fail(ClassRedirect, fmt.Errorf("redirect loop: %s → %s was already visited", u, next))
+		next, perr := url.Parse(resp.Next) // parseTarget made it
+		if perr != nil {
+			return fail(ClassRedirect, perr)
 		}
 		u = next
 	}
@@ -99,15 +104,16 @@ func redirectStatus(code int) bool {
 	return false
 }
 
-// once performs one request. It returns the page, or the next URL to visit
-// (an HTTP redirect or a meta refresh), or a classified error; with a bad
-// status it returns both the page and the error. A conditional request
-// (cond not nil) sends cond's validators, and takes a 304 as the page's
-// answer (see GetConditional).
-func (f *Fetcher) once(ctx, parent context.Context, u *url.URL, cond *Validators) (*Response, *url.URL, *Error) {
-	fail := func(c Class, err error) (*Response, *url.URL, *Error) {
-		return nil, nil, &Error{Class: c, URL: u.String(), Err: err}
+// once performs one request. It returns the page (with Next set when it
+// sends the client elsewhere: an HTTP redirect or a meta refresh), or a
+// classified error; with a bad status it returns both the page and the
+// error. A conditional request (r.Validators not nil) sends the
+// validators, and takes a 304 as the page's answer (see GetConditional).
+func (f *Fetcher) once(ctx, parent context.Context, u *url.URL, r Request) (*Response, *Error) {
+	fail := func(c Class, err error) (*Response, *Error) {
+		return nil, &Error{Class: c, URL: u.String(), Err: err}
 	}
+	cond := r.Validators
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return fail(ClassURL, err)
@@ -144,7 +150,7 @@ func (f *Fetcher) once(ctx, parent context.Context, u *url.URL, cond *Validators
 		// A short drain lets the connection be reused for the next hop;
 		// a redirect with a long body is simply closed.
 		_, _ = io.CopyN(io.Discard, hr.Body, 4<<10)
-		return nil, next, nil
+		return &Response{URL: u.String(), Status: hr.StatusCode, Header: header, Next: next.String(), Hop: HopRedirect}, nil
 	}
 
 	resp := &Response{
@@ -157,28 +163,28 @@ func (f *Fetcher) once(ctx, parent context.Context, u *url.URL, cond *Validators
 		// for the host's next request, and anything longer is cut off.
 		_, _ = io.CopyN(io.Discard, hr.Body, 4<<10)
 		resp.NotModified = true
-		return resp, nil, nil
+		return resp, nil
 	}
 	if f.cfg.InsecureTLS && hr.TLS != nil {
 		resp.TLSError = verifyState(hr.TLS, u.Hostname(), f.cfg.RootCAs)
 	}
-	raw, truncated, rerr := f.readBody(ctx, parent, hr)
+	raw, truncated, rerr := f.readBody(ctx, parent, hr, r.maxBody(f.cfg.MaxBody))
 	if rerr != nil {
-		return nil, nil, &Error{Class: rerr.class, URL: u.String(), Err: rerr.err}
+		return nil, &Error{Class: rerr.class, URL: u.String(), Err: rerr.err}
 	}
 	resp.Truncated = truncated
 	if nhe := f.finishBody(resp, header.Get("Content-Type"), raw); nhe != nil {
-		return resp, nil, &Error{Class: ClassNotHTML, URL: u.String(), Err: nhe}
+		return resp, &Error{Class: ClassNotHTML, URL: u.String(), Err: nhe}
 	}
 	if hr.StatusCode < 200 || hr.StatusCode > 299 {
-		return resp, nil, &Error{Class: ClassStatus, URL: u.String(), Err: fmt.Errorf("status %d", hr.StatusCode)}
+		return resp, &Error{Class: ClassStatus, URL: u.String(), Err: fmt.Errorf("status %d", hr.StatusCode)}
 	}
-	if !f.cfg.IgnoreMetaRefresh {
+	if !f.cfg.IgnoreMetaRefresh && !r.IgnoreMetaRefresh {
 		if next := f.refreshTarget(resp, u); next != nil {
-			return resp, next, nil
+			resp.Next, resp.Hop = next.String(), HopRefresh
 		}
 	}
-	return resp, nil, nil
+	return resp, nil
 }
 
 // headerLines counts header lines as the server sent them.

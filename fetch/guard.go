@@ -450,7 +450,7 @@ func noteRemote(ctx context.Context, addr string) {
 }
 
 // onceNoted is once with the remote address recorded on what it returns.
-func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL, cond *Validators) (*Response, *url.URL, *Error) {
+func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL, r Request) (*Response, *Error) {
 	n := &remoteNote{}
 	ctx = context.WithValue(ctx, remoteNoteKey{}, n)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -460,7 +460,7 @@ func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL, cond *Valid
 			}
 		},
 	})
-	resp, next, err := f.once(ctx, parent, u, cond)
+	resp, err := f.once(ctx, parent, u, r)
 	addr := n.get()
 	if resp != nil {
 		resp.RemoteAddr = addr
@@ -468,7 +468,7 @@ func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL, cond *Valid
 	if err != nil {
 		err.RemoteAddr = addr
 	}
-	return resp, next, err
+	return resp, err
 }
 
 // Refusals the address guard lifts when told to, as RefusalOf names them.
