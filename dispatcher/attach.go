@@ -66,7 +66,7 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 				continue // already reached by this record, no farther away
 			}
 			knownLinks = append(knownLinks, seedLink{key, rec})
-			if err := d.revisit(ctx, key, norm, rec, depth, k); err != nil {
+			if err := d.revisit(ctx, key, norm, rec, depth, nil, k); err != nil {
 				return err
 			}
 			continue
@@ -177,11 +177,12 @@ func placeholders(n int, one string) string {
 	return b.String()
 }
 
-// revisit gives rec, which reached a URL the seen store holds, what the
+// revisit gives rec, which reached a URL the seen store holds (through the
+// redirects via, if any), what the
 // URL has: its cached extraction while that is fresh (see stale), else the
 // URL is queued again if it is done or dropped (a queued or leased task
 // will answer every record that reached it).
-func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec int64, depth int, k knownURL) error {
+func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec int64, depth int, via []string, k knownURL) error {
 	switch {
 	case k.last > 0 && !d.stale(k.last):
 		if k.class == "" && len(k.result) > 0 {
@@ -190,7 +191,7 @@ func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec in
 				return fmt.Errorf("dispatcher: state cached result of %s: %w", norm, err)
 			}
 			d.run.reused++
-			it := applyItem{rec: rec, res: res, depth: depth}
+			it := applyItem{rec: rec, res: res, depth: depth, via: via}
 			if res.JSOnly { // a shell's static result: it may want rendering now
 				it.lateKey, it.late = key, true
 			}

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -120,7 +121,13 @@ type refusal struct {
 // going to the lexicographically smaller source URL, so the outcome does
 // not depend on the order results arrive in. Losing values that differ
 // from the winner are kept as conflicts.
-func merge(r *recState, res *cachedResult, depth int, now time.Time) {
+func merge(r *recState, res *cachedResult, depth int, via []string, now time.Time) {
+	// The chain that led the record to the page: redirects across hosts,
+	// then those on the page's host.
+	var chain []string
+	if len(via)+len(res.Via) > 0 {
+		chain = append(slices.Clip(via), res.Via...)
+	}
 	done := make(map[string]bool)
 	for _, f := range res.Fields {
 		if done[f.Name] || !r.isTarget(f.Name) {
@@ -131,7 +138,8 @@ func merge(r *recState, res *cachedResult, depth int, now time.Time) {
 			continue
 		}
 		done[f.Name] = true
-		cand := store.Value{Field: f.Name, Value: val, Source: res.Source, Mapping: f.Mapping, Depth: depth, At: now}
+		cand := store.Value{Field: f.Name, Value: val, Source: res.Source, Via: chain, Mapping: f.Mapping, Depth: depth, At: now,
+			Member: res.Member, MemberKey: res.Key}
 		old, ok := r.filled[f.Name]
 		kept := false // the old value stays, with one more conflict
 		switch {

@@ -72,7 +72,7 @@ func TestMerge(t *testing.T) {
 		t.Run(tc.about, func(t *testing.T) {
 			r := &recState{id: "r", targets: []string{"city"}, filled: map[string]store.Value{}, changed: map[string]bool{}}
 			for _, s := range tc.steps {
-				merge(r, s.res, s.depth, now)
+				merge(r, s.res, s.depth, nil, now)
 			}
 			got, ok := r.filled["city"]
 			if tc.want == "" {
@@ -105,7 +105,7 @@ func TestMerge(t *testing.T) {
 
 func TestMergeOnlyTargets(t *testing.T) {
 	r := &recState{id: "r", targets: []string{"city"}, filled: map[string]store.Value{}, changed: map[string]bool{}}
-	merge(r, &cachedResult{Source: "http://a/", Fields: []wire.Field{{Name: "email", Values: []string{"a@x.org"}}}}, 0, time.Now())
+	merge(r, &cachedResult{Source: "http://a/", Fields: []wire.Field{{Name: "email", Values: []string{"a@x.org"}}}}, 0, nil, time.Now())
 	if len(r.filled) != 0 || r.dirty {
 		t.Fatalf("a field that is not a target was written: %v", r.filled)
 	}

@@ -31,6 +31,10 @@ type Config struct {
 	Fields       []string      // target fields; default: mapping fields the record lacks
 	Lease        time.Duration // default 2m
 	HostInFlight int           // default 2
+	// MaxRedirects bounds a page's chain of redirects across hosts, as
+	// the fetcher's bounds it on one (fetch.Config.MaxRedirects, whose
+	// default is the default).
+	MaxRedirects int
 	Heartbeat    time.Duration // supervisors' heartbeat interval, default 2s
 	// Expect, when set, is how many supervisors the crawl has: nothing is
 	// dispatched until that many have joined (a log line says so while it
@@ -229,6 +233,10 @@ type Summary struct {
 	// DNS sums the supervisors' name resolution (see Status.DNS); nil
 	// when none has a resolver of its own.
 	DNS *wire.DNSStats `json:"dns,omitempty"`
+
+	// Politeness: redirects by outcome, the most requests in flight to
+	// one host, requests repeated.
+	Politeness
 }
 
 // Progress is a snapshot passed to Config.Progress while Run works.
@@ -280,6 +288,7 @@ type Dispatcher struct {
 
 	left       []MemberStatus           // dropped members, for the status file
 	dns        map[string]wire.DNSStats // the latest DNS counters of each resolver (wire.DNSStats.Source)
+	polite     map[string]politeNote    // the latest politeness counters of each supervisor process (politeness.go)
 	statusWarn bool                     // a failed status write was logged
 
 	// For operators: the ledger (timeline, recent failures, tallies; see
@@ -394,6 +403,7 @@ type runCounts struct {
 	forged                                                                int64 // answers and registrations forged (cluster.Forged)
 	errs, filtered                                                        map[string]int64
 	blocked                                                               map[string]int64 // blocked-address errors by fetch.RefusalOf
+	redirects                                                             map[string]int64 // redirects to other hosts by outcome (wire.Redirect*; redirect.go)
 	linkFarms, duplicates                                                 int64
 	renderRetried, renderWanted                                           int64
 	wantedRender                                                          map[int64]bool // pages counted in renderWanted
@@ -403,7 +413,8 @@ type runCounts struct {
 
 // newRunCounts are zero counts.
 func newRunCounts() runCounts {
-	return runCounts{errs: make(map[string]int64), filtered: make(map[string]int64), blocked: make(map[string]int64)}
+	return runCounts{errs: make(map[string]int64), filtered: make(map[string]int64), blocked: make(map[string]int64),
+		redirects: make(map[string]int64)}
 }
 
 // New opens (or creates) the state in cfg.StateDir, binds the intake and

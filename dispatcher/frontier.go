@@ -42,6 +42,7 @@ type task struct {
 	priority          int
 	render            bool
 	seq               int64
+	hops              int // redirects across hosts that led here (redirect.go)
 
 	// while leased: to whom, under which token, until when
 	lease cluster.Lease

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -31,6 +32,17 @@ type cachedResult struct {
 	// it later can still have it rendered (see renderLate).
 	JSOnly   bool     `json:"j,omitempty"`
 	Mappings []string `json:"m,omitempty"`
+	// Via lists the URLs requested before Source on its host (redirects
+	// the supervisor followed there). Redirect is the target of a page
+	// that sent its client to another host, and Hops the redirects
+	// across hosts that target is reached by (redirect.go).
+	Via      []string `json:"v,omitempty"`
+	Redirect string   `json:"r,omitempty"`
+	Hops     int      `json:"h,omitempty"`
+	// Member fetched the page, under the public key Key ("" on a
+	// plaintext cluster): provenance for every value the page gives.
+	Member string `json:"w,omitempty"`
+	Key    string `json:"k,omitempty"`
 }
 
 // applyItem is a page to apply to a record at a depth. late is set when
@@ -40,7 +52,8 @@ type applyItem struct {
 	rec     int64 // the record's seq
 	res     *cachedResult
 	depth   int
-	lateKey int64 // the page, when late is set
+	via     []string // the redirects across hosts by which the record reached the page
+	lateKey int64    // the page, when late is set
 	late    bool
 }
 
@@ -79,6 +92,9 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	if err != nil {
 		return err
 	}
+	if it.res.Redirect != "" {
+		return d.followRedirect(ctx, r, it)
+	}
 	ok, why := attributable(r, it.res, it.depth)
 	if !ok {
 		// The page describes someone else: no values. The refusal is
@@ -102,7 +118,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 			fresh = append(fresh, f.Name)
 		}
 	}
-	merge(r, it.res, it.depth, time.Now().UTC())
+	merge(r, it.res, it.depth, it.via, time.Now().UTC())
 	for _, name := range fresh {
 		if _, ok := r.filled[name]; ok {
 			d.led.filled[name]++
@@ -251,7 +267,7 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	}
 	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
 	d.release(t)
-	res := &cachedResult{Source: t.url}
+	res := &cachedResult{Source: t.url, Member: t.lease.Member, Key: from.Key}
 	if r.FinalURL != "" {
 		if n, err := etl.NormalizeURL(r.FinalURL); err == nil {
 			res.Source = n
@@ -269,8 +285,12 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 			etag, lastMod = cached.etag, cached.lastModified
 		}
 	}
-	if r.Class == "" && !notModified {
+	if r.Class == "" && r.Redirect != "" {
+		res.Via = r.Chain
+		d.redirectResult(t, r, res)
+	} else if r.Class == "" && !notModified {
 		d.run.pages++
+		res.Via = r.Chain
 		for _, f := range r.Fields {
 			if f.Name == "" || len(f.Values) == 0 {
 				continue
@@ -373,7 +393,7 @@ func (d *Dispatcher) resultRecords(ctx context.Context, done []doneResult) (map[
 		part := keys[:size]
 		keys = keys[size:]
 		st, err := d.st.stmtN(ctx, "urlRecordsN", size, func(n int) string {
-			return `SELECT url, rec, depth FROM links WHERE url IN (` + placeholders(n, "?") + `) ORDER BY url, rec`
+			return `SELECT url, rec, depth, via FROM links WHERE url IN (` + placeholders(n, "?") + `) ORDER BY url, rec`
 		})
 		if err != nil {
 			return nil, err
@@ -385,9 +405,16 @@ func (d *Dispatcher) resultRecords(ctx context.Context, done []doneResult) (map[
 		for rows.Next() {
 			var key int64
 			var it applyItem
-			if err := rows.Scan(&key, &it.rec, &it.depth); err != nil {
+			var via sql.NullString
+			if err := rows.Scan(&key, &it.rec, &it.depth, &via); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("dispatcher: state links: %w", err)
+			}
+			if via.Valid {
+				if err := json.Unmarshal([]byte(via.String), &it.via); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("dispatcher: state links: redirect chain of record %d: %w", it.rec, err)
+				}
 			}
 			work[key] = append(work[key], it)
 		}

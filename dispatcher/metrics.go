@@ -65,6 +65,13 @@ var (
 	descRobotsOutcomes = prometheus.NewDesc("backfill_crawl_robots_fetches_total",
 		"robots.txt requests of every supervisor of the crawl, by outcome, as their heartbeats report them.",
 		[]string{"outcome"}, nil)
+	descRedirects = prometheus.NewDesc("backfill_redirects_total",
+		"Redirects (and meta refreshes) by what became of them: followed, to another host, refused by robots, blacklist, address, loop, too many.",
+		[]string{"outcome"}, nil)
+	descHostInFlightMax = prometheus.NewDesc("backfill_host_requests_in_flight_max",
+		"The most requests ever in flight to one host at once, over every supervisor (politeness allows 1).", nil, nil)
+	descRepeated = prometheus.NewDesc("backfill_requests_repeated_total",
+		"Requests that went out again without being asked (nothing below the politeness rules may retry: 0).", nil, nil)
 )
 
 // metricsView is what one scrape reads, copied under the mutex.
@@ -79,6 +86,7 @@ type metricsView struct {
 	errs, lost, robots, filled  map[string]int64
 	joined                      int64
 	members                     []MemberStatus
+	polite                      Politeness
 }
 
 // collector reads the dispatcher's counters when scraped.
@@ -92,7 +100,8 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRecords, descComplete, descPartial, descFrontier, descWindow,
 		descHostQueues, descLeased, descWaitingRender, descExpired, descLate, descForged, descQuarantined, descPagesDone, descReused,
 		descFailed, descFilled, descStoreWritten, descStoreErrors, descMembers, descJoined, descLost,
-		descMemberInFlight, descMemberRate, descMemberHeartbeat, descRobotsOutcomes} {
+		descMemberInFlight, descMemberRate, descMemberHeartbeat, descRobotsOutcomes,
+		descRedirects, descHostInFlightMax, descRepeated} {
 		ch <- d
 	}
 	c.d.ob.seconds.Describe(ch)
@@ -110,6 +119,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		filled: maps.Clone(d.led.filled),
 		joined: d.led.joined,
 		forged: d.total(&d.run.forged), quarantined: d.quar.Len(),
+		polite: d.politeness(),
 	}
 	for _, m := range d.members {
 		v.members = append(v.members, m.status())
@@ -160,4 +170,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for outcome, n := range v.robots {
 		counter(descRobotsOutcomes, n, outcome)
 	}
+	for outcome, n := range v.polite.Redirects {
+		counter(descRedirects, n, outcome)
+	}
+	gauge(descHostInFlightMax, float64(v.polite.HostInFlight))
+	counter(descRepeated, v.polite.Repeated)
 }

@@ -64,7 +64,7 @@ func (d *Dispatcher) refillChunk(ctx context.Context) (n int, full bool, err err
 		t := &task{}
 		var u sql.NullString
 		var matched, render int
-		if err := rows.Scan(&t.key, &u, &t.depth, &matched, &t.priority, &render, &t.seq); err != nil {
+		if err := rows.Scan(&t.key, &u, &t.depth, &matched, &t.priority, &render, &t.seq, &t.hops); err != nil {
 			return n, false, fmt.Errorf("dispatcher: state refill: %w", err)
 		}
 		t.matched, t.render = matched == 1, render == 1

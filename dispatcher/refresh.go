@@ -340,7 +340,7 @@ func (d *Dispatcher) recheck(ctx context.Context, norm string, r *recState, dept
 	if k.recDepth.Valid && int(k.recDepth.Int64) < depth {
 		depth = int(k.recDepth.Int64)
 	}
-	return d.revisit(ctx, key, norm, r.seq, depth, k)
+	return d.revisit(ctx, key, norm, r.seq, depth, nil, k)
 }
 
 // finishRefresh closes the open prior values once the crawl has nothing

@@ -378,6 +378,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 					m.beat(v)
 					d.led.heartbeat(v)
 					d.noteDNS(v)
+					d.notePolite(v)
 				}
 			default:
 				d.log.Debug("unexpected frame on intake", "kind", f.kind)
@@ -757,6 +758,7 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Changed:     d.total(&d.run.changed),
 		Unconfirmed: d.total(&d.run.unconfirmed),
 		DNS:         d.dnsTotal(),
+		Politeness:  d.politeness(),
 	}
 	s.RefusedBy = map[string]int64{}
 	for why, n := range map[string]int64{"match-key": d.total(&d.run.keyRefused), "registration": d.total(&d.run.refused), "handshake": d.recv.Refused()} {

@@ -53,7 +53,8 @@ import (
 //   - meta holds counters a resume would otherwise count over every row,
 //     and the crawl's totals across restarts (totals.go).
 //
-// Version 5 adds urls.found (schemaV5).
+// Version 5 adds urls.found (schemaV5), version 6 urls.hops and
+// links.via (schemaV6).
 //
 // Versions 1 to 3 are the schema of earlier builds; a state they wrote is
 // converted in place.
@@ -64,6 +65,7 @@ var stateSchema = []sqlitedb.Migration{
 	{SQL: schemaV3},
 	{SQL: schemaV4},
 	{SQL: schemaV5},
+	{SQL: schemaV6},
 }
 
 // schemaV1 is the state of earlier builds (user_version 0, tables
@@ -299,6 +301,17 @@ var schemaV4 = []string{
 var schemaV5 = []string{
 	`ALTER TABLE urls ADD COLUMN found INTEGER NOT NULL DEFAULT 0`,
 	`UPDATE urls SET found = 1 WHERE instr(result, '"f":') > 0`,
+}
+
+// schemaV6 keeps what redirects to other hosts leave behind (see
+// redirect.go): urls.hops counts the redirects across hosts that led to a
+// queued URL, for the chain's limit; links.via is, for a record that
+// reached a URL through such redirects, the URLs that led there (a JSON
+// array, first to last; NULL for a link followed as it is), which the
+// values found there carry to the export.
+var schemaV6 = []string{
+	`ALTER TABLE urls ADD COLUMN hops INTEGER NOT NULL DEFAULT 0`,
+	`ALTER TABLE links ADD COLUMN via TEXT`,
 }
 
 func init() {

@@ -54,8 +54,8 @@ func TestStateMigrationFromV3(t *testing.T) {
 	}
 	defer st.close()
 	var v int
-	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 5 {
-		t.Errorf("user_version %d (%v), want %d = 5", v, err, len(stateSchema))
+	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 6 {
+		t.Errorf("user_version %d (%v), want %d = 6", v, err, len(stateSchema))
 	}
 	checks := []struct {
 		q    string
@@ -145,7 +145,7 @@ func TestStateMigrationFromV4(t *testing.T) {
 		return out
 	}
 	const seeded = 5
-	tables := []string{`SELECT * FROM records ORDER BY seq`, `SELECT * FROM links ORDER BY url, rec`,
+	tables := []string{`SELECT * FROM records ORDER BY seq`, `SELECT url, rec, depth FROM links ORDER BY url, rec`,
 		`SELECT * FROM refusals`, `SELECT key, url, depth, state, matched, seq, last_crawled, class, result FROM urls ORDER BY key`}
 	var before [][]string
 	for _, q := range tables {
@@ -161,13 +161,17 @@ func TestStateMigrationFromV4(t *testing.T) {
 	}
 	defer st.close()
 	var v int
-	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 5 {
-		t.Errorf("user_version %d (%v), want %d = 5", v, err, len(stateSchema))
+	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 6 {
+		t.Errorf("user_version %d (%v), want %d = 6", v, err, len(stateSchema))
 	}
 	for i, q := range tables {
 		if got := dump(st.conn, q); !slices.Equal(got, before[i]) {
 			t.Errorf("%s after the migration:\n got %q\nwant %q", q, got, before[i])
 		}
+	}
+	// Version 6: no redirect chains, no hops, in a state of before.
+	if got := dump(st.conn, `SELECT COUNT(*) FROM links WHERE via IS NOT NULL UNION ALL SELECT COUNT(*) FROM urls WHERE hops != 0`); !slices.Equal(got, []string{"0", "0"}) {
+		t.Errorf("links with a chain, urls with hops after the migration: %q, want none", got)
 	}
 	found := dump(st.conn, `SELECT key FROM urls WHERE found = 1`)
 	if want := []string{fmt.Sprint(page(1))}; !slices.Equal(found, want) {

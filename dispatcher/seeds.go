@@ -265,7 +265,7 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 	for _, r := range refs {
 		if k, ok := known[r.key]; ok {
 			links = append(links, seedLink{r.key, r.rec})
-			if err := d.revisit(ctx, r.key, r.norm, r.rec, 0, k); err != nil {
+			if err := d.revisit(ctx, r.key, r.norm, r.rec, 0, nil, k); err != nil {
 				return err
 			}
 			continue
@@ -409,15 +409,15 @@ func (d *Dispatcher) insertURLs(ctx context.Context, ts []*task) error {
 		part := sorted[:size]
 		sorted = sorted[size:]
 		st, err := d.st.stmtN(ctx, "urlIns", len(part), func(n int) string {
-			return `INSERT INTO urls(key, url, depth, matched, priority, render, seq, state, first_seen) VALUES ` +
-				placeholders(n, "(?, ?, ?, ?, ?, ?, ?, 0, ?)")
+			return `INSERT INTO urls(key, url, depth, matched, priority, render, seq, state, first_seen, hops) VALUES ` +
+				placeholders(n, "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?)")
 		})
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 8*len(part))
+		args := make([]any, 0, 9*len(part))
 		for _, t := range part {
-			args = append(args, t.key, t.url, t.depth, b2i(t.matched), t.priority, b2i(t.render), t.seq, now)
+			args = append(args, t.key, t.url, t.depth, b2i(t.matched), t.priority, b2i(t.render), t.seq, now, t.hops)
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("dispatcher: state urls: %w", err)

@@ -73,15 +73,15 @@ type stmts struct {
 	badAt, badConverted, badTaken    *sql.Stmt
 	badIns, refusalIns, urlRecordIDs *sql.Stmt
 
-	urlDrop, urlCached, urlValid, urlState     *sql.Stmt
-	urlRequeue, urlRender, urlDepth, urlWanted *sql.Stmt
-	urlRecords, recordTasks, ownLinks, linkPut *sql.Stmt
-	refill, refillAfter, failedPages           *sql.Stmt
-	hostGet                                    *sql.Stmt
-	priorPut, priorGet, priorOpen, priorClose  *sql.Stmt
-	filledRecords, fpIns, fpAll                *sql.Stmt
-	loadGet, loadNum, loadPut                  *sql.Stmt
-	obNext, obAck, obRefuse, obCount           *sql.Stmt
+	urlDrop, urlCached, urlValid, urlState              *sql.Stmt
+	urlRequeue, urlRender, urlDepth, urlWanted          *sql.Stmt
+	urlRecords, recordTasks, ownLinks, linkPut, linkVia *sql.Stmt
+	refill, refillAfter, failedPages                    *sql.Stmt
+	hostGet                                             *sql.Stmt
+	priorPut, priorGet, priorOpen, priorClose           *sql.Stmt
+	filledRecords, fpIns, fpAll                         *sql.Stmt
+	loadGet, loadNum, loadPut                           *sql.Stmt
+	obNext, obAck, obRefuse, obCount                    *sql.Stmt
 }
 
 // stmtSQL lists every statement of stmts with its SQL.
@@ -121,6 +121,8 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.urlDepth, `UPDATE urls SET depth = ? WHERE key = ? AND depth > ?`},
 		{&q.urlWanted, `SELECT EXISTS(SELECT 1 FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = ? AND r.complete = 0)`},
 		{&q.urlRecords, `SELECT rec, depth FROM links WHERE url = ? ORDER BY rec`},
+		{&q.linkVia, `INSERT INTO links(url, rec, depth, via) VALUES(?, ?, ?, ?)
+			ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth, via = excluded.via WHERE excluded.depth < links.depth`},
 		{&q.recordTasks, `SELECT l.url FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND u.state = 0`},
 		{&q.ownLinks, `SELECT links FROM records WHERE seq = ?`},
 		{&q.linkPut, `INSERT INTO links(url, rec, depth) VALUES(?, ?, ?) ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < links.depth`},
@@ -132,12 +134,12 @@ func (q *stmts) stmtSQL() []struct {
 			FROM urls INDEXED BY urls_failed
 			WHERE state = 2 AND class != '' AND key > ?2 AND last_crawled < ?1 AND url IS NOT NULL
 			ORDER BY key LIMIT ?3`},
-		{&q.refill, `SELECT key, url, depth, matched, priority, render, seq FROM urls WHERE state = 0 ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?`},
+		{&q.refill, `SELECT key, url, depth, matched, priority, render, seq, hops FROM urls WHERE state = 0 ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?`},
 		// refillAfter reads on after a place in the order (matched,
 		// priority, depth, seq); its terms use only the columns of
 		// urls_ready, so the rows before the place are passed over in the
 		// index.
-		{&q.refillAfter, `SELECT key, url, depth, matched, priority, render, seq FROM urls WHERE state = 0
+		{&q.refillAfter, `SELECT key, url, depth, matched, priority, render, seq, hops FROM urls WHERE state = 0
 			AND (matched < ?1 OR (matched = ?1 AND (priority < ?2 OR (priority = ?2 AND (depth > ?3 OR (depth = ?3 AND seq > ?4))))))
 			ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?5`},
 		{&q.hostGet, `SELECT queued FROM hosts WHERE host = ?`},

@@ -86,6 +86,9 @@ type Status struct {
 	// once, as last reported.
 	DNS      *wire.DNSStats `json:"dns,omitempty"`
 	Timeline []Sample       `json:"timeline,omitempty"`
+	// Politeness: redirects by outcome, the most requests in flight to
+	// one host, requests repeated (see Politeness).
+	Politeness
 }
 
 // MemberStatus is one supervisor as the dispatcher sees it. Fetched,
@@ -181,6 +184,7 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 	s.Recent = d.led.recentErrors()
 	s.SlowHosts, s.Backoff = d.memberHosts()
 	s.DNS = d.dnsTotal()
+	s.Politeness = d.politeness()
 	return s
 }
 

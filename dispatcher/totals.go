@@ -11,8 +11,9 @@ import (
 // A crawl may take several dispatcher processes: one is stopped or dies,
 // the next resumes from the state. The summary and the status describe the
 // whole crawl, so its counters are kept in the state's meta table as
-// totals ("total.<name>", "total.errors.<class>", "total.filtered.<why>",
-// "total.blocked.<refusal>"),
+// totals ("total.<name>", and for counters by key "total.errors.<class>",
+// "total.filtered.<why>", "total.blocked.<refusal>",
+// "total.redirects.<outcome>"),
 // written with every commit: the totals of the processes before, plus
 // this one's counters. A crawl ends when a Run finishes with no work left
 // ("finished"); the next Dispatcher on the state starts a new crawl, with
@@ -28,7 +29,25 @@ const (
 	errorsPrefix = totalPrefix + "errors."
 	filterPrefix = totalPrefix + "filtered."
 	blockPrefix  = totalPrefix + "blocked."
+	redirPrefix  = totalPrefix + "redirects."
 )
+
+// keyed is one family of counters by key kept across restarts: this
+// process's and those of the processes before.
+type keyed struct {
+	prefix    string
+	run, base map[string]int64
+}
+
+// keyedTallies lists the families of counters by key, by meta prefix.
+func (d *Dispatcher) keyedTallies() []keyed {
+	return []keyed{
+		{errorsPrefix, d.run.errs, d.base.errs},
+		{filterPrefix, d.run.filtered, d.base.filtered},
+		{blockPrefix, d.run.blocked, d.base.blocked},
+		{redirPrefix, d.run.redirects, d.base.redirects},
+	}
+}
 
 // tally is one counter kept across restarts.
 type tally struct {
@@ -52,12 +71,10 @@ func (d *Dispatcher) tallies() []tally {
 
 // totals are what the processes before this one counted.
 type totals struct {
-	n        map[string]int64
-	errs     map[string]int64
-	filtered map[string]int64
-	blocked  map[string]int64
-	elapsed  time.Duration
-	starts   int64
+	n                                  map[string]int64
+	errs, filtered, blocked, redirects map[string]int64
+	elapsed                            time.Duration
+	starts                             int64
 }
 
 // loadTotals reads the totals at New, starting a new crawl if the last
@@ -73,7 +90,10 @@ func (d *Dispatcher) loadTotals(ctx context.Context) error {
 			return fmt.Errorf("dispatcher: state totals: %w", err)
 		}
 	}
-	t := totals{n: map[string]int64{}, errs: map[string]int64{}, filtered: map[string]int64{}, blocked: map[string]int64{}}
+	d.base = totals{n: map[string]int64{}, errs: map[string]int64{}, filtered: map[string]int64{}, blocked: map[string]int64{},
+		redirects: map[string]int64{}}
+	t := &d.base
+	families := d.keyedTallies()
 	rows, err := s.conn.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE 'total.%'`)
 	if err != nil {
 		return fmt.Errorf("dispatcher: state totals: %w", err)
@@ -85,16 +105,18 @@ func (d *Dispatcher) loadTotals(ctx context.Context) error {
 			rows.Close()
 			return fmt.Errorf("dispatcher: state totals: %w", err)
 		}
-		switch {
-		case k == metaElapsed:
+		if k == metaElapsed {
 			t.elapsed = time.Duration(v)
-		case strings.HasPrefix(k, errorsPrefix):
-			t.errs[strings.TrimPrefix(k, errorsPrefix)] = v
-		case strings.HasPrefix(k, filterPrefix):
-			t.filtered[strings.TrimPrefix(k, filterPrefix)] = v
-		case strings.HasPrefix(k, blockPrefix):
-			t.blocked[strings.TrimPrefix(k, blockPrefix)] = v
-		default:
+			continue
+		}
+		family := false
+		for _, f := range families {
+			if name, ok := strings.CutPrefix(k, f.prefix); ok {
+				f.base[name], family = v, true
+				break
+			}
+		}
+		if !family {
 			t.n[strings.TrimPrefix(k, totalPrefix)] = v
 		}
 	}
@@ -106,11 +128,7 @@ func (d *Dispatcher) loadTotals(ctx context.Context) error {
 		return err
 	}
 	t.starts++
-	if err := s.setMeta(ctx, metaStarts, t.starts); err != nil {
-		return err
-	}
-	d.base = t
-	return nil
+	return s.setMeta(ctx, metaStarts, t.starts)
 }
 
 // saveTotals writes the totals: the base plus this process's counters.
@@ -121,19 +139,11 @@ func (d *Dispatcher) saveTotals(ctx context.Context) error {
 			return err
 		}
 	}
-	for k, v := range d.run.errs {
-		if err := d.st.setMeta(ctx, errorsPrefix+k, d.base.errs[k]+v); err != nil {
-			return err
-		}
-	}
-	for k, v := range d.run.filtered {
-		if err := d.st.setMeta(ctx, filterPrefix+k, d.base.filtered[k]+v); err != nil {
-			return err
-		}
-	}
-	for k, v := range d.run.blocked {
-		if err := d.st.setMeta(ctx, blockPrefix+k, d.base.blocked[k]+v); err != nil {
-			return err
+	for _, f := range d.keyedTallies() {
+		for k, v := range f.run {
+			if err := d.st.setMeta(ctx, f.prefix+k, f.base[k]+v); err != nil {
+				return err
+			}
 		}
 	}
 	return d.st.setMeta(ctx, metaElapsed, int64(d.elapsed()))
@@ -156,14 +166,10 @@ func (d *Dispatcher) foldTotals() {
 	for _, t := range d.tallies() {
 		d.base.n[t.key] += *t.v
 	}
-	for k, v := range d.run.errs {
-		d.base.errs[k] += v
-	}
-	for k, v := range d.run.filtered {
-		d.base.filtered[k] += v
-	}
-	for k, v := range d.run.blocked {
-		d.base.blocked[k] += v
+	for _, f := range d.keyedTallies() {
+		for k, v := range f.run {
+			f.base[k] += v
+		}
 	}
 	d.run = newRunCounts()
 	if !d.runStart.IsZero() {

@@ -382,7 +382,7 @@ func redirectCases() []fetchCase {
 			}
 			return redirector(t, cfg, routes) + "/hop0"
 		}, check: func(t *testing.T, _ *Response, err error) {
-			if !strings.Contains(err.Error(), "more than 10 redirects") {
+			if !strings.Contains(err.Error(), "too many redirects: more than 10") {
 				t.Errorf("want the cap named, got %v", err)
 			}
 		}},

@@ -97,6 +97,12 @@ func (f *Fetcher) Do(parent context.Context, rawURL string, r Request) (*Respons
 	return resp, nil
 }
 
+// The two ways a Chain refuses a hop, wrapped in its ClassRedirect error.
+var (
+	ErrRedirectLoop     = errors.New("redirect loop")
+	ErrTooManyRedirects = errors.New("too many redirects")
+)
+
 // Chain is the URLs one fetch has been sent through so far, first to
 // last, and the longest it may grow: the loop and length checks of
 // following hops, whoever follows them (Get itself, or a caller of Do
@@ -123,11 +129,11 @@ func ChainOf(urls []string, max int) *Chain {
 func (c *Chain) Add(next string) *Error {
 	last := c.urls[len(c.urls)-1]
 	if len(c.urls) > c.max {
-		return &Error{Class: ClassRedirect, URL: c.urls[0], Err: fmt.Errorf("more than %d redirects (last %s → %s)", c.max, last, next)}
+		return &Error{Class: ClassRedirect, URL: c.urls[0], Err: fmt.Errorf("%w: more than %d (last %s → %s)", ErrTooManyRedirects, c.max, last, next)}
 	}
 	for _, v := range c.urls {
 		if v == next {
-			return &Error{Class: ClassRedirect, URL: c.urls[0], Err: fmt.Errorf("redirect loop: %s → %s was already visited", last, next)}
+			return &Error{Class: ClassRedirect, URL: c.urls[0], Err: fmt.Errorf("%w: %s → %s was already visited", ErrRedirectLoop, last, next)}
 		}
 	}
 	c.urls = append(c.urls, next)

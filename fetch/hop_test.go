@@ -105,7 +105,7 @@ func TestChain(t *testing.T) {
 		want  string
 	}{
 		{"within the limit", 3, []string{"b", "c", "d"}, -1, ""},
-		{"one too many", 2, []string{"b", "c", "d"}, 2, "more than 2 redirects"},
+		{"one too many", 2, []string{"b", "c", "d"}, 2, "too many redirects: more than 2"},
 		{"loop to the start", 5, []string{"b", "a"}, 1, "redirect loop"},
 		{"loop in the middle", 5, []string{"b", "c", "b"}, 2, "redirect loop"},
 	}

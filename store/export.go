@@ -224,6 +224,12 @@ type provenanceJSON struct {
 	// History is what the field held before refreshes replaced it,
 	// oldest first; left out when a refresh never changed the field.
 	History []priorJSON `json:"history,omitempty"`
+	// Via lists the URLs that redirected to Source, first to last; left
+	// out when the page was reached as it is. Member is the cluster
+	// member that fetched Source, MemberKey its public key.
+	Via       []string `json:"via,omitempty"`
+	Member    string   `json:"member,omitempty"`
+	MemberKey string   `json:"member_key,omitempty"`
 }
 
 func provenanceOf(v Value) provenanceJSON {
@@ -234,6 +240,9 @@ func provenanceOf(v Value) provenanceJSON {
 		Depth:     v.Depth,
 		At:        v.At.UTC().Format(time.RFC3339Nano),
 		Conflicts: make([]conflictJSON, len(v.Conflicts)),
+		Via:       v.Via,
+		Member:    v.Member,
+		MemberKey: v.MemberKey,
 	}
 	for i, c := range v.Conflicts {
 		p.Conflicts[i] = conflictJSON(c)
@@ -481,9 +490,11 @@ func (e *jsonlEncoder) spliced(rec Record, cols []string) error {
 
 // provColumns are the columns CSV provenance adds after a found field's
 // own, suffixed to its name, in this order: the page the value came from,
-// the mapping, the link depth of the page and when it was found (RFC
-// 3339, UTC), as a JSON line's provenance object has them.
-var provColumns = []string{".source", ".mapping", ".depth", ".at"}
+// the mapping, the link depth of the page, when it was found (RFC 3339,
+// UTC), the URLs that redirected to the page (first to last, separated by
+// spaces, which a URL never holds) and the member that fetched it, as a
+// JSON line's provenance object has them.
+var provColumns = []string{".source", ".mapping", ".depth", ".at", ".via", ".member"}
 
 // csvLayout is the CSV header: the columns every row has, and which of them
 // carry provenance columns.
@@ -602,6 +613,7 @@ func (l *csvLayout) row(rec Record, dst []string) error {
 		if l.prov[f] {
 			if fv, found := rec.Found[f]; found {
 				dst[i], dst[i+1], dst[i+2], dst[i+3] = fv.Source, fv.Mapping, strconv.Itoa(fv.Depth), fv.At.UTC().Format(time.RFC3339Nano)
+				dst[i+4], dst[i+5] = strings.Join(fv.Via, " "), fv.Member
 			}
 			i += len(provColumns)
 		}

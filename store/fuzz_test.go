@@ -135,7 +135,7 @@ func FuzzExportRecord(f *testing.F) {
 			cols:   []string{inField, foundField},
 			known:  map[string]bool{inField: true, foundField: true},
 			prov:   map[string]bool{foundField: true},
-			header: []string{inField, foundField, foundField + ".source", foundField + ".mapping", foundField + ".depth", foundField + ".at"},
+			header: append([]string{inField, foundField}, provHeader(foundField)...),
 		}
 		row := make([]string, len(l.header))
 		if err := l.row(rec, row); err != nil {
@@ -164,4 +164,13 @@ func FuzzExportRecord(f *testing.F) {
 			}
 		}
 	})
+}
+
+// provHeader is the CSV provenance columns of field.
+func provHeader(field string) []string {
+	out := make([]string, len(provColumns))
+	for i, c := range provColumns {
+		out[i] = field + c
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -95,6 +96,13 @@ var sqliteSchema = []sqlitedb.Migration{
 			expires TEXT NOT NULL
 		) WITHOUT ROWID`,
 	}},
+	{SQL: []string{
+		// where a value came from, beyond its page: the redirects that
+		// led there (JSON array) and the member that fetched it
+		`ALTER TABLE fields ADD COLUMN via TEXT NOT NULL DEFAULT '[]'`,
+		`ALTER TABLE fields ADD COLUMN member TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE fields ADD COLUMN member_key TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every
@@ -138,11 +146,12 @@ var writeSQL = map[string]string{
 				field_order = excluded.field_order, links = excluded.links,
 				format = excluded.format, raw = excluded.raw, error = excluded.error`,
 	"recordExists": `SELECT 1 FROM records WHERE id = ?`,
-	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history, type)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history, type, via, member, member_key)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (record, field) DO UPDATE SET value = excluded.value, source = excluded.source,
 				mapping = excluded.mapping, depth = excluded.depth, at = excluded.at, conflicts = excluded.conflicts,
-				history = excluded.history, type = excluded.type`,
+				history = excluded.history, type = excluded.type, via = excluded.via, member = excluded.member,
+				member_key = excluded.member_key`,
 	// Only for a record the store has: an outcome never creates one.
 	"putOutcome": `INSERT INTO outcomes (record, outcome) SELECT id, ? FROM records WHERE id = ?
 			ON CONFLICT (record) DO UPDATE SET outcome = excluded.outcome`,
@@ -356,7 +365,7 @@ func (s *sqliteStore) SetFieldsBatch(ctx context.Context, batch []RecordValues) 
 }
 
 // valueRow is a Value's columns that need encoding.
-type valueRow struct{ at, conflicts, history string }
+type valueRow struct{ at, conflicts, history, via string }
 
 func encodeValues(recordID string, vals []Value) ([]valueRow, error) {
 	rows := make([]valueRow, len(vals))
@@ -376,7 +385,11 @@ func encodeValues(recordID string, vals []Value) ([]valueRow, error) {
 		if err != nil {
 			return nil, fmt.Errorf("store: set fields on record %q: field %q: %w", recordID, v.Field, err)
 		}
-		rows[i] = valueRow{at, c, h}
+		via, err := json.Marshal(v.Via)
+		if err != nil || v.Via == nil {
+			via = []byte("[]")
+		}
+		rows[i] = valueRow{at, c, h, string(via)}
 	}
 	return rows, nil
 }
@@ -397,7 +410,8 @@ func (s *sqliteStore) setFields(ctx context.Context, tx *sql.Tx, recordID string
 	}
 	stmt := tx.StmtContext(ctx, s.ws.setField)
 	for i, v := range vals {
-		if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history, v.Type); err != nil {
+		if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history, v.Type,
+			rows[i].via, v.Member, v.MemberKey); err != nil {
 			return fmt.Errorf("field %q: %w", v.Field, err)
 		}
 	}
@@ -424,7 +438,7 @@ func (s *sqliteStore) write(ctx context.Context, op string, fn func(*sql.Tx) err
 // outcome (records r LEFT JOIN outcomes o), the value's from fields f.
 const (
 	recordColumns = `r.id, r.seq, r.fields, r.field_order, r.links, r.format, r.raw, r.error, o.outcome`
-	valueColumns  = `f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history, f.type`
+	valueColumns  = `f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history, f.type, f.via, f.member, f.member_key`
 )
 
 // scanRecord reads a row of recordColumns, Found left empty.
@@ -457,9 +471,16 @@ func scanValue(rows *sql.Rows) (string, Value, error) {
 		id                  string
 		v                   Value
 		at, conflicts, hist string
+		via                 string
 	)
-	if err := rows.Scan(&id, &v.Field, &v.Value, &v.Source, &v.Mapping, &v.Depth, &at, &conflicts, &hist, &v.Type); err != nil {
+	if err := rows.Scan(&id, &v.Field, &v.Value, &v.Source, &v.Mapping, &v.Depth, &at, &conflicts, &hist, &v.Type,
+		&via, &v.Member, &v.MemberKey); err != nil {
 		return "", v, err
+	}
+	if via != "[]" {
+		if err := json.Unmarshal([]byte(via), &v.Via); err != nil {
+			return id, v, fmt.Errorf("record %q field %q: column via: %w", id, v.Field, err)
+		}
 	}
 	var err error
 	if v.At, err = parseTime(at); err != nil {

@@ -68,9 +68,18 @@ type Outcome struct {
 
 // Value is a filled field with its provenance.
 type Value struct {
-	Field     string
-	Value     string
-	Source    string // URL of the page the value came from
+	Field  string
+	Value  string
+	Source string // URL of the page the value came from
+	// Via lists the URLs that redirected to Source, first to last (the
+	// record's own link, or the link it followed, first); nil when the
+	// page was reached as it is.
+	Via []string
+	// Member and MemberKey say which cluster member fetched Source: its
+	// registered name and its public key ("" on a plaintext cluster), so
+	// an operator can list, and purge, one member's answers.
+	Member    string
+	MemberKey string
 	Mapping   string
 	Depth     int // link distance from the record's own links (0 = one of them)
 	At        time.Time

@@ -24,15 +24,19 @@ type lookups struct {
 	names   *resolver.Cache
 	fetcher *fetch.Fetcher // NeedsLookup: pinned, literal and localhost hosts need none
 	sched   *scheduler
+	// refused says why a host is never to be asked anything (the user's
+	// blacklist, or one made during the run), "" when it may be: such a
+	// host's name is not looked up either, its turn answers its tasks.
+	refused func(hostName string) string
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-func newLookups(names *resolver.Cache, f *fetch.Fetcher, sched *scheduler) *lookups {
+func newLookups(names *resolver.Cache, f *fetch.Fetcher, sched *scheduler, refused func(string) string) *lookups {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &lookups{names: names, fetcher: f, sched: sched, ctx: ctx, cancel: cancel}
+	return &lookups{names: names, fetcher: f, sched: sched, refused: refused, ctx: ctx, cancel: cancel}
 }
 
 // lookupName is the DNS name of a scheduler host ("host[:port]").
@@ -46,6 +50,9 @@ func lookupName(hostName string) string {
 // needs implements nameWait. A host without a port in its name is reached
 // on 80 or 443; a pin of either leaves it to the fetch.
 func (l *lookups) needs(hostName string) bool {
+	if l.refused(hostName) != "" {
+		return false
+	}
 	if _, _, err := net.SplitHostPort(hostName); err == nil {
 		if !l.fetcher.NeedsLookup(hostName) {
 			return false

@@ -195,6 +195,8 @@ func TestRobotsFetch(t *testing.T) {
 		class   string
 		errHas  string
 		asked   string // requests in order, probe left out ("" to skip the check)
+		// robotsAsked: robots.txt requests, each hop one (default 1)
+		robotsAsked int64
 	}{
 		{name: "2xx rules apply", serve: robotsChain(0, disallowPeople), class: ClassRobots, asked: "/robots.txt"},
 		{name: "2xx allows", serve: robotsChain(0, "User-agent: *\nDisallow: /private/\n"), asked: "/robots.txt /people/ann"},
@@ -204,11 +206,18 @@ func TestRobotsFetch(t *testing.T) {
 			asked: "/robots.txt /people/ann"},
 		{name: "an unreserved character encoded in a rule matches only that spelling",
 			serve: robotsChain(0, "User-agent: *\nDisallow: /%70eople/%61nn\n"), asked: "/robots.txt /people/ann"},
-		{name: "1 redirect followed", serve: robotsChain(1, disallowPeople), class: ClassRobots, asked: "/robots.txt /r1"},
+		{name: "1 redirect followed", serve: robotsChain(1, disallowPeople), class: ClassRobots, asked: "/robots.txt /r1", robotsAsked: 2},
 		{name: "5 redirects followed", serve: robotsChain(5, disallowPeople), class: ClassRobots,
-			asked: "/robots.txt /r1 /r2 /r3 /r4 /r5"},
+			asked: "/robots.txt /r1 /r2 /r3 /r4 /r5", robotsAsked: 6},
 		{name: "6 redirects: unavailable, allows all", serve: robotsChain(6, disallowPeople),
-			asked: "/robots.txt /r1 /r2 /r3 /r4 /r5 /people/ann"},
+			asked: "/robots.txt /r1 /r2 /r3 /r4 /r5 /people/ann", robotsAsked: 6},
+		{name: "redirect to another host: not followed, unavailable, allows all", serve: func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/robots.txt" {
+				http.Redirect(w, r, "http://b.test/robots.txt", http.StatusMovedPermanently)
+				return
+			}
+			servePeople(w, r)
+		}, asked: "/robots.txt /people/ann"},
 		{name: "404 allows all", serve: servePeople, asked: "/robots.txt /people/ann"},
 		{name: "500 disallows all", serve: func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/robots.txt" {
@@ -290,8 +299,9 @@ func TestRobotsFetch(t *testing.T) {
 			case tc.asked != "" && strings.Join(asked, " ") != tc.asked:
 				t.Errorf("requests %q, want %q", strings.Join(asked, " "), tc.asked)
 			}
-			if st := r.sup.Stats(); st.RobotsFetched != 1 {
-				t.Errorf("robots.txt fetched %d times, want 1", st.RobotsFetched)
+			want := max(tc.robotsAsked, 1)
+			if st := r.sup.Stats(); st.RobotsFetched != want {
+				t.Errorf("robots.txt fetched %d times, want %d", st.RobotsFetched, want)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"backfill/fetch"
 	"backfill/wire"
 )
 
@@ -38,7 +39,10 @@ type host struct {
 
 	// Owned by the holder.
 	robots *robotsRules // nil until loaded from the cache or fetched
-	last   time.Time    // end of the latest request to the host known here
+	// robotsHop: the robots.txt request was redirected on the host; the
+	// next robots.txt request goes to the chain's last URL.
+	robotsHop *fetch.Chain
+	last      time.Time // end of the latest request to the host known here
 	// inherited: last came from the shared cache, written by another
 	// supervisor (or an earlier run) and possibly behind; see nextStart.
 	inherited bool

@@ -150,6 +150,11 @@ func soft404ProbeURL(page *url.URL) string {
 // soft404Fingerprint fingerprints a probe's answer; nil means the host
 // answers invented paths as it should (or the answer says nothing).
 func soft404Fingerprint(probeURL string, resp *fetch.Response, err error) *soft404Print {
+	if err == nil && resp != nil && resp.Next != "" {
+		// Sent elsewhere (the probe's hop is not followed: it would be a
+		// request of its own): pages sent to the same place are soft 404s.
+		return &soft404Print{finalURL: resp.Next}
+	}
 	if err != nil || resp == nil || resp.Status < 200 || resp.Status > 299 {
 		return nil
 	}
@@ -334,8 +339,7 @@ func (s *Supervisor) probeSoft404(ctx context.Context, h *host, page *url.URL) b
 	}
 	s.soft404Probes.Add(1)
 	start := time.Now()
-	resp, err := s.fetcher.Get(ctx, probe)
-	end := s.requestDone(h, start, s.delay(h.robots))
+	resp, end, err := s.request(ctx, h, probe, fetch.Request{}, s.delay(h.robots))
 	if ctx.Err() != nil {
 		return true // shutting down; nothing learned
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"backfill/fetch"
+	"backfill/wire"
 )
 
 // The requests a page makes while it is rendered (its scripts, the data
@@ -26,6 +27,9 @@ type subReq struct {
 	url  string
 	ctx  context.Context // the render's; a request whose render ended is dropped unmade
 	done chan subResult  // buffered: the turn never blocks on it
+	// chain: the request was redirected, and url is the chain's last hop,
+	// queued on its own host under that host's rules.
+	chain *fetch.Chain
 }
 
 type subResult struct {
@@ -100,15 +104,48 @@ func (s *Supervisor) subTurn(ctx context.Context, h *host, sr *subReq, now time.
 	}
 	s.reserve(ctx, h, delay)
 	s.sched.popSub(h)
-	start := time.Now()
-	resp, err := s.subFetcher.Get(sr.ctx, sr.url)
-	end := s.requestDone(h, start, delay)
+	// No meta refresh: the browser follows its own.
+	resp, end, err := s.request(sr.ctx, h, sr.url, fetch.Request{IgnoreMetaRefresh: true}, delay)
 	next := end.Add(delay)
 	if nb, _ := s.health.observe(h.name, resp, err, delay, end); nb.After(next) {
 		next = nb
 	}
+	if err == nil && resp != nil && resp.Next != "" {
+		if herr := s.subHop(sr, resp.Next); herr != nil {
+			sr.done <- subResult{nil, herr}
+		}
+		return next
+	}
 	sr.done <- subResult{resp, s.blacklistedAddr(h.name, err)}
 	return next
+}
+
+// subHop queues a rendered page's redirected request again, at its
+// target, on the target's host: a request there like any other. An error
+// is the request's answer (a loop, too many hops, a target that cannot be
+// queued).
+func (s *Supervisor) subHop(sr *subReq, next string) error {
+	if sr.chain == nil {
+		sr.chain = fetch.NewChain(sr.url, s.maxRedirects())
+	}
+	if err := sr.chain.Add(next); err != nil {
+		if errors.Is(err, fetch.ErrRedirectLoop) {
+			s.redirects.add(wire.RedirectLoop)
+		} else {
+			s.redirects.add(wire.RedirectTooMany)
+		}
+		return err
+	}
+	hostName, err := taskHost(next)
+	if err != nil {
+		return &fetch.Error{Class: fetch.ClassRedirect, URL: sr.url, Err: err}
+	}
+	s.redirects.add(wire.RedirectFollowed)
+	sr.url = next
+	if err := s.sched.addSub(hostName, sr); err != nil {
+		return &fetch.Error{Class: fetch.ClassCanceled, URL: next, Err: err}
+	}
+	return nil
 }
 
 // addSub queues a rendered page's request on its host, ahead of the

@@ -174,6 +174,10 @@ type Stats struct {
 	// Resent counts answers sent again to a dispatcher that welcomed the
 	// supervisor (a restarted one adopts those it has not committed).
 	Resent int64
+	// Politeness: redirects by what became of them (wire.Redirect*), and
+	// the most requests that were ever in flight to one host at once.
+	Redirects    map[string]int64
+	HostInFlight int
 
 	Render *RenderStats // the browser pool's, nil when not a render node
 }
@@ -194,20 +198,21 @@ type Supervisor struct {
 	fetcher *fetch.Fetcher
 	lookups *lookups  // nil without Config.Names
 	render  *renderer // nil when not a render node
-	// On a render node: subFetcher makes the requests of rendered pages
-	// (no meta refresh: the browser follows its own), docs keeps the HTML
-	// of shells for their render task (renderdocs.go), and renders owns
-	// the goroutines that finish rendered pages off the workers.
-	subFetcher *fetch.Fetcher
-	docs       *renderDocs
-	renders    sync.WaitGroup
-	cache      store.HostCache
-	sched      *scheduler
+	// On a render node: docs keeps the HTML of shells for their render
+	// task (renderdocs.go), and renders owns the goroutines that finish
+	// rendered pages off the workers.
+	docs    *renderDocs
+	renders sync.WaitGroup
+	cache   store.HostCache
+	sched   *scheduler
 
-	// robotsFetcher fetches robots.txt: at most five redirects, no meta
-	// refresh, 500 KiB.
-	robotsFetcher *fetch.Fetcher
-	health        *health
+	health *health
+	// hops: the redirect chains of tasks being followed on their host;
+	// redirects counts what became of redirects; inFlight the requests
+	// in flight per host (redirect.go, inflight.go).
+	hops          hopChains
+	redirects     redirectCounts
+	inFlight      hostFlights
 	soft404       *soft404s
 	soft404Probes atomic.Int64
 	// answers keeps the good answers sent lately, for tasks that come
@@ -358,11 +363,6 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.Names != nil {
 		cfg.Fetch.Names = cfg.Names
 	}
-	robotsFetch := cfg.Fetch
-	robotsFetch.MaxRedirects = robotsMaxRedirects
-	robotsFetch.IgnoreMetaRefresh = true
-	robotsFetch.MaxBody = robots.MaxSize
-
 	var fromDispatcher []string
 	if cfg.DispatcherKey != "" {
 		fromDispatcher = []string{cfg.DispatcherKey}
@@ -407,23 +407,19 @@ func New(cfg Config) (*Supervisor, error) {
 
 		lastPending: make(map[string]time.Time),
 
-		robotsFetcher: fetch.New(robotsFetch),
-		health:        hs,
-		soft404:       newSoft404s(cfg.MaxHosts),
-		answers:       newAnswers(cfg.Capacity, answersBytes, answersTTL),
-		surveySlots:   make(chan struct{}, cfg.Capacity),
-		meter:         newMeter(),
-		paces:         newPaces(),
+		health:      hs,
+		soft404:     newSoft404s(cfg.MaxHosts),
+		answers:     newAnswers(cfg.Capacity, answersBytes, answersTTL),
+		surveySlots: make(chan struct{}, cfg.Capacity),
+		meter:       newMeter(),
+		paces:       newPaces(),
 	}
 	if rend != nil {
-		subFetch := cfg.Fetch
-		subFetch.IgnoreMetaRefresh = true
-		s.subFetcher = fetch.New(subFetch)
 		s.docs = newRenderDocs(renderDocsMax, renderDocsBytes, renderDocsTTL)
 	}
 	hs.spill = s.recordLastCrawl
 	if cfg.Names != nil {
-		s.lookups = newLookups(cfg.Names, s.fetcher, s.sched)
+		s.lookups = newLookups(cfg.Names, s.fetcher, s.sched, hs.refused)
 		s.sched.names = s.lookups
 	}
 	if s.advert == "" {
@@ -505,8 +501,6 @@ func (s *Supervisor) Close() error {
 		s.sched.stop()
 		s.stopLookups()
 		s.fetcher.Close()
-		s.robotsFetcher.Close()
-		s.subFetcher.Close()
 		var rerr error
 		if s.render != nil {
 			rerr = s.render.Close()
@@ -533,6 +527,8 @@ func (s *Supervisor) Stats() Stats {
 		Reanswered:    s.reanswered.Load(),
 		Resent:        s.resent.Load(),
 		Failed:        make(map[string]int64),
+		Redirects:     s.redirects.snapshot(),
+		HostInFlight:  s.inFlight.max(),
 	}
 	s.failedMu.Lock()
 	for k, v := range s.failed {
@@ -816,6 +812,9 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		At:       time.Now().UTC(),
 		Surveys:  s.surveyHeld.list(),
 		DNS:      s.dnsStats(),
+
+		Redirects:    s.redirects.snapshot(),
+		HostInFlight: s.inFlight.max(),
 	}
 	if s.render != nil {
 		rs := s.render.Stats()

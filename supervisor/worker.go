@@ -158,13 +158,16 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	if at, p := s.troubled(h, popped, now); p != nil {
 		return at, p
 	}
+	// The URL this turn is about: the task's, or where a redirect on
+	// this host sent it (redirect.go).
+	target := s.hops.url(first)
 	if h.robots == nil || !now.Before(h.robots.expires) {
 		// Stale rules still give the best guess of the delay.
 		if at := s.nextStart(h, s.delay(h.robots)); at.After(now) {
 			return at, nil
 		}
 		s.reserve(ctx, h, s.delay(h.robots))
-		s.fetchRobots(ctx, h, first.URL)
+		s.fetchRobots(ctx, h, target)
 		if h.robots != nil && (h.robots.delay > s.cfg.MaxCrawlDelay || h.robots.disallowAll) {
 			return now, nil // its tasks are answered without requests
 		}
@@ -172,7 +175,8 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	}
 
 	delay := s.delay(h.robots)
-	u, err := url.Parse(first.URL)
+	u, err := url.Parse(target)
+	hopped := target != first.URL
 	switch {
 	case err != nil: // accept checked it; kept for safety
 		t := s.popInto(h, popped)
@@ -193,10 +197,16 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		if h.robots.disallowAll {
 			return now, &page{task: t, res: s.answer(t, ClassRobotsUnavailable, h.robots.reason)}
 		}
-		return now, &page{task: t, res: s.answer(t, ClassRobots, fmt.Sprintf("disallowed by robots.txt of %s", h.name))}
+		res := s.answer(t, ClassRobots, fmt.Sprintf("disallowed by robots.txt of %s", h.name))
+		if hopped {
+			s.redirects.add(wire.RedirectRobots)
+			res.Error = fmt.Sprintf("redirected to %s, which robots.txt of %s disallows", target, h.name)
+			res.FinalURL, res.Chain = target, s.hops.before(t.ID)
+		}
+		return now, &page{task: t, res: res}
 	}
 	render := first.Render && s.render != nil
-	if render {
+	if render && !hopped {
 		if doc := s.docs.take(first.URL); doc != nil {
 			// Its HTML is here from when it was fetched: no request.
 			t := s.popInto(h, popped)
@@ -215,33 +225,81 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	}
 	t := s.popInto(h, popped)
 	start := time.Now()
-	resp, err := s.fetchPage(ctx, t)
-	end := s.requestDone(h, start, delay)
+	resp, end, err := s.request(ctx, h, target, s.pageRequest(t, hopped), delay)
 	s.meter.page(resp, end.Sub(start))
 	next, retry, err := s.afterFetch(h, t, resp, err, end, delay)
 	if retry {
 		*popped = nil // back on its host's queue
 		return next, nil
 	}
+	if err == nil && resp != nil && resp.Next != "" {
+		p := s.hop(h, t, resp)
+		if p == nil {
+			*popped = nil // back on its host's queue, for the hop
+		}
+		return next, p
+	}
+	if err != nil && hopped && fetch.ClassOf(err) == fetch.ClassBlocked {
+		s.redirects.add(wire.RedirectAddress)
+	}
 	soft, _ := s.soft404.known(h.name)
 	return next, &page{task: t, start: start, resp: resp, err: err, soft404: soft, render: render}
 }
 
-// fetchPage makes the one request of a page's turn with the fetcher. A
-// Render task's page is fetched the same way: the browser loads the HTML
-// fetched here, and makes none of the page's requests itself (see
-// renderPage). A Render task on a node without a browser (the dispatcher
-// routes none there) is fetched as it is.
-func (s *Supervisor) fetchPage(ctx context.Context, t *wire.Task) (*fetch.Response, error) {
-	if t.Render && s.render != nil {
-		return s.fetcher.Get(ctx, t.URL) // a render needs the page itself, not a 304
+// pageRequest is how a page's one request is made. A Render task's page
+// is fetched the same way: the browser loads the HTML fetched here, and
+// makes none of the page's requests itself (see renderPage). A page
+// fetched before is asked conditionally, so that a 304 saves the body and
+// the extraction (the dispatcher keeps the last one), unless it is to be
+// rendered (a render needs the page itself) or a redirect led here (the
+// validators are those of the page the task's URL led to last time, and
+// the first request carried them).
+func (s *Supervisor) pageRequest(t *wire.Task, hopped bool) fetch.Request {
+	if (t.Render && s.render != nil) || hopped || (t.ETag == "" && t.LastModified == "") {
+		return fetch.Request{}
 	}
-	if t.ETag != "" || t.LastModified != "" {
-		// A page fetched before: a 304 saves the body and the extraction
-		// (the dispatcher keeps the last one).
-		return s.fetcher.GetConditional(ctx, t.URL, fetch.Validators{ETag: t.ETag, LastModified: t.LastModified})
+	return fetch.Request{Validators: &fetch.Validators{ETag: t.ETag, LastModified: t.LastModified}}
+}
+
+// request makes the one request of a host's turn, the only way the
+// supervisor asks a host anything (a page, a hop, robots.txt, the
+// soft-404 probe, a rendered page's request): the caller holds the host
+// (no other request to it is in flight), robots.txt allows the URL (but
+// for robots.txt itself) and the delay has passed. It follows nothing
+// (fetch.Do) and notes the request's end as the host's last (requestDone).
+func (s *Supervisor) request(ctx context.Context, h *host, rawURL string, r fetch.Request, delay time.Duration) (resp *fetch.Response, end time.Time, err error) {
+	start := time.Now()
+	s.inFlight.start(h.name)
+	resp, err = s.fetcher.Do(ctx, rawURL, r)
+	s.inFlight.end(h.name)
+	return resp, s.requestDone(h, start, delay), err
+}
+
+// robotsHop records that h's robots.txt request at from was sent to next,
+// and reports whether the hop is to be followed: on h, within the five
+// redirects.
+func (s *Supervisor) robotsHop(h *host, from, next string) bool {
+	nu, err := url.Parse(next)
+	if err != nil {
+		return false
 	}
-	return s.fetcher.Get(ctx, t.URL)
+	if fetch.HostKey(nu) != h.name {
+		s.redirects.add(wire.RedirectOtherHost)
+		return false
+	}
+	if h.robotsHop == nil {
+		h.robotsHop = fetch.NewChain(from, robotsMaxRedirects)
+	}
+	if err := h.robotsHop.Add(next); err != nil {
+		if errors.Is(err, fetch.ErrRedirectLoop) {
+			s.redirects.add(wire.RedirectLoop)
+		} else {
+			s.redirects.add(wire.RedirectTooMany)
+		}
+		return false
+	}
+	s.redirects.add(wire.RedirectFollowed)
+	return true
 }
 
 func (s *Supervisor) popInto(h *host, popped **wire.Task) *wire.Task {
@@ -345,27 +403,43 @@ func (s *Supervisor) cachedRobots(ctx context.Context, name string, now time.Tim
 	return r
 }
 
-// fetchRobots fetches h's robots.txt and counts it as a request to the
-// host. It uses its own fetcher, which follows at most five redirects (RFC
-// 9309; more mean the file is unavailable) and no meta refresh, and keeps
-// at most 500 KiB. 4xx allows everything; 5xx, 429 or no answer disallows
+// fetchRobots makes h's robots.txt request, the turn's one request to
+// the host: the file, or a hop on its way there. It keeps at most 500 KiB
+// and follows no meta refresh. A redirect on the host is followed as
+// pages' are, one request a turn after the delay, at most five (RFC 9309;
+// more mean the file is unavailable, which allows everything); one to
+// another host is not followed, since that host's rules are not ours to
+// judge here: the file counts as unavailable too. The hosts a site
+// redirects to have robots.txt files of their own, read before any of
+// their pages. 4xx allows everything; 5xx, 429 or no answer disallows
 // everything until a retry succeeds: the retry comes RobotsRetry later,
-// doubling with each failure up to RobotsTTL, and not before a Retry-After.
-// Rules that failed because the host could not be reached are not cached:
-// they carry the network class the host's pages are answered with.
+// doubling with each failure up to RobotsTTL, and not before a
+// Retry-After. Rules that failed because the host could not be reached
+// are not cached: they carry the network class the host's pages are
+// answered with.
 func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	u, err := url.Parse(pageURL)
 	if err != nil {
 		return
 	}
 	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
-	start := time.Now()
+	if h.robotsHop != nil {
+		urls := h.robotsHop.URLs()
+		robotsURL = urls[len(urls)-1]
+	}
 	s.robots.Add(1)
-	resp, err := s.robotsFetcher.Get(ctx, robotsURL)
-	end := s.requestDone(h, start, s.delay(h.robots))
+	start := time.Now()
+	resp, end, err := s.request(ctx, h, robotsURL, fetch.Request{MaxBody: robots.MaxSize, IgnoreMetaRefresh: true}, s.delay(h.robots))
 	if ctx.Err() != nil {
 		return // shutting down; nothing learned
 	}
+	if err == nil && resp != nil && resp.Next != "" {
+		if s.robotsHop(h, robotsURL, resp.Next) {
+			return // the next turn asks the hop's target
+		}
+		resp, err = nil, &fetch.Error{Class: fetch.ClassRedirect, URL: robotsURL, Err: errors.New("robots.txt redirected away from its host, or too often")}
+	}
+	h.robotsHop = nil
 	// A blacklisted address blacklists the host: its turns answer
 	// "blacklisted" from now on.
 	err = s.blacklistedAddr(h.name, err)
@@ -439,8 +513,10 @@ func (s *Supervisor) answer(t *wire.Task, class, msg string) *wire.Result {
 // always gives the task's capacity back.
 func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 	// Whichever way the task was answered, its count of 429/503 answers
-	// goes with it: health keeps counts of held tasks only.
+	// goes with it: health keeps counts of held tasks only; so does the
+	// chain of its redirects.
 	s.health.settled(p.task.ID)
+	defer s.hops.forget(p.task.ID)
 	released := false
 	release := func() {
 		if !released {
@@ -512,7 +588,8 @@ func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 		return p.res
 	}
 	t := p.task
-	res := &wire.Result{TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL, FetchedAt: p.start.UTC()}
+	res := &wire.Result{TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL, FetchedAt: p.start.UTC(),
+		Chain: s.hops.before(t.ID)}
 	if p.resp != nil {
 		res.FinalURL = p.resp.URL
 		res.Status = p.resp.Status

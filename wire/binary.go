@@ -31,6 +31,7 @@ const (
 	taskETag   = 7
 	taskLastMo = 8
 	taskHostAt = 9
+	taskHops   = 10
 
 	resTaskID     = 1
 	resLease      = 2
@@ -53,6 +54,10 @@ const (
 	resETag       = 19
 	resLastMo     = 20
 	resJSOnly     = 21
+	resChain      = 22
+	resRedirect   = 23
+	resDelay      = 24
+	resReady      = 25
 
 	fieldMapping = 1
 	fieldName    = 2
@@ -171,6 +176,7 @@ func encodeTask(t *Task) []byte {
 	e.string(taskETag, t.ETag)
 	e.string(taskLastMo, t.LastModified)
 	e.time(taskHostAt, t.HostLast)
+	e.varint(taskHops, int64(t.Hops))
 	return e
 }
 
@@ -209,6 +215,10 @@ func decodeTask(b []byte) (*Task, error) {
 			if v != 0 {
 				t.HostLast = time.Unix(0, v).UTC()
 			}
+		case taskHops:
+			var v int64
+			v, err = d.int()
+			t.Hops = int(v)
 		}
 		if err != nil {
 			return nil, err
@@ -260,6 +270,12 @@ func encodeResult(r *Result) []byte {
 	e.string(resETag, r.ETag)
 	e.string(resLastMo, r.LastModified)
 	e.bool(resJSOnly, r.JSOnly)
+	for _, c := range r.Chain {
+		e.elem(resChain, c)
+	}
+	e.string(resRedirect, r.Redirect)
+	e.varint(resDelay, int64(r.Delay))
+	e.varint(resReady, int64(r.Ready))
 	return e
 }
 
@@ -336,6 +352,17 @@ func decodeResult(b []byte) (*Result, error) {
 		case resJSOnly:
 			v, err = d.int()
 			r.JSOnly = v != 0
+		case resChain:
+			s, err = d.str()
+			r.Chain = append(r.Chain, s)
+		case resRedirect:
+			r.Redirect, err = d.str()
+		case resDelay:
+			v, err = d.int()
+			r.Delay = time.Duration(v)
+		case resReady:
+			v, err = d.int()
+			r.Ready = time.Duration(v)
 		}
 		if err != nil {
 			return nil, err

@@ -103,6 +103,15 @@ type Heartbeat struct {
 	// (appended; older peers and supervisors without a resolver of their
 	// own omit it).
 	DNS *DNSStats `json:"dns,omitempty"`
+
+	// Politeness, since the supervisor started (appended): redirects by
+	// what became of them (Redirect*), the most requests ever in flight
+	// to one host at once (1 when every host had one at a time), and
+	// requests that went out again without being asked (0: nothing
+	// below the politeness rules retries on its own).
+	Redirects    map[string]int64 `json:"redirects,omitempty"`
+	HostInFlight int              `json:"host_in_flight,omitempty"`
+	Repeated     int64            `json:"repeated,omitempty"`
 }
 
 // DNSStats counts a process's DNS look-ups and queries (package resolver's
@@ -224,6 +233,13 @@ type Task struct {
 	// shares no last-crawl cache with the old one. Zero when the host has
 	// not moved.
 	HostLast time.Time `json:"host_last,omitzero"`
+
+	// Hops counts the redirects across hosts that led to URL: a page
+	// whose redirect goes to another host is answered with it
+	// (Result.Redirect) and the target comes back as a task of its own,
+	// for its host's owner, with the count; the supervisor's redirect
+	// limit counts them with the hops it follows on URL's host.
+	Hops int `json:"hops,omitempty"`
 }
 
 // Result is what a supervisor found for one Task.
@@ -266,7 +282,40 @@ type Result struct {
 	// matched: the dispatcher renders it when a record still needs what
 	// the HTML did not give.
 	JSOnly bool `json:"js_only,omitempty"`
+
+	// A request that the server sent elsewhere: Chain lists the URLs
+	// requested for the task before FinalURL, first the task's own
+	// (empty when the first answer was the page). Every hop is a request
+	// of its own under its host's rules: the supervisor makes those on
+	// the task's host itself, after the host's delay; a hop to another
+	// host is not made here but answered in Redirect (its normalized
+	// target), for the dispatcher to queue as a task of that host, with
+	// the records of this one. Such a Result has no Class and no
+	// values; Status is the redirect's.
+	Chain    []string `json:"chain,omitempty"`
+	Redirect string   `json:"redirect,omitempty"`
+
+	// The host's pace as the supervisor keeps it, for the dispatcher to
+	// send the host's next task when it can go (not to have it wait in
+	// a lease): Delay is the gap the host asks between two requests
+	// (robots.txt's Crawl-delay or the default), Ready how long after
+	// this Result was sent the host may take its next request (its
+	// delay still to run, or a back-off). Zero when unknown.
+	Delay time.Duration `json:"delay,omitempty"`
+	Ready time.Duration `json:"ready,omitempty"`
 }
+
+// What became of a redirect (or meta refresh), as counted in the
+// supervisors' Heartbeat.Redirects and the crawl's summary. Append only.
+const (
+	RedirectFollowed  = "followed"   // requested, after its host's delay
+	RedirectOtherHost = "other-host" // to another host: answered for the dispatcher to queue there
+	RedirectRobots    = "robots"     // robots.txt of its host disallows the target
+	RedirectBlacklist = "blacklist"  // its host is on the blacklist
+	RedirectAddress   = "address"    // its address is refused (the guard, a deny list)
+	RedirectLoop      = "loop"       // the target was visited in the same chain
+	RedirectTooMany   = "too-many"   // the chain passed the redirect limit
+)
 
 // Field is one mapping field's values on a page.
 type Field struct {

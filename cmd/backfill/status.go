@@ -154,6 +154,9 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 	if s.DNS != nil && s.DNS.Lookups > 0 {
 		fmt.Fprintf(w, "dns        %s\n", dnsLine(*s.DNS))
 	}
+	if line := politenessLine(s.Politeness); line != "" {
+		fmt.Fprintf(w, "polite     %s\n", strings.TrimPrefix(line, "politeness: "))
+	}
 	if len(s.Errors) > 0 {
 		fmt.Fprint(w, "errors    ")
 		for _, k := range slices.Sorted(maps.Keys(s.Errors)) {

@@ -50,6 +50,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 	if s.DNS != nil && s.DNS.Lookups > 0 {
 		fmt.Fprintf(w, "dns: %s\n", dnsLine(*s.DNS))
 	}
+	if line := politenessLine(s.Politeness); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if s.Refused > 0 {
 		fmt.Fprintf(w, "refused: %d  (%s)\n", s.Refused, countsLine(s.RefusedBy))
 	}
@@ -120,6 +123,20 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 			fmt.Fprintf(w, "  %-18s %d: %s%s\n", r, c.Records, strings.Join(c.IDs, ", "), more)
 		}
 	}
+}
+
+// politenessLine says how polite the crawl was: the most requests in
+// flight to one host, requests repeated and redirects by outcome; ""
+// before any supervisor reported.
+func politenessLine(p dispatcher.Politeness) string {
+	if p.HostInFlight == 0 && p.Repeated == 0 && len(p.Redirects) == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("politeness: at most %d request(s) in flight to one host  requests repeated: %d", p.HostInFlight, p.Repeated)
+	if len(p.Redirects) > 0 {
+		line += "  redirects: " + countsLine(p.Redirects)
+	}
+	return line
 }
 
 // guardFlags name the flag that lifts each refusal of the address guard

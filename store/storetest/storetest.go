@@ -317,6 +317,9 @@ var cases = []testCase{
 			{Value: "third@else.example", Source: "https://decoy.example/q", Depth: 3},
 		}
 		phone := value("phone", "+1 555 0100", 0, base.Add(time.Millisecond))
+		// Reached through redirects, fetched by a named member.
+		phone.Via = []string{"https://short.example/a", "https://one.example/old"}
+		phone.Member, phone.MemberKey = "sup-2", "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"
 		mustSet(ctx, t, s, recs[0].ID, email, phone)
 
 		want := withFound(recs)

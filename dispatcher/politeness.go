@@ -1,0 +1,76 @@
+package dispatcher
+
+import (
+	"maps"
+
+	"backfill/wire"
+)
+
+// What the supervisors report of politeness in their heartbeats: their
+// redirects by outcome (the dispatcher counts the redirects to other
+// hosts it follows or refuses itself, in runCounts.redirects), the most
+// requests ever in flight to one host and the requests repeated. Each
+// supervisor process counts from its start, so the latest heartbeat of
+// each process (name and start) is kept, at most maxPoliteSources of
+// them.
+
+// maxPoliteSources bounds the supervisor processes whose counters are
+// kept; past it the oldest go (a crawl's members, restarts included, are
+// far fewer).
+const maxPoliteSources = 4096
+
+type politeNote struct {
+	redirects    map[string]int64
+	hostInFlight int
+	repeated     int64
+}
+
+// notePolite keeps a heartbeat's politeness counters. Callers hold mu.
+func (d *Dispatcher) notePolite(h *wire.Heartbeat) {
+	if len(h.Redirects) == 0 && h.HostInFlight == 0 && h.Repeated == 0 {
+		return
+	}
+	if d.polite == nil {
+		d.polite = make(map[string]politeNote)
+	}
+	src := h.Supervisor + "@" + h.Started.String()
+	if _, ok := d.polite[src]; !ok && len(d.polite) >= maxPoliteSources {
+		for k := range d.polite {
+			delete(d.polite, k) // any one: the bound is never reached in practice
+			break
+		}
+	}
+	d.polite[src] = politeNote{redirects: maps.Clone(h.Redirects), hostInFlight: h.HostInFlight, repeated: h.Repeated}
+}
+
+// Politeness is how polite the crawl was, for the summary, the status
+// and the metrics.
+type Politeness struct {
+	// Redirects counts redirects by what became of them (wire.Redirect*):
+	// those the supervisors made or refused on a page's own host, and
+	// those to other hosts the dispatcher followed or refused.
+	Redirects map[string]int64 `json:"redirects,omitempty"`
+	// HostInFlight is the most requests ever in flight to one host at
+	// once (1 when every host had one at a time).
+	HostInFlight int `json:"host_in_flight"`
+	// Repeated counts requests that went out again without being asked
+	// (0: nothing below the politeness rules retries on its own).
+	Repeated int64 `json:"repeated"`
+}
+
+// politeness sums the dispatcher's and the supervisors' counters.
+// Callers hold mu.
+func (d *Dispatcher) politeness() Politeness {
+	p := Politeness{Redirects: sumMaps(d.base.redirects, d.run.redirects)}
+	for _, n := range d.polite {
+		for k, v := range n.redirects {
+			p.Redirects[k] += v
+		}
+		p.HostInFlight = max(p.HostInFlight, n.hostInFlight)
+		p.Repeated += n.repeated
+	}
+	if len(p.Redirects) == 0 {
+		p.Redirects = nil
+	}
+	return p
+}

@@ -1,0 +1,41 @@
+package supervisor
+
+import "sync"
+
+// hostFlights counts the requests in flight to each host and remembers
+// the most there ever were to one host at once: the politeness rules say
+// one, and this is what shows it (Heartbeat.HostInFlight). Every request
+// the supervisor makes goes through Supervisor.request, which counts it
+// here.
+type hostFlights struct {
+	mu   sync.Mutex
+	n    map[string]int
+	most int
+}
+
+func (f *hostFlights) start(host string) {
+	f.mu.Lock()
+	if f.n == nil {
+		f.n = make(map[string]int)
+	}
+	f.n[host]++
+	f.most = max(f.most, f.n[host])
+	f.mu.Unlock()
+}
+
+func (f *hostFlights) end(host string) {
+	f.mu.Lock()
+	if f.n[host] <= 1 {
+		delete(f.n, host)
+	} else {
+		f.n[host]--
+	}
+	f.mu.Unlock()
+}
+
+// max is the most requests that were ever in flight to one host at once.
+func (f *hostFlights) max() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.most
+}
