@@ -267,6 +267,7 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	}
 	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
 	d.release(t)
+	d.countRedirects(t, r)
 	res := &cachedResult{Source: t.url, Member: t.lease.Member, Key: from.Key}
 	if r.FinalURL != "" {
 		if n, err := etl.NormalizeURL(r.FinalURL); err == nil {

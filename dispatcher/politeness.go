@@ -1,15 +1,11 @@
 package dispatcher
 
-import (
-	"maps"
+import "backfill/wire"
 
-	"backfill/wire"
-)
-
-// What the supervisors report of politeness in their heartbeats: their
-// redirects by outcome (the dispatcher counts the redirects to other
-// hosts it follows or refuses itself, in runCounts.redirects), the most
-// requests ever in flight to one host and the requests repeated. Each
+// What the supervisors report of politeness in their heartbeats: the
+// most requests ever in flight to one host and the requests repeated.
+// (Redirects the dispatcher counts from the Results themselves, in
+// runCounts.redirects: see countRedirects.) Each
 // supervisor process counts from its start, so the latest heartbeat of
 // each process (name and start) is kept, at most maxPoliteSources of
 // them.
@@ -20,14 +16,13 @@ import (
 const maxPoliteSources = 4096
 
 type politeNote struct {
-	redirects    map[string]int64
 	hostInFlight int
 	repeated     int64
 }
 
 // notePolite keeps a heartbeat's politeness counters. Callers hold mu.
 func (d *Dispatcher) notePolite(h *wire.Heartbeat) {
-	if len(h.Redirects) == 0 && h.HostInFlight == 0 && h.Repeated == 0 {
+	if h.HostInFlight == 0 && h.Repeated == 0 {
 		return
 	}
 	if d.polite == nil {
@@ -40,15 +35,16 @@ func (d *Dispatcher) notePolite(h *wire.Heartbeat) {
 			break
 		}
 	}
-	d.polite[src] = politeNote{redirects: maps.Clone(h.Redirects), hostInFlight: h.HostInFlight, repeated: h.Repeated}
+	d.polite[src] = politeNote{hostInFlight: h.HostInFlight, repeated: h.Repeated}
 }
 
 // Politeness is how polite the crawl was, for the summary, the status
 // and the metrics.
 type Politeness struct {
-	// Redirects counts redirects by what became of them (wire.Redirect*):
-	// those the supervisors made or refused on a page's own host, and
-	// those to other hosts the dispatcher followed or refused.
+	// Redirects counts pages' redirects by what became of them
+	// (wire.Redirect*): those the supervisors made or refused on a page's
+	// own host, and those to other hosts the dispatcher followed or
+	// refused.
 	Redirects map[string]int64 `json:"redirects,omitempty"`
 	// HostInFlight is the most requests ever in flight to one host at
 	// once (1 when every host had one at a time).
@@ -63,9 +59,6 @@ type Politeness struct {
 func (d *Dispatcher) politeness() Politeness {
 	p := Politeness{Redirects: sumMaps(d.base.redirects, d.run.redirects)}
 	for _, n := range d.polite {
-		for k, v := range n.redirects {
-			p.Redirects[k] += v
-		}
 		p.HostInFlight = max(p.HostInFlight, n.hostInFlight)
 		p.Repeated += n.repeated
 	}
@@ -73,4 +66,20 @@ func (d *Dispatcher) politeness() Politeness {
 		p.Redirects = nil
 	}
 	return p
+}
+
+// countRedirects counts what the supervisor did with a page's redirects,
+// as its Result says: the hops it made on the page's host (Chain), the
+// one to another host it handed back (Redirect; the dispatcher's own
+// verdict on it is counted by redirectResult), and the one it refused.
+func (d *Dispatcher) countRedirects(t *task, r *wire.Result) {
+	if n := len(r.Chain); n > 0 {
+		d.run.redirects[wire.RedirectFollowed] += int64(n)
+	}
+	if r.Redirect != "" {
+		d.run.redirects[wire.RedirectOtherHost]++
+	}
+	if r.HopRefused != "" {
+		d.run.redirects[r.HopRefused]++
+	}
 }

@@ -686,7 +686,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 			return err
 		}
 		wt := wire.Task{ID: taskID(t.key), Lease: t.lease.Token, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
-			ETag: etag, LastModified: lastMod}
+			ETag: etag, LastModified: lastMod, Hops: t.hops}
 		if ho, ok := w.hostLast[t.host]; ok && ho.member != m.name {
 			wt.HostLast = ho.at // the host moved: hand its last request over
 		}

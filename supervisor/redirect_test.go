@@ -103,6 +103,9 @@ func TestRedirects(t *testing.T) {
 			if len(other.log()) != 0 {
 				t.Errorf("the other host was asked %q", paths(other.log()))
 			}
+			if refused := tc.counted == wire.RedirectRobots || tc.counted == wire.RedirectLoop; refused != (res.HopRefused == tc.counted) {
+				t.Errorf("hop refused %q, counted %q", res.HopRefused, tc.counted)
+			}
 			if n := r.sup.redirects.snapshot()[tc.counted]; n == 0 {
 				t.Errorf("redirects %v: none counted as %q", r.sup.redirects.snapshot(), tc.counted)
 			}

@@ -174,8 +174,9 @@ type Stats struct {
 	// Resent counts answers sent again to a dispatcher that welcomed the
 	// supervisor (a restarted one adopts those it has not committed).
 	Resent int64
-	// Politeness: redirects by what became of them (wire.Redirect*), and
-	// the most requests that were ever in flight to one host at once.
+	// Politeness: the redirects it met by what became of them
+	// (wire.Redirect*; see redirectCounts), and the most requests that
+	// were ever in flight to one host at once.
 	Redirects    map[string]int64
 	HostInFlight int
 
@@ -813,8 +814,8 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		Surveys:  s.surveyHeld.list(),
 		DNS:      s.dnsStats(),
 
-		Redirects:    s.redirects.snapshot(),
 		HostInFlight: s.inFlight.max(),
+		Repeated:     s.repeated(),
 	}
 	if s.render != nil {
 		rs := s.render.Stats()

@@ -46,6 +46,9 @@ type page struct {
 	// kept: res is an answer sent before, under an earlier lease
 	// (answers.go); no request was made for it this time.
 	kept bool
+	// hopRefused: a redirect led to a request the address guard refused
+	// (wire.RedirectAddress).
+	hopRefused string
 }
 
 // work is one worker: it takes the next ready host, gives it one turn (at
@@ -176,7 +179,10 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 
 	delay := s.delay(h.robots)
 	u, err := url.Parse(target)
+	// hopped: a redirect on this host led here; a task with Hops came of
+	// redirects from other hosts.
 	hopped := target != first.URL
+	redirected := hopped || first.Hops > 0
 	switch {
 	case err != nil: // accept checked it; kept for safety
 		t := s.popInto(h, popped)
@@ -198,9 +204,12 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 			return now, &page{task: t, res: s.answer(t, ClassRobotsUnavailable, h.robots.reason)}
 		}
 		res := s.answer(t, ClassRobots, fmt.Sprintf("disallowed by robots.txt of %s", h.name))
-		if hopped {
+		if redirected {
 			s.redirects.add(wire.RedirectRobots)
 			res.Error = fmt.Sprintf("redirected to %s, which robots.txt of %s disallows", target, h.name)
+			res.HopRefused = wire.RedirectRobots
+		}
+		if hopped {
 			res.FinalURL, res.Chain = target, s.hops.before(t.ID)
 		}
 		return now, &page{task: t, res: res}
@@ -239,11 +248,13 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		}
 		return next, p
 	}
-	if err != nil && hopped && fetch.ClassOf(err) == fetch.ClassBlocked {
+	p := &page{task: t, start: start, resp: resp, err: err, render: render}
+	p.soft404, _ = s.soft404.known(h.name)
+	if err != nil && redirected && fetch.ClassOf(err) == fetch.ClassBlocked {
 		s.redirects.add(wire.RedirectAddress)
+		p.hopRefused = wire.RedirectAddress
 	}
-	soft, _ := s.soft404.known(h.name)
-	return next, &page{task: t, start: start, resp: resp, err: err, soft404: soft, render: render}
+	return next, p
 }
 
 // pageRequest is how a page's one request is made. A Render task's page
@@ -605,6 +616,7 @@ func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 			res.Class = string(fetch.ClassOther)
 		}
 		res.Error = err.Error()
+		res.HopRefused = p.hopRefused
 		return res
 	}
 	res.ETag, res.LastModified = validators(p.resp)

@@ -58,6 +58,7 @@ const (
 	resRedirect   = 23
 	resDelay      = 24
 	resReady      = 25
+	resHopRefused = 26
 
 	fieldMapping = 1
 	fieldName    = 2
@@ -276,6 +277,7 @@ func encodeResult(r *Result) []byte {
 	e.string(resRedirect, r.Redirect)
 	e.varint(resDelay, int64(r.Delay))
 	e.varint(resReady, int64(r.Ready))
+	e.string(resHopRefused, r.HopRefused)
 	return e
 }
 
@@ -363,6 +365,8 @@ func decodeResult(b []byte) (*Result, error) {
 		case resReady:
 			v, err = d.int()
 			r.Ready = time.Duration(v)
+		case resHopRefused:
+			r.HopRefused, err = d.str()
 		}
 		if err != nil {
 			return nil, err

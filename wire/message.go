@@ -104,14 +104,12 @@ type Heartbeat struct {
 	// own omit it).
 	DNS *DNSStats `json:"dns,omitempty"`
 
-	// Politeness, since the supervisor started (appended): redirects by
-	// what became of them (Redirect*), the most requests ever in flight
-	// to one host at once (1 when every host had one at a time), and
-	// requests that went out again without being asked (0: nothing
-	// below the politeness rules retries on its own).
-	Redirects    map[string]int64 `json:"redirects,omitempty"`
-	HostInFlight int              `json:"host_in_flight,omitempty"`
-	Repeated     int64            `json:"repeated,omitempty"`
+	// Politeness, since the supervisor started (appended): the most
+	// requests ever in flight to one host at once (1 when every host had
+	// one at a time), and requests that went out again without being
+	// asked (0: nothing below the politeness rules retries on its own).
+	HostInFlight int   `json:"host_in_flight,omitempty"`
+	Repeated     int64 `json:"repeated,omitempty"`
 }
 
 // DNSStats counts a process's DNS look-ups and queries (package resolver's
@@ -294,6 +292,10 @@ type Result struct {
 	// values; Status is the redirect's.
 	Chain    []string `json:"chain,omitempty"`
 	Redirect string   `json:"redirect,omitempty"`
+	// HopRefused says why the task's last hop was not made, when a
+	// redirect led to its answer: RedirectRobots, RedirectAddress,
+	// RedirectLoop or RedirectTooMany.
+	HopRefused string `json:"hop_refused,omitempty"`
 
 	// The host's pace as the supervisor keeps it, for the dispatcher to
 	// send the host's next task when it can go (not to have it wait in
@@ -305,8 +307,9 @@ type Result struct {
 	Ready time.Duration `json:"ready,omitempty"`
 }
 
-// What became of a redirect (or meta refresh), as counted in the
-// supervisors' Heartbeat.Redirects and the crawl's summary. Append only.
+// What became of a redirect (or meta refresh), as the crawl's summary
+// counts them (from the Results: Chain, Redirect, HopRefused). Append
+// only.
 const (
 	RedirectFollowed  = "followed"   // requested, after its host's delay
 	RedirectOtherHost = "other-host" // to another host: answered for the dispatcher to queue there
