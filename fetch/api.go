@@ -45,6 +45,10 @@ const (
 	// resolver's retries), which says nothing of the name, unlike
 	// ClassDNS; a rerun asks again.
 	ClassDNSTimeout Class = "dns-timeout"
+	// ClassBlacklisted: the host (Config.DenyNames), or an address
+	// (blacklisted during a crawl), is never to be asked anything; no
+	// request was made, and a listed name is not even looked up.
+	ClassBlacklisted Class = "blacklisted"
 )
 
 // Error is a classified fetch failure.
@@ -151,6 +155,12 @@ type Config struct {
 	// cover DNS answers and redirects; a refusal is ClassBlocked.
 	Deny     []netip.Prefix
 	DenyAddr func(netip.AddrPort) string
+	// DenyNames lists host names never asked anything (a user's
+	// blacklist: a name covers its subdomains). They are refused before
+	// anything else, pins included, so such a name is never looked up:
+	// ClassBlacklisted. This covers every request the Fetcher makes, a
+	// redirect's target included.
+	DenyNames NameSet
 }
 
 // Names looks up a host's addresses.

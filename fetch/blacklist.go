@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -13,6 +14,49 @@ import (
 type Blacklist struct {
 	Hosts    []BlacklistHost // refused by the supervisor, subdomains included
 	Prefixes []netip.Prefix  // refused by the fetcher at dial time (an IP is a /32 or /128)
+}
+
+// Names is the set of the list's host names, to match against.
+func (b Blacklist) Names() NameSet {
+	if len(b.Hosts) == 0 {
+		return nil
+	}
+	s := make(NameSet, len(b.Hosts))
+	for _, h := range b.Hosts {
+		if _, ok := s[h.Host]; !ok {
+			s[h.Host] = h.Where
+		}
+	}
+	return s
+}
+
+// NameSet is a blacklist's host names, each with where it was read. A
+// name is in the set when it, or a domain it belongs to, was listed: a
+// listed name covers its subdomains.
+type NameSet map[string]string
+
+// Match reports whether host ("name" or "name:port", any case, with or
+// without a final dot) is listed, and where.
+func (s NameSet) Match(host string) (where string, ok bool) {
+	if len(s) == 0 {
+		return "", false
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.ToLower(name), ".")
+	for d := name; d != ""; {
+		if w, ok := s[d]; ok {
+			return w, true
+		}
+		i := strings.IndexByte(d, '.')
+		if i < 0 {
+			break
+		}
+		d = d[i+1:]
+	}
+	return "", false
 }
 
 // BlacklistHost is one host entry and where it was read.

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -102,5 +104,79 @@ func TestRemoteAddrOfFailure(t *testing.T) {
 	var fe *Error
 	if !errors.As(err, &fe) || fe.Class != ClassConnect || fe.RemoteAddr != closed {
 		t.Fatalf("error %v, want a connect failure naming %s", err, closed)
+	}
+}
+
+// namesAsked is a Names that records every name it is asked for.
+type namesAsked struct {
+	mu    sync.Mutex
+	asked []string
+}
+
+func (n *namesAsked) Addrs(_ context.Context, host string) ([]netip.Addr, error) {
+	n.mu.Lock()
+	n.asked = append(n.asked, host)
+	n.mu.Unlock()
+	return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+}
+
+// TestDenyNames: a blacklisted name, or a subdomain of one, is refused
+// before anything else (a pin, a look-up, a dial), whether asked for or
+// reached by a redirect; other names are fetched.
+func TestDenyNames(t *testing.T) {
+	var hits atomic.Int32
+	page := newHTTPServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.Host == "hop.example" {
+			http.Redirect(w, r, "http://www.blocked.test/", http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<p>fine</p>")
+	}))
+	cases := []struct {
+		url   string
+		class Class
+		hits  int32 // requests the server sees
+	}{
+		{"http://blocked.test/", ClassBlacklisted, 0},
+		{"http://deep.www.Blocked.Test./x", ClassBlacklisted, 0},
+		{"http://pinned.blocked.test/", ClassBlacklisted, 0},
+		{"http://hop.example/", ClassBlacklisted, 1},
+		{"http://notblocked.test/", "", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.url, func(t *testing.T) {
+			hits.Store(0)
+			names := &namesAsked{}
+			cfg := baseConfig()
+			cfg.Names = names
+			cfg.Resolve = map[string]string{"pinned.blocked.test:80": page, "hop.example:80": page, "notblocked.test:80": page}
+			bl, err := ParseBlacklist(strings.NewReader("blocked.test\n"), "list.txt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.DenyNames = bl.Names()
+			f := New(cfg)
+			t.Cleanup(f.Close)
+			_, err = f.Get(context.Background(), tc.url)
+			if ClassOf(err) != tc.class {
+				t.Fatalf("class %q (%v), want %q", ClassOf(err), err, tc.class)
+			}
+			if tc.class != "" && !strings.Contains(err.Error(), "list.txt:1") {
+				t.Errorf("error %q does not say where the name is listed", err)
+			}
+			if n := hits.Load(); n != tc.hits {
+				t.Errorf("server saw %d requests, want %d", n, tc.hits)
+			}
+			for _, n := range names.asked {
+				if strings.Contains(strings.ToLower(n), "blocked.test") {
+					t.Errorf("the blacklisted %s was looked up", n)
+				}
+			}
+			if f.NeedsLookup("blocked.test:80") {
+				t.Errorf("NeedsLookup says a blacklisted name needs a look-up")
+			}
+		})
 	}
 }

@@ -159,6 +159,9 @@ func (f *Fetcher) resolve(ctx context.Context, addr string) ([]netip.AddrPort, e
 	if err != nil {
 		return nil, &dialError{ClassURL, fmt.Errorf("bad port in %q", addr)}
 	}
+	if where, ok := f.cfg.DenyNames.Match(host); ok {
+		return nil, &dialError{ClassBlacklisted, fmt.Errorf("host %s is on the blacklist (%s)", host, where)}
+	}
 	if to, ok := f.lookupResolve(host, portStr); ok {
 		ap, err := netip.ParseAddrPort(to)
 		if err != nil {
@@ -244,6 +247,9 @@ func (f *Fetcher) NeedsLookup(hostport string) bool {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		return false
+	}
+	if _, ok := f.cfg.DenyNames.Match(host); ok {
+		return false // refused before any look-up
 	}
 	if _, ok := f.lookupResolve(host, port); ok {
 		return false

@@ -19,17 +19,27 @@ type HostRules interface {
 	Allowed(rawURL string) bool
 	CrawlDelay() time.Duration // 0 when robots.txt sets none
 	Reason() string            // why everything is disallowed, when it is
+	// Unavailable is the error of a robots.txt that could not be had,
+	// which disallows everything until it can be; nil otherwise.
+	Unavailable() error
 }
 
 // PoliteSource fetches teacher pages on demand as a crawl would: the
 // host's robots.txt first (once per host), then one request at a time per
 // host with the Crawl-delay (or Delay, when robots.txt sets none) between
-// two requests, robots.txt's own included. Safe for concurrent use for
-// different hosts.
+// two requests, robots.txt's own included. A redirect is followed as a
+// request of its own under its target host's rules (robots.txt, delay),
+// up to the Fetcher's redirect limit and never in a loop; the Fetcher
+// refuses a blacklisted name before it is looked up (fetch.Config's
+// DenyNames). Safe for concurrent use for different hosts.
 type PoliteSource struct {
 	Fetcher *fetch.Fetcher
-	// Robots reads the robots.txt of rawURL's host (a request to it).
-	Robots func(ctx context.Context, rawURL string) (HostRules, error)
+	// Robots reads the robots.txt of rawURL's host, each of its requests
+	// made with do, which keeps the host's delay.
+	Robots func(ctx context.Context, rawURL string, do func(ctx context.Context, rawURL string, r fetch.Request) (*fetch.Response, error)) (HostRules, error)
+	// MaxRedirects bounds a page's chain of redirects; 0:
+	// fetch.DefaultMaxRedirects.
+	MaxRedirects int
 	// Delay is the pause between two requests to one host when its
 	// robots.txt sets no Crawl-delay.
 	Delay time.Duration
@@ -61,8 +71,41 @@ type politeHost struct {
 }
 
 // Fetch fetches rawURL when its host's robots.txt allows it, after the
-// host's delay. A non-2xx answer is an error.
+// host's delay, and each redirect's target the same way. A non-2xx answer
+// is an error.
 func (s *PoliteSource) Fetch(ctx context.Context, rawURL string) (*Page, error) {
+	res, err := s.Get(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Page{URL: res.URL, ContentType: res.ContentType, Body: res.Body}, nil
+}
+
+// Get is Fetch with the fetcher's answer: the last response, and with a
+// non-2xx status both the response and the fetcher's error (as
+// fetch.Fetcher.Get returns them).
+func (s *PoliteSource) Get(ctx context.Context, rawURL string) (*fetch.Response, error) {
+	max := s.MaxRedirects
+	if max <= 0 {
+		max = fetch.DefaultMaxRedirects
+	}
+	chain := fetch.NewChain(rawURL, max)
+	for cur := rawURL; ; {
+		res, err := s.fetchOne(ctx, cur)
+		if err != nil || res.Next == "" {
+			return res, err
+		}
+		if err := chain.Add(res.Next); err != nil {
+			err.URL = rawURL
+			return nil, err
+		}
+		cur = res.Next
+	}
+}
+
+// fetchOne makes the one request for rawURL under its host's rules, and
+// follows nothing.
+func (s *PoliteSource) fetchOne(ctx context.Context, rawURL string) (*fetch.Response, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("fetch %s: not an absolute URL", rawURL)
@@ -83,18 +126,17 @@ func (s *PoliteSource) Fetch(ctx context.Context, rawURL string) (*Page, error) 
 	defer h.mu.Unlock()
 	hostKey := fetch.HostKey(u)
 	if h.rules == nil && h.err == nil {
-		// The robots.txt request keeps the delay robots.txt has yet to
+		// robots.txt's requests keep the delay robots.txt has yet to
 		// tell: ours.
-		if err := s.wait(ctx, h, hostKey, s.Delay); err != nil {
-			return nil, err
-		}
-		h.rules, h.err = s.Robots(ctx, rawURL)
-		if err := s.requested(ctx, h, hostKey); err != nil {
-			return nil, err
-		}
+		h.rules, h.err = s.Robots(ctx, rawURL, func(ctx context.Context, rawURL string, r fetch.Request) (*fetch.Response, error) {
+			return s.request(ctx, h, hostKey, s.Delay, rawURL, r)
+		})
 	}
 	if h.err != nil {
 		return nil, h.err
+	}
+	if err := h.rules.Unavailable(); err != nil {
+		return nil, err
 	}
 	if !h.rules.Allowed(rawURL) {
 		why := ""
@@ -110,17 +152,20 @@ func (s *PoliteSource) Fetch(ctx context.Context, rawURL string) (*Page, error) 
 		}
 		delay = cd
 	}
+	return s.request(ctx, h, hostKey, delay, rawURL, fetch.Request{})
+}
+
+// request makes one request to the host h (whose lock the caller holds)
+// once delay has passed since its last one, and notes its end.
+func (s *PoliteSource) request(ctx context.Context, h *politeHost, hostKey string, delay time.Duration, rawURL string, r fetch.Request) (*fetch.Response, error) {
 	if err := s.wait(ctx, h, hostKey, delay); err != nil {
 		return nil, err
 	}
-	res, err := s.Fetcher.Get(ctx, rawURL)
+	res, err := s.Fetcher.Do(ctx, rawURL, r)
 	if rerr := s.requested(ctx, h, hostKey); rerr != nil {
 		return nil, rerr
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &Page{URL: res.URL, ContentType: res.ContentType, Body: res.Body}, nil
+	return res, err
 }
 
 // wait returns once delay has passed since the host's last request, ours

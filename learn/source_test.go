@@ -28,9 +28,14 @@ func startPolite(t *testing.T, opts testweb.Options) (*testweb.Web, *PoliteSourc
 	t.Cleanup(func() { web.Close() })
 	f := fetch.New(fetch.Config{UserAgent: testUserAgent, Resolve: web.Resolve(), AllowLoopback: true})
 	t.Cleanup(func() { f.Close() })
-	return web, &PoliteSource{Fetcher: f, Robots: func(ctx context.Context, u string) (HostRules, error) {
-		return supervisor.FetchRobots(ctx, f, testUserAgent, u)
-	}}
+	return web, &PoliteSource{Fetcher: f, Robots: robotsReader(testUserAgent)}
+}
+
+// robotsReader reads robots.txt as a supervisor does.
+func robotsReader(ua string) func(context.Context, string, func(context.Context, string, fetch.Request) (*fetch.Response, error)) (HostRules, error) {
+	return func(ctx context.Context, u string, do func(context.Context, string, fetch.Request) (*fetch.Response, error)) (HostRules, error) {
+		return supervisor.FetchRobots(ctx, do, ua, u)
+	}
 }
 
 // TestPoliteSource fetches teacher pages from the small fixture web, whose

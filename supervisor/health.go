@@ -44,7 +44,7 @@ import (
 
 // Classes of the host health machinery. Append only: they cross the wire.
 const (
-	ClassBlacklisted = "blacklisted" // host or address blacklisted; no request made
+	ClassBlacklisted = string(fetch.ClassBlacklisted) // host or address blacklisted; no request made
 )
 
 // Defaults of the Config fields for trouble.

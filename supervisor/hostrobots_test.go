@@ -22,7 +22,7 @@ func TestFetchRobots(t *testing.T) {
 	f := fetch.New(fetch.Config{UserAgent: ua, Resolve: web.Resolve(), AllowLoopback: true})
 	defer f.Close()
 	ctx := context.Background()
-	r, err := FetchRobots(ctx, f, ua, "http://people.example/p/alice")
+	r, err := FetchRobots(ctx, f.Do, ua, "http://people.example/p/alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,14 +33,14 @@ func TestFetchRobots(t *testing.T) {
 		t.Errorf("Crawl-delay %s, reason %q", r.CrawlDelay(), r.Reason())
 	}
 	// A host that cannot be reached disallows everything, and says why.
-	down, err := FetchRobots(ctx, f, ua, "http://127.0.0.1:1/x")
+	down, err := FetchRobots(ctx, f.Do, ua, "http://127.0.0.1:1/x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if down.Allowed("http://127.0.0.1:1/x") || !strings.Contains(down.Reason(), "unreachable") {
 		t.Errorf("unreachable host: allowed %v, reason %q", down.Allowed("http://127.0.0.1:1/x"), down.Reason())
 	}
-	if _, err := FetchRobots(ctx, f, ua, "http://[::1"); err == nil {
+	if _, err := FetchRobots(ctx, f.Do, ua, "http://[::1"); err == nil {
 		t.Error("a URL that does not parse")
 	}
 }

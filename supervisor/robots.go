@@ -1,7 +1,7 @@
 package supervisor
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +9,7 @@ import (
 
 	"backfill/fetch"
 	"backfill/robots"
+	"backfill/wire"
 )
 
 // robotsMaxRedirects is how many redirects a robots.txt fetch follows:
@@ -123,21 +124,36 @@ type RobotsError struct {
 func (e *RobotsError) Error() string { return e.URL + ": " + e.Reason }
 func (e *RobotsError) Unwrap() error { return e.Err }
 
-// CheckRobots fetches the robots.txt of rawURL's host with f and reports
-// whether userAgent may fetch rawURL, by the same rules the workers apply.
-// A robots.txt that could not be read is a *RobotsError, not a "no". It is
-// for one-off fetches outside a crawl, such as trying a mapping on a live
-// page.
-func CheckRobots(ctx context.Context, f *fetch.Fetcher, userAgent, rawURL string) (bool, error) {
-	u, err := url.Parse(rawURL)
+// robotsRequest is how a robots.txt request is made: 500 KiB kept, no
+// meta refresh (a robots.txt has none).
+var robotsRequest = fetch.Request{MaxBody: robots.MaxSize, IgnoreMetaRefresh: true}
+
+// robotsHopRule decides whether host's robots.txt request at from, sent
+// to next, is followed there: on the host, at most robotsMaxRedirects
+// times, never to a URL the chain (*chain, made on the first hop) went
+// through. reason is what became of the hop (wire.Redirect*).
+func robotsHopRule(host string, chain **fetch.Chain, from, next string) (follow bool, reason string) {
+	nu, err := url.Parse(next)
 	if err != nil {
-		return false, fmt.Errorf("check robots.txt for %s: %w", rawURL, err)
+		return false, wire.RedirectLoop
 	}
-	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
-	resp, err := f.Get(ctx, robotsURL)
-	r := robotsFromFetch(resp, err, robots.ProductToken(userAgent))
-	if r.disallowAll && r.reason != "" {
-		return false, &RobotsError{URL: robotsURL, Reason: r.reason, Err: err}
+	if fetch.HostKey(nu) != host {
+		return false, wire.RedirectOtherHost
 	}
-	return r.allowed(u), nil
+	if *chain == nil {
+		*chain = fetch.NewChain(from, robotsMaxRedirects)
+	}
+	if err := (*chain).Add(next); err != nil {
+		if errors.Is(err, fetch.ErrRedirectLoop) {
+			return false, wire.RedirectLoop
+		}
+		return false, wire.RedirectTooMany
+	}
+	return true, wire.RedirectFollowed
+}
+
+// robotsGaveUp is the error of a robots.txt whose redirects were not
+// followed to the end: the file is unavailable, which allows everything.
+func robotsGaveUp(at string) error {
+	return &fetch.Error{Class: fetch.ClassRedirect, URL: at, Err: errors.New("robots.txt redirected away from its host, or too often")}
 }

@@ -287,30 +287,11 @@ func (s *Supervisor) request(ctx context.Context, h *host, rawURL string, r fetc
 }
 
 // robotsHop records that h's robots.txt request at from was sent to next,
-// and reports whether the hop is to be followed: on h, within the five
-// redirects.
+// and reports whether the hop is to be followed (robotsHopRule).
 func (s *Supervisor) robotsHop(h *host, from, next string) bool {
-	nu, err := url.Parse(next)
-	if err != nil {
-		return false
-	}
-	if fetch.HostKey(nu) != h.name {
-		s.redirects.add(wire.RedirectOtherHost)
-		return false
-	}
-	if h.robotsHop == nil {
-		h.robotsHop = fetch.NewChain(from, robotsMaxRedirects)
-	}
-	if err := h.robotsHop.Add(next); err != nil {
-		if errors.Is(err, fetch.ErrRedirectLoop) {
-			s.redirects.add(wire.RedirectLoop)
-		} else {
-			s.redirects.add(wire.RedirectTooMany)
-		}
-		return false
-	}
-	s.redirects.add(wire.RedirectFollowed)
-	return true
+	follow, reason := robotsHopRule(h.name, &h.robotsHop, from, next)
+	s.redirects.add(reason)
+	return follow
 }
 
 func (s *Supervisor) popInto(h *host, popped **wire.Task) *wire.Task {
@@ -440,7 +421,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	}
 	s.robots.Add(1)
 	start := time.Now()
-	resp, end, err := s.request(ctx, h, robotsURL, fetch.Request{MaxBody: robots.MaxSize, IgnoreMetaRefresh: true}, s.delay(h.robots))
+	resp, end, err := s.request(ctx, h, robotsURL, robotsRequest, s.delay(h.robots))
 	if ctx.Err() != nil {
 		return // shutting down; nothing learned
 	}
@@ -448,7 +429,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 		if s.robotsHop(h, robotsURL, resp.Next) {
 			return // the next turn asks the hop's target
 		}
-		resp, err = nil, &fetch.Error{Class: fetch.ClassRedirect, URL: robotsURL, Err: errors.New("robots.txt redirected away from its host, or too often")}
+		resp, err = nil, robotsGaveUp(robotsURL)
 	}
 	h.robotsHop = nil
 	// A blacklisted address blacklists the host: its turns answer

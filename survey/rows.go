@@ -18,8 +18,12 @@ const (
 	Unresolved   = "unresolved"   // DNS said no, or failed: Class says how
 	Unresponsive = "unresponsive" // resolved, but no HTTP answer: Class says how
 	Answered     = "answered"     // an HTTP status came back
-	Excluded     = "excluded"     // resolved to an address the survey may not connect to
+	Excluded     = "excluded"     // on the blocklist (never looked up), or resolved to an address the survey may not connect to
 )
+
+// WebBlocklisted is the Class of a domain the user's blocklist names: it
+// is neither looked up nor probed.
+const WebBlocklisted = "blocklisted"
 
 // WebRow is one domain's line of a web survey (docs/survey.md has the
 // schema).
@@ -37,6 +41,7 @@ type WebRow struct {
 	Supervisor string          `json:"supervisor,omitempty"`
 	At         time.Time       `json:"at"`
 	CopiedFrom string          `json:"copied_from,omitempty"` // incremental rescans: the run or file the row was copied from
+	Listed     string          `json:"listed,omitempty"`      // class blocklisted: where the blocklist names the domain (file:line)
 }
 
 // PortRow is one ip:port's line of a port survey.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"backfill/fetch"
 	"backfill/resolver"
 	"backfill/wire"
 )
@@ -33,6 +34,9 @@ type WebConfig struct {
 	// answer did not change, is copied forward instead of probed again.
 	// 0 probes everything again.
 	MaxAge time.Duration
+	// Blocklist names domains (and their subdomains) never looked up nor
+	// probed: their rows say excluded, blocklisted, and where.
+	Blocklist fetch.NameSet
 }
 
 // DefaultDNSWorkers bounds a web survey's lookups in flight.
@@ -85,12 +89,13 @@ func planWeb(ctx context.Context, cfg WebConfig, st *state, cur run, prev *run) 
 	if err != nil {
 		return rep, err
 	}
+	now := cfg.now()
+	var rows []row
+	domains, rows = blocklisted(cfg.Blocklist, domains, now)
 	answers, err := resolveAll(ctx, cfg, st, domains)
 	if err != nil {
 		return rep, err
 	}
-	now := cfg.now()
-	var rows []row
 	groups := map[netip.Addr]*task{}
 	nsOf := map[netip.Addr]string{}
 	for i, d := range domains {
@@ -135,6 +140,24 @@ func planWeb(ctx context.Context, cfg WebConfig, st *state, cur run, prev *run) 
 	cfg.log().Info("web survey planned", "run", cur.name(), "domains", len(domains), "addresses", len(tasks),
 		"rows_known", len(rows), "bad_lines", rep.Bad)
 	return rep, st.plan(ctx, cur, tasks, rows)
+}
+
+// blocklisted takes the domains the blocklist names out of domains, before
+// anything is asked of DNS, and gives each its row.
+func blocklisted(bl fetch.NameSet, domains []domainIn, now time.Time) ([]domainIn, []row) {
+	if len(bl) == 0 {
+		return domains, nil
+	}
+	var rows []row
+	kept := domains[:0:0]
+	for _, d := range domains {
+		if where, ok := bl.Match(d.name); ok {
+			rows = append(rows, webRow(d.seq, WebRow{Domain: d.name, Outcome: Excluded, Class: WebBlocklisted, Listed: where, At: now}))
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept, rows
 }
 
 // probeAddr chooses the address a domain is probed at: its first IPv4

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	dnsresolver "backfill/resolver"
+	"backfill/fetch"
 	"backfill/survey"
 	"backfill/survey/surveytest"
 	"backfill/wire"
@@ -421,4 +422,50 @@ func TestWebResume(t *testing.T) {
 		}
 	}
 	_ = wire.SurveyWeb
+}
+
+// A domain the blocklist names, or a subdomain of one, is neither looked
+// up nor probed: its row says excluded, blocklisted, and where the list
+// names it. The other domains are surveyed as usual.
+func TestWebSurveyBlocklist(t *testing.T) {
+	t.Parallel()
+	w := surveytest.Start(t, surveytest.Options{Domains: 20, Addresses: 4, Prompt: true})
+	dir := t.TempDir()
+	list := filepath.Join(dir, "domains.txt")
+	if err := w.WriteDomains(list, "evil.blocked.test", "blocked.test"); err != nil {
+		t.Fatal(err)
+	}
+	bl, err := fetch.ParseBlacklist(strings.NewReader("# never these\nblocked.test\n"), "blocklist.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sum, err := survey.RunWeb(context.Background(), survey.WebConfig{
+		Config:  survey.Config{StateDir: filepath.Join(dir, "state"), Out: &out, Cluster: local(t, 1, w), Spec: webSpec(w)},
+		Domains: list, Resolver: resolver(t, w), Blocklist: bl.Names(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := 0
+	for _, r := range readRows[survey.WebRow](t, out.Bytes()) {
+		if !strings.HasSuffix(r.Domain, "blocked.test") {
+			continue
+		}
+		listed++
+		if r.Outcome != survey.Excluded || r.Class != survey.WebBlocklisted || r.Listed != "blocklist.txt:2" || len(r.DNS.IPs) > 0 || r.IP != "" {
+			t.Errorf("row %+v: want excluded, blocklisted, listed at blocklist.txt:2, no DNS answer, no probe", r)
+		}
+	}
+	if listed != 2 || sum.Outcomes[survey.Excluded] != 2 {
+		t.Errorf("%d blocklisted rows, summary outcomes %v; want 2", listed, sum.Outcomes)
+	}
+	for _, name := range []string{"evil.blocked.test", "blocked.test"} {
+		if n := w.Asked(name); n != 0 {
+			t.Errorf("%s was looked up %d times", name, n)
+		}
+	}
+	if sum.Rows != 22 {
+		t.Errorf("%d rows, want 22", sum.Rows)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"backfill/dispatcher"
 	"backfill/etl"
 	"backfill/fetch"
+	"backfill/learn"
 	"backfill/mappings"
 	"backfill/resolver"
 	"backfill/store"
@@ -481,11 +482,25 @@ func (c *crawlerFlags) fetchConfig() fetch.Config {
 		AllowLoopback: c.allowLoopback,
 		AllowPrivate:  c.allowPrivate,
 		Deny:          c.blacklist.Prefixes,
+		DenyNames:     c.blacklist.Names(),
 	}
 	if c.names != nil {
 		fc.Names = c.names
 	}
 	return fc
+}
+
+// politeSource fetches pages one at a time outside a crawl (mappings
+// learn and try) under the crawl's rules, with f (built from
+// fetchConfig, so with the blacklist): robots.txt read as the workers
+// read it, the delay, one request at a time per host, redirects as
+// requests of their own.
+func (c *crawlerFlags) politeSource(f *fetch.Fetcher) *learn.PoliteSource {
+	ua := c.userAgentString()
+	return &learn.PoliteSource{Fetcher: f, Delay: c.delay, MaxDelay: c.maxDelay,
+		Robots: func(ctx context.Context, rawURL string, do func(context.Context, string, fetch.Request) (*fetch.Response, error)) (learn.HostRules, error) {
+			return supervisor.FetchRobots(ctx, do, ua, rawURL)
+		}}
 }
 
 func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *etl.Set, cache store.HostCache, log *slog.Logger) supervisor.Config {

@@ -13,7 +13,6 @@ import (
 	"backfill/dispatcher"
 	"backfill/fetch"
 	"backfill/learn"
-	"backfill/supervisor"
 )
 
 // valuesFlag collects --value FIELD=VALUE.
@@ -154,16 +153,12 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer closeNames()
 	f := fetch.New(cf.fetchConfig())
 	defer f.Close()
-	ua := cf.userAgentString()
 	ls, err := openLearnState(ctx, *stateDir, &sf, *recrawl)
 	if err != nil {
 		return err
 	}
 	defer ls.close()
-	src := ls.source(&learn.PoliteSource{Fetcher: f, Delay: cf.delay, MaxDelay: cf.maxDelay,
-		Robots: func(ctx context.Context, rawURL string) (learn.HostRules, error) {
-			return supervisor.FetchRobots(ctx, f, ua, rawURL)
-		}})
+	src := ls.source(cf.politeSource(f))
 	res, err := learn.Learn(ctx, teachers, src, opts)
 	if errors.Is(err, learn.ErrNoTeachers) {
 		return fmt.Errorf("%w (fields %s)", err, strings.Join(opts.Fields, ", "))

@@ -166,7 +166,7 @@ func mappingsTry(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	var body []byte
 	if strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
-		res, err := fetchPolitely(ctx, cf.fetchConfig(), target)
+		res, err := fetchPolitely(ctx, &cf, target)
 		if err != nil {
 			return err
 		}
@@ -247,33 +247,25 @@ func parseErr(err error) error {
 	return fmt.Errorf("%w: %v", errUsage, err)
 }
 
-// fetchPolitely fetches one page for `mappings try` the way a supervisor
-// would: robots.txt first, identifying User-Agent.
-func fetchPolitely(ctx context.Context, cfg fetch.Config, rawURL string) (*fetch.Response, error) {
-	f := fetch.New(cfg)
+// fetchPolitely fetches one page for `mappings try` the way a crawl
+// would (cf.politeSource): robots.txt first, the delay, each redirect a
+// request under its own host's rules, the blacklist, an identifying
+// User-Agent.
+func fetchPolitely(ctx context.Context, cf *crawlerFlags, rawURL string) (*fetch.Response, error) {
+	f := fetch.New(cf.fetchConfig())
 	defer f.Close()
-	ok, err := supervisor.CheckRobots(ctx, f, cfg.UserAgent, rawURL)
-	if err != nil {
-		if hint := guardHint(err); hint != "" {
-			return nil, fmt.Errorf("%s: %s", hostOf(rawURL), hint)
-		}
-		var re *supervisor.RobotsError
-		if errors.As(err, &re) {
-			return nil, fmt.Errorf("robots.txt of %s could not be read (%s), so nothing is fetched from it (a crawl waits until it can be read)", hostOf(rawURL), re.Reason)
-		}
-		return nil, err
+	res, err := cf.politeSource(f).Get(ctx, rawURL)
+	if res != nil {
+		return res, nil // a bad status still has a page worth trying mappings on
 	}
-	if !ok {
-		return nil, fmt.Errorf("robots.txt of %s disallows %s for %q", hostOf(rawURL), rawURL, cfg.UserAgent)
+	if hint := guardHint(err); hint != "" {
+		return nil, fmt.Errorf("%s: %s", hostOf(rawURL), hint)
 	}
-	res, err := f.Get(ctx, rawURL)
-	if res == nil {
-		if hint := guardHint(err); hint != "" {
-			return nil, fmt.Errorf("%s: %s", hostOf(rawURL), hint)
-		}
-		return nil, err
+	var re *supervisor.RobotsError
+	if errors.As(err, &re) {
+		return nil, fmt.Errorf("robots.txt of %s could not be read (%s), so nothing is fetched from it (a crawl waits until it can be read)", hostOf(re.URL), re.Reason)
 	}
-	return res, nil // a bad status still has a page worth trying mappings on
+	return nil, err
 }
 
 // guardHint says which flag lifts the address guard when err is its

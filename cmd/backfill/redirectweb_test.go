@@ -246,4 +246,3 @@ func provenanceVia(t *testing.T, export []byte) map[string][]string {
 	}
 	return out
 }
-

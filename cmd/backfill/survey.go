@@ -297,7 +297,7 @@ func surveyWeb(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	sum, err := survey.RunWeb(ctx, survey.WebConfig{Config: r.cfg, Domains: *domains, Resolver: resolver, DNSWorkers: *dnsWorkers,
-		MinTTL: rf.minTTL, MaxTTL: rf.maxTTL, Since: *since, MaxAge: *maxAge})
+		MinTTL: rf.minTTL, MaxTTL: rf.maxTTL, Since: *since, MaxAge: *maxAge, Blocklist: bl.Names()})
 	return r.finish(ctx, sum, err)
 }
 
