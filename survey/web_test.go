@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	dnsresolver "backfill/resolver"
 	"backfill/fetch"
+	dnsresolver "backfill/resolver"
 	"backfill/survey"
 	"backfill/survey/surveytest"
 	"backfill/wire"
