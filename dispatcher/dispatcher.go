@@ -31,6 +31,12 @@ type Config struct {
 	Fields       []string      // target fields; default: mapping fields the record lacks
 	Lease        time.Duration // default 2m
 	HostInFlight int           // default 2
+	// MemberLease is a member's hold on the hosts routed to it, renewed
+	// by every heartbeat heard (wire.Renew; default DefaultMemberLease,
+	// at least three heartbeats). A member cut off that long has stopped
+	// asking them anything, and after its longest request too they go to
+	// another member.
+	MemberLease time.Duration
 	// MaxRedirects bounds a page's chain of redirects across hosts, as
 	// the fetcher's bounds it on one (fetch.Config.MaxRedirects, whose
 	// default is the default).
@@ -442,6 +448,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 2 * time.Second
 	}
+	if cfg.MemberLease <= 0 {
+		cfg.MemberLease = DefaultMemberLease
+	}
+	cfg.MemberLease = max(cfg.MemberLease, 3*cfg.Heartbeat)
 	if cfg.RecrawlAfter < 0 {
 		return nil, errors.New("dispatcher: negative recrawl age")
 	}

@@ -24,6 +24,9 @@ type member struct {
 	inFlight int
 	waiting  []*hostQueue  // host queues parked because the member is full
 	sec      wire.Security // how its task socket is dialled (see memberSecurity)
+	// maxRequest is the longest one of its requests may take (its Hello
+	// says): its hosts wait it out after its lease (fenceEnd).
+	maxRequest time.Duration
 
 	// For the status (see status.go): when it joined, and its own
 	// counters from its last heartbeat.
@@ -109,6 +112,24 @@ func (m *member) stop() {
 		m.cancel()
 		<-m.done
 	}
+}
+
+// DefaultMemberLease is Config.MemberLease's default: ten default
+// heartbeats.
+const DefaultMemberLease = 20 * time.Second
+
+// fenceEnd is the latest time member m, lost, may still be in a request
+// to a host it held: its lease runs out MemberLease after the heartbeat
+// last heard (it counts from when it sent that one, which is earlier),
+// and a request it started just before may take m.maxRequest more. A
+// member of an earlier build says nothing of its requests: a minute is
+// allowed for them.
+func (d *Dispatcher) fenceEnd(m *member) time.Time {
+	req := m.maxRequest
+	if req <= 0 {
+		req = time.Minute
+	}
+	return m.lastSeen.Add(d.cfg.MemberLease + req)
 }
 
 // byeWait bounds the send of one member's Bye.

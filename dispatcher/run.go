@@ -538,12 +538,16 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 			}
 			d.w.unparkMember(m)
 		}
+		m.maxRequest = h.MaxRequest
 		if hello { // our Welcome was lost, or it has not connected yet
-			m.enqueue(wire.KindWelcome, wire.Welcome{Dispatcher: d.name, Run: d.runID})
+			m.enqueue(wire.KindWelcome, d.welcome(h))
+		} else {
+			m.enqueue(wire.KindRenew, wire.Renew{Seq: h.Seq, Lease: d.cfg.MemberLease})
 		}
 		return nil
 	}
-	m = &member{name: h.Supervisor, key: from.Key, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started, lastSeen: now, joined: now, sec: sec}
+	m = &member{name: h.Supervisor, key: from.Key, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started,
+		lastSeen: now, joined: now, sec: sec, maxRequest: h.MaxRequest}
 	if err := m.start(d.ctx, &d.wg, d.failed); err != nil {
 		d.log.Error("supervisor unreachable", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "error", err)
 		return nil
@@ -560,13 +564,18 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 	}
 	d.epoch++
 	d.w.unparkAll(d.members)
-	m.enqueue(wire.KindWelcome, wire.Welcome{Dispatcher: d.name, Run: d.runID})
+	m.enqueue(wire.KindWelcome, d.welcome(h))
 	d.log.Info("supervisor joined", "supervisor", m.name, "endpoint", m.endpoint, "capacity", m.capacity,
 		"render", m.render, "members", len(d.members))
 	if m.render {
 		return d.renderPending(ctx)
 	}
 	return nil
+}
+
+// welcome is the Welcome that answers h, granting the member its lease.
+func (d *Dispatcher) welcome(h wire.Hello) wire.Welcome {
+	return wire.Welcome{Dispatcher: d.name, Run: d.runID, Seq: h.Seq, Lease: d.cfg.MemberLease}
 }
 
 // drop removes a member and re-queues what it held.
@@ -579,11 +588,15 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 	d.renderDomains.Leave(m.name)
 	d.epoch++
 	n := 0
+	fenced := d.fenceEnd(m)
 	for _, t := range maps.Clone(d.w.leased) {
 		if t.lease.Member == m.name {
 			if err := d.requeue(ctx, t); err != nil {
 				return err
 			}
+			// Its hosts go to another member once the member may no
+			// longer be asking them anything (fenceEnd).
+			d.w.hostLast[t.host] = handover{at: fenced, member: m.name}
 			n++
 		}
 	}

@@ -304,6 +304,21 @@ func (s *scheduler) stop() {
 	s.notify()
 }
 
+// abandon drops every queued task (not those being processed) and gives
+// their capacity back: the member lost its hold on its hosts (fence.go).
+// The hosts stay, with their rules and times.
+func (s *scheduler) abandon() []*wire.Task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*wire.Task
+	for _, h := range s.hosts {
+		out = append(out, h.tasks...)
+		s.held -= len(h.tasks)
+		h.tasks = nil
+	}
+	return out
+}
+
 // counts reports tasks held (queued or in progress) and hosts known.
 func (s *scheduler) counts() (held, hosts int) {
 	s.mu.Lock()

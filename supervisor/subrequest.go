@@ -72,6 +72,9 @@ func (s *Supervisor) subTurn(ctx context.Context, h *host, sr *subReq, now time.
 	if sr.ctx.Err() != nil {
 		return answer(nil, &fetch.Error{Class: fetch.ClassCanceled, URL: sr.url, Err: errors.New("render ended")})
 	}
+	if wait := s.fence.hold(now); wait > 0 {
+		return now.Add(wait) // cut off from the dispatcher (fence.go)
+	}
 	if why := s.health.refused(h.name); why != "" {
 		return answer(nil, &fetch.Error{Class: fetch.Class(ClassBlacklisted), URL: sr.url, Err: errors.New(why)})
 	}

@@ -174,6 +174,9 @@ type Stats struct {
 	// Resent counts answers sent again to a dispatcher that welcomed the
 	// supervisor (a restarted one adopts those it has not committed).
 	Resent int64
+	// Abandoned counts tasks dropped unanswered because the member's
+	// lease on its hosts ran out, cut off from the dispatcher (fence.go).
+	Abandoned int64
 	// Politeness: the redirects it met by what became of them
 	// (wire.Redirect*; see redirectCounts), and the most requests that
 	// were ever in flight to one host at once.
@@ -214,6 +217,7 @@ type Supervisor struct {
 	hops          hopChains
 	redirects     redirectCounts
 	inFlight      hostFlights
+	fence         fence // the member's lease on its hosts (fence.go)
 	soft404       *soft404s
 	soft404Probes atomic.Int64
 	// answers keeps the good answers sent lately, for tasks that come
@@ -221,6 +225,8 @@ type Supervisor struct {
 	answers    *answers
 	reanswered atomic.Int64
 	resent     atomic.Int64
+	// abandoned counts tasks dropped when the lease ran out (fence.go).
+	abandoned atomic.Int64
 
 	// For operators: counters and histograms only metrics read (meter),
 	// and each host's request pace (paces).
@@ -530,6 +536,7 @@ func (s *Supervisor) Stats() Stats {
 		Failed:        make(map[string]int64),
 		Redirects:     s.redirects.snapshot(),
 		HostInFlight:  s.inFlight.max(),
+		Abandoned:     s.abandoned.Load(),
 	}
 	s.failedMu.Lock()
 	for k, v := range s.failed {
@@ -570,7 +577,17 @@ func (s *Supervisor) hello() wire.Hello {
 		Started:    s.started,
 		Key:        s.cfg.Keys.Public,
 		Survey:     s.cfg.Prober != nil,
+		MaxRequest: s.maxRequest(),
 	}
+}
+
+// maxRequest is the longest one request may take here: the fetcher's
+// deadline.
+func (s *Supervisor) maxRequest() time.Duration {
+	if s.cfg.Fetch.Timeout > 0 {
+		return s.cfg.Fetch.Timeout
+	}
+	return fetch.DefaultTimeout
 }
 
 // receive owns the task socket: it reads Welcomes, Tasks and Byes until
@@ -596,8 +613,12 @@ func (s *Supervisor) receive(ctx context.Context) error {
 		case wire.KindWelcome:
 			w := v.(*wire.Welcome)
 			s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run)
+			s.renewed(w.Seq, w.Lease)
 			s.markRegistered()
 			s.resendAnswers(ctx)
+		case wire.KindRenew:
+			r := v.(*wire.Renew)
+			s.renewed(r.Seq, r.Lease)
 		case wire.KindTask:
 			s.markRegistered()
 			s.accept(ctx, v.(*wire.Task))
@@ -707,6 +728,7 @@ func (s *Supervisor) talk(ctx context.Context) {
 		case <-tick.C:
 		}
 		err := s.send(ctx, wire.KindHeartbeat, s.heartbeat(), s.cfg.Heartbeat)
+		s.fenceCheck(time.Now())
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -730,7 +752,9 @@ func (s *Supervisor) register(ctx context.Context, quiet bool) bool {
 	pause := backoff.New(min(helloStart, s.cfg.HelloMax), s.cfg.HelloMax)
 	answer := min(helloAnswer, s.cfg.HelloMax)
 	for attempt := 1; ; attempt++ {
-		err := s.send(ctx, wire.KindHello, s.hello(), answer)
+		h := s.hello()
+		h.Seq = s.fence.sending(time.Now())
+		err := s.send(ctx, wire.KindHello, h, answer)
 		if ctx.Err() != nil {
 			return false
 		}
@@ -817,6 +841,7 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 		HostInFlight: s.inFlight.max(),
 		Repeated:     s.repeated(),
 	}
+	hb.Seq = s.fence.sending(time.Now())
 	if s.render != nil {
 		rs := s.render.Stats()
 		hb.RenderRSS = renderMemory(rs)

@@ -114,6 +114,9 @@ func (s *Supervisor) turnSafe(ctx context.Context, h *host) (next time.Time, p *
 // host may have its next turn; a popped task is stored in *popped.
 func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (time.Time, *page) {
 	now := time.Now()
+	if wait := s.fence.hold(now); wait > 0 {
+		return now.Add(wait), nil // cut off from the dispatcher (fence.go)
+	}
 	// The cache may know a later request than we do: another supervisor
 	// that owned the host before, or this one before a restart. It is read
 	// when that can be so: on first sight of the host, and when our own

@@ -83,6 +83,8 @@ func Decode(frame []byte) (Kind, any, error) {
 		v = new(SurveyResult)
 	case KindBye:
 		v = new(Bye)
+	case KindRenew:
+		v = new(Renew)
 	default:
 		return 0, nil, fmt.Errorf("%w: unknown kind %d", ErrBadFrame, frame[1])
 	}
@@ -117,6 +119,8 @@ func kindMatches(kind Kind, v any) bool {
 		return kind == KindSurveyResult
 	case Bye, *Bye:
 		return kind == KindBye
+	case Renew, *Renew:
+		return kind == KindRenew
 	}
 	return false
 }

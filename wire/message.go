@@ -23,6 +23,7 @@ const (
 	KindSurveyTask   Kind = 6 // survey dispatcher → supervisor: probe one address (survey.go)
 	KindSurveyResult Kind = 7 // supervisor → survey dispatcher: what the probes found
 	KindBye          Kind = 8 // dispatcher → supervisor: the run is finished, no more tasks
+	KindRenew        Kind = 9 // dispatcher → supervisor: heartbeat heard, the member's hold on its hosts renewed
 )
 
 func (k Kind) String() string {
@@ -43,6 +44,8 @@ func (k Kind) String() string {
 		return "survey-result"
 	case KindBye:
 		return "bye"
+	case KindRenew:
+		return "renew"
 	}
 	return "unknown"
 }
@@ -65,6 +68,16 @@ type Hello struct {
 
 	// Survey says the supervisor runs host-survey tasks (SurveyTask).
 	Survey bool `json:"survey,omitempty"`
+
+	// Seq numbers this Hello or Heartbeat among those of its sender's
+	// incarnation, so that a Welcome or Renew can say which one it
+	// answers: the member's hold on its hosts runs from when that one was
+	// sent (see Renew).
+	Seq uint64 `json:"seq,omitempty"`
+	// MaxRequest is the longest one of its requests may take (its fetch
+	// deadline, or a render's): after a member is lost, its hosts wait
+	// out its lease and this before another member asks them anything.
+	MaxRequest time.Duration `json:"max_request,omitempty"`
 }
 
 // Heartbeat repeats Hello and adds live counters.
@@ -193,10 +206,27 @@ type HostBackoff struct {
 	Why      string    `json:"why,omitempty"`
 }
 
-// Welcome acknowledges a Hello on the supervisor's task socket.
+// Welcome acknowledges a Hello on the supervisor's task socket. Seq and
+// Lease grant the member's hold on its hosts as a Renew does; a zero
+// Lease grants nothing (a dispatcher that fences nothing, a survey's).
 type Welcome struct {
-	Dispatcher string `json:"dispatcher"`
-	Run        string `json:"run"`
+	Dispatcher string        `json:"dispatcher"`
+	Run        string        `json:"run"`
+	Seq        uint64        `json:"seq,omitempty"`
+	Lease      time.Duration `json:"lease,omitempty"`
+}
+
+// Renew answers a Heartbeat: the dispatcher heard the one numbered Seq,
+// and the member may go on asking the hosts it holds until Lease after it
+// sent that heartbeat (its own clock: no clock is compared across
+// machines). A member that is not renewed in time stops starting
+// requests and, at the end of its lease, drops the tasks it holds; the
+// dispatcher gives its hosts to another member only after the lease and
+// the member's longest request (Hello.MaxRequest) have passed, so two
+// members never ask one host at once, cut off from each other or not.
+type Renew struct {
+	Seq   uint64        `json:"seq"`
+	Lease time.Duration `json:"lease"`
 }
 
 // Bye tells a member that the dispatcher's run is finished: no task will

@@ -26,6 +26,7 @@ type dispatcherFlags struct {
 	fields       string
 	depth        int
 	lease        time.Duration
+	memberLease  time.Duration
 	hostInFlight int
 	summary      string
 
@@ -56,6 +57,7 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.fields, "fields", "", "comma-separated fields to fill (default: every field the mappings can produce that a record lacks)")
 	fs.IntVar(&d.depth, "depth", 1, "how many links away from a record's own links to crawl")
 	fs.DurationVar(&d.lease, "lease", 2*time.Minute, "how long a supervisor has for a task before it is sent again")
+	fs.DurationVar(&d.memberLease, "member-lease", dispatcher.DefaultMemberLease, "how long a supervisor holds its hosts without being heard: one cut off that long has stopped asking them, and after its longest request they go to another")
 	fs.IntVar(&d.hostInFlight, "host-in-flight", 2, "tasks of one host handed out at once")
 	fs.StringVar(&d.summary, "summary", "", "also write the run summary as JSON to this file")
 	fs.StringVar(&d.topSites, "top-sites", "", "ranked CSV of popular sites, rank,domain per line (header optional), for --exclude-top")
@@ -95,8 +97,8 @@ func (d *dispatcherFlags) validate() error {
 	if d.depth < 0 {
 		return fmt.Errorf("%w: --depth must not be negative", errUsage)
 	}
-	if d.lease <= 0 || d.hostInFlight < 1 {
-		return fmt.Errorf("%w: --lease must be positive and --host-in-flight at least 1", errUsage)
+	if d.lease <= 0 || d.memberLease <= 0 || d.hostInFlight < 1 {
+		return fmt.Errorf("%w: --lease and --member-lease must be positive and --host-in-flight at least 1", errUsage)
 	}
 	if min(d.excludeTop, d.hostBudget, d.recordBudget, d.maxPathDepth, d.maxRepeats, d.maxFanout) < 0 {
 		return fmt.Errorf("%w: --exclude-top, --host-budget, --record-budget, --max-path-depth, --max-repeats and --max-fanout must not be negative", errUsage)
@@ -147,6 +149,7 @@ func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, lo
 		Depth:         d.depth,
 		Fields:        fields,
 		Lease:         d.lease,
+		MemberLease:   d.memberLease,
 		HostInFlight:  d.hostInFlight,
 		HostBudget:    noLimit(d.hostBudget),
 		RecordBudget:  noLimit(d.recordBudget),

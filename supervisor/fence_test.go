@@ -1,0 +1,96 @@
+package supervisor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"backfill/wire"
+)
+
+// TestFence: a member that stops hearing from the dispatcher stops
+// starting requests once half its lease is gone (saying so at Warn),
+// drops the tasks it holds when the lease ends (saying so too), and
+// resumes, saying so, when a Renew answers one of its heartbeats. No
+// request starts while it is cut off.
+func TestFence(t *testing.T) {
+	t.Parallel()
+	const lease = 800 * time.Millisecond
+	pages := map[string]string{}
+	for _, p := range []string{"a", "b", "c", "d", "e", "f"} {
+		pages["/p/"+p] = "<html><body><h1>" + p + "</h1></body></html>"
+	}
+	s := newSite(t, "a.test", "", pages)
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	cfg := testConfig(t, d, s)
+	cfg.DefaultDelay = NoDelay
+	cfg.NoSoft404 = true
+	var logs logBuffer
+	cfg.Logger = newLogger(&logs)
+	r := start(t, cfg)
+	h := d.hello()
+	out, err := wire.Dial(h.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.out = out
+	granted := time.Now() // the Hello was sent before this: its lease ends before granted+lease
+	if err := out.Send(wire.KindWelcome, wire.Welcome{Dispatcher: "test", Run: "r", Seq: h.Seq, Lease: lease}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	d.task("a", 1, "http://a.test/p/a")
+	d.collect(1, 5*time.Second)
+
+	// No renewal: half the lease on, requests stop; the tasks sent now
+	// wait, and are dropped at the lease's end.
+	waitFor(t, 5*time.Second, "the pause", func() bool { return strings.Contains(logs.String(), "cut off from the dispatcher") })
+	for _, id := range []string{"b", "c", "d"} {
+		d.task(id, 1, "http://a.test/p/"+id)
+	}
+	waitFor(t, 5*time.Second, "the tasks dropped", func() bool { return r.sup.Stats().Abandoned == 3 })
+	if !strings.Contains(logs.String(), "lease on the hosts held is over") {
+		t.Errorf("no Warn at the lease's end:\n%s", logs.String())
+	}
+	for _, hit := range s.log() {
+		if hit.at.After(granted.Add(lease / 2)) {
+			t.Errorf("%s requested %v after the lease was granted, past half its %v", hit.path, hit.at.Sub(granted), lease)
+		}
+	}
+	select {
+	case res := <-d.results:
+		t.Errorf("a task held while cut off was answered: %+v", res)
+	default:
+	}
+
+	// A Renew of a heartbeat sent now: requests resume.
+	var beat *wire.Heartbeat
+	for beat == nil || time.Since(beat.At) > 50*time.Millisecond {
+		select {
+		case beat = <-d.beats:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no heartbeat")
+		}
+	}
+	if err := out.Send(wire.KindRenew, wire.Renew{Seq: beat.Seq, Lease: lease}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	d.task("e", 2, "http://a.test/p/e")
+	if res := d.collect(1, 5*time.Second)["e"]; res == nil || res.Class != "" {
+		t.Fatalf("after the renewal: %+v", res)
+	}
+	if !strings.Contains(logs.String(), "requests resume") {
+		t.Errorf("no Warn when requests resume:\n%s", logs.String())
+	}
+}
+
+// waitFor polls cond until it holds, failing after within.
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
