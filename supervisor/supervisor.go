@@ -633,6 +633,8 @@ func (s *Supervisor) receive(ctx context.Context) error {
 			}
 			s.log.Info("the dispatcher's run is finished; waiting for its next run", "dispatcher", b.Dispatcher, "run", b.Run)
 			s.registered.Store(false)
+			// No host is held until the next run: nothing to fence.
+			s.fence.grant(0, 0)
 			// Task IDs are stable within a run only: the next run's
 			// tasks ask afresh.
 			s.answers.clear()
