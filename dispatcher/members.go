@@ -114,9 +114,11 @@ func (m *member) stop() {
 	}
 }
 
-// DefaultMemberLease is Config.MemberLease's default: ten default
-// heartbeats.
-const DefaultMemberLease = 20 * time.Second
+// DefaultMemberLease is Config.MemberLease's default: five default
+// heartbeats. A member lost is dropped after three heartbeats unheard;
+// its hosts wait its lease and its longest request (the fetch deadline,
+// 30 s by default) before another member asks them anything.
+const DefaultMemberLease = 10 * time.Second
 
 // fenceEnd is the latest time member m, lost, may still be in a request
 // to a host it held: its lease runs out MemberLease after the heartbeat

@@ -38,6 +38,12 @@ const (
 	// crashLease is the dispatcher's lease: far longer than a test, so a
 	// page fetched twice is never explained by an expired lease.
 	crashLease = "30s"
+	// crashMemberLease and crashTimeout bound how long the hosts of a
+	// supervisor lost wait before another one asks them anything (its
+	// lease, then its longest request): short, so that the crawl goes on
+	// within the test's patience.
+	crashMemberLease = "6s"
+	crashTimeout     = "5s"
 )
 
 // crashWeb is the generated web of one crash test and the records crawled
@@ -169,7 +175,7 @@ func (c *cluster) startDispatcher() {
 	c.dispN++
 	c.disp = start(c.t, fmt.Sprintf("dispatcher-%d", c.dispN), "dispatcher",
 		"--records", c.recordsPath, "--state-dir", c.stateDir, "--listen", c.listen,
-		"--lease", crashLease, "--expect", "2", "--summary", c.summaryPath)
+		"--lease", crashLease, "--member-lease", crashMemberLease, "--expect", "2", "--summary", c.summaryPath)
 	if _, ok := c.disp.stderr.wait(regexp.MustCompile(`dispatcher listening`), time.Now().Add(time.Minute)); !ok {
 		c.t.Fatalf("%s never said it listens", c.disp.name)
 	}
@@ -181,7 +187,7 @@ func (c *cluster) startSupervisor(name string) {
 	c.born[name]++
 	contact := fmt.Sprintf("https://backfill.invalid/crash/%s/%d", name, c.born[name])
 	args := []string{"supervisor", "--dispatcher", c.listen, "--store", c.storePath, "--name", name,
-		"--allow-loopback", "--delay", "2s", "--workers", "4", "--contact", contact}
+		"--allow-loopback", "--delay", "2s", "--workers", "4", "--timeout", crashTimeout, "--contact", contact}
 	for host, addr := range c.w.web.Resolve() {
 		args = append(args, "--resolve", host+":"+addr)
 	}
