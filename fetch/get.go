@@ -118,6 +118,9 @@ func (f *Fetcher) once(ctx, parent context.Context, u *url.URL, r Request) (*Res
 	if err != nil {
 		return fail(ClassURL, err)
 	}
+	if !f.resend {
+		req.Body = unreplayable{} // never sent twice (exchange.go)
+	}
 	req.Header.Set("User-Agent", f.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,text/*;q=0.8,*/*;q=0.5")
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
@@ -267,6 +270,10 @@ func classify(ctx, parent context.Context, err error) (Class, error) {
 	}
 	// Anything else happened after the connection was made: a garbled
 	// status line, a connection closed mid-headers, a reset.
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// The request went out and is not sent again (exchange.go).
+		return ClassProtocol, fmt.Errorf("connection closed before the response: %w", err)
+	}
 	return ClassProtocol, err
 }
 
