@@ -34,7 +34,9 @@
 //     (conn.go). Nothing below the Fetcher sends a request twice
 //     (exchange.go); Stats counts any repeat all the same.
 //  2. TLS is verified (TLSTimeout) unless InsecureTLS, in which case the
-//     problem is recorded in Response.TLSError. The response header must
+//     problem is recorded in Response.TLSError. A server that offers
+//     HTTP/2 in the handshake (ALPN) is spoken to in HTTP/2, any other in
+//     HTTP/1.1, under the same limits. The response header must
 //     arrive within HeaderTimeout and stay under MaxHeaderBytes and
 //     MaxHeaders.
 //  3. A 3xx with a Location is a hop: resolved against the current URL,
@@ -63,8 +65,9 @@
 // IsBinaryPath lets link discovery drop links to binary files before a
 // request is spent on them.
 //
-// The transport keeps connections alive (one per host, in use or idle),
-// since the supervisor sends one request per host at a time; Close
+// The transport keeps connections alive (one per host, in use or idle, so
+// one TCP and TLS handshake per host), since the supervisor sends one
+// request per host at a time; Close
 // releases the idle ones. An http.Transport also keeps state for every
 // host it was ever asked for, which a crawl of millions of failing hosts
 // would pile up, so after Config.MaxTransportHosts distinct hosts the

@@ -344,7 +344,8 @@ const maxIdleConns = 4096
 
 // newTransport builds the one Transport of a Fetcher: keep-alive on (the
 // supervisor sends one request per host at a time, so reuse is polite and
-// cheap), compression handled by body.go so its size can be capped.
+// cheap: one TCP and TLS handshake per host), compression handled by
+// body.go so its size can be capped.
 func (f *Fetcher) newTransport() *http.Transport {
 	tc := &tls.Config{RootCAs: f.cfg.RootCAs, MinVersion: tls.VersionTLS12}
 	if f.cfg.InsecureTLS {
@@ -366,7 +367,12 @@ func (f *Fetcher) newTransport() *http.Transport {
 		MaxIdleConnsPerHost:    1,
 		MaxConnsPerHost:        1, // one request at a time per host: never a second connection beside it
 		IdleConnTimeout:        90 * time.Second,
-		ForceAttemptHTTP2:      false, // HTTP/1.1 only: one connection, one request, the limits above all apply
+		// HTTP/2 when the server offers it in the TLS handshake (ALPN),
+		// HTTP/1.1 otherwise: either way one connection per host. The
+		// dialer, MaxResponseHeaderBytes (HTTP/2's header list limit),
+		// DisableCompression and the per-request deadlines apply to both,
+		// and so does the rule that nothing is sent twice (exchange.go).
+		ForceAttemptHTTP2: true,
 	}
 }
 
