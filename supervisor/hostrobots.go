@@ -27,7 +27,7 @@ func FetchRobots(ctx context.Context, f *fetch.Fetcher, userAgent, rawURL string
 		return nil, fmt.Errorf("robots.txt for %s: %w", rawURL, err)
 	}
 	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
-	resp, err := f.Get(ctx, robotsURL)
+	resp, err := getRobots(ctx, f, robotsURL)
 	return &HostRobots{rules: robotsFromFetch(resp, err, robots.ProductToken(userAgent))}, nil
 }
 

@@ -16,6 +16,26 @@ import (
 // unavailable file (which allows everything).
 const robotsMaxRedirects = 5
 
+// getRobots reads robotsURL with f, the fetcher pages are read with (one
+// connection per host serves both): each hop a request of its own, at
+// most robotsMaxRedirects of them, no meta refresh (RFC 9309 knows none),
+// at most robots.MaxSize bytes kept. Too many redirects, or a loop, is a
+// ClassRedirect error, which robotsFromFetch takes for no usable file.
+func getRobots(ctx context.Context, f *fetch.Fetcher, robotsURL string) (*fetch.Response, error) {
+	chain := fetch.NewChain(robotsURL, robotsMaxRedirects)
+	at := robotsURL
+	for {
+		resp, err := f.Do(ctx, at, fetch.Request{MaxBody: robots.MaxSize, IgnoreMetaRefresh: true})
+		if err != nil || resp.Next == "" {
+			return resp, err
+		}
+		if err := chain.Add(resp.Next); err != nil {
+			return nil, err
+		}
+		at = resp.Next
+	}
+}
+
 // robotsRules is what one host's robots.txt says to our product token.
 type robotsRules struct {
 	status      int // HTTP status of the fetch; 0 when unreachable
@@ -134,7 +154,7 @@ func CheckRobots(ctx context.Context, f *fetch.Fetcher, userAgent, rawURL string
 		return false, fmt.Errorf("check robots.txt for %s: %w", rawURL, err)
 	}
 	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
-	resp, err := f.Get(ctx, robotsURL)
+	resp, err := getRobots(ctx, f, robotsURL)
 	r := robotsFromFetch(resp, err, robots.ProductToken(userAgent))
 	if r.disallowAll && r.reason != "" {
 		return false, &RobotsError{URL: robotsURL, Reason: r.reason, Err: err}
