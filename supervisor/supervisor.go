@@ -204,9 +204,6 @@ type Supervisor struct {
 	cache      store.HostCache
 	sched      *scheduler
 
-	// robotsFetcher fetches robots.txt: at most five redirects, no meta
-	// refresh, 500 KiB.
-	robotsFetcher *fetch.Fetcher
 	health        *health
 	soft404       *soft404s
 	soft404Probes atomic.Int64
@@ -358,11 +355,6 @@ func New(cfg Config) (*Supervisor, error) {
 	if cfg.Names != nil {
 		cfg.Fetch.Names = cfg.Names
 	}
-	robotsFetch := cfg.Fetch
-	robotsFetch.MaxRedirects = robotsMaxRedirects
-	robotsFetch.IgnoreMetaRefresh = true
-	robotsFetch.MaxBody = robots.MaxSize
-
 	var fromDispatcher []string
 	if cfg.DispatcherKey != "" {
 		fromDispatcher = []string{cfg.DispatcherKey}
@@ -407,13 +399,12 @@ func New(cfg Config) (*Supervisor, error) {
 
 		lastPending: make(map[string]time.Time),
 
-		robotsFetcher: fetch.New(robotsFetch),
-		health:        hs,
-		soft404:       newSoft404s(cfg.MaxHosts),
-		answers:       newAnswers(cfg.Capacity, answersBytes, answersTTL),
-		surveySlots:   make(chan struct{}, cfg.Capacity),
-		meter:         newMeter(),
-		paces:         newPaces(),
+		health:      hs,
+		soft404:     newSoft404s(cfg.MaxHosts),
+		answers:     newAnswers(cfg.Capacity, answersBytes, answersTTL),
+		surveySlots: make(chan struct{}, cfg.Capacity),
+		meter:       newMeter(),
+		paces:       newPaces(),
 	}
 	if rend != nil {
 		subFetch := cfg.Fetch
@@ -505,7 +496,6 @@ func (s *Supervisor) Close() error {
 		s.sched.stop()
 		s.stopLookups()
 		s.fetcher.Close()
-		s.robotsFetcher.Close()
 		s.subFetcher.Close()
 		var rerr error
 		if s.render != nil {

@@ -346,9 +346,9 @@ func (s *Supervisor) cachedRobots(ctx context.Context, name string, now time.Tim
 }
 
 // fetchRobots fetches h's robots.txt and counts it as a request to the
-// host. It uses its own fetcher, which follows at most five redirects (RFC
-// 9309; more mean the file is unavailable) and no meta refresh, and keeps
-// at most 500 KiB. 4xx allows everything; 5xx, 429 or no answer disallows
+// host. It goes over the pages' fetcher and connection, following at
+// most five redirects (RFC 9309; more mean the file is unavailable) and no
+// meta refresh, and keeping at most 500 KiB (getRobots). 4xx allows everything; 5xx, 429 or no answer disallows
 // everything until a retry succeeds: the retry comes RobotsRetry later,
 // doubling with each failure up to RobotsTTL, and not before a Retry-After.
 // Rules that failed because the host could not be reached are not cached:
@@ -361,7 +361,7 @@ func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
 	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
 	start := time.Now()
 	s.robots.Add(1)
-	resp, err := s.robotsFetcher.Get(ctx, robotsURL)
+	resp, err := getRobots(ctx, s.fetcher, robotsURL)
 	end := s.requestDone(h, start, s.delay(h.robots))
 	if ctx.Err() != nil {
 		return // shutting down; nothing learned
