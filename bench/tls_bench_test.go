@@ -46,16 +46,22 @@ import (
 // the base, in the same run. The figures per run: connections per host
 // (mean and max), the share of requests over HTTP/2, and requests for a
 // URL already requested (the same URL twice). TLS_DELAY (default 0) is
-// the --delay between two requests to a host and TLS_IDLE, when set,
-// the --idle-timeout: set both to one value to crawl at the default
-// delay's proportions (15 s each) in less time.
+// the --delay between two requests to a host ("default": none given, so
+// the default applies) and TLS_IDLE, when set, the --idle-timeout: set
+// both to one value to crawl at the default's proportions (15 s each) in
+// less time.
 //
 //	cd bench && TLS_BASE_BIN=/tmp/backfill-base go test -run '^$' -bench TLSConnections -benchtime 1x -timeout 30m .
 func BenchmarkTLSConnections(b *testing.B) {
 	hosts := envInt(b, "TLS_HOSTS", 50)
 	pages := envInt(b, "TLS_PAGES", 10)
 	workers := envInt(b, "TLS_WORKERS", 8)
-	delay := envDuration(b, "TLS_DELAY", 0)
+	// TLS_DELAY=default leaves --delay out: robots.txt sets none, so
+	// the default delay applies.
+	var delayArg []string
+	if os.Getenv("TLS_DELAY") != "default" {
+		delayArg = []string{"--delay", envDuration(b, "TLS_DELAY", 0).String()}
+	}
 	idle := envDuration(b, "TLS_IDLE", 0)
 
 	web, err := testweb.StartLarge(testweb.LargeOptions{Hosts: hosts, Pages: pages})
@@ -74,8 +80,8 @@ func BenchmarkTLSConnections(b *testing.B) {
 	}
 	builds = append(builds, struct{ name, bin string }{"branch", goBuild(b, "..", "./cmd/backfill", filepath.Join(dir, "backfill"))})
 
-	fmt.Printf("tls: large web of %d hosts × (%d profiles + index) behind a TLS front, %d workers, --delay %s, --idle-timeout %s\n",
-		hosts, pages, workers, delay, orDefault(idle))
+	fmt.Printf("tls: large web of %d hosts × (%d profiles + index) behind a TLS front, %d workers, %v, --idle-timeout %s\n",
+		hosts, pages, workers, delayArg, orDefault(idle))
 	for _, h2 := range []bool{true, false} {
 		for _, build := range builds {
 			name := build.name + "/h1"
@@ -89,11 +95,11 @@ func BenchmarkTLSConnections(b *testing.B) {
 						"--records", cb.records,
 						"--mappings", maps,
 						"--state-dir", filepath.Join(dir, fmt.Sprintf("state-%s-%d", strings.ReplaceAll(name, "/", "-"), i)),
-						"--delay", delay.String(),
 						"--workers", strconv.Itoa(workers),
 						"--allow-loopback", "--insecure-tls",
 						"--log-level", "warn",
 					}
+					args = append(args, delayArg...)
 					if idle > 0 {
 						args = append(args, "--idle-timeout", idle.String())
 					}
