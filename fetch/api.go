@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 )
 
@@ -111,7 +112,7 @@ type Config struct {
 	ConnectTimeout time.Duration // TCP connect, default 10s
 	TLSTimeout     time.Duration // TLS handshake, default 10s
 	HeaderTimeout  time.Duration // request written → response header complete, default 15s
-	IdleTimeout    time.Duration // longest silence between two reads, default 15s
+	IdleTimeout    time.Duration // longest silence between two reads of a request's exchange (write to body's end), default 15s
 
 	MaxHeaderBytes int64 // response header bytes, default 128 KiB (ClassTooLarge)
 	MaxHeaders     int   // response header lines, default 256 (ClassTooLarge)
@@ -202,6 +203,11 @@ type Response struct {
 type Fetcher struct {
 	cfg Config
 	ts  *transports
+
+	repeated atomic.Int64 // requests the transport sent more than once (Stats)
+	// resend, in tests only, sends requests the transport may resend, to
+	// show that Stats sees it.
+	resend bool
 }
 
 // New builds a Fetcher. A missing User-Agent is reported by Get, so a

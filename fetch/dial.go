@@ -15,6 +15,9 @@ import (
 func (f *Fetcher) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	c, err := f.dial(ctx, network, addr)
 	if err == nil {
+		// No transport arms it per request: the caller's every read has
+		// the idle limit.
+		c.arm()
 		return c, nil
 	}
 	var de *dialError

@@ -26,10 +26,17 @@
 //     CGNAT, link-local, multicast, unspecified and reserved ranges are
 //     refused (ClassBlocked) unless AllowLoopback or AllowPrivate admit
 //     them. Because the guard sits at dial time it judges DNS answers and
-//     redirect targets alike. The connection then enforces IdleTimeout on
-//     every read, so a server that stalls mid-stream is cut off.
+//     redirect targets alike. From the moment a request takes a
+//     connection (just before it is written) to its body's end, every
+//     read must make progress within IdleTimeout, so a server that stalls
+//     mid-stream is cut off; a kept-alive connection waiting in the pool
+//     has no deadline, so a deadline never falls on the next request
+//     (conn.go). Nothing below the Fetcher sends a request twice
+//     (exchange.go); Stats counts any repeat all the same.
 //  2. TLS is verified (TLSTimeout) unless InsecureTLS, in which case the
-//     problem is recorded in Response.TLSError. The response header must
+//     problem is recorded in Response.TLSError. A server that offers
+//     HTTP/2 in the handshake (ALPN) is spoken to in HTTP/2, any other in
+//     HTTP/1.1, under the same limits. The response header must
 //     arrive within HeaderTimeout and stay under MaxHeaderBytes and
 //     MaxHeaders.
 //  3. A 3xx with a Location is a hop: resolved against the current URL,
@@ -58,8 +65,9 @@
 // IsBinaryPath lets link discovery drop links to binary files before a
 // request is spent on them.
 //
-// The transport keeps connections alive (at most two per host, four idle),
-// since the supervisor sends one request per host at a time; Close
+// The transport keeps connections alive (one per host, in use or idle, so
+// one TCP and TLS handshake per host), since the supervisor sends one
+// request per host at a time; Close
 // releases the idle ones. An http.Transport also keeps state for every
 // host it was ever asked for, which a crawl of millions of failing hosts
 // would pile up, so after Config.MaxTransportHosts distinct hosts the

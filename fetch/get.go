@@ -118,6 +118,9 @@ func (f *Fetcher) once(ctx, parent context.Context, u *url.URL, r Request) (*Res
 	if err != nil {
 		return fail(ClassURL, err)
 	}
+	if !f.resend {
+		req.Body = unreplayable{} // never sent twice (exchange.go)
+	}
 	req.Header.Set("User-Agent", f.cfg.UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,text/*;q=0.8,*/*;q=0.5")
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
@@ -262,12 +265,38 @@ func classify(ctx, parent context.Context, err error) (Class, error) {
 		return ClassTimeout, err
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "server response headers exceeded") {
+	if strings.Contains(msg, "server response headers exceeded") || // HTTP/1.1
+		strings.Contains(msg, "response header list larger than") { // HTTP/2
 		return ClassTooLarge, err
+	}
+	if cause, ok := unresent(msg); ok {
+		return ClassProtocol, fmt.Errorf("the server ended the request without an answer (%s); not sent again", cause)
 	}
 	// Anything else happened after the connection was made: a garbled
 	// status line, a connection closed mid-headers, a reset.
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// The request went out and is not sent again (exchange.go).
+		return ClassProtocol, fmt.Errorf("connection closed before the response: %w", err)
+	}
 	return ClassProtocol, err
+}
+
+// unresent finds the cause in the HTTP/2 client's message for a request
+// it would have resent had its body been replayable (exchange.go): a
+// stream reset or a GOAWAY, which its wording ("cannot retry ... after
+// Request.Body was written") would misrepresent.
+func unresent(msg string) (string, bool) {
+	const head, tail = "cannot retry err [", "] after Request.Body was written"
+	i := strings.Index(msg, head)
+	if i < 0 {
+		return "", false
+	}
+	rest := msg[i+len(head):]
+	j := strings.Index(rest, tail)
+	if j < 0 {
+		return "", false
+	}
+	return rest[:j], true
 }
 
 // contextClass reports whether ctx has ended and how: the caller's cancel

@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"net/netip"
-	"net/url"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -281,9 +278,10 @@ func (f *Fetcher) lookupResolve(host, port string) (string, bool) {
 }
 
 // dial resolves addr, drops every address the guard refuses, and connects
-// to the first remaining one that answers. The returned connection enforces
-// the idle timeout on every read and write.
-func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+// to the first remaining one that answers. The returned connection
+// enforces the idle timeout on its reads while a request uses it (see
+// conn.go) and on every write.
+func (f *Fetcher) dial(ctx context.Context, network, addr string) (*idleConn, error) {
 	cands, err := f.resolve(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -314,7 +312,7 @@ func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, err
 		noteRemote(ctx, ap.String())
 		c, err := d.DialContext(ctx, network, ap.String())
 		if err == nil {
-			return &idleConn{Conn: c, idle: f.cfg.IdleTimeout}, nil
+			return newIdleConn(c, f.cfg.IdleTimeout), nil
 		}
 		lastErr = err
 		if ctx.Err() != nil {
@@ -328,38 +326,14 @@ func (f *Fetcher) dial(ctx context.Context, network, addr string) (net.Conn, err
 	return nil, &dialError{ClassConnect, fmt.Errorf("connect to %s: %w", addr, lastErr)}
 }
 
-// idleConn fails a read or write that sees no progress for idle: a server
-// that trickles or stalls is cut off even when the total deadline is far.
-type idleConn struct {
-	net.Conn
-	idle time.Duration
-}
-
-func (c *idleConn) Read(p []byte) (int, error) {
-	if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
-		return 0, err
+// dialConn is dial as the transport calls it.
+func (f *Fetcher) dialConn(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := f.dial(ctx, network, addr)
+	if err != nil {
+		return nil, err
 	}
-	n, err := c.Conn.Read(p)
-	if err != nil && isTimeout(err) {
-		err = &idleTimeoutError{err}
-	}
-	return n, err
+	return c, nil
 }
-
-func (c *idleConn) Write(p []byte) (int, error) {
-	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
-		return 0, err
-	}
-	return c.Conn.Write(p)
-}
-
-// idleTimeoutError says the peer went silent longer than IdleTimeout.
-type idleTimeoutError struct{ err error }
-
-func (e *idleTimeoutError) Error() string   { return "peer silent too long: " + e.err.Error() }
-func (e *idleTimeoutError) Unwrap() error   { return e.err }
-func (e *idleTimeoutError) Timeout() bool   { return true }
-func (e *idleTimeoutError) Temporary() bool { return true }
 
 func isTimeout(err error) bool {
 	var ne net.Error
@@ -376,7 +350,8 @@ const maxIdleConns = 4096
 
 // newTransport builds the one Transport of a Fetcher: keep-alive on (the
 // supervisor sends one request per host at a time, so reuse is polite and
-// cheap), compression handled by body.go so its size can be capped.
+// cheap: one TCP and TLS handshake per host), compression handled by
+// body.go so its size can be capped.
 func (f *Fetcher) newTransport() *http.Transport {
 	tc := &tls.Config{RootCAs: f.cfg.RootCAs, MinVersion: tls.VersionTLS12}
 	if f.cfg.InsecureTLS {
@@ -386,7 +361,7 @@ func (f *Fetcher) newTransport() *http.Transport {
 	}
 	return &http.Transport{
 		Proxy:                  nil,
-		DialContext:            f.dial,
+		DialContext:            f.dialConn,
 		TLSClientConfig:        tc,
 		TLSHandshakeTimeout:    f.cfg.TLSTimeout,
 		ResponseHeaderTimeout:  f.cfg.HeaderTimeout,
@@ -395,86 +370,16 @@ func (f *Fetcher) newTransport() *http.Transport {
 		DisableCompression:     true,
 		DisableKeepAlives:      false,
 		MaxIdleConns:           maxIdleConns,
-		MaxIdleConnsPerHost:    4,
-		MaxConnsPerHost:        2,
+		MaxIdleConnsPerHost:    1,
+		MaxConnsPerHost:        1, // one request at a time per host: never a second connection beside it
 		IdleConnTimeout:        90 * time.Second,
-		ForceAttemptHTTP2:      false, // HTTP/1.1 only: one connection, one request, the limits above all apply
+		// HTTP/2 when the server offers it in the TLS handshake (ALPN),
+		// HTTP/1.1 otherwise: either way one connection per host. The
+		// dialer, MaxResponseHeaderBytes (HTTP/2's header list limit),
+		// DisableCompression and the per-request deadlines apply to both,
+		// and so does the rule that nothing is sent twice (exchange.go).
+		ForceAttemptHTTP2: true,
 	}
-}
-
-// remoteNote records the address a request's connection went to, so a
-// classified failure or a response can say which address it was: the
-// dialer notes every address it tries or refuses (it gets the request's
-// context values), and a reused connection is noted when the request gets
-// it.
-type remoteNote struct {
-	mu        sync.Mutex
-	addr      string
-	resolving string // the host being looked up in DNS right now, if any
-}
-
-type remoteNoteKey struct{}
-
-func (n *remoteNote) set(addr string) {
-	n.mu.Lock()
-	n.addr = addr
-	n.mu.Unlock()
-}
-
-func (n *remoteNote) get() string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.addr
-}
-
-// noteResolving records that the request whose context ctx is waits for
-// a DNS answer for host ("" once it has one).
-func noteResolving(ctx context.Context, host string) {
-	if n, ok := ctx.Value(remoteNoteKey{}).(*remoteNote); ok {
-		n.mu.Lock()
-		n.resolving = host
-		n.mu.Unlock()
-	}
-}
-
-// resolvingOf is the host the request whose context ctx is waits for a
-// DNS answer for, or "".
-func resolvingOf(ctx context.Context) string {
-	if n, ok := ctx.Value(remoteNoteKey{}).(*remoteNote); ok {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		return n.resolving
-	}
-	return ""
-}
-
-// noteRemote records addr on the request whose context ctx is, if any.
-func noteRemote(ctx context.Context, addr string) {
-	if n, ok := ctx.Value(remoteNoteKey{}).(*remoteNote); ok {
-		n.set(addr)
-	}
-}
-
-// onceNoted is once with the remote address recorded on what it returns.
-func (f *Fetcher) onceNoted(ctx, parent context.Context, u *url.URL, r Request) (*Response, *Error) {
-	n := &remoteNote{}
-	ctx = context.WithValue(ctx, remoteNoteKey{}, n)
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) {
-			if info.Conn != nil && info.Conn.RemoteAddr() != nil {
-				n.set(info.Conn.RemoteAddr().String())
-			}
-		},
-	})
-	resp, err := f.once(ctx, parent, u, r)
-	addr := n.get()
-	if resp != nil {
-		resp.RemoteAddr = addr
-	}
-	if err != nil {
-		err.RemoteAddr = addr
-	}
-	return resp, err
 }
 
 // Refusals the address guard lifts when told to, as RefusalOf names them.

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -10,6 +11,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -315,4 +318,50 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// exchanges counts what a keep-alive server saw: connections accepted
+// and request heads read, across all connections.
+type exchanges struct {
+	conns, requests atomic.Int32
+}
+
+// newKeepAliveServer reads request heads on each connection in turn and
+// hands each to answer with its number n (from 1, across connections);
+// answer writes whatever it likes and returns false to close the
+// connection without reading another.
+func newKeepAliveServer(t *testing.T, answer func(n int, c net.Conn, done <-chan struct{}) bool) (string, *exchanges) {
+	t.Helper()
+	ex := &exchanges{}
+	s := newRawServer(t, func(c net.Conn, done <-chan struct{}) {
+		ex.conns.Add(1)
+		br := bufio.NewReader(c)
+		for {
+			if !readHead(br) {
+				return
+			}
+			if !answer(int(ex.requests.Add(1)), c, done) {
+				return
+			}
+		}
+	})
+	return s.addr(), ex
+}
+
+// readHead reads one request head, reporting whether it was whole.
+func readHead(br *bufio.Reader) bool {
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		if line == "\r\n" {
+			return true
+		}
+	}
+}
+
+// okResponse is a kept-alive 200 with body.
+func okResponse(body string) string {
+	return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 }

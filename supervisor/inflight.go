@@ -44,5 +44,5 @@ func (f *hostFlights) max() int {
 // nothing below the politeness rules may retry one (the fetcher makes
 // sure of it, and counts any it could not prevent).
 func (s *Supervisor) repeated() int64 {
-	return 0
+	return s.fetcher.Stats().Repeated
 }

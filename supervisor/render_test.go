@@ -144,7 +144,8 @@ document.cookie = 'k=1; max-age=3600'; localStorage.setItem('k', '1'); sessionSt
 	}))
 	addr := s.srv.Listener.Addr().String()
 	s.fetcher = fetch.New(fetch.Config{UserAgent: renderUA, AllowLoopback: true, IgnoreMetaRefresh: true,
-		Resolve: map[string]string{"js.example:80": addr, "api.example:80": addr}})
+		Resolve: map[string]string{"js.example:80": addr, "api.example:80": addr,
+			"slow0.example:80": addr, "slow1.example:80": addr, "slow2.example:80": addr}})
 	t.Cleanup(func() {
 		select {
 		case <-s.stop:
@@ -171,9 +172,15 @@ func (s *jsSite) get(ctx context.Context, rawURL string) (*fetch.Response, error
 // renderJob for it.
 func (s *jsSite) job(t *testing.T, path string, allow ...string) renderJob {
 	t.Helper()
-	doc, err := s.fetcher.Get(context.Background(), s.url(path))
+	return s.jobAt(t, s.url(path), allow...)
+}
+
+// jobAt is job for a page anywhere on the site's hosts.
+func (s *jsSite) jobAt(t *testing.T, rawURL string, allow ...string) renderJob {
+	t.Helper()
+	doc, err := s.fetcher.Get(context.Background(), rawURL)
 	if err != nil {
-		t.Fatalf("fetch %s: %v", path, err)
+		t.Fatalf("fetch %s: %v", rawURL, err)
 	}
 	return renderJob{doc: doc, allow: allow, get: s.get}
 }
@@ -354,7 +361,9 @@ func TestRenderPages(t *testing.T) {
 		}
 		results := make(chan result, 3)
 		for i := range 3 {
-			job := s.job(t, "/slow/"+strconv.Itoa(i))
+			// One host each: the fetcher keeps one connection per host,
+			// so two requests to one host would take turns.
+			job := s.jobAt(t, fmt.Sprintf("http://slow%d.example/slow/%d", i, i))
 			go func() {
 				resp, err := r.Render(context.Background(), job)
 				results <- result{resp, err}

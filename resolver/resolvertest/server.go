@@ -1,11 +1,12 @@
 // Package resolvertest runs a small authoritative DNS server on loopback
 // (UDP and TCP on one port) for tests and benchmarks: a zone of names and
 // addresses, and the faults a real resolver shows (silence, SERVFAIL,
-// dropped queries, a rate it cannot exceed, truncation, huge answers). It
-// counts the queries of every question it was asked.
+// dropped queries, random loss, a rate it cannot exceed, truncation, huge
+// answers). It counts the queries of every question it was asked.
 package resolvertest
 
 import (
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"strings"
@@ -30,8 +31,10 @@ type Server struct {
 	silent   map[string]bool
 	ttl      uint32
 	negTTL   uint32
-	truncate bool // answer UDP with TC set and no records
-	dropOdd  bool // drop every other query
+	truncate bool       // answer UDP with TC set and no records
+	dropOdd  bool       // drop every other query
+	lose     float64    // share of queries dropped at random
+	rng      *rand.Rand // decides which
 	rate     float64
 	tokens   float64
 	last     time.Time
@@ -139,6 +142,14 @@ func (s *Server) DropEveryOther() {
 	s.dropOdd = true
 }
 
+// Lose drops each query with probability share, at random (from seed),
+// whatever the rate: the loss of a bad path, not of a busy server.
+func (s *Server) Lose(share float64, seed uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose, s.rng = share, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
 // Limit answers at most perSecond queries a second (a bucket of a tenth
 // of a second's worth) and drops the rest, as a busy resolver does.
 func (s *Server) Limit(perSecond float64) {
@@ -168,6 +179,9 @@ func (s *Server) Asked() map[string]int {
 func (s *Server) drop() bool {
 	s.seen++
 	if s.dropOdd && s.seen%2 == 0 {
+		return true
+	}
+	if s.lose > 0 && s.rng.Float64() < s.lose {
 		return true
 	}
 	if s.rate > 0 {
