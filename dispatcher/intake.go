@@ -266,6 +266,7 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 		return doneResult{}, false, d.forged(ctx, from, r.Supervisor, why, now)
 	}
 	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
+	d.w.notePace(t.host, r, now)
 	d.release(t)
 	d.countRedirects(t, r)
 	res := &cachedResult{Source: t.url, Member: t.lease.Member, Key: from.Key}

@@ -610,6 +610,7 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 // bounds what the window and the balancers remember.
 func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 	d.w.pruneHostLast(now)
+	d.w.prunePaces(now)
 	if max(d.domains.Assigned(), d.renderDomains.Assigned()) > cluster.AssignedCap {
 		busy := d.w.busyDomains()
 		d.domains.Prune(func(dom string) bool { return busy[dom] })
@@ -644,6 +645,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 	if len(d.members) == 0 {
 		return nil
 	}
+	w.releaseDue(now)
 	for w.ready.Len() > 0 {
 		q := heap.Pop(&w.ready).(*hostQueue)
 		q.where = parkNone
@@ -651,9 +653,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 			w.forget(q)
 			continue
 		}
-		if w.hostInFlight[q.host] >= d.cfg.HostInFlight {
+		if w.hostInFlight[q.host] >= w.inFlightLimit(q.host, d.cfg.HostInFlight) {
 			q.where = parkHost
 			w.hostWait[q.host] = append(w.hostWait[q.host], q)
+			continue
+		}
+		if at := w.notBefore(q.host, now); !at.IsZero() {
+			w.parkUntil(q, at)
 			continue
 		}
 		if q.routeEpoch != d.epoch {

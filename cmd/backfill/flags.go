@@ -399,7 +399,7 @@ type crawlerFlags struct {
 
 func (c *crawlerFlags) register(fs *flag.FlagSet) {
 	c.resolve = resolveFlag{}
-	fs.IntVar(&c.workers, "workers", 8, "concurrent fetches per supervisor")
+	fs.IntVar(&c.workers, "workers", supervisor.DefaultWorkers, "concurrent fetches per supervisor (a waiting host takes none)")
 	fs.StringVar(&c.contact, "contact", defaultContact, "URL telling site operators who runs this crawl and why; sent in the User-Agent")
 	fs.StringVar(&c.userAgent, "user-agent", "", "full User-Agent (default: backfill/"+version+" (+CONTACT))")
 	fs.DurationVar(&c.timeout, "timeout", fetch.DefaultTimeout, "deadline for one request, redirects included")
