@@ -510,3 +510,63 @@ func TestWriteLeavesReviewableFiles(t *testing.T) {
 		t.Errorf("mappings check: %v", errs)
 	}
 }
+
+// TestHostShape: numbered names of one site share a shape; addresses
+// and ports never merge.
+func TestHostShape(t *testing.T) {
+	for _, c := range []struct{ a, b string }{
+		{"folk-0001.example", "folk-0002.example"},
+		{"FOLK-7.example", "folk-0012.example"},
+		{"folk-1.example:8080", "folk-2.example:8080"},
+	} {
+		if hostShape(c.a) != hostShape(c.b) {
+			t.Errorf("%s and %s: shapes %s and %s, want one", c.a, c.b, hostShape(c.a), hostShape(c.b))
+		}
+	}
+	for _, c := range []struct{ a, b string }{
+		{"127.0.0.1", "127.0.0.2"},
+		{"127.0.0.1:8080", "127.0.0.2:8080"},
+		{"[::1]:8080", "[::2]:8080"},
+		{"folk-1.example:8080", "folk-1.example:8081"},
+		{"www.example", "www2.example"},
+	} {
+		if hostShape(c.a) == hostShape(c.b) {
+			t.Errorf("%s and %s: one shape %s, want two", c.a, c.b, hostShape(c.a))
+		}
+	}
+}
+
+// TestLearnKeepsAddressedHostsApart: two sites reached by address, one
+// records file, are two groups with their own literal patterns, each
+// learning its own layout, never one site of numbered hosts.
+func TestLearnKeepsAddressedHostsApart(t *testing.T) {
+	sites := []site{
+		{host: "127.0.0.1:8001", page: layouts[0].site.page},
+		{host: "127.0.0.2:8001", page: layouts[3].site.page},
+	}
+	all := pageSet{}
+	var ts []Teacher
+	for _, s := range sites {
+		ps, st := s.build(5, func(p person) map[string]string { return map[string]string{"name": p.name, "location": p.location} })
+		for u, p := range ps {
+			all[u] = p
+		}
+		for _, tc := range st {
+			tc.ID = s.host + "/" + tc.ID
+			ts = append(ts, tc)
+		}
+	}
+	res, err := Learn(context.Background(), ts, all, Options{Fields: []string{"location"}, MatchKey: "name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Groups) != 2 {
+		t.Fatalf("%d groups, want one a host", len(res.Groups))
+	}
+	for i, g := range res.Groups {
+		want := `^https?://` + regexp.QuoteMeta(sites[i].host) + `/people/[^/?#]+$`
+		if g.Pattern != want || !g.Written("name") {
+			t.Errorf("group %s: pattern %s (want %s), written %v", g.Name, g.Pattern, want, g.Written("name"))
+		}
+	}
+}
