@@ -112,7 +112,7 @@ type finisher struct {
 
 func (d *doc) finishers(o occurrence, k kind, own words) []finisher {
 	switch {
-	case o.exact && k == kindString:
+	case o.exact && k.textual():
 		return []finisher{{steps: []step{trimStep()}}}
 	case o.exact:
 		return []finisher{{}}
@@ -475,7 +475,7 @@ func ldRules(o occurrence, k kind) []*rule {
 			continue
 		}
 		steps := []step{{Type: "jsonld", Parameters: map[string]any{"type": t.typ, "property": strings.Join(props, ".")}}}
-		if k == kindString {
+		if k.textual() {
 			steps = append(steps, trimStep())
 		}
 		out = append(out, newRule(rankLD, len(props), steps...))
@@ -517,7 +517,7 @@ func (d *doc) blobRules(o occurrence, k kind) []*rule {
 	for i, sel := range sels {
 		for j, cut := range cuts {
 			steps := append(append([]step{xpathStep(sel)}, cut...), path)
-			if k == kindString {
+			if k.textual() {
 				steps = append(steps, trimStep())
 			}
 			out = append(out, newRule(rankBlob, i+j, steps...))

@@ -29,6 +29,49 @@ type example struct {
 	value string
 	own   words // the words of every value the teacher knows
 	occs  []occurrence
+	// forms are the value as the page writes it where it shows it
+	// (white space folded): a rule must take one of them, not merely
+	// the same value read otherwise.
+	forms map[string]bool
+}
+
+// locate finds the example's value on its page, and the forms it has
+// there.
+func (e *example) locate(k kind) {
+	if k == kindList {
+		e.occs = e.doc.locateList(e.value)
+	} else {
+		e.occs = e.doc.locate(k, e.value)
+	}
+	e.forms = map[string]bool{}
+	for _, o := range e.occs {
+		if o.loc != nil && !o.obfuscated && !o.item {
+			e.forms[collapse(o.text[o.loc[0]:o.loc[1]])] = true
+		}
+	}
+}
+
+// right reports whether a rule's values on example i are its value
+// exactly: the same value under the field's kind and, unless the
+// mapping's field type rewrites it (an address, a link), as the page
+// writes it, so that a crawl fills what the page says ("+39 02 555
+// 0102", not "39 02 555 0102"). On a page that does not show the value
+// the same value is enough.
+func (f *field) right(out []string, i int) bool {
+	e := &f.ex[i]
+	if !f.kind.exact(out, e.value) {
+		return false
+	}
+	return f.kind.typed() || f.kind == kindList || len(e.forms) == 0 || e.forms[collapse(out[0])]
+}
+
+// rightFirst reports whether a rule's first value on example i is its
+// value, as right says.
+func (f *field) rightFirst(out []string, i int) bool {
+	if f.kind == kindList || len(out) == 0 {
+		return f.right(out, i)
+	}
+	return f.right(out[:1], i)
 }
 
 // candidate is a rule with the teacher pages that proposed it and what it
@@ -156,9 +199,9 @@ func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
 	if len(e.occs) == 0 {
 		// The value is not on the page: the rule must take nothing
 		// else from it.
-		return len(out) == 0 || f.kind.exact(out, e.value)
+		return len(out) == 0 || f.right(out, i)
 	}
-	return f.kind.exact(out, e.value) || firstOnly && f.kind.first(out, e.value)
+	return f.right(out, i) || firstOnly && f.rightFirst(out, i)
 }
 
 // choose returns the preferred candidate proposed by a training page that
@@ -239,7 +282,7 @@ func (f *field) best() (*candidate, int) {
 	for _, c := range f.cands {
 		k := 0
 		for i, e := range f.ex {
-			if len(e.occs) > 0 && f.kind.first(c.out[i], e.value) {
+			if len(e.occs) > 0 && f.rightFirst(c.out[i], i) {
 				k++
 			}
 		}
@@ -346,7 +389,7 @@ func (f *field) validate(folds int, learn func(train []bool) []*candidate) (s Sc
 				}
 			}
 			switch {
-			case got != "" && f.kind.first(out, e.value):
+			case got != "" && f.rightFirst(out, i):
 				s.Right++
 			case got != "":
 				s.Wrong++
@@ -371,7 +414,7 @@ func (f *field) precise(c *candidate, train []bool) bool {
 		if len(out) == 0 {
 			continue
 		}
-		if !f.kind.exact(out, f.ex[i].value) {
+		if !f.right(out, i) {
 			return false
 		}
 	}
@@ -409,7 +452,7 @@ func (f *field) cover(train []bool) []*candidate {
 			}
 			n := 0
 			for i, t := range train {
-				if t && !covered[i] && len(f.ex[i].occs) > 0 && f.kind.exact(c.out[i], f.ex[i].value) {
+				if t && !covered[i] && len(f.ex[i].occs) > 0 && f.right(c.out[i], i) {
 					n++
 				}
 			}
@@ -421,7 +464,7 @@ func (f *field) cover(train []bool) []*candidate {
 			return out
 		}
 		for i := range covered {
-			covered[i] = covered[i] || f.kind.exact(best.out[i], f.ex[i].value)
+			covered[i] = covered[i] || f.right(best.out[i], i)
 		}
 		out = append(out, best)
 	}

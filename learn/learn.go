@@ -67,6 +67,11 @@ type Options struct {
 	// Join gives, per list field, the separator its items are joined
 	// with into one value; a list field not named here is of type list.
 	Join map[string]string
+	// Types declares what a field's values are (TypeNames: text, phone,
+	// date, url, email, number), so that they are compared as such:
+	// "2010-06" is "June 2010" only as dates. A field not named here is
+	// of the type all its teachers' values have, text when none.
+	Types map[string]string
 }
 
 func (o *Options) defaults() {
@@ -82,6 +87,23 @@ func (o *Options) defaults() {
 	if o.Hosts <= 0 {
 		o.Hosts = DefaultHosts
 	}
+}
+
+// kindOf is the kind of a field whose teachers know values: a list, the
+// declared type, or what the values are; the match key's text is
+// compared as attribution compares it.
+func (o *Options) kindOf(field string, values []string) kind {
+	if o.isList(field) {
+		return kindList
+	}
+	k, declared := declaredKinds[o.Types[field]]
+	if !declared {
+		k = kindOf(values)
+	}
+	if k == kindString && field == o.MatchKey {
+		return kindKey
+	}
+	return k
 }
 
 func (o *Options) isList(f string) bool {
@@ -219,6 +241,11 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 	if len(fields) == 0 {
 		return nil, errors.New("no fields to learn")
 	}
+	for f, t := range opts.Types {
+		if _, ok := declaredKinds[t]; !ok {
+			return nil, fmt.Errorf("field %s: unknown type %q (want one of %s)", f, t, strings.Join(TypeNames(), ", "))
+		}
+	}
 	res := &Result{Options: opts, Capped: map[string]int{}}
 	kinds := map[string]kind{}
 	for _, f := range fields {
@@ -228,7 +255,7 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 				vals = append(vals, v)
 			}
 		}
-		kinds[f] = kindOf(vals)
+		kinds[f] = opts.kindOf(f, vals)
 	}
 	links := make([][]string, len(teachers))
 	known := make([][]string, len(teachers))
@@ -448,11 +475,8 @@ func learnGroups(ctx context.Context, teachers []Teacher, members []member, fiel
 					}
 				}
 			}
-			k := kindOf(vals)
-			list := opts.isList(name)
-			if list {
-				k = kindList
-			}
+			k := opts.kindOf(name, vals)
+			list := k == kindList
 			r := learnField(&field{name: name, kind: k, ex: ex}, name == opts.MatchKey, opts)
 			if r.Status != Learned && !list && name != opts.MatchKey && k == kindString && listy(vals) {
 				// Some values are lists: learned as one value they may
@@ -515,11 +539,7 @@ func mappingName(s shape, several bool, names map[string]bool) string {
 func learnField(f *field, match bool, opts Options) *FieldResult {
 	r := &FieldResult{Field: f.name, Match: match, Type: f.kind.fieldType(), Teachers: len(f.ex), f: f}
 	for i := range f.ex {
-		if f.kind == kindList {
-			f.ex[i].occs = f.ex[i].doc.locateList(f.ex[i].value)
-		} else {
-			f.ex[i].occs = f.ex[i].doc.locate(f.kind, f.ex[i].value)
-		}
+		f.ex[i].locate(f.kind)
 		if len(f.ex[i].occs) > 0 {
 			r.Shown++
 		}

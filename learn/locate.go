@@ -271,7 +271,7 @@ func (d *doc) locate(k kind, value string) []occurrence {
 	if d.json != nil {
 		walkJSON(d.json, nil, nil, func(path []any, _ []typedAt, s string) {
 			if k.same(s, value) {
-				out = append(out, occurrence{kind: occJSONDoc, path: path, exact: true})
+				out = append(out, occurrence{kind: occJSONDoc, path: path, exact: true, text: s, loc: []int{0, len(s)}})
 			}
 		})
 		return out
@@ -342,7 +342,7 @@ func (d *doc) locate(k kind, value string) []occurrence {
 		b := &d.ld[i]
 		walkJSON(b.data, nil, nil, func(path []any, typed []typedAt, s string) {
 			if k.same(s, value) {
-				out = append(out, occurrence{kind: occLD, node: b.script, path: path, typed: typed, block: b, exact: true})
+				out = append(out, occurrence{kind: occLD, node: b.script, path: path, typed: typed, block: b, exact: true, text: s, loc: []int{0, len(s)}})
 			}
 		})
 	}
@@ -350,7 +350,7 @@ func (d *doc) locate(k kind, value string) []occurrence {
 		b := &d.blobs[i]
 		walkJSON(b.data, nil, nil, func(path []any, _ []typedAt, s string) {
 			if k.same(s, value) {
-				out = append(out, occurrence{kind: occBlob, node: b.script, path: path, block: b, exact: true})
+				out = append(out, occurrence{kind: occBlob, node: b.script, path: path, block: b, exact: true, text: s, loc: []int{0, len(s)}})
 			}
 		})
 	}

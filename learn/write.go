@@ -150,7 +150,7 @@ func (g *Group) clusters(learned []*FieldResult, matchKey string) []*cluster {
 					continue
 				}
 				for k, c := range f.cover {
-					if f.f.kind.exact(c.out[i], e.value) {
+					if f.f.right(c.out[i], i) {
 						key[fi] = k
 						set++
 						break

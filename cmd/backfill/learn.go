@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,6 +46,24 @@ func (j joinFlag) Set(s string) error {
 	return nil
 }
 
+// typesFlag collects --type FIELD=TYPE, a type learn knows.
+type typesFlag map[string]string
+
+func (t typesFlag) String() string { return fmt.Sprint(map[string]string(t)) }
+
+func (t typesFlag) Set(s string) error {
+	f, typ, ok := strings.Cut(s, "=")
+	f, typ = strings.TrimSpace(f), strings.TrimSpace(typ)
+	if !ok || f == "" || typ == "" {
+		return fmt.Errorf("want FIELD=TYPE, got %q", s)
+	}
+	if !slices.Contains(learn.TypeNames(), typ) {
+		return fmt.Errorf("type %q: want one of %s", typ, strings.Join(learn.TypeNames(), ", "))
+	}
+	t[f] = typ
+	return nil
+}
+
 // mappingsLearn writes mappings learned from the records whose fields are
 // known (and from a page given with --url and its --value's): it fetches
 // their pages politely, learns, validates, and writes the mappings with
@@ -66,6 +85,8 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	lists := fs.String("list", "", "comma-separated fields learned as lists of items (authors, tags), compared as sets whatever separates them on the records and the pages; written as list fields (a field with separators in its values is tried as a list anyway when it cannot be learned as one value)")
 	joins := joinFlag{}
 	fs.Var(joins, "join", `FIELD=SEPARATOR: learn FIELD as a list and write its items joined into one value with SEPARATOR (e.g. --join "authors=, "); repeatable`)
+	types := typesFlag{}
+	fs.Var(types, "type", "FIELD=TYPE: what FIELD's values are ("+strings.Join(learn.TypeNames(), ", ")+"), so that a record's value and a page's are compared as such (\"2010-06\" is \"June 2010\" only as dates; \"+39 02 555 0102\" is not \"39 02 555 0102\" as phone numbers); default: what every teacher's value reads as, text when not all do; repeatable")
 	depth := fs.Int("depth", 1, "look for each teacher's page within this many links of its own links, as a crawl to this --depth would (run's default); 0: the own links' pages only")
 	stateDir := fs.String("state-dir", "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched in DIR/"+learn.PageCacheFile+
 		" (compressed, bounded) and read them from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
@@ -105,6 +126,9 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if f = strings.TrimSpace(f); f != "" {
 			opts.Lists = append(opts.Lists, f)
 		}
+	}
+	if len(types) > 0 {
+		opts.Types = map[string]string(types)
 	}
 	if len(joins) > 0 {
 		opts.Join = map[string]string{}
