@@ -55,7 +55,11 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 			add(r)
 		}
 	case occJSONDoc:
-		add(newRule(rankBlob, 0, step{Type: "jsonpath", Parameters: map[string]any{"expression": jsonPath(o.path)}}))
+		add(newRule(rankBlob, 0, jsonpathStep(jsonPath(o.path))))
+	case occComposite:
+		for _, r := range d.compositeRules(o, k, own) {
+			add(r)
+		}
 	case occElement, occAttr, occTextNode:
 		el := o.node
 		if o.kind == occTextNode {

@@ -443,7 +443,7 @@ func TestLocate(t *testing.T) {
 	kinds := func(occs []occurrence) string {
 		var out []string
 		for _, o := range occs {
-			s := []string{"element", "textnode", "attr", "ld", "blob", "json"}[o.kind]
+			s := []string{"element", "textnode", "attr", "ld", "blob", "json", "composite"}[o.kind]
 			if o.exact {
 				s += "="
 			}

@@ -33,6 +33,9 @@ type doc struct {
 	ld    []jsonBlock             // application/ld+json blocks
 	blobs []jsonBlock             // JSON in other scripts
 	json  any                     // the body of a JSON response
+	// pieceIx indexes the short texts the page holds whole, per kind
+	// of value, for finding a value in pieces (composite.go).
+	pieceIx map[kind]map[string][]occurrence
 }
 
 // jsonBlock is a JSON value in a <script>.
@@ -229,12 +232,13 @@ func attr(n *html.Node, key string) string {
 type occKind int
 
 const (
-	occElement  occKind = iota // in an element's text (all of it, or part)
-	occTextNode                // in one text node of an element that has other content
-	occAttr                    // in an attribute
-	occLD                      // in a JSON-LD block
-	occBlob                    // in JSON in a script
-	occJSONDoc                 // in a JSON response
+	occElement   occKind = iota // in an element's text (all of it, or part)
+	occTextNode                 // in one text node of an element that has other content
+	occAttr                     // in an attribute
+	occLD                       // in a JSON-LD block
+	occBlob                     // in JSON in a script
+	occJSONDoc                  // in a JSON response
+	occComposite                // in pieces (composite.go)
 )
 
 // occurrence is one place a known value appears on a page.
@@ -254,6 +258,7 @@ type occurrence struct {
 	path  []any // string keys, int indices
 	block *jsonBlock
 	typed []typedAt
+	comp  *composite // occComposite: the pieces
 }
 
 // typedAt is an object with an @type at path[:depth].
@@ -264,8 +269,18 @@ type typedAt struct {
 
 // locate finds every place value (of kind k) appears on the page: the
 // deepest elements whose text holds it, text nodes, attributes, JSON-LD
-// and script JSON, or the JSON of a JSON response.
+// and script JSON, or the JSON of a JSON response; a text the page
+// shows nowhere whole, in pieces (composite.go).
 func (d *doc) locate(k kind, value string) []occurrence {
+	out := d.locateWhole(k, value)
+	if len(out) == 0 && k.textual() {
+		out = d.composites(k, value)
+	}
+	return out
+}
+
+// locateWhole finds the places that hold the whole value.
+func (d *doc) locateWhole(k kind, value string) []occurrence {
 	f := newFinder(k, value)
 	var out []occurrence
 	if d.json != nil {

@@ -82,7 +82,5 @@ func phoneFinder(v string) *finder {
 		}
 		b.WriteRune(r)
 	}
-	f := &finder{group: true}
-	f.re, _ = regexp.Compile(`(?:^|[^\d+])(` + b.String() + `)(?:[^\d]|$)`)
-	return f
+	return groupFinder(`(?:^|[^\d+])`, b.String(), `(?:[^\d]|$)`)
 }

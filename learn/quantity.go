@@ -150,9 +150,7 @@ func dateFinder(v string) *finder {
 	}
 	// Not a part of a longer date: "2010-06" is not in "2010-06-03".
 	const before, after = `(?:^|[^0-9\-/.]|[^0-9][\-/.])`, `(?:$|[^0-9\-/.]|[\-/.](?:$|[^0-9]))`
-	f := &finder{group: true}
-	f.re, _ = regexp.Compile(`(?i)` + before + `(` + strings.Join(alts, "|") + `)` + after)
-	return f
+	return groupFinder(`(?i)`+before, `(?i:`+strings.Join(alts, "|")+`)`, after)
 }
 
 // numberFinder matches the number v written with any grouping marks, and
@@ -175,7 +173,5 @@ func numberFinder(v string) *finder {
 	if neg {
 		p = `[-−]` + p
 	}
-	f := &finder{group: true}
-	f.re, _ = regexp.Compile(`(?:^|[^0-9])(` + p + `)(?:[^0-9]|$)`)
-	return f
+	return groupFinder(`(?:^|[^0-9])`, p, `(?:[^0-9]|$)`)
 }

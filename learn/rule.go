@@ -2,6 +2,7 @@ package learn
 
 import (
 	"encoding/json"
+	"sort"
 	"strings"
 )
 
@@ -20,6 +21,7 @@ const (
 	rankBlob
 	rankMeta
 	rankStructural
+	ranks // how many there are
 )
 
 var rankNames = [...]string{
@@ -68,6 +70,11 @@ func (a *rule) less(b *rule) bool {
 	return a.key < b.key
 }
 
+// sortRules orders rules by preference.
+func sortRules(rs []*rule) {
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].less(rs[j]) })
+}
+
 // String is the chain in a line, for reports.
 func (a *rule) String() string {
 	parts := make([]string, len(a.steps))
@@ -77,8 +84,12 @@ func (a *rule) String() string {
 			parts[i] = s.Type + " " + s.Parameters["expression"].(string)
 		case s.Parameters["pattern"] != nil:
 			parts[i] = s.Type + " " + s.Parameters["pattern"].(string)
-		case s.Type == "jsonld":
+		case s.Type == "jsonld" && s.Parameters["property"] != nil:
 			parts[i] = "jsonld " + s.Parameters["type"].(string) + "." + s.Parameters["property"].(string)
+		case s.Type == "jsonld":
+			parts[i] = "jsonld " + s.Parameters["type"].(string)
+		case s.Type == "concat":
+			parts[i] = concatString(s)
 		case s.Type == "meta":
 			parts[i] = "meta " + s.Parameters["name"].(string)
 		default:

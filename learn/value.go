@@ -160,6 +160,23 @@ type finder struct {
 	obf   *regexp.Regexp // nil unless the value is an address
 	list  string         // a list's key: a match must hold exactly its items
 	group bool           // the value is re's first group, not the whole match
+	// near is re's value without the context around it, for finding
+	// where in a page's text the value may be: the text of one element
+	// runs into the next's there ("Ada+39 02 555 0102" of an <h1> and
+	// a <p>), and the context is checked in the element's own text.
+	near *regexp.Regexp
+}
+
+// groupFinder finds a value matching body with the context before and
+// after it (regular expressions that take no group).
+func groupFinder(before, body, after string) *finder {
+	f := &finder{group: true}
+	f.re, _ = regexp.Compile(before + `(` + body + `)` + after)
+	f.near, _ = regexp.Compile(body)
+	if f.re == nil || f.near == nil {
+		return &finder{}
+	}
+	return f
 }
 
 func newFinder(k kind, v string) *finder {
@@ -211,12 +228,8 @@ func (f *finder) findAll(s string) [][]int {
 	if f.re == nil {
 		return nil
 	}
-	if f.group {
-		var out [][]int
-		for _, m := range f.re.FindAllStringSubmatchIndex(s, -1) {
-			out = append(out, m[2:4])
-		}
-		return out
+	if f.near != nil {
+		return f.near.FindAllStringIndex(s, -1)
 	}
 	out := f.re.FindAllStringIndex(s, -1)
 	if f.obf != nil {
