@@ -2,8 +2,8 @@ package learn
 
 import (
 	"context"
-	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,12 +15,17 @@ import (
 // Options.Depth links of the teacher's own links. It goes level by level,
 // every host's pages through the same Source (politely, one at a time per
 // host), and stops following a teacher's links once a page shows every
-// value the teacher knows. Of the pages a teacher reaches, its teacher
-// page is the one showing the most of its known values, provided it names
-// the teacher (its match key, when known) and shows all or nearly all
-// the others (enough): a team page naming a member and their job, or a
-// colleague's profile naming them under "See also", shows a value or two
-// among others' and teaches nothing about where a profile keeps them.
+// value the teacher knows. Of the pages a teacher reaches that name it
+// (show its match key), its page is the one showing the most of its
+// other known values. It is the teacher's page for the values it shows,
+// field by field: a value written otherwise, or in a place learning does
+// not read, loses that field, not the page. A page showing most of them
+// (more than half) is the teacher's (strong); a page showing fewer may be
+// a team page naming a member and their job, or a colleague's profile
+// naming them under "See also", so it is the teacher's only where the
+// group's learned match key reads the teacher's name on it (weak; see
+// learnGroups). A teacher whose match key is unknown has no page unless
+// one shows nearly all its values (enough).
 
 // reachedPage is a page of the depth search.
 type reachedPage struct {
@@ -29,10 +34,17 @@ type reachedPage struct {
 	links []string
 }
 
-// teacherHit is the best page a teacher reached so far.
+// teacherHit is the best page a teacher reached so far: one that names
+// it, with the fields whose values it shows.
 type teacherHit struct {
 	page  *reachedPage
-	shown int
+	found []string // the known fields, the match key aside, whose values it shows
+}
+
+// teacherPage is what the search found for a teacher.
+type teacherPage struct {
+	page   *reachedPage // nil: none
+	strong bool         // the page shows most of the teacher's values
 }
 
 // depthSearch is one search for the teachers' pages: what it fetched,
@@ -53,9 +65,9 @@ type depthSearch struct {
 }
 
 // searchDepth fetches the pages within opts.Depth links of the teachers'
-// own links (links[t]) and returns, per teacher, its teacher page (nil
-// when none names it and shows enough of its known values).
-func searchDepth(ctx context.Context, teachers []Teacher, links [][]string, known [][]string, kinds map[string]kind, src Source, opts Options, res *Result) ([]*reachedPage, error) {
+// own links (links[t]) and returns the search, whose found says each
+// teacher's page.
+func searchDepth(ctx context.Context, teachers []Teacher, links [][]string, known [][]string, kinds map[string]kind, src Source, opts Options, res *Result) (*depthSearch, error) {
 	s := &depthSearch{ctx: ctx, teachers: teachers, known: known, kinds: kinds, src: src, opts: opts, res: res,
 		pages: map[string]*reachedPage{}, perHost: map[string]int{},
 		best: make([]teacherHit, len(teachers)), open: make([]bool, len(teachers))}
@@ -93,7 +105,7 @@ func searchDepth(ctx context.Context, teachers []Teacher, links [][]string, know
 		}
 		level = s.next(urls, level)
 	}
-	return s.found(), nil
+	return s, nil
 }
 
 // hostOf is the lower-cased host of a URL, "" when it does not parse.
@@ -165,7 +177,7 @@ func (s *depthSearch) visit(depth int, urls []string, level map[string]map[int]b
 		}
 	}
 	for t := range s.open {
-		if s.open[t] && s.best[t].shown == nonKey(s.known[t], s.opts.MatchKey) {
+		if s.open[t] && len(s.best[t].found) == nonKey(s.known[t], s.opts.MatchKey) {
 			s.open[t] = false
 		}
 	}
@@ -224,24 +236,33 @@ func (s *depthSearch) keep(depth int, j *fetchJob, level map[string]map[int]bool
 	}
 }
 
-// score counts the known values of teacher t that page rp shows, and
-// keeps the page as t's best when it shows more than the best so far.
+// score finds which known values of teacher t page rp shows, and keeps
+// the page as t's best when it names t and shows more than the best so
+// far.
 func (s *depthSearch) score(t int, rp *reachedPage) {
-	n := 0
+	key := s.keyOf(t)
+	if key != "" && len(rp.doc.locate(s.kinds[s.opts.MatchKey], key)) == 0 {
+		// A page that does not name the teacher is not its page,
+		// whatever else it shows.
+		return
+	}
+	var found []string
 	for _, f := range s.known[t] {
-		shown := len(rp.doc.locate(s.kinds[f], strings.TrimSpace(s.teachers[t].Values[f]))) > 0
-		switch {
-		case f == s.opts.MatchKey && !shown:
-			// A page that does not name the teacher is not its page,
-			// whatever else it shows.
-			return
-		case f != s.opts.MatchKey && shown:
-			n++
+		if f != s.opts.MatchKey && len(rp.doc.locate(s.kinds[f], strings.TrimSpace(s.teachers[t].Values[f]))) > 0 {
+			found = append(found, f)
 		}
 	}
-	if n > s.best[t].shown {
-		s.best[t] = teacherHit{page: rp, shown: n}
+	if b := &s.best[t]; b.page == nil && (key != "" || len(found) > 0) || len(found) > len(b.found) {
+		*b = teacherHit{page: rp, found: found}
 	}
+}
+
+// keyOf is teacher t's match key, "" when unknown.
+func (s *depthSearch) keyOf(t int) string {
+	if s.opts.MatchKey == "" {
+		return ""
+	}
+	return strings.TrimSpace(s.teachers[t].Values[s.opts.MatchKey])
 }
 
 // next is the following level: the links of this level's pages, each
@@ -268,15 +289,46 @@ func (s *depthSearch) next(urls []string, level map[string]map[int]bool) map[str
 	return next
 }
 
-// found is each teacher's page: its best, when it shows enough.
-func (s *depthSearch) found() []*reachedPage {
-	out := make([]*reachedPage, len(s.teachers))
+// found is each teacher's page: its best, strong when it shows most of
+// the teacher's values (nearly all, when its match key is unknown), weak
+// when it names the teacher and shows fewer.
+func (s *depthSearch) found() []teacherPage {
+	out := make([]teacherPage, len(s.teachers))
 	for t, b := range s.best {
-		if b.page != nil && b.shown >= enough(nonKey(s.known[t], s.opts.MatchKey)) {
-			out[t] = b.page
+		n, shown := nonKey(s.known[t], s.opts.MatchKey), len(b.found)
+		switch {
+		case b.page == nil || shown == 0:
+		case s.keyOf(t) == "":
+			if shown >= enough(n) {
+				out[t] = teacherPage{page: b.page, strong: true}
+			}
+		default:
+			out[t] = teacherPage{page: b.page, strong: shown*2 > n}
 		}
 	}
 	return out
+}
+
+// untaught says what the best page a teacher reached showed of it, for
+// a teacher that taught nothing.
+func (s *depthSearch) untaught(t int) Untaught {
+	u := Untaught{Teacher: s.teachers[t].ID}
+	b := s.best[t]
+	if b.page == nil {
+		return u
+	}
+	u.URL = b.page.job.page.URL
+	u.Named = s.keyOf(t) != ""
+	for _, f := range s.known[t] {
+		switch {
+		case f == s.opts.MatchKey:
+		case slices.Contains(b.found, f):
+			u.Shown = append(u.Shown, f)
+		default:
+			u.Missing = append(u.Missing, f)
+		}
+	}
+	return u
 }
 
 // anchors are the page's links a crawl follows: every <a href>, resolved,
@@ -306,11 +358,6 @@ func (d *doc) anchors() []string {
 	}
 	walk(d.root)
 	return out
-}
-
-// depthReason says why a teacher taught nothing in the depth search.
-func depthReason(d int) string {
-	return fmt.Sprintf("no page within %d link(s) of its own links names it and shows (nearly) all its known values", d)
 }
 
 // nonKey counts the fields besides the match key.

@@ -155,6 +155,28 @@ func (f *field) ensure(n int) {
 // run fills cs' outputs: one mapping with a field per candidate (every
 // value kept), one extraction per example page.
 func (f *field) run(cs []*candidate) error {
+	rules := make([]*rule, len(cs))
+	for i, c := range cs {
+		rules[i] = c.rule
+	}
+	set, err := ruleSet(rules, f.kind.fieldType())
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		c.out = make([][]string, len(f.ex))
+	}
+	for i, e := range f.ex {
+		for n, vs := range runRules(set, len(cs), e.doc.page) {
+			cs[n].out[i] = vs
+		}
+	}
+	return nil
+}
+
+// ruleSet loads rules as one mapping with a field per rule, of type typ,
+// every value kept.
+func ruleSet(rules []*rule, typ string) (*etl.Set, error) {
 	type mfield struct {
 		Name       string `json:"name"`
 		Type       string `json:"type,omitempty"`
@@ -165,30 +187,27 @@ func (f *field) run(cs []*candidate) error {
 		Name   string   `json:"name"`
 		Fields []mfield `json:"fields"`
 	}{Name: "candidates"}
-	for i, c := range cs {
-		m.Fields = append(m.Fields, mfield{Name: fmt.Sprintf("c%d", i), Type: f.kind.fieldType(), All: true, Processors: c.rule.steps})
+	for i, r := range rules {
+		m.Fields = append(m.Fields, mfield{Name: fmt.Sprintf("c%d", i), Type: typ, All: true, Processors: r.steps})
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	set, err := etl.Load(map[string][]byte{"candidates.json": data})
-	if err != nil {
-		return err
-	}
-	for _, c := range cs {
-		c.out = make([][]string, len(f.ex))
-	}
-	for i, e := range f.ex {
-		ex := set.Extract(e.doc.page.URL, e.doc.page.Body, e.doc.page.ContentType)
-		for _, fv := range ex.Fields {
-			n, err := strconv.Atoi(strings.TrimPrefix(fv.Field, "c"))
-			if err == nil && n >= 0 && n < len(cs) {
-				cs[n].out[i] = fv.Values
-			}
+	return etl.Load(map[string][]byte{"candidates.json": data})
+}
+
+// runRules runs a set ruleSet made of n rules on a page: each rule's
+// values.
+func runRules(set *etl.Set, n int, p *Page) [][]string {
+	out := make([][]string, n)
+	for _, fv := range set.Extract(p.URL, p.Body, p.ContentType).Fields {
+		k, err := strconv.Atoi(strings.TrimPrefix(fv.Field, "c"))
+		if err == nil && k >= 0 && k < n {
+			out[k] = fv.Values
 		}
 	}
-	return nil
+	return out
 }
 
 // holds reports whether a candidate does what the example asks of it: the
