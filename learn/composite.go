@@ -233,14 +233,17 @@ func (d *doc) compositeRules(o occurrence, k kind, own words) []*rule {
 		}
 	}
 	for _, parts := range combos(per) {
-		worst, cost := rank(0), len(parts)
+		worst, cost, cut := rank(0), len(parts), false
 		var chains [][]step
 		for _, r := range parts {
 			worst = max(worst, r.rank)
 			cost += r.cost
+			cut = cut || r.cut
 			chains = append(chains, r.steps)
 		}
-		out = append(out, newRule(worst, cost, concatStep(chains, c.seps)))
+		cr := newRule(worst, cost, concatStep(chains, c.seps))
+		cr.cut = cut
+		out = append(out, cr)
 	}
 	return out
 }

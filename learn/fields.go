@@ -253,8 +253,8 @@ func learnField(f *field, match bool, opts Options) *FieldResult {
 	for i := range all {
 		all[i] = true
 	}
-	c, firstOf := f.choose(all)
-	if c == nil {
+	ch := f.chooseFamily(all, opts.Folds)
+	if ch == nil {
 		if c, neg := f.contradicted(); c != nil {
 			e := f.ex[neg]
 			r.Status = Contradicted
@@ -272,8 +272,9 @@ func learnField(f *field, match bool, opts Options) *FieldResult {
 		}
 		return r
 	}
-	r.rule, r.Rule, r.Kind, r.FirstOfSeveral = c.rule, c.rule.String(), c.rule.rank.String(), firstOf
-	r.HeldOut, r.Misses, r.Validated = f.crossValidate(opts.Folds)
+	c := ch.c
+	r.rule, r.Rule, r.Kind, r.FirstOfSeveral = c.rule, c.rule.String(), c.rule.rank.String(), ch.firstOf
+	r.HeldOut, r.Misses, r.Validated = ch.score, ch.misses, ch.validated
 	if r.Validated {
 		r.Folds = min(opts.Folds, len(f.ex))
 	}

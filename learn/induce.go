@@ -229,9 +229,13 @@ func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
 // the record's own block beats one that also takes a decoy after it; a
 // list of values is a list field, list.go, not a first of several). nil
 // when none.
-func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
+// Only candidates of family fam are considered when fam is not anyFamily.
+func (f *field) choose(train []bool, fam int) (c *candidate, firstOfSeveral bool) {
 	for _, firstOnly := range []bool{false, true} {
 		for k, c := range f.cands { // in preference order
+			if fam != anyFamily && c.rule.family() != fam {
+				continue
+			}
 			f.ensure(k + 1)
 			if !c.dead && f.fits(c, train, firstOnly) {
 				return c, firstOnly
@@ -239,6 +243,55 @@ func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
 		}
 	}
 	return nil, false
+}
+
+// anyFamily lets choose take a candidate of any family.
+const anyFamily = -1
+
+// choice is a field's rule, with how it did on held-out teachers.
+type choice struct {
+	c         *candidate
+	firstOf   bool
+	score     Score
+	misses    []Miss
+	validated bool
+}
+
+// chooseFamily chooses the field's rule from every teacher page, and
+// cross-validates the choice. When the rule learned without a fold errs
+// or misses on it, each family of rules (rule.family: JSON-LD, labels,
+// …, a cut or not) is chosen and cross-validated on its own, and
+// the family whose held-out values are most often right wins, then the
+// one right on most held-out pages, then the more general (the earlier).
+// nil when no rule fits every page.
+func (f *field) chooseFamily(all []bool, folds int) *choice {
+	c, firstOf := f.choose(all, anyFamily)
+	if c == nil {
+		return nil
+	}
+	best := &choice{c: c, firstOf: firstOf}
+	best.score, best.misses, best.validated = f.crossValidate(folds, anyFamily)
+	if !best.validated || best.score.Perfect() {
+		return best
+	}
+	f.ensure(len(f.cands))
+	tried := map[int]bool{}
+	for _, x := range f.cands { // the families in preference order
+		fam := x.rule.family()
+		if tried[fam] || x.dead {
+			continue
+		}
+		tried[fam] = true
+		alt, firstOf := f.choose(all, fam)
+		if alt == nil {
+			continue
+		}
+		s, misses, _ := f.crossValidate(folds, fam)
+		if s.Precision() > best.score.Precision() || s.Precision() == best.score.Precision() && s.Recall() > best.score.Recall() {
+			best = &choice{c: alt, firstOf: firstOf, score: s, misses: misses, validated: true}
+		}
+	}
+	return best
 }
 
 // fits reports whether c was proposed by a training page and holds on
@@ -347,12 +400,12 @@ type Miss struct {
 	Rule string // the rule learned without this page's fold
 }
 
-// crossValidate learns the field k times, each time without one fold of
-// the examples, and scores each rule on its fold. folds < 2 or a single
-// example: no validation (ok false).
-func (f *field) crossValidate(folds int) (s Score, misses []Miss, ok bool) {
+// crossValidate learns the field k times (from family fam, or any),
+// each time without one fold of the examples, and scores each rule on
+// its fold. folds < 2 or a single example: no validation (ok false).
+func (f *field) crossValidate(folds, fam int) (s Score, misses []Miss, ok bool) {
 	return f.validate(folds, func(train []bool) []*candidate {
-		if c, _ := f.choose(train); c != nil {
+		if c, _ := f.choose(train, fam); c != nil {
 			return []*candidate{c}
 		}
 		return nil

@@ -142,7 +142,9 @@ func (d *doc) listCandidates(o occurrence, own words) []*rule {
 	}
 	var out []*rule
 	for _, r := range d.candidates(o, kindList, own) {
-		out = append(out, newRule(r.rank, r.cost, append(append([]step{}, r.steps...), splitStep(sep))...))
+		lr := newRule(r.rank, r.cost, append(append([]step{}, r.steps...), splitStep(sep))...)
+		lr.cut = r.cut
+		out = append(out, lr)
 	}
 	return out
 }
