@@ -154,6 +154,9 @@ func (d *doc) composites(k kind, value string) []occurrence {
 	value = collapse(value)
 	var ix map[string][]occurrence
 	for _, sp := range splits(value) {
+		if !d.mayHold(sp.parts) {
+			continue
+		}
 		if ix == nil {
 			ix = d.pieces(k)
 		}
@@ -178,6 +181,33 @@ func (d *doc) composites(k kind, value string) []occurrence {
 		}
 	}
 	return nil
+}
+
+// mayHold reports whether every part is somewhere in the page's text or
+// its JSON, case aside: most pages a search reads hold no piece of a
+// teacher's value, and are not indexed for it.
+func (d *doc) mayHold(parts []string) bool {
+	if d.hay == "" {
+		var b strings.Builder
+		b.WriteString(strings.ToLower(d.all))
+		leaf := func(_ []any, _ []typedAt, s string) {
+			b.WriteByte('\n')
+			b.WriteString(strings.ToLower(collapse(s)))
+		}
+		if d.json != nil {
+			walkJSON(d.json, nil, nil, leaf)
+		}
+		for _, bl := range append(append([]jsonBlock{}, d.ld...), d.blobs...) {
+			walkJSON(bl.data, nil, nil, leaf)
+		}
+		d.hay = b.String() + "\n"
+	}
+	for _, p := range parts {
+		if !strings.Contains(d.hay, strings.ToLower(collapse(p))) {
+			return false
+		}
+	}
+	return true
 }
 
 // together narrows the pieces' places to those of one source: per JSON

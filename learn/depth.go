@@ -27,11 +27,34 @@ import (
 // learnGroups). A teacher whose match key is unknown has no page unless
 // one shows nearly all its values (enough).
 
-// reachedPage is a page of the depth search.
+// reachedPage is a page of the depth search. Its parsed document is
+// kept while the page is some teacher's best (holds of them), and
+// dropped otherwise: a search reads many pages of 150 KB and keeps few.
 type reachedPage struct {
-	job   *fetchJob
-	doc   *doc
-	links []string
+	job    *fetchJob
+	doc    *doc
+	links  []string
+	parsed bool // links were read
+	holds  int  // teachers whose best page it is
+}
+
+// parse returns the page's document, parsing it again when it was
+// dropped.
+func (rp *reachedPage) parse() *doc {
+	if rp.doc == nil {
+		rp.doc = parseDoc(rp.job.page)
+	}
+	if !rp.parsed {
+		rp.links, rp.parsed = rp.doc.anchors(), true
+	}
+	return rp.doc
+}
+
+// release drops the page's document unless it is a teacher's best.
+func (rp *reachedPage) release() {
+	if rp.holds == 0 {
+		rp.doc = nil
+	}
 }
 
 // teacherHit is the best page a teacher reached so far: one that names
@@ -165,16 +188,26 @@ func (s *depthSearch) visit(depth int, urls []string, level map[string]map[int]b
 			s.keep(depth, &jobs[i][k], level)
 		}
 	}
+	// One page parsed at a time, kept only as a teacher's best.
 	for _, u := range urls {
 		rp := s.pages[u]
-		if rp == nil || rp.doc == nil {
+		if rp == nil || rp.job.err != nil {
 			continue
 		}
+		reached := false
+		for t := range level[u] {
+			reached = reached || s.open[t]
+		}
+		if !reached && rp.parsed {
+			continue
+		}
+		rp.parse()
 		for t := range level[u] {
 			if s.open[t] {
 				s.score(t, rp)
 			}
 		}
+		rp.release()
 	}
 	for t := range s.open {
 		if s.open[t] && len(s.best[t].found) == nonKey(s.known[t], s.opts.MatchKey) {
@@ -215,11 +248,8 @@ func (s *depthSearch) jobs(depth int, urls []string) ([]string, [][]fetchJob) {
 // keep records what came of a fetch: the page parsed, or the failure,
 // counted against the teachers whose own link it was.
 func (s *depthSearch) keep(depth int, j *fetchJob, level map[string]map[int]bool) {
-	rp := &reachedPage{job: j}
-	s.pages[j.url] = rp
+	s.pages[j.url] = &reachedPage{job: j}
 	if j.err == nil {
-		rp.doc = parseDoc(j.page)
-		rp.links = rp.doc.anchors()
 		return
 	}
 	if depth > 0 {
@@ -253,7 +283,14 @@ func (s *depthSearch) score(t int, rp *reachedPage) {
 		}
 	}
 	if b := &s.best[t]; b.page == nil && (key != "" || len(found) > 0) || len(found) > len(b.found) {
+		if b.page != nil {
+			b.page.holds--
+			if b.page != rp {
+				b.page.release()
+			}
+		}
 		*b = teacherHit{page: rp, found: found}
+		rp.holds++
 	}
 }
 
@@ -271,7 +308,7 @@ func (s *depthSearch) next(urls []string, level map[string]map[int]bool) map[str
 	next := map[string]map[int]bool{}
 	for _, u := range urls {
 		rp := s.pages[u]
-		if rp == nil || rp.doc == nil {
+		if rp == nil || !rp.parsed {
 			continue
 		}
 		for t := range level[u] {

@@ -82,5 +82,7 @@ func phoneFinder(v string) *finder {
 		}
 		b.WriteRune(r)
 	}
-	return groupFinder(`(?:^|[^\d+])`, b.String(), `(?:[^\d]|$)`)
+	f := groupFinder(`(?:^|[^\d+])`, b.String(), `(?:[^\d]|$)`)
+	f.digits = digits
+	return f
 }

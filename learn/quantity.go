@@ -150,7 +150,9 @@ func dateFinder(v string) *finder {
 	}
 	// Not a part of a longer date: "2010-06" is not in "2010-06-03".
 	const before, after = `(?:^|[^0-9\-/.]|[^0-9][\-/.])`, `(?:$|[^0-9\-/.]|[\-/.](?:$|[^0-9]))`
-	return groupFinder(`(?i)`+before, `(?i:`+strings.Join(alts, "|")+`)`, after)
+	f := groupFinder(`(?i)`+before, `(?i:`+strings.Join(alts, "|")+`)`, after)
+	f.year = c[:4]
+	return f
 }
 
 // numberFinder matches the number v written with any grouping marks, and
@@ -173,5 +175,7 @@ func numberFinder(v string) *finder {
 	if neg {
 		p = `[-−]` + p
 	}
-	return groupFinder(`(?:^|[^0-9])`, p, `(?:[^0-9]|$)`)
+	f := groupFinder(`(?:^|[^0-9])`, p, `(?:[^0-9]|$)`)
+	f.digits = strings.TrimLeft(strings.ReplaceAll(whole+frac, ".", ""), "0")
+	return f
 }

@@ -160,6 +160,16 @@ type finder struct {
 	obf   *regexp.Regexp // nil unless the value is an address
 	list  string         // a list's key: a match must hold exactly its items
 	group bool           // the value is re's first group, not the whole match
+	// lit is the value's words with a space between them, when a match
+	// is those words (found as a string in a page's collapsed text),
+	// and fold whether case counts not.
+	lit  string
+	fold bool
+	// year or digits, when set, is what any match holds: its year (a
+	// date), or its digits in order, whatever stands between them (a
+	// phone number, a number). A page's text is searched for them, and
+	// near is tried only around where they are.
+	year, digits string
 	// near is re's value without the context around it, for finding
 	// where in a page's text the value may be: the text of one element
 	// runs into the next's there ("Ada+39 02 555 0102" of an <h1> and
@@ -208,6 +218,9 @@ func newFinder(k kind, v string) *finder {
 	// A value that is not valid UTF-8 makes no expression, and is found
 	// nowhere.
 	f.re, _ = regexp.Compile(fold + strings.Join(words, `\s+`))
+	if f.re != nil {
+		f.lit, f.fold = strings.Join(strings.Fields(v), " "), fold != ""
+	}
 	if k == kindEmail && f.re != nil {
 		if local, domain, ok := strings.Cut(v, "@"); ok {
 			at := `\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|<\s*at\s*>|\s+at\s+|@)\s*`
@@ -220,6 +233,19 @@ func newFinder(k kind, v string) *finder {
 		}
 	}
 	return f
+}
+
+// mayMatch reports whether the value may be in s, a lower-cased text.
+func (f *finder) mayMatch(s string) bool {
+	switch {
+	case f.lit != "":
+		return strings.Contains(s, strings.ToLower(f.lit)) || f.obf != nil && f.obf.MatchString(s)
+	case f.near != nil:
+		return f.near.MatchString(s)
+	case f.re != nil:
+		return f.re.MatchString(s)
+	}
+	return false
 }
 
 // findAll returns every place the value may be in s: the matches of
