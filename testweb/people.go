@@ -494,13 +494,20 @@ func newPeopleSite(o PeopleOptions) *peopleSite {
 			s.private[p] = true // before any URL of theirs is made
 		}
 	}
-	// Teams of four record people, one colleague-kind person of every
-	// other (fetched for the team's records before their own record gets
-	// there) and a decoy.
+	teamOf := s.makeTeams(teamed, colleagues, o.Hosts, other)
+	s.linkRecords(teamOf, o.Hosts, other)
+	return s
+}
+
+// makeTeams puts the people of team-kind records on team pages, four a
+// team with one colleague-kind person of every other (fetched for the
+// team's records before their own record gets there) and a decoy (other
+// picks people no record is about); it returns each member's team.
+func (s *peopleSite) makeTeams(teamed, colleagues []int, hosts int, other func(not ...int) int) map[int]int {
 	teamOf := make(map[int]int)
 	ci := 0
 	for i := 0; i < len(teamed); i += 4 {
-		t := peopleTeam{host: len(s.teams) % o.Hosts}
+		t := peopleTeam{host: len(s.teams) % hosts}
 		for _, p := range teamed[i:min(i+4, len(teamed))] {
 			t.members = append(t.members, p)
 			teamOf[p] = len(s.teams)
@@ -512,10 +519,16 @@ func newPeopleSite(o PeopleOptions) *peopleSite {
 		t.members = append(t.members, other(t.members...))
 		s.teams = append(s.teams, t)
 	}
+	return teamOf
+}
+
+// linkRecords gives each record its own link, and the pages between it
+// and its profile, by its kind.
+func (s *peopleSite) linkRecords(teamOf map[int]int, hosts int, other func(not ...int) int) {
 	for i := range s.records {
 		r := &s.records[i]
 		p := s.person(r.person)
-		home := peopleHost((p.host + 1) % o.Hosts)
+		home := peopleHost((p.host + 1) % hosts)
 		homeURL := "http://" + home + "/home/" + p.slug
 		var links []string
 		switch r.kind {
@@ -545,7 +558,6 @@ func newPeopleSite(o PeopleOptions) *peopleSite {
 		}
 		r.link = homeURL
 	}
-	return s
 }
 
 func gcd(a, b int) int {

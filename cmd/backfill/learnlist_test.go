@@ -127,8 +127,8 @@ func shopRecords(t *testing.T, path string, books []shopBook, teach int, sep str
 	}
 }
 
-// learnFlags point learning at loopback servers, politely and at once.
-var learnFlags = []string{"--allow-loopback", "--delay", "0", "--contact", "https://backfill.invalid/learn-test"}
+// loopbackFlags point learning at loopback servers, politely and at once.
+var loopbackFlags = []string{"--allow-loopback", "--delay", "0", "--contact", "https://backfill.invalid/learn-test"}
 
 // TestLearnListsOfAuthors: five teachers whose records join a book's
 // authors with " and ", ", " or "; ", pages that join them otherwise (the byline "A, B and
@@ -155,7 +155,7 @@ func TestLearnListsOfAuthors(t *testing.T) {
 			records := filepath.Join(dir, "books.csv")
 			shopRecords(t, records, books, 5, c.sep, srv.URL)
 			out := filepath.Join(dir, "learned")
-			report := runBackfill(t, append(append([]string{"mappings", "learn", "--records", records, "--fields", "author", "--match", "title", "--depth", "0", "-o", out}, c.flags...), learnFlags...)...)
+			report := runBackfill(t, append(append([]string{"mappings", "learn", "--records", records, "--fields", "author", "--match", "title", "--depth", "0", "-o", out}, c.flags...), loopbackFlags...)...)
 			if !strings.Contains(report, "author  learned") {
 				t.Fatalf("author not learned:\n%s", report)
 			}
@@ -207,7 +207,7 @@ func TestLearnKeepsAddressedHostsApart(t *testing.T) {
 	records := filepath.Join(dir, "books.csv")
 	shopRecords(t, records, books, 8, ", ", a.URL, b.URL)
 	out := filepath.Join(dir, "learned")
-	report := runBackfill(t, append([]string{"mappings", "learn", "--records", records, "--fields", "author", "--match", "title", "--list", "author", "--depth", "0", "-o", out}, learnFlags...)...)
+	report := runBackfill(t, append([]string{"mappings", "learn", "--records", records, "--fields", "author", "--match", "title", "--list", "author", "--depth", "0", "-o", out}, loopbackFlags...)...)
 	for _, srv := range []*httptest.Server{a, b} {
 		host := strings.TrimPrefix(srv.URL, "http://")
 		name := "learned-" + strings.ReplaceAll(host, ":", "-")
