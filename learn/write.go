@@ -344,6 +344,9 @@ func (g *Group) addFixtures(m *mappingFile, from []*Page, files map[string][]byt
 		fx := fixture{URL: p.URL, File: file, ContentType: ctype, Expect: fixtureExpect{Fields: map[string][]string{}}}
 		ex := set.Extract(p.URL, p.Body, p.ContentType)
 		for _, fv := range ex.Fields {
+			if err := g.pageSays(fv.Field, p, fv.Values); err != nil {
+				return fmt.Errorf("learned mapping %s (a bug): %w", m.Name, err)
+			}
 			fx.Expect.Fields[fv.Field] = fv.Values
 		}
 		res := set.RunFixture(set.Mappings()[0], etl.Fixture{URL: fx.URL, File: fx.File, ContentType: ctype, Fields: fx.Expect.Fields}, p.Body)
@@ -355,6 +358,27 @@ func (g *Group) addFixtures(m *mappingFile, from []*Page, files map[string][]byt
 	}
 	if len(m.Fixtures) == 0 {
 		return errors.New("learned mapping " + m.Name + " has no teacher page to make a fixture of (a bug)")
+	}
+	return nil
+}
+
+// pageSays checks that what a fixture expects of a field on page p is
+// what p says: a value as the page writes it (its form, white space
+// folded), unless the field's type rewrites it. A rule that altered a
+// value would make a fixture that passes with it.
+func (g *Group) pageSays(field string, p *Page, values []string) error {
+	for _, f := range g.Fields {
+		if f.Field != field || f.f == nil || f.f.kind.typed() || f.f.kind == kindList || f.join != "" {
+			continue
+		}
+		for _, e := range f.f.ex {
+			if e.doc.page != p || len(e.forms) == 0 || len(values) == 0 {
+				continue
+			}
+			if !e.forms[collapse(values[0])] {
+				return fmt.Errorf("%s on %s: the rule yields %q, which the page does not say", field, p.URL, values[0])
+			}
+		}
 	}
 	return nil
 }
