@@ -28,14 +28,13 @@ import (
 // one shows nearly all its values (enough).
 
 // reachedPage is a page of the depth search. Its parsed document is
-// kept while the page is some teacher's best (holds of them), and
-// dropped otherwise: a search reads many pages of 150 KB and keeps few.
+// kept while the page is scored and dropped after (a search reads many
+// pages of 150 KB); its links stay.
 type reachedPage struct {
 	job    *fetchJob
 	doc    *doc
 	links  []string
 	parsed bool // links were read
-	holds  int  // teachers whose best page it is
 }
 
 // parse returns the page's document, parsing it again when it was
@@ -50,12 +49,8 @@ func (rp *reachedPage) parse() *doc {
 	return rp.doc
 }
 
-// release drops the page's document unless it is a teacher's best.
-func (rp *reachedPage) release() {
-	if rp.holds == 0 {
-		rp.doc = nil
-	}
-}
+// release drops the page's document.
+func (rp *reachedPage) release() { rp.doc = nil }
 
 // teacherHit is the best page a teacher reached so far: one that names
 // it, with the fields whose values it shows.
@@ -283,14 +278,7 @@ func (s *depthSearch) score(t int, rp *reachedPage) {
 		}
 	}
 	if b := &s.best[t]; b.page == nil && (key != "" || len(found) > 0) || len(found) > len(b.found) {
-		if b.page != nil {
-			b.page.holds--
-			if b.page != rp {
-				b.page.release()
-			}
-		}
 		*b = teacherHit{page: rp, found: found}
-		rp.holds++
 	}
 }
 

@@ -114,7 +114,7 @@ func TestLearnValuesExactly(t *testing.T) {
 	// A rule's value read as the same number is not enough: it must be
 	// the page's text.
 	d := parseDoc(ps["http://contacts.example/people/0"])
-	fl := &field{name: "phone", kind: kindPhone, ex: []example{{doc: d, value: cs[0].phone}}}
+	fl := &field{name: "phone", kind: kindPhone, ex: []example{{doc: d, page: d.page, value: cs[0].phone}}}
 	fl.ex[0].locate(kindPhone)
 	for out, want := range map[string]bool{cs[0].phone: true, strings.TrimPrefix(cs[0].phone, "+"): false, strings.ReplaceAll(cs[0].phone, " ", ""): false} {
 		if got := fl.right([]string{out}, 0); got != want {

@@ -133,7 +133,7 @@ func learnOne(teachers []Teacher, ms []member, name string, admitted map[int]boo
 				for _, o := range teachers[t].Values {
 					all = append(all, o)
 				}
-				ex = append(ex, example{doc: m.doc, value: v, own: wordsOf(all...)})
+				ex = append(ex, example{page: m.page, value: v, own: wordsOf(all...)})
 				vals = append(vals, v)
 				break
 			}
@@ -147,7 +147,7 @@ func learnOne(teachers []Teacher, ms []member, name string, admitted map[int]boo
 		// contradicted by a page that joins them otherwise.
 		lex := make([]example, len(ex))
 		for i, e := range ex {
-			lex[i] = example{doc: e.doc, value: e.value, own: e.own}
+			lex[i] = example{page: e.page, value: e.value, own: e.own}
 		}
 		if lr := learnField(&field{name: name, kind: kindList, ex: lex}, false, opts); lr.Status == Learned {
 			r = lr
@@ -228,12 +228,6 @@ func mappingName(s shape, several bool, names map[string]bool) string {
 // it, degrading to a reason when it cannot.
 func learnField(f *field, match bool, opts Options) *FieldResult {
 	r := &FieldResult{Field: f.name, Match: match, Type: f.kind.fieldType(), Teachers: len(f.ex), f: f}
-	for i := range f.ex {
-		f.ex[i].locate(f.kind)
-		if len(f.ex[i].occs) > 0 {
-			r.Shown++
-		}
-	}
 	switch {
 	case len(f.ex) == 0:
 		r.Status, r.Reason = TooFewTeachers, "no teacher page of this group has its value known"
@@ -241,14 +235,22 @@ func learnField(f *field, match bool, opts Options) *FieldResult {
 	case len(f.ex) < opts.MinTeachers:
 		r.Status, r.Reason = TooFewTeachers, fmt.Sprintf("%d teacher page(s), need %d", len(f.ex), opts.MinTeachers)
 		return r
-	case r.Shown == 0:
+	}
+	byKey := map[string]*candidate{}
+	for i := range f.ex {
+		e := &f.ex[i]
+		e.locate(f.kind)
+		if e.shown {
+			r.Shown++
+			f.propose(i, byKey)
+		}
+		e.doc, e.occs = nil, nil
+	}
+	if r.Shown == 0 {
 		r.Status, r.Reason = NeverFound, fmt.Sprintf("no teacher's value appears on its page (%d pages)", len(f.ex))
 		return r
 	}
-	if err := f.generate(); err != nil {
-		r.Status, r.Reason = Ambiguous, "candidates could not run: "+err.Error()
-		return r
-	}
+	f.settle()
 	all := make([]bool, len(f.ex))
 	for i := range all {
 		all[i] = true
@@ -259,7 +261,7 @@ func learnField(f *field, match bool, opts Options) *FieldResult {
 			e := f.ex[neg]
 			r.Status = Contradicted
 			r.Reason = fmt.Sprintf("%s takes the value from every page that shows it, but yields %q on %s, whose record says %q: the records may be out of date",
-				c.rule, c.out[neg][0], e.doc.page.URL, e.value)
+				c.rule, c.out[neg][0], e.page.URL, e.value)
 			return r
 		}
 		if cs := f.cover(all); len(cs) > 0 {

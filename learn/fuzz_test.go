@@ -32,7 +32,7 @@ func FuzzCandidates(f *testing.F) {
 			if collapse(value) == "" {
 				return
 			}
-			fl := &field{name: "f", kind: k, ex: []example{{doc: d, value: value, own: wordsOf("Fuzz Person")}}}
+			fl := &field{name: "f", kind: k, ex: []example{{doc: d, page: d.page, value: value, own: wordsOf("Fuzz Person")}}}
 			fl.ex[0].locate(k)
 			for _, o := range fl.ex[0].occs {
 				propose := d.candidates

@@ -24,25 +24,36 @@ const maxCandidates = 600
 // example is one teacher page of a field: the page, the known value and
 // where the value appears on it (nowhere: the page is a negative, on
 // which a rule must yield nothing or the value).
+//
+// Its page is parsed, searched and proposes its candidates in one go, and
+// its document is let go before the next example's is made: a group of
+// sixty pages of 150 KB keeps one parsed at a time, not sixty.
 type example struct {
-	doc   *doc
+	page  *Page
 	value string
 	own   words // the words of every value the teacher knows
-	occs  []occurrence
+	shown bool  // the page shows the value
 	// forms are the value as the page writes it where it shows it
 	// (white space folded): a rule must take one of them, not merely
 	// the same value read otherwise.
 	forms map[string]bool
+
+	doc  *doc         // while it is searched (locate)
+	occs []occurrence // where the value is on doc
 }
 
 // locate finds the example's value on its page, and the forms it has
 // there.
 func (e *example) locate(k kind) {
+	if e.doc == nil {
+		e.doc = parseDoc(e.page)
+	}
 	if k == kindList {
 		e.occs = e.doc.locateList(e.value)
 	} else {
 		e.occs = e.doc.locate(k, e.value)
 	}
+	e.shown = len(e.occs) > 0
 	e.forms = map[string]bool{}
 	for _, o := range e.occs {
 		if o.loc != nil && !o.obfuscated && !o.item {
@@ -92,34 +103,36 @@ type field struct {
 	evaluated int // cands[:evaluated] have run (ensure)
 }
 
-// generate collects the candidates of every example and runs them all on
-// every example's page through etl.
-func (f *field) generate() error {
-	byKey := map[string]*candidate{}
-	for i, e := range f.ex {
-		var rules []*rule
-		for _, o := range e.occs {
-			if f.kind == kindList {
-				rules = append(rules, e.doc.listCandidates(o, e.own)...)
-				continue
-			}
-			rules = append(rules, e.doc.candidates(o, f.kind, e.own)...)
+// propose adds the candidates of example i, located, to the field's:
+// the rules that take its value where its page shows it.
+func (f *field) propose(i int, byKey map[string]*candidate) {
+	e := &f.ex[i]
+	var rules []*rule
+	for _, o := range e.occs {
+		if f.kind == kindList {
+			rules = append(rules, e.doc.listCandidates(o, e.own)...)
+			continue
 		}
-		for _, r := range rules {
-			c := byKey[r.key]
-			if c == nil {
-				c = &candidate{rule: r, from: make([]bool, len(f.ex))}
-				byKey[r.key] = c
-				f.cands = append(f.cands, c)
-			}
-			c.from[i] = true
-		}
+		rules = append(rules, e.doc.candidates(o, f.kind, e.own)...)
 	}
+	for _, r := range rules {
+		c := byKey[r.key]
+		if c == nil {
+			c = &candidate{rule: r, from: make([]bool, len(f.ex))}
+			byKey[r.key] = c
+			f.cands = append(f.cands, c)
+		}
+		c.from[i] = true
+	}
+}
+
+// settle puts the candidates in preference order and keeps the first
+// maxCandidates.
+func (f *field) settle() {
 	sort.SliceStable(f.cands, func(i, j int) bool { return f.cands[i].rule.less(f.cands[j].rule) })
 	if len(f.cands) > maxCandidates {
 		f.cands = f.cands[:maxCandidates]
 	}
-	return nil
 }
 
 // firstBatch is how many candidates are run at first; each batch after
@@ -167,7 +180,7 @@ func (f *field) run(cs []*candidate) error {
 		c.out = make([][]string, len(f.ex))
 	}
 	for i, e := range f.ex {
-		for n, vs := range runRules(set, len(cs), e.doc.page) {
+		for n, vs := range runRules(set, len(cs), e.page) {
 			cs[n].out[i] = vs
 		}
 	}
@@ -215,7 +228,7 @@ func runRules(set *etl.Set, n int, p *Page) [][]string {
 // else where it does not.
 func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
 	out, e := c.out[i], f.ex[i]
-	if len(e.occs) == 0 {
+	if !e.shown {
 		// The value is not on the page: the rule must take nothing
 		// else from it.
 		return len(out) == 0 || f.right(out, i)
@@ -330,7 +343,7 @@ func (f *field) contradicted() (*candidate, int) {
 			if f.holds(c, i, false) {
 				continue
 			}
-			if len(e.occs) > 0 {
+			if e.shown {
 				ok = false
 				break
 			}
@@ -354,7 +367,7 @@ func (f *field) best() (*candidate, int) {
 	for _, c := range f.cands {
 		k := 0
 		for i, e := range f.ex {
-			if len(e.occs) > 0 && f.rightFirst(c.out[i], i) {
+			if e.shown && f.rightFirst(c.out[i], i) {
 				k++
 			}
 		}
@@ -465,10 +478,10 @@ func (f *field) validate(folds int, learn func(train []bool) []*candidate) (s Sc
 				s.Right++
 			case got != "":
 				s.Wrong++
-				misses = append(misses, Miss{URL: e.doc.page.URL, Want: e.value, Got: got, Rule: rule})
-			case len(e.occs) > 0:
+				misses = append(misses, Miss{URL: e.page.URL, Want: e.value, Got: got, Rule: rule})
+			case e.shown:
 				s.Missed++
-				misses = append(misses, Miss{URL: e.doc.page.URL, Want: e.value, Rule: rule})
+				misses = append(misses, Miss{URL: e.page.URL, Want: e.value, Rule: rule})
 			}
 		}
 	}
@@ -524,7 +537,7 @@ func (f *field) cover(train []bool) []*candidate {
 			}
 			n := 0
 			for i, t := range train {
-				if t && !covered[i] && len(f.ex[i].occs) > 0 && f.right(c.out[i], i) {
+				if t && !covered[i] && f.ex[i].shown && f.right(c.out[i], i) {
 					n++
 				}
 			}

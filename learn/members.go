@@ -17,7 +17,6 @@ import (
 // the group's match key agrees (learnGroup).
 type member struct {
 	page     *Page
-	doc      *doc
 	u        *url.URL
 	teachers []int
 	weak     []int
@@ -49,7 +48,7 @@ func depthMembers(ctx context.Context, teachers []Teacher, links, known [][]stri
 			}
 			i = len(out)
 			at[tp.page] = i
-			out = append(out, member{page: tp.page.job.page, doc: tp.page.doc, u: u})
+			out = append(out, member{page: tp.page.job.page, u: u})
 		}
 		if tp.strong {
 			out[i].teachers = append(out[i].teachers, t)
@@ -126,7 +125,7 @@ func ownMembers(ctx context.Context, teachers []Teacher, links [][]string, src S
 			if err != nil {
 				continue
 			}
-			out = append(out, member{page: j.page, doc: parseDoc(j.page), u: u, teachers: j.teachers})
+			out = append(out, member{page: j.page, u: u, teachers: j.teachers})
 		}
 	}
 	return out, nil

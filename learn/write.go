@@ -146,7 +146,7 @@ func (g *Group) clusters(learned []*FieldResult, matchKey string) []*cluster {
 				continue
 			}
 			for i, e := range f.f.ex {
-				if e.doc.page != p {
+				if e.page != p {
 					continue
 				}
 				for k, c := range f.cover {
@@ -372,7 +372,7 @@ func (g *Group) pageSays(field string, p *Page, values []string) error {
 			continue
 		}
 		for _, e := range f.f.ex {
-			if e.doc.page != p || len(e.forms) == 0 || len(values) == 0 {
+			if e.page != p || len(e.forms) == 0 || len(values) == 0 {
 				continue
 			}
 			if !e.forms[collapse(values[0])] {
@@ -389,7 +389,7 @@ func shows(f *FieldResult, p *Page) bool {
 		return false
 	}
 	for _, e := range f.f.ex {
-		if e.doc.page == p && len(e.occs) > 0 {
+		if e.page == p && e.shown {
 			return true
 		}
 	}
