@@ -86,19 +86,7 @@ func TestLearnValuesExactly(t *testing.T) {
 	if f := fieldResult(t, res, "nickname"); f.Status != NeverFound {
 		t.Errorf("nickname: %s, want %s", f.Status, NeverFound)
 	}
-	dir := t.TempDir()
-	if _, err := res.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	set, err := etl.LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range set.TestFixtures() {
-		if !r.OK() {
-			t.Errorf("fixture: %s", r)
-		}
-	}
+	set, dir := writeLearned(t, res)
 	for i := 8; i < len(cs); i++ {
 		c := cs[i]
 		got := fieldsOn(set, ps[fmt.Sprintf("http://contacts.example/people/%d", i)])

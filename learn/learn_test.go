@@ -87,6 +87,14 @@ func learnSite(t *testing.T, s site, n int, teach func(person) map[string]string
 	if err != nil {
 		t.Fatal(err)
 	}
+	set, _ := writeLearned(t, res)
+	return res, set, ps
+}
+
+// writeLearned writes what was learned into a temporary directory and
+// loads it back, its fixtures passing: the set and the directory.
+func writeLearned(t *testing.T, res *Result) (*etl.Set, string) {
+	t.Helper()
 	dir := t.TempDir()
 	if _, err := res.Write(dir); err != nil {
 		t.Fatal(err)
@@ -100,7 +108,7 @@ func learnSite(t *testing.T, s site, n int, teach func(person) map[string]string
 			t.Errorf("learned fixture fails: %s", r)
 		}
 	}
-	return res, set, ps
+	return set, dir
 }
 
 // fieldsOn runs the learned set on a page: field → first value.
@@ -327,14 +335,7 @@ func TestLearnMoreTeachersNeverWorse(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				dir := t.TempDir()
-				if _, err := res.Write(dir); err != nil {
-					t.Fatal(err)
-				}
-				set, err := etl.LoadDir(dir)
-				if err != nil {
-					t.Fatal(err)
-				}
+				set, _ := writeLearned(t, res)
 				scored := append([]string{w.key}, w.fields...)
 				right, wrong := map[string]int{}, map[string]int{}
 				for i := 60; i < 100; i++ {
