@@ -73,6 +73,13 @@ const page = `<!DOCTYPE html><html><head>
 <ul><li>go</li><li> c </li><li>go</li></ul>
 </body></html>`
 
+// concatPage holds values in pieces: two addresses in JSON-LD, the
+// second without a country, and a name in three elements.
+const concatPage = `<html><head><script type="application/ld+json">
+{"@type":"Person","name":"Ada","address":[{"@type":"PostalAddress","addressLocality":"Medellín","addressCountry":"Colombia"},
+ {"@type":"PostalAddress","addressLocality":"Lyon","postalCode":"69001","addressCountry":" France "}]}
+</script></head><body><h2><span class="given">Ada</span> <span class="family">Lovelace</span> <span class="suffix"> PhD </span></h2></body></html>`
+
 func TestProcessors(t *testing.T) {
 	const u = "https://site.example/people/ada"
 	tests := []struct {
@@ -144,6 +151,17 @@ func TestProcessors(t *testing.T) {
 		{name: "jsonld nested objects and prefixed types", procs: `[{"type":"jsonld","parameters":{"type":["Organization"],"property":"name"}}]`, want: []string{"Analytical Engines Ltd", "Other Org"}},
 		{name: "jsonld objects then jsonpath", procs: `[{"type":"jsonld","parameters":{"type":"Person"}},{"type":"jsonpath","parameters":{"expression":"$.jobTitle"}}]`, want: []string{"Engineer"}},
 		{name: "jsonld none", procs: `[{"type":"jsonld","parameters":{"type":"Event","property":"name"}}]`, want: []string{}},
+		// concat
+		{name: "concat jsonld pieces", procs: `[{"type":"concat","parameters":{"separator":", ","parts":[[{"type":"jsonld","parameters":{"type":"PostalAddress","property":"addressLocality"}}],[{"type":"jsonld","parameters":{"type":"PostalAddress","property":"addressCountry"}}]]}}]`,
+			body: concatPage, want: []string{"Medellín, Colombia"}},
+		{name: "concat per object", procs: `[{"type":"jsonld","parameters":{"type":"PostalAddress"}},{"type":"concat","parameters":{"separator":", ","parts":[[{"type":"jsonpath","parameters":{"expression":"$.addressLocality"}}],[{"type":"jsonpath","parameters":{"expression":"$.addressCountry"}}]]}}]`,
+			body: concatPage, want: []string{"Medellín, Colombia", "Lyon, France"}},
+		{name: "concat missing piece", procs: `[{"type":"jsonld","parameters":{"type":"PostalAddress"}},{"type":"concat","parameters":{"parts":[[{"type":"jsonpath","parameters":{"expression":"$.addressLocality"}}],[{"type":"jsonpath","parameters":{"expression":"$.postalCode"}}]]}}]`,
+			body: concatPage, want: []string{"Lyon 69001"}},
+		{name: "concat three with separators", procs: `[{"type":"concat","parameters":{"separators":[" ",", "],"parts":[[{"type":"xpath","parameters":{"expression":"//span[@class='given']"}}],[{"type":"xpath","parameters":{"expression":"//span[@class='family']"}},{"type":"upper"}],[{"type":"xpath","parameters":{"expression":"//span[@class='suffix']"}}]]}}]`,
+			body: concatPage, want: []string{"Ada LOVELACE, PhD"}},
+		{name: "concat part error", procs: `[{"type":"concat","parameters":{"parts":[[{"type":"jsonpath","parameters":{"expression":"$.a"}}],[{"type":"xpath","parameters":{"expression":"//h2"}}]]}}]`,
+			err: "parts[0]: the document is HTML"},
 		// meta
 		{name: "meta og", procs: `[{"type":"meta","parameters":{"name":"og:title"}}]`, want: []string{"Ada Example"}},
 		{name: "meta twitter case-insensitive", procs: `[{"type":"meta","parameters":{"name":"Twitter:Creator"}}]`, want: []string{"@ada"}},
@@ -268,6 +286,14 @@ func TestProcessorParameters(t *testing.T) {
 		{"jsonld", `{"type":3}`, "want a string or an array"},
 		{"jsonld", `{"property":"a..b"}`, "empty segment"},
 		{"meta", `{}`, "is required"},
+		{"concat", `{}`, `"parts" is required`},
+		{"concat", `{"parts":[[{"type":"trim"}]]}`, "want two chains or more, got 1"},
+		{"concat", `{"parts":[[{"type":"trim"}],[]]}`, "parts[1]: a part needs at least one processor"},
+		{"concat", `{"parts":[[{"type":"trim"}],[{"type":"xpath","parameters":{"expression":"//a["}}]]}`, "parts[1][0] (xpath): invalid XPath"},
+		{"concat", `{"parts":[[{"type":"trim"}],[{"type":"trimm"}]]}`, `parts[1][0]: unknown processor type "trimm"`},
+		{"concat", `{"parts":[[{"type":"trim"}],[{"typ":"trim"}]]}`, "parts[1]: want an array of processors"},
+		{"concat", `{"parts":[[{"type":"trim"}],[{"type":"trim"}]],"separator":" ","separators":[" "]}`, "not both"},
+		{"concat", `{"parts":[[{"type":"trim"}],[{"type":"trim"}]],"separators":[" ",","]}`, "want 1 (one between each two parts), got 2"},
 		{"number", `{"decimal":";"}`, `"decimal" must be`},
 		{"date", `{"order":"ymd"}`, `"order" must be`},
 		{"date", `{"layout":"xx"}`, "no date elements"},
@@ -286,10 +312,33 @@ func TestProcessorParameters(t *testing.T) {
 
 func TestEveryProcessorIsTested(t *testing.T) {
 	// Guards against a processor added without a table entry above.
-	tested := "xpath regex replace trim lower upper html-unescape split join unique first last nth default url jsonpath jsonld meta email number date"
+	tested := "xpath regex replace trim lower upper html-unescape split join unique first last nth default url jsonpath jsonld meta email number date concat"
 	for _, typ := range ProcessorTypes() {
 		if !strings.HasPrefix(typ, "test-") && !strings.Contains(" "+tested+" ", " "+typ+" ") {
 			t.Errorf("processor %q has no test cases", typ)
 		}
+	}
+}
+
+// TestConcatInAMapping: a mapping's concat takes its pieces through the
+// same extraction as any field, its parts' XPaths on the page's index.
+func TestConcatInAMapping(t *testing.T) {
+	set, err := Load(map[string][]byte{"m.json": []byte(`{"name": "m", "fields": [
+ {"name": "name", "processors": [{"type": "concat", "parameters": {"parts": [
+   [{"type": "xpath", "parameters": {"expression": "//span[@class='given']"}}],
+   [{"type": "xpath", "parameters": {"expression": "//span[@class='family']"}}]]}}]},
+ {"name": "place", "all": true, "processors": [{"type": "jsonld", "parameters": {"type": "PostalAddress"}},
+   {"type": "concat", "parameters": {"separator": ", ", "parts": [[{"type": "jsonpath", "parameters": {"expression": "$.addressLocality"}}],
+   [{"type": "jsonpath", "parameters": {"expression": "$.addressCountry"}}]]}}]}]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, f := range set.Extract("https://a.example/", []byte(concatPage), "text/html").Fields {
+		got[f.Field] = f.Values
+	}
+	want := map[string][]string{"name": {"Ada Lovelace"}, "place": {"Medellín, Colombia", "Lyon, France"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("extracted %q, want %q", got, want)
 	}
 }

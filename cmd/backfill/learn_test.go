@@ -298,6 +298,7 @@ func TestMappingsLearnCommand(t *testing.T) {
 		{"no fields", []string{"mappings", "learn", "-o", out, "--records", nobody}, exitUsage, []string{"--fields is required"}},
 		{"match key the records lack", []string{"mappings", "learn", "-o", out, "--records", nameless, "--fields", "location"}, exitUsage,
 			[]string{"--match name: no teacher knows a name", `--match ""`}},
+		{"unknown type", []string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "born", "--type", "born=day"}, exitUsage, []string{`type "day": want one of date, email, number, phone, text, url`}},
 		{"negative depth", []string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "location", "--depth", "-1"}, exitUsage, []string{"--depth must not be negative"}},
 		{"negative recrawl age", []string{"mappings", "learn", "-o", out, "--records", nobody, "--recrawl-after", "-1s"}, exitUsage, []string{"--recrawl-after must not be negative"}},
 		{"no teacher", append([]string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "location"}, webFlags(web)...), exitFail,
