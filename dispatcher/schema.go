@@ -53,7 +53,8 @@ import (
 //   - meta holds counters a resume would otherwise count over every row,
 //     and the crawl's totals across restarts (totals.go).
 //
-// Version 5 adds urls.found (schemaV5).
+// Version 5 adds urls.found (schemaV5), version 6 what the outcomes say
+// of the links a record did not follow (schemaV6).
 //
 // Versions 1 to 3 are the schema of earlier builds; a state they wrote is
 // converted in place.
@@ -64,6 +65,7 @@ var stateSchema = []sqlitedb.Migration{
 	{SQL: schemaV3},
 	{SQL: schemaV4},
 	{SQL: schemaV5},
+	{SQL: schemaV6},
 }
 
 // schemaV1 is the state of earlier builds (user_version 0, tables
@@ -299,6 +301,20 @@ var schemaV4 = []string{
 var schemaV5 = []string{
 	`ALTER TABLE urls ADD COLUMN found INTEGER NOT NULL DEFAULT 0`,
 	`UPDATE urls SET found = 1 WHERE instr(result, '"f":') > 0`,
+}
+
+// schemaV6 keeps what the outcomes (outcomes.go) say of the links a record
+// did not follow: beyond holds, per record, the first link a mapping
+// matches that a page reached at the depth limit offered (its key, and
+// its depth, one more than --depth was), and records.long the start of a
+// record's own link refused for its length when the record has no other.
+var schemaV6 = []string{
+	`CREATE TABLE beyond (
+		rec   INTEGER PRIMARY KEY,
+		url   TEXT NOT NULL,
+		key   INTEGER NOT NULL,
+		depth INTEGER NOT NULL)`,
+	`ALTER TABLE records ADD COLUMN long TEXT`,
 }
 
 func init() {

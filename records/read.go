@@ -39,6 +39,10 @@ type Record struct {
 	Order  []string          // the file's columns, or the line's keys, in order
 	Links  []string          // normalized http(s) URLs
 	Error  string
+	// TooLong is the first link refused for being longer than
+	// etl.MaxURLLength (reported with FilterURLLength): a record left
+	// without links says why.
+	TooLong string
 }
 
 // FilterURLLength is the reason a link longer than etl.MaxURLLength is
@@ -550,6 +554,9 @@ func (p *recordParser) addLink(rec *Record, line int, v string, explicit bool) {
 		e := p.lineErr(line, "link %q… (%d bytes) is longer than %d bytes; refused", v[:64], len(v), etl.MaxURLLength)
 		e.Filter = FilterURLLength
 		p.warn(e)
+		if rec.TooLong == "" {
+			rec.TooLong = v
+		}
 		return
 	case err != nil:
 		if explicit {

@@ -25,7 +25,7 @@ import (
 //	             format, raw (binary), error}
 //	fields      {_id: <record>.<field> (escaped), record, field, value, source,
 //	             mapping, depth, at, conflicts: [..], history: [..], type}
-//	outcomes    {_id: record id, reason, detail, pages, failed: [{k, n}], page, key}
+//	outcomes    {_id: record id, reason, detail, pages, failed: [{k, n}], page, key, link, link_depth}
 //	robots      {_id: host, status, body, fetched_at, expires}
 //	last_crawl  {_id: <host>@<unix ms>, host, at}
 //	soft404     {_id: host, print, probed_at, expires}
@@ -293,10 +293,12 @@ type mongoOutcome struct {
 	Failed []mongoCount `bson:"failed,omitempty"`
 	Page   string       `bson:"page,omitempty"`
 	Key    string       `bson:"key,omitempty"`
+	Link   string       `bson:"link,omitempty"`
+	Depth  int64        `bson:"link_depth,omitempty"`
 }
 
 func (m *mongoOutcome) outcome() *Outcome {
-	o := &Outcome{Record: m.ID, Reason: m.Reason, Detail: m.Detail, Pages: int(m.Pages), Page: m.Page, Key: m.Key}
+	o := &Outcome{Record: m.ID, Reason: m.Reason, Detail: m.Detail, Pages: int(m.Pages), Page: m.Page, Key: m.Key, Link: m.Link, Depth: int(m.Depth)}
 	if len(m.Failed) > 0 {
 		o.Failed = make(map[string]int, len(m.Failed))
 		for _, c := range m.Failed {
@@ -711,7 +713,8 @@ func (s *mongoStore) SetOutcomes(ctx context.Context, outs []Outcome) error {
 				if !exists[o.Record] {
 					continue
 				}
-				d := mongoOutcome{ID: o.Record, Reason: o.Reason, Detail: o.Detail, Pages: int64(o.Pages), Page: o.Page, Key: o.Key}
+				d := mongoOutcome{ID: o.Record, Reason: o.Reason, Detail: o.Detail, Pages: int64(o.Pages), Page: o.Page, Key: o.Key,
+					Link: o.Link, Depth: int64(o.Depth)}
 				for _, k := range sortedKeys(o.Failed) {
 					d.Failed = append(d.Failed, mongoCount{k, int64(o.Failed[k])})
 				}
