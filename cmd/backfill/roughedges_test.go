@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOneProcessRunSaysNothingOfSecurity: `backfill run` is a dispatcher
+// and its supervisors in one process, talking in process: it warns about
+// nothing a cluster's operator must secure (the plaintext warning is for
+// clusters whose members are on other machines).
+func TestOneProcessRunSaysNothingOfSecurity(t *testing.T) {
+	dir := t.TempDir()
+	records := filepath.Join(dir, "r.csv")
+	if err := os.WriteFile(records, []byte("id,name,email\nr1,Ann Lee,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := mainExit([]string{"run", "--records", records, "--state-dir", filepath.Join(dir, "state"),
+		"--mappings", filepath.Join("testdata", "badinputs", "maps")}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	for _, word := range []string{"plaintext", "secure the cluster", "WARN", `"level":"WARN"`} {
+		if strings.Contains(stderr.String(), word) {
+			t.Errorf("a one-process run says %q:\n%s", word, stderr.String())
+		}
+	}
+}
+
+// TestMistypedFlag: a mistyped flag is answered with the nearest flag in
+// one line, not with every flag the command has; -h still lists them.
+func TestMistypedFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--sate-dir", "x"}, "unknown flag --sate-dir: did you mean --state-dir?"},
+		{[]string{"export", "--fromat", "csv"}, "did you mean --format?"},
+		{[]string{"keygen", "--forse", "k"}, "did you mean --force?"},
+		{[]string{"mappings", "check", "--nope"}, "unknown flag --nope (`backfill mappings check -h` lists every flag)"},
+		{[]string{"provision", "render", "--oo", "x"}, "did you mean --o?"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := mainExit(c.args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", c.args, code, exitUsage)
+		}
+		if got := stderr.String(); !strings.Contains(got, c.want) || strings.Count(got, "\n") != 1 {
+			t.Errorf("%q: stderr %q, want one line saying %q", c.args, got, c.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := mainExit([]string{"run", "-h"}, &stdout, &stderr); code != exitOK || !strings.Contains(stderr.String(), "-state-dir") {
+		t.Errorf("run -h: exit %d, stderr %q: want every flag", code, stderr.String())
+	}
+}
