@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"backfill/store"
 )
 
 // TestOneProcessRunSaysNothingOfSecurity: `backfill run` is a dispatcher
@@ -55,5 +58,31 @@ func TestMistypedFlag(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := mainExit([]string{"run", "-h"}, &stdout, &stderr); code != exitOK || !strings.Contains(stderr.String(), "-state-dir") {
 		t.Errorf("run -h: exit %d, stderr %q: want every flag", code, stderr.String())
+	}
+}
+
+// TestDemoTableShowsEveryColumn: the demo's table shows every column of
+// the sample, the links too (homepage, profile), which say where the
+// crawl started from.
+func TestDemoTableShowsEveryColumn(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rec := store.Record{ID: "r1", Seq: 1, Format: "csv", Order: []string{"id", "name", "homepage", "profile"},
+		Fields: map[string]string{"id": "r1", "name": "Alice Moreau", "homepage": "http://blog.example.net/~alice/", "profile": ""},
+		Links:  []string{"http://blog.example.net/~alice/"}}
+	if err := st.PutRecords(ctx, []store.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := printRecords(ctx, &out, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	header, _, _ := strings.Cut(out.String(), "\n")
+	if strings.Join(strings.Fields(header), " ") != "id name homepage profile" || !strings.Contains(out.String(), "blog.example.net/~alice/") {
+		t.Errorf("demo table:\n%s\nwant the columns id, name, homepage, profile and the homepage's link", out.String())
 	}
 }
