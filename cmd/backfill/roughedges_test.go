@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,5 +88,39 @@ func TestDemoTableShowsEveryColumn(t *testing.T) {
 	header, _, _ := strings.Cut(out.String(), "\n")
 	if strings.Join(strings.Fields(header), " ") != "id name homepage profile" || !strings.Contains(out.String(), "blog.example.net/~alice/") {
 		t.Errorf("demo table:\n%s\nwant the columns id, name, homepage, profile and the homepage's link", out.String())
+	}
+}
+
+// TestCAFile: a site whose certificate a private CA signed is refused
+// (tls) until --ca-file names that CA; then it is fetched, verified.
+func TestCAFile(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/robots.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html><head><title>private</title></head><body><h1>Behind a private CA</h1></body></html>")
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(ca, pemBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	try := func(extra ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"mappings", "try", "--allow-loopback", "--delay", "0"}, extra...)
+		code := mainExit(append(args, srv.URL+"/page"), &stdout, &stderr)
+		return code, stdout.String() + stderr.String()
+	}
+	if code, out := try(); code == exitOK || !strings.Contains(out, "certificate") {
+		t.Errorf("without --ca-file: exit %d, want a refusal naming the certificate:\n%s", code, out)
+	}
+	if code, out := try("--ca-file", ca); code != exitOK {
+		t.Errorf("with --ca-file: exit %d:\n%s", code, out)
+	}
+	if code, out := try("--ca-file", filepath.Join(t.TempDir(), "none.pem")); code == exitOK || !strings.Contains(out, "--ca-file") {
+		t.Errorf("--ca-file missing: exit %d:\n%s", code, out)
 	}
 }
