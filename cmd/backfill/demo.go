@@ -31,7 +31,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	)
 	lf.register(fs)
 	of.register(fs, true)
-	stateDir := fs.String("state-dir", "", "keep the demo's state here (default: a temporary directory, removed afterwards)")
+	stateDir := new(string)
+	stateDirFlag(fs, stateDir, "", "keep the demo's state here (default: a temporary directory, removed afterwards)")
 	delay := fs.Int("crawl-delay", 1, "Crawl-delay (seconds) the fixture hosts ask for")
 	hold := fs.Bool("hold", false, "after the crawl, keep serving --metrics and --status until interrupted")
 	if err := parse(fs, args); err != nil {

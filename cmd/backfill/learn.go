@@ -67,7 +67,8 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	joins := joinFlag{}
 	fs.Var(joins, "join", `FIELD=SEPARATOR: learn FIELD as a list and write its items joined into one value with SEPARATOR (e.g. --join "authors=, "); repeatable`)
 	depth := fs.Int("depth", 1, "look for each teacher's page within this many links of its own links, as a crawl to this --depth would (run's default); 0: the own links' pages only")
-	stateDir := fs.String("state-dir", "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched in DIR/"+learn.PageCacheFile+
+	stateDir := new(string)
+	stateDirFlag(fs, stateDir, "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched in DIR/"+learn.PageCacheFile+
 		" (compressed, bounded) and read them from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
 	recrawl := fs.Duration("recrawl-after", learn.DefaultRecrawlAfter, "with --state-dir: fetch a kept teacher page again once it is older than this (0: read it however old)")
 	var sf storeFlags

@@ -96,3 +96,34 @@ func oneRecord(t *testing.T, dir string) string {
 	}
 	return path
 }
+
+// TestOneStateDirFlag: --state-dir is defined once (stateDirFlag), with
+// its default named once, for every command that takes it.
+func TestOneStateDirFlag(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, defaults := 0, 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs += strings.Count(string(b), `"state-dir"`)
+		defaults += strings.Count(string(b), `"backfill-state"`)
+	}
+	if defs != 1 || defaults != 1 {
+		t.Errorf(`"state-dir" appears %d times and "backfill-state" %d in the command's sources; want one definition (stateDirFlag)`, defs, defaults)
+	}
+	for _, cmd := range []string{"run", "dispatcher", "supervisor", "export", "report", "status", "demo"} {
+		var stdout, stderr bytes.Buffer
+		mainExit([]string{cmd, "-h"}, &stdout, &stderr)
+		if !strings.Contains(stderr.String(), "-state-dir") {
+			t.Errorf("%s -h lists no --state-dir", cmd)
+		}
+	}
+}

@@ -27,7 +27,8 @@ import (
 // interrupted.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
-	stateDir := fs.String("state-dir", "backfill-state", "the dispatcher's state directory (run this on the dispatcher's machine)")
+	stateDir := new(string)
+	stateDirFlag(fs, stateDir, defaultStateDir, "the dispatcher's state directory (run this on the dispatcher's machine)")
 	from := fs.String("from", "", "read the status from a dispatcher's --status (or --metrics) listener, e.g. http://10.0.0.2:9100/, instead of --state-dir")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	watch := fs.Duration("watch", 0, "print again every interval until interrupted (e.g. 2s); 0 prints once")
