@@ -386,7 +386,7 @@ func TestRehearsal(t *testing.T) {
 
 // findBrowser is the Chromium a render supervisor finds on PATH, or "".
 func findBrowser() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+	for _, name := range []string{"chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
