@@ -103,9 +103,7 @@ roles = ["mongodb"]
 // certificates and the rendered user with the rendered password (SCRAM),
 // as the MongoDB host's setup makes it.
 func TestRehearsal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the rehearsal crawls for some seconds")
-	}
+	proctest.Short(t, "the rehearsal crawls for some seconds")
 	if os.Geteuid() != 0 {
 		proctest.NotRoot(t, "the rehearsal builds network namespaces, which needs root (CI runs it as root)")
 	}

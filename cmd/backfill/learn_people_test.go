@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -20,9 +21,7 @@ import (
 // correct crawl finds (testweb.PeopleTruth; JavaScript profiles show
 // nothing without a browser, to the crawl as to learning).
 func TestLearnPeopleWebAtDepth(t *testing.T) {
-	if testing.Short() {
-		t.Skip("learns and crawls the people web")
-	}
+	proctest.Short(t, "learns and crawls the people web")
 	web, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: 100, Pages: 4, Records: 300})
 	if err != nil {
 		t.Fatal(err)
