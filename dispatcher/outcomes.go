@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"backfill/etl"
@@ -20,9 +22,10 @@ import (
 // which says more than a failure.
 const (
 	// ReasonDepthLimit: the crawl stopped at the depth limit with a link
-	// a mapping matches left unfollowed (the outcome names the link and
-	// the depth that would reach it): a larger --depth may fill the
-	// record. It outranks a refusal, since the pages refused on the way
+	// left unfollowed that looks like the record's own page: a mapping
+	// matches it and its address names the record (see noteBeyond). The
+	// outcome names the link and the depth that would reach it: a larger
+	// --depth may fill the record. It outranks a refusal, since the pages refused on the way
 	// are often the neighbours' that lead to the record's own.
 	ReasonDepthLimit = "depth-limit"
 	// ReasonRefused: a page had values for the record, refused because a
@@ -198,7 +201,7 @@ func outcomeOf(p recordPages) store.Outcome {
 	case p.beyond != nil && p.queued == 0:
 		b := p.beyond
 		o.Reason, o.Link, o.Depth = ReasonDepthLimit, b.url, b.depth
-		o.Detail = fmt.Sprintf("%s, a page a mapping matches, is %d links from the record's own: one beyond --depth %d, so it was not followed (--depth %d would)",
+		o.Detail = fmt.Sprintf("%s, a page a mapping matches whose address names the record, is %d links from the record's own: one beyond --depth %d, so it was not followed (--depth %d would)",
 			b.url, b.depth, b.depth-1, b.depth)
 		if rf := p.refused; rf != nil {
 			o.Detail += fmt.Sprintf("; a page reached was about someone else (%s: its %s is %q, the record's %q)", rf.page, rf.field, rf.pageValue, rf.recordValue)
@@ -276,16 +279,27 @@ const (
 
 // noteBeyond keeps, for the record's outcome (ReasonDepthLimit), a link
 // of a page at the depth limit (its links would be at depth, beyond
-// --depth) that a deeper crawl would follow for the record: one a
-// mapping matches, that the link filters let through, that the record
-// has not reached already and that has not failed. Once per record
-// (recState.beyond). Callers hold mu, inside the state transaction.
+// --depth) that looks like the record's own page: a mapping matches it,
+// its address names the record (a word of a match key the record knows,
+// such as a name: /people/ann-lee for Ann Lee), the link filters let it
+// through, the record has not reached it already and it has not failed.
+// A record that knows no match key, or a link that names someone else
+// (a colleague's profile), says nothing of the depth: the reason stays
+// what the pages reached show. Once per record (recState.beyond).
+// Callers hold mu, inside the state transaction.
 func (d *Dispatcher) noteBeyond(ctx context.Context, r *recState, links []string, depth int) error {
 	if r.beyond {
 		return nil
 	}
+	words := r.nameWords(d.cfg.Mappings.MatchFields())
+	if len(words) == 0 {
+		return nil
+	}
 	checked := 0
 	for _, l := range links[:min(len(links), beyondScan)] {
+		if !namesRecord(l, words) {
+			continue
+		}
 		if matched, _ := d.cfg.Mappings.Matches(l); !matched || d.filter.check(l, depth) != "" {
 			continue
 		}
@@ -307,6 +321,45 @@ func (d *Dispatcher) noteBeyond(ctx context.Context, r *recState, links []string
 		return nil
 	}
 	return nil
+}
+
+// minNameWord is the shortest word of a match key a link's address must
+// hold to name the record: shorter ones ("li", "de") are in too many.
+const minNameWord = 3
+
+// nameWords are the words of the match keys the record knows (fields,
+// the set's match fields), folded as etl.MatchKey folds them.
+func (r *recState) nameWords(fields []string) []string {
+	var out []string
+	for _, f := range fields {
+		v := r.known(f, 0)
+		if v == "" {
+			continue
+		}
+		for _, w := range strings.FieldsFunc(r.matchKey(v), func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) }) {
+			if len(w) >= minNameWord && !slices.Contains(out, w) {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// namesRecord reports whether the link's address (its path and query,
+// folded to lower case) holds one of the record's name words.
+func namesRecord(link string, words []string) bool {
+	_, rest, _ := strings.Cut(link, "://")
+	_, path, _ := strings.Cut(rest, "/")
+	if p, err := url.PathUnescape(path); err == nil {
+		path = p
+	}
+	path = etl.MatchKey(path)
+	for _, w := range words {
+		if strings.Contains(path, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // outcomes works out why each incomplete record is incomplete, counts the
