@@ -106,7 +106,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 			return err
 		}
 		if it.depth+1 > d.cfg.Depth {
-			return nil
+			return d.noteBeyond(ctx, r, it.res.Links, it.depth+1)
 		}
 		d.run.disagreeing++
 		return d.attachRecordLinks(ctx, r, it.res.Links, it.depth+1)
@@ -146,7 +146,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		d.nPartial++
 	}
 	if it.depth+1 > d.cfg.Depth {
-		return nil
+		return d.noteBeyond(ctx, r, it.res.Links, it.depth+1)
 	}
 	return d.attachRecordLinks(ctx, r, it.res.Links, it.depth+1)
 }

@@ -56,8 +56,8 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
 		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest,
 		"restarts", d.base.starts-1)
-	if !d.admit.Secured() {
-		d.log.Warn(cluster.PlaintextWarning)
+	if w := d.admit.Warning(d.recv.Endpoint()); w != "" {
+		d.log.Warn(w)
 	}
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {

@@ -50,6 +50,11 @@ type limiter struct {
 	// Answers counted per tenth of a second over the last second, for
 	// the pace a cut falls back to.
 	tenths [10]tenth
+
+	// now and afterFunc are time.Now and time.AfterFunc; a test gives
+	// its own clock.
+	now       func() time.Time
+	afterFunc func(time.Duration, func())
 }
 
 type tenth struct {
@@ -73,7 +78,8 @@ const minWindow = 8
 const minRate = 5.0
 
 func newLimiter(max int) *limiter {
-	return &limiter{max: float64(max), window: float64(min(max, initialWindow))}
+	return &limiter{max: float64(max), window: float64(min(max, initialWindow)), now: time.Now,
+		afterFunc: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
 }
 
 // acquire waits for room to send one query and returns when it was sent.
@@ -81,8 +87,8 @@ func newLimiter(max int) *limiter {
 // a queue of thousands of names costs no more than the queries sent.
 func (l *limiter) acquire(ctx context.Context) (time.Time, error) {
 	l.mu.Lock()
-	if len(l.queue) == 0 && l.room(time.Now()) {
-		now := l.take(time.Now())
+	if len(l.queue) == 0 && l.room(l.now()) {
+		now := l.take(l.now())
 		l.mu.Unlock()
 		return now, nil
 	}
@@ -140,12 +146,12 @@ const paceSlack = 20 * time.Millisecond
 // hold mu.
 func (l *limiter) admit() {
 	for len(l.queue) > 0 {
-		now := time.Now()
+		now := l.now()
 		if !l.room(now) {
 			if float64(l.inflight) < l.window && !l.timing {
 				// Only the pace is in the way: come back when it allows.
 				l.timing = true
-				time.AfterFunc(l.next.Sub(now), func() {
+				l.afterFunc(l.next.Sub(now), func() {
 					l.mu.Lock()
 					l.timing = false
 					l.admit()
@@ -167,7 +173,7 @@ func (l *limiter) admit() {
 func (l *limiter) release(sent time.Time, timedOut bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
+	now := l.now()
 	l.inflight--
 	switch {
 	case timedOut && sent.After(l.cut):

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/resolver"
 	"backfill/resolver/resolvertest"
 )
@@ -220,9 +221,7 @@ func TestRestart(t *testing.T) {
 // drops the rest gets its questions answered with few repeats: the
 // limiter paces itself to what the server answers.
 func TestBusyServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("paced: takes a few seconds")
-	}
+	proctest.Short(t, "paced: takes a few seconds")
 	s := startServer(t)
 	s.Limit(200)
 	const n = 200

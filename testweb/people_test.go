@@ -489,9 +489,7 @@ func TestStructuredPeopleProfilesMatchTheModel(t *testing.T) {
 // person's values. The browser also asks for the portrait image, which a
 // crawler that renders must keep polite or block.
 func TestPeopleJSProfilesRender(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
+	proctest.Short(t, "starts a browser")
 	browser := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {

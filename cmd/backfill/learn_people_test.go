@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -44,9 +45,7 @@ func (s peopleScore) recall() float64    { return float64(s.right) / float64(max
 // others with the learned mappings alone, and scores what they filled,
 // in all and per layout.
 func learnPeopleWeb(t *testing.T, opts testweb.PeopleOptions) {
-	if testing.Short() {
-		t.Skip("learns and crawls the people web")
-	}
+	proctest.Short(t, "learns and crawls the people web")
 	web, err := testweb.StartPeople(opts)
 	if err != nil {
 		t.Fatal(err)

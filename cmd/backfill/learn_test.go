@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -178,9 +179,7 @@ func scoreTemplates(tb testing.TB, learned, baseline map[string]map[string]strin
 // reach, on every template; the learned files pass `mappings check` and
 // `mappings test`; a crawl without --use-learned does not use them.
 func TestLearnedMappingsFillRecords(t *testing.T) {
-	if testing.Short() {
-		t.Skip("learns and crawls the templates web")
-	}
+	proctest.Short(t, "learns and crawls the templates web")
 	dir := t.TempDir()
 	teachers, targets, template, truth := splitTemplateRecords(0)
 	report := learnTemplates(t, dir, teachers)
