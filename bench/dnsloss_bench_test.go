@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/resolver/resolvertest"
 	"backfill/testweb"
 )
@@ -55,7 +56,7 @@ func BenchmarkLossyResolver(b *testing.B) {
 	const addr = "127.53.0.3"
 	web, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: hosts, Pages: pages, Records: nrec, Addr: addr + ":80", DeadSites: dead})
 	if err != nil {
-		b.Skipf("people web on %s:80: %v (needs port 80 on loopback: run as root)", addr, err)
+		proctest.NotRoot(b, fmt.Sprintf("people web on %s:80: %v (needs port 80 on loopback)", addr, err))
 	}
 	defer web.Close()
 	dns, err := resolvertest.Start()
