@@ -82,3 +82,20 @@ func TestHostPace(t *testing.T) {
 		t.Errorf("quick.example, with no delay, never had more than %d task out at once (HostInFlight 3)", quickMost)
 	}
 }
+
+// TestHeldElsewhere: the hosts a joining member says it has a request in
+// flight to are handed to another member only once that request is
+// surely over (its MaxRequest), unless a later hand-over time is known.
+func TestHeldElsewhere(t *testing.T) {
+	now := time.Now()
+	d := &Dispatcher{w: newWindow()}
+	d.w.hostLast["later.example"] = handover{at: now.Add(time.Hour), member: "b"}
+	m := &member{name: "a", maxRequest: 30 * time.Second}
+	d.heldElsewhere(m, []string{"busy.example", "later.example"}, now)
+	if ho := d.w.hostLast["busy.example"]; !ho.at.Equal(now.Add(30*time.Second)) || ho.member != "a" {
+		t.Errorf("busy.example hand-over %+v, want a at +30s", ho)
+	}
+	if ho := d.w.hostLast["later.example"]; !ho.at.Equal(now.Add(time.Hour)) || ho.member != "b" {
+		t.Errorf("later.example hand-over %+v, want the later one kept", ho)
+	}
+}

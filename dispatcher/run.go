@@ -562,6 +562,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 	if !hello {
 		d.joinedByBeat = true
 	}
+	d.heldElsewhere(m, h.Busy, now)
 	d.epoch++
 	d.w.unparkAll(d.members)
 	m.enqueue(wire.KindWelcome, d.welcome(h))
@@ -575,7 +576,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 
 // welcome is the Welcome that answers h, granting the member its lease.
 func (d *Dispatcher) welcome(h wire.Hello) wire.Welcome {
-	return wire.Welcome{Dispatcher: d.name, Run: d.runID, Seq: h.Seq, Lease: d.cfg.MemberLease}
+	return wire.Welcome{Dispatcher: d.name, Run: d.runID, Seq: h.Seq, Lease: d.cfg.MemberLease, Gen: d.gen}
 }
 
 // drop removes a member and re-queues what it held.

@@ -177,7 +177,8 @@ type Stats struct {
 	// supervisor (a restarted one adopts those it has not committed).
 	Resent int64
 	// Abandoned counts tasks dropped unanswered because the member's
-	// lease on its hosts ran out, cut off from the dispatcher (fence.go).
+	// lease on its hosts ran out, cut off from the dispatcher, or because
+	// a new dispatcher process welcomed it (fence.go).
 	Abandoned int64
 	// Politeness: the redirects it met by what became of them
 	// (wire.Redirect*; see redirectCounts), and the most requests that
@@ -229,6 +230,9 @@ type Supervisor struct {
 	resent     atomic.Int64
 	// abandoned counts tasks dropped when the lease ran out (fence.go).
 	abandoned atomic.Int64
+	// dispatcherGen is the process generation of the dispatcher that
+	// last welcomed us (fence.go newDispatcher).
+	dispatcherGen atomic.Int64
 
 	// For operators: counters and histograms only metrics read (meter),
 	// and each host's request pace (paces).
@@ -580,6 +584,7 @@ func (s *Supervisor) hello() wire.Hello {
 		Key:        s.cfg.Keys.Public,
 		Survey:     s.cfg.Prober != nil,
 		MaxRequest: s.maxRequest(),
+		Busy:       s.inFlight.hosts(),
 	}
 }
 
@@ -615,6 +620,7 @@ func (s *Supervisor) receive(ctx context.Context) error {
 		case wire.KindWelcome:
 			w := v.(*wire.Welcome)
 			s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run)
+			s.newDispatcher(w.Gen)
 			s.renewed(w.Seq, w.Lease)
 			s.markRegistered()
 			s.resendAnswers(ctx)
