@@ -29,15 +29,8 @@ func TestFence(t *testing.T) {
 	cfg.Logger = newLogger(&logs)
 	r := start(t, cfg)
 	h := d.hello()
-	out, err := wire.Dial(h.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.out = out
 	granted := time.Now() // the Hello was sent before this: its lease ends before granted+lease
-	if err := out.Send(wire.KindWelcome, wire.Welcome{Dispatcher: "test", Run: "r", Seq: h.Seq, Lease: lease}, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	d.welcomeWith(h, wire.Welcome{Dispatcher: "test", Run: "r", Seq: h.Seq, Lease: lease})
 	d.task("a", 1, "http://a.test/p/a")
 	d.collect(1, 5*time.Second)
 
@@ -71,7 +64,7 @@ func TestFence(t *testing.T) {
 			t.Fatal("no heartbeat")
 		}
 	}
-	if err := out.Send(wire.KindRenew, wire.Renew{Seq: beat.Seq, Lease: lease}, 5*time.Second); err != nil {
+	if err := d.out.Send(wire.KindRenew, wire.Renew{Seq: beat.Seq, Lease: lease}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	d.task("e", 2, "http://a.test/p/e")
@@ -96,8 +89,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 }
 
 // TestNewDispatcherProcess: welcomed by a new dispatcher process (another
-// Gen), a member drops the tasks of the old one it has not started, and
-// its Hellos name the hosts it has a request in flight to.
+// Gen), a member drops the tasks of the old one it has not started.
 func TestNewDispatcherProcess(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, "a.test", "User-agent: *\nCrawl-delay: 30\n", map[string]string{
@@ -109,15 +101,8 @@ func TestNewDispatcherProcess(t *testing.T) {
 	cfg.NoSoft404 = true
 	r := start(t, cfg)
 	h := d.hello()
-	out, err := wire.Dial(h.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.out = out
 	welcome := func(gen int64) {
-		if err := out.Send(wire.KindWelcome, wire.Welcome{Dispatcher: "test", Run: "r", Seq: h.Seq, Lease: time.Minute, Gen: gen}, 5*time.Second); err != nil {
-			t.Fatal(err)
-		}
+		d.welcomeWith(h, wire.Welcome{Dispatcher: "test", Run: "r", Seq: h.Seq, Lease: time.Minute, Gen: gen})
 	}
 	welcome(1)
 	// robots.txt first, then the host's 30 s delay holds these two back.
