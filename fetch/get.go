@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"backfill/hostname"
 )
 
 // errTotalTimeout is the cause attached to the Config.Timeout deadline, so
@@ -74,8 +77,9 @@ func (f *Fetcher) follow(parent context.Context, rawURL string, r Request) (*Res
 	}
 }
 
-// parseTarget accepts absolute http(s) URLs with a host, and drops the
-// fragment, which is never sent.
+// parseTarget accepts absolute http(s) URLs with a host, puts the host in
+// its ASCII form (package hostname) and drops the fragment, which is never
+// sent.
 func parseTarget(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
@@ -88,6 +92,19 @@ func parseTarget(raw string) (*url.URL, error) {
 	}
 	if u.Hostname() == "" {
 		return nil, errors.New("url has no host")
+	}
+	// The host in its ASCII form, as it keys the host's politeness
+	// (HostKey) and goes to DNS and the Host header.
+	host, err := hostname.ASCII(u.Hostname())
+	if err != nil {
+		return nil, err
+	}
+	if p := u.Port(); p != "" {
+		u.Host = net.JoinHostPort(host, p)
+	} else if strings.Contains(host, ":") {
+		u.Host = "[" + host + "]"
+	} else {
+		u.Host = host
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	u.Fragment, u.RawFragment = "", ""
