@@ -55,6 +55,14 @@ const (
 	ClassBlacklisted Class = "blacklisted"
 )
 
+// ErrUnanswered marks a request that a kept-alive connection lost: the
+// connection broke (the server closed it as the request went out) before
+// any answer came, where net/http would have sent the request again on a
+// new connection. Nothing below the Fetcher retries (exchange.go); a
+// caller that keeps hosts' rules may make the request again as one of its
+// own, after the host's delay, and count it. Its class is ClassProtocol.
+var ErrUnanswered = errors.New("lost on a kept-alive connection before any answer")
+
 // Error is a classified fetch failure.
 type Error struct {
 	Class Class

@@ -287,12 +287,15 @@ func classify(ctx, parent context.Context, err error) (Class, error) {
 		return ClassTooLarge, err
 	}
 	if cause, ok := unresent(msg); ok {
-		return ClassProtocol, fmt.Errorf("the server ended the request without an answer (%s); not sent again", cause)
+		return ClassProtocol, fmt.Errorf("the server ended the request without an answer (%s); not sent again: %w", cause, ErrUnanswered)
 	}
 	// Anything else happened after the connection was made: a garbled
 	// status line, a connection closed mid-headers, a reset.
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		// The request went out and is not sent again (exchange.go).
+		if reusedConn(ctx) {
+			return ClassProtocol, fmt.Errorf("kept-alive connection closed before the response: %w (%w)", err, ErrUnanswered)
+		}
 		return ClassProtocol, fmt.Errorf("connection closed before the response: %w", err)
 	}
 	return ClassProtocol, err

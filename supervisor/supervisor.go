@@ -176,6 +176,10 @@ type Stats struct {
 	// Resent counts answers sent again to a dispatcher that welcomed the
 	// supervisor (a restarted one adopts those it has not committed).
 	Resent int64
+	// Retried counts pages asked again, as requests of their own after
+	// the delay, because a kept-alive connection lost the request before
+	// any answer (fetch.ErrUnanswered).
+	Retried int64
 	// Abandoned counts tasks dropped unanswered because the member's
 	// lease on its hosts ran out, cut off from the dispatcher, or because
 	// a new dispatcher process welcomed it (fence.go).
@@ -230,6 +234,9 @@ type Supervisor struct {
 	resent     atomic.Int64
 	// abandoned counts tasks dropped when the lease ran out (fence.go).
 	abandoned atomic.Int64
+	// unansweredRetries counts pages asked again because a kept-alive
+	// connection lost the request before any answer (afterFetch).
+	unansweredRetries atomic.Int64
 	// dispatcherGen is the process generation of the dispatcher that
 	// last welcomed us (fence.go newDispatcher).
 	dispatcherGen atomic.Int64
@@ -543,6 +550,7 @@ func (s *Supervisor) Stats() Stats {
 		Redirects:     s.redirects.snapshot(),
 		HostInFlight:  s.inFlight.max(),
 		Abandoned:     s.abandoned.Load(),
+		Retried:       s.unansweredRetries.Load(),
 	}
 	s.failedMu.Lock()
 	for k, v := range s.failed {
@@ -850,6 +858,7 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 
 		HostInFlight: s.inFlight.max(),
 		Repeated:     s.repeated(),
+		Retried:      s.unansweredRetries.Load(),
 	}
 	hb.Seq = s.fence.sending(time.Now())
 	if s.render != nil {

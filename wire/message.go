@@ -128,6 +128,10 @@ type Heartbeat struct {
 	// asked (0: nothing below the politeness rules retries on its own).
 	HostInFlight int   `json:"host_in_flight,omitempty"`
 	Repeated     int64 `json:"repeated,omitempty"`
+	// Retried counts pages asked again, as requests of their own after
+	// the host's delay, because a kept-alive connection lost the request
+	// before any answer.
+	Retried int64 `json:"retried,omitempty"`
 }
 
 // DNSStats counts a process's DNS look-ups and queries (package resolver's
