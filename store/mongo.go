@@ -191,7 +191,7 @@ func (s *mongoStore) setup(ctx context.Context) error {
 	if v.Version > mongoSchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build's %d", v.Version, mongoSchemaVersion)
 	}
-	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "survey_rows", "outcomes", "dns"} {
+	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "survey_rows", "outcomes", "dns", "pages"} {
 		err := s.do(ctx, "create collection "+c, func(ctx context.Context) error {
 			err := s.db.CreateCollection(ctx, c)
 			if se := mongo.ServerError(nil); errors.As(err, &se) && se.HasErrorCode(48) { // NamespaceExists
@@ -215,6 +215,7 @@ func (s *mongoStore) setup(ctx context.Context) error {
 		{s.fields, "fields_by_record", bson.D{{Key: "record", Value: 1}}},
 		{s.lcr, "last_crawl_by_host", bson.D{{Key: "host", Value: 1}, {Key: "at", Value: -1}}},
 		{s.surveyRows(), "survey_rows_by_key", bson.D{{Key: "survey", Value: 1}, {Key: "key", Value: 1}}},
+		{s.pages(), "pages_by_age", bson.D{{Key: "fetched_at", Value: -1}, {Key: "_id", Value: -1}}},
 	}
 	for _, ix := range indexes {
 		err := s.do(ctx, "create index "+ix.name, func(ctx context.Context) error {

@@ -103,6 +103,8 @@ var sqliteSchema = []sqlitedb.Migration{
 		`ALTER TABLE fields ADD COLUMN member TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE fields ADD COLUMN member_key TEXT NOT NULL DEFAULT ''`,
 	}},
+	// the pages the crawl keeps (sqlite_pages.go)
+	{SQL: append(append([]string(nil), pagesSchema[0]...), pagesSchema[1]...)},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every
@@ -114,7 +116,8 @@ var sqliteSchema = []sqlitedb.Migration{
 // prepared statement per connection and reuses it (inside a transaction
 // too, through Tx.StmtContext), so no call pays for parsing its SQL again.
 type sqliteStore struct {
-	w, r      *sql.DB
+	w, r *sql.DB
+	sqlitePages
 	ws        writeStmts
 	rs        readStmts
 	closeOnce sync.Once
@@ -250,7 +253,7 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
-	s := &sqliteStore{w: w, r: r}
+	s := &sqliteStore{w: w, r: r, sqlitePages: sqlitePages{w: w, r: r}}
 	if err := s.prepare(ctx); err != nil {
 		w.Close()
 		r.Close()

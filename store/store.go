@@ -183,6 +183,7 @@ type Store interface {
 	HostCache
 	Surveys
 	Names
+	Pages
 	// Backend names the backend ("sqlite", "mongodb") for logs and tests.
 	Backend() string
 	Close() error
