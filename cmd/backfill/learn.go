@@ -99,8 +99,8 @@ func (l *learnFlags) register(fs *flag.FlagSet) {
 	fs.Var(l.types, "type", "FIELD=TYPE: what FIELD's values are ("+strings.Join(learn.TypeNames(), ", ")+"), so that a record's value and a page's are compared as such (\"2010-06\" is \"June 2010\" only as dates; \"+39 02 555 0102\" is not \"39 02 555 0102\" as phone numbers); default: what every teacher's value reads as, text when not all do; repeatable")
 	l.depth = fs.Int("depth", 1, "look for each teacher's page within this many links of its own links, as a crawl to this --depth would (run's default); 0: the own links' pages only")
 	l.stateDir = new(string)
-	stateDirFlag(fs, l.stateDir, "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched in DIR/"+learn.PageCacheFile+
-		" (compressed, bounded) and read them from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
+	stateDirFlag(fs, l.stateDir, "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched (among the crawl's kept pages in DIR/results.db when it is there, else in DIR/"+learn.PageCacheFile+
+		", compressed, bounded) and read them, and the pages the crawl kept, from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
 	l.recrawl = fs.Duration("recrawl-after", learn.DefaultRecrawlAfter, "with --state-dir: fetch a kept teacher page again once it is older than this (0: read it however old)")
 	l.sf.register(fs, "the crawl's host cache, for its last-crawl times: a SQLite file path (default: STATE-DIR/results.db when it is there)")
 }
