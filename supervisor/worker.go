@@ -654,6 +654,8 @@ func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 			pageURL, res.FinalURL = rendered.URL, rendered.URL
 		}
 	}
+	s.keeper.keep(store.Page{Key: t.URL, URL: pageURL, Status: p.resp.Status, ContentType: p.resp.ContentType,
+		Body: p.resp.Body, Rendered: p.render, FetchedAt: p.start})
 	extract := s.cfg.Mappings.Extract
 	if s.cfg.ContentSeen {
 		extract = s.cfg.Mappings.ExtractWithFingerprint
