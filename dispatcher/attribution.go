@@ -147,6 +147,10 @@ func merge(r *recState, res *cachedResult, depth int, via []string, now time.Tim
 		case !ok:
 		case old.Source == cand.Source && old.Value == cand.Value:
 			continue // the same page again: idempotent
+		case old.Source == cand.Source && old.Depth == cand.Depth:
+			// The same page's newer word (extracted anew with changed
+			// mappings, or fetched again) replaces its older one.
+			cand.Conflicts = old.Conflicts
 		case wins(cand, old):
 			cand.Conflicts = addConflict(old.Conflicts, cand.Value, store.Conflict{Value: old.Value, Source: old.Source, Depth: old.Depth})
 		default:

@@ -236,6 +236,11 @@ type Summary struct {
 	Changed     int64 `json:"changed"`
 	Unconfirmed int64 `json:"unconfirmed"`
 
+	// Remap says what a change of mappings since the crawl's last run did
+	// to the pages fetched before (remap.go); Pages counts what the run
+	// fetched besides.
+	Remap Remap `json:"remap"`
+
 	// DNS sums the supervisors' name resolution (see Status.DNS); nil
 	// when none has a resolver of its own.
 	DNS *wire.DNSStats `json:"dns,omitempty"`
@@ -391,6 +396,9 @@ type Dispatcher struct {
 	refreshOpen  int
 	refreshBegun bool
 
+	// kept pages extracted anew when the mappings changed, once (remap.go)
+	remapBegun bool
+
 	// failed pages of earlier runs, queued again once (retry.go)
 	retryBegun, retryPending  bool
 	retryAfter                int64 // key of the last failed page looked at
@@ -415,6 +423,8 @@ type runCounts struct {
 	wantedRender                                                          map[int64]bool // pages counted in renderWanted
 	// freshness: see Summary
 	recrawled, notModified, refreshed, changed, unconfirmed int64
+	// mappings changed (remap.go): see Summary.Remap
+	remaps, reextracted, reapplied, refetched int64
 }
 
 // newRunCounts are zero counts.

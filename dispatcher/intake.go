@@ -384,11 +384,21 @@ func (d *Dispatcher) markDone(ctx context.Context, done []doneResult) error {
 // resultRecords reads which records reached each good page of done, and
 // at what depth, in record order: rowChunk pages a statement.
 func (d *Dispatcher) resultRecords(ctx context.Context, done []doneResult) (map[int64][]applyItem, error) {
-	keys := make([]any, 0, len(done))
+	keys := make([]int64, 0, len(done))
 	for _, dr := range done {
 		if dr.r.Class == "" {
 			keys = append(keys, dr.t.key)
 		}
+	}
+	return d.linkRecords(ctx, keys)
+}
+
+// linkRecords reads which records reached each page of pages, and at
+// what depth, in record order: rowChunk pages a statement.
+func (d *Dispatcher) linkRecords(ctx context.Context, pages []int64) (map[int64][]applyItem, error) {
+	keys := make([]any, len(pages))
+	for i, k := range pages {
+		keys[i] = k
 	}
 	work := make(map[int64][]applyItem, len(keys))
 	for _, size := range chunkSizes(len(keys), rowChunk) {

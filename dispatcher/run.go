@@ -59,6 +59,13 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	if w := d.admit.Warning(d.recv.Endpoint()); w != "" {
 		d.log.Warn(w)
 	}
+	if !d.remapBegun && !d.closed {
+		d.remapBegun = true
+		if err := d.inTx(context.WithoutCancel(ctx), d.remap); err != nil {
+			d.mu.Unlock()
+			return nil, err
+		}
+	}
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
 			d.mu.Unlock()
@@ -776,6 +783,7 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Refreshed:   d.total(&d.run.refreshed),
 		Changed:     d.total(&d.run.changed),
 		Unconfirmed: d.total(&d.run.unconfirmed),
+		Remap:       d.remapTotals(),
 		DNS:         d.dnsTotal(),
 		Politeness:  d.politeness(),
 	}

@@ -39,6 +39,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		s.Records, s.Complete, s.Skipped, s.Partial, s.Untouched, s.BadLines)
 	fmt.Fprintf(w, "pages fetched: %d  extractions reused: %d  late results ignored: %d  field errors: %d\n",
 		s.Pages, s.Reused, s.Late, s.FieldErrors)
+	if line := remapLine(s); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if s.Disagreeing > 0 {
 		fmt.Fprintf(w, "pages about someone else (values refused, links followed): %d\n", s.Disagreeing)
 	}
@@ -123,6 +126,20 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 			fmt.Fprintf(w, "  %-18s %d: %s%s\n", r, c.Records, strings.Join(c.IDs, ", "), more)
 		}
 	}
+}
+
+// remapLine says what a change of mappings since the last run did: the
+// kept pages re-extracted without a request, and what was fetched; ""
+// when the mappings did not change.
+func remapLine(s *dispatcher.Summary) string {
+	if !s.Remap.Changed {
+		return ""
+	}
+	line := fmt.Sprintf("mappings changed: %d pages re-extracted, %d fetched", s.Remap.Reextracted, s.Pages)
+	if s.Remap.Refetched > 0 {
+		line += fmt.Sprintf(" (%d of them not kept, fetched again)", s.Remap.Refetched)
+	}
+	return line
 }
 
 // politenessLine says how polite the crawl was: the most requests in
