@@ -391,4 +391,3 @@ func MergeLinks(parsed, out []string, limit int) []Link {
 	}
 	return links
 }
-
