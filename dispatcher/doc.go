@@ -236,6 +236,17 @@
 // user's input values are never targets, so never touched. See
 // refresh.go.
 //
+// # Mappings changed
+//
+// The state keeps the digest of the mappings each Run began with. A Run
+// that begins with other mappings, before it fetches anything, extracts
+// anew every page the crawl fetched and the store kept (store.Pages,
+// where the supervisors keep each page they process), applies the pages
+// whose extraction changed to every record that reached them, and
+// queues again the pages fetched before and not kept that an incomplete
+// record wants; then the crawl goes on from what the new mappings lead to
+// (remap.go). Summary.Remap counts what it did.
+//
 // # Concurrency
 //
 // Load and Run may run at the same time; a mutex serializes their use of

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -142,6 +144,30 @@ func TestMappingsChangedReextractsKeptPages(t *testing.T) {
 		if title.Value != p.title || title.Source != "http://"+p.id+".example/about" || email.Value != p.email || email.Source != "http://"+p.id+".example/contact" {
 			t.Errorf("%s: title %+v, email %+v", p.id, title, email)
 		}
+	}
+
+	// The kept pages, for other tools: every page fetched, as WARC.
+	warcPath := filepath.Join(dir, "pages.warc.gz")
+	exp := start(t, "export-warc", "export", "--state-dir", stateDir, "--warc", "-o", warcPath)
+	if code := exp.waitExit(time.Minute); code != 0 || !strings.Contains(exp.stderr.String(), "6 kept page(s) written as WARC") {
+		t.Fatalf("export --warc: exit %d\n%s", code, exp.stderr.String())
+	}
+	f, err := os.Open(warcPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(body), "WARC-Type: response\r\n"); n != 6 || !strings.HasPrefix(string(body), "WARC/1.1\r\nWARC-Type: warcinfo\r\n") ||
+		!strings.Contains(string(body), "WARC-Target-URI: http://ann.example/about\r\n") || !strings.Contains(string(body), "<p class=\"title\">Chief</p>") {
+		t.Errorf("the WARC file has %d response records:\n%.2000s", n, body)
 	}
 
 	// The same mappings once more: nothing to re-extract, nothing fetched.
