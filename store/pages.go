@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -103,6 +104,13 @@ func EachPage(ctx context.Context, p Pages, fn func(Page) error) error {
 	}
 }
 
+// gzipWriters are reused: a gzip.Writer's state is most of a megabyte,
+// and a new one a page was most of what keeping a page cost.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return zw
+}}
+
 // packedPage is a page as backends keep it: its body gzipped, with the
 // packed and unpacked sizes.
 type packedPage struct {
@@ -123,7 +131,9 @@ func packPage(p Page) (packedPage, bool, error) {
 		return packedPage{}, false, fmt.Errorf("keep %s: no fetch time", p.Key)
 	}
 	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&buf)
 	if _, err := zw.Write(p.Body); err != nil {
 		return packedPage{}, false, fmt.Errorf("keep %s: %w", p.Key, err)
 	}
