@@ -38,6 +38,7 @@ type Options struct {
 type Writer struct {
 	w    *bufio.Writer
 	gzip bool
+	zw   *gzip.Writer // reused record to record
 	info string // the warcinfo record's id
 	n    int
 }
@@ -115,7 +116,12 @@ func (w *Writer) record(head []string, block []byte) error {
 	var out io.Writer = w.w
 	var zw *gzip.Writer
 	if w.gzip {
-		zw = gzip.NewWriter(w.w)
+		if w.zw == nil {
+			w.zw = gzip.NewWriter(w.w)
+		} else {
+			w.zw.Reset(w.w)
+		}
+		zw = w.zw
 		out = zw
 	}
 	var b bytes.Buffer
