@@ -112,6 +112,10 @@ type Config struct {
 	// loading any of it; otherwise malformed lines are reported, kept
 	// (in the store, for export) and the rest is crawled.
 	Strict bool
+	// ID says where records' ids come from: a column (records.DefaultID
+	// when empty), or records.IDLine, their line numbers. A file without
+	// the column is refused; a record with an empty id is malformed.
+	ID records.ID
 
 	Logger   *slog.Logger // nil discards
 	Progress func(Progress)

@@ -799,17 +799,21 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()
 	}
 	d.foldTotals()
+	// The records as this process counts them, should the state not be
+	// read (or written: a full disk) below.
+	s.Records, s.Complete, s.Partial = d.nRecords, d.nComplete, d.nPartial
+	s.Untouched = s.Records - s.Complete - s.Partial
 	if d.closed {
 		return s, nil
-	}
-	if err := d.saveTotals(ctx); err != nil {
-		return s, err
 	}
 	err := d.st.conn.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(complete), 0), COALESCE(SUM(skipped), 0),
 		COALESCE(SUM(complete = 0 AND nfilled > 0), 0), COALESCE(SUM(complete = 0 AND nfilled = 0), 0) FROM records`).
 		Scan(&s.Records, &s.Complete, &s.Skipped, &s.Partial, &s.Untouched)
 	if err != nil {
 		return s, fmt.Errorf("dispatcher: summary: %w", err)
+	}
+	if err := d.saveTotals(ctx); err != nil {
+		return s, err
 	}
 	if s.Reasons, err = d.outcomes(ctx, true); err != nil {
 		return s, err

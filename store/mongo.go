@@ -59,6 +59,9 @@ const (
 	mongoSchemaVersion  = 1
 	mongoDefaultTimeout = 10 * time.Second
 	mongoDefaultRetry   = 30 * time.Second
+	// mongoMaxRaw bounds a malformed line's text kept in its document
+	// (MongoDB's are at most 16 MiB).
+	mongoMaxRaw = 15 << 20
 	// mongoBulk bounds the documents sent in one request.
 	mongoBulk = 250
 	// mongoWalkBatch is how many records a Records walk fetches, and
@@ -425,6 +428,12 @@ func (s *mongoStore) PutRecords(ctx context.Context, recs []Record) error {
 		}
 		d := mongoRecord{ID: rec.ID, Seq: rec.Seq, Fields: make([]mongoKV, 0, len(rec.Fields)), Order: rec.Order, Links: rec.Links,
 			Format: rec.Format, Raw: rec.Raw, Error: rec.Error}
+		if len(d.Raw) > mongoMaxRaw && d.Error != "" {
+			// A malformed line too long for a document (records keeps
+			// up to records.MaxKeptBytes): its place and reason stay.
+			d.Error = fmt.Sprintf("%s; its text (%d bytes) is more than a MongoDB document holds, and is not kept", d.Error, len(d.Raw))
+			d.Raw = nil
+		}
 		for _, k := range sortedKeys(rec.Fields) {
 			d.Fields = append(d.Fields, mongoKV{k, rec.Fields[k]})
 		}

@@ -15,7 +15,7 @@ var ErrNotFound = errors.New("store: not found")
 
 // Record is one input record as the user gave it, plus what backfill found.
 type Record struct {
-	ID     string            // the record's id column, or its line number
+	ID     string            // the record's id column, or its line number (records.IDLine)
 	Seq    int64             // position in the input file; export keeps this order
 	Fields map[string]string // the input's fields as the crawl reads them; "" means missing
 	Order  []string          // the input's field names in column order (a CSV file's header)

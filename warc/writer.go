@@ -39,7 +39,7 @@ type Writer struct {
 	w    *bufio.Writer
 	gzip bool
 	zw   *gzip.Writer // reused record to record
-	info string // the warcinfo record's id
+	info string       // the warcinfo record's id
 	n    int
 }
 

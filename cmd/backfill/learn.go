@@ -78,11 +78,13 @@ type learnFlags struct {
 	minTeachers, folds, perHost *int
 	depth                       *int
 	recrawl                     *time.Duration
+	id                          string
 }
 
 func (l *learnFlags) register(fs *flag.FlagSet) {
 	l.cf.register(fs)
 	l.records = fs.String("records", "", "records file (CSV or JSON Lines): the records whose fields are known teach, from their own links")
+	idFlag(fs, &l.id)
 	l.fields = fs.String("fields", "", "comma-separated fields to learn (default with --url: the fields of --value)")
 	l.match = fs.String("match", "name", `field learned as the attribution match key ("" for none)`)
 	l.url = fs.String("url", "", "a page to learn from, with its known values in --value")
@@ -174,7 +176,7 @@ func commaList(s string) []string {
 func (l *learnFlags) teachers(stderr io.Writer, opts *learn.Options) ([]learn.Teacher, error) {
 	var teachers []learn.Teacher
 	if *l.records != "" {
-		rep, err := records.ReadFile(*l.records, func(r records.Record) error {
+		rep, err := records.ReadFile(*l.records, records.ID(l.id), func(r records.Record) error {
 			teachers = append(teachers, learn.Teacher{ID: r.ID, Values: r.Fields, Links: r.Links})
 			return nil
 		})

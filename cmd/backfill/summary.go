@@ -11,13 +11,18 @@ import (
 
 	"backfill/dispatcher"
 	"backfill/fetch"
+	"backfill/sqlitedb"
 	"backfill/wire"
 )
 
-// writeSummary reports a finished run: as text on w, and as JSON in path
-// when path is not empty.
-func writeSummary(w io.Writer, s *dispatcher.Summary, path string) error {
+// writeSummary reports a run: as text on w, with what to do when runErr
+// (what stopped it, nil when none did) says the disk is full, and as
+// JSON in path when path is not empty.
+func writeSummary(w io.Writer, s *dispatcher.Summary, path string, runErr error, stateDir string) error {
 	printSummary(w, s)
+	if sqlitedb.IsFull(runErr) {
+		fmt.Fprintf(w, "the disk is full: free space where the state directory (%s) and the results store are, then run the same command again: the crawl resumes where it stopped\n", stateDir)
+	}
 	if path == "" {
 		return nil
 	}
