@@ -140,7 +140,7 @@ func merge(r *recState, res *cachedResult, depth int, via []string, now time.Tim
 		}
 		done[f.Name] = true
 		cand := store.Value{Field: f.Name, Value: val, Source: res.Source, Via: chain, Mapping: f.Mapping, Depth: depth, At: now,
-			Member: res.Member, MemberKey: res.Key}
+			Member: res.Member, MemberKey: res.Key, TLSError: res.TLS}
 		old, ok := r.filled[f.Name]
 		kept := false // the old value stays, with one more conflict
 		switch {

@@ -188,6 +188,10 @@ type Summary struct {
 	Filtered    map[string]int64 `json:"filtered"`
 	LinkFarms   int64            `json:"link_farms"`
 	BadTopSites int              `json:"malformed_top_sites_lines"`
+	// InsecureTLS counts the pages fetched over a connection whose
+	// certificate failed verification, under the supervisors'
+	// --insecure-tls: each of their values says so in its provenance.
+	InsecureTLS int64 `json:"insecure_tls"`
 	// Duplicates counts the fetched pages whose text was already seen at
 	// another URL (the same, or within a few simhash bits): their values
 	// were applied but their links not expanded.
@@ -429,6 +433,7 @@ type runCounts struct {
 	recrawled, notModified, refreshed, changed, unconfirmed int64
 	// mappings changed (remap.go): see Summary.Remap
 	remaps, reextracted, reapplied, refetched int64
+	insecureTLS                               int64 // pages fetched despite a bad certificate
 }
 
 // newRunCounts are zero counts.

@@ -43,6 +43,9 @@ type cachedResult struct {
 	// plaintext cluster): provenance for every value the page gives.
 	Member string `json:"w,omitempty"`
 	Key    string `json:"k,omitempty"`
+	// TLS is the certificate problem of the page's connection, fetched
+	// anyway under --insecure-tls (wire.Result.TLSError).
+	TLS string `json:"t,omitempty"`
 }
 
 // applyItem is a page to apply to a record at a depth. late is set when
@@ -293,6 +296,9 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	} else if r.Class == "" && !notModified {
 		d.run.pages++
 		res.Via = r.Chain
+		if res.TLS = r.TLSError; res.TLS != "" {
+			d.run.insecureTLS++
+		}
 		for _, f := range r.Fields {
 			if f.Name == "" || len(f.Values) == 0 {
 				continue

@@ -784,6 +784,7 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Changed:     d.total(&d.run.changed),
 		Unconfirmed: d.total(&d.run.unconfirmed),
 		Remap:       d.remapTotals(),
+		InsecureTLS: d.total(&d.run.insecureTLS),
 		DNS:         d.dnsTotal(),
 		Politeness:  d.politeness(),
 	}

@@ -66,7 +66,7 @@ func (d *Dispatcher) tallies() []tally {
 		{"not_modified", &r.notModified}, {"refreshed", &r.refreshed}, {"changed", &r.changed},
 		{"unconfirmed", &r.unconfirmed}, {"link_farms", &r.linkFarms}, {"duplicates", &r.duplicates},
 		{"recrawled", &r.recrawled}, {"remaps", &r.remaps}, {"reextracted", &r.reextracted},
-		{"reextracted_applied", &r.reapplied}, {"not_kept_refetched", &r.refetched},
+		{"reextracted_applied", &r.reapplied}, {"not_kept_refetched", &r.refetched}, {"insecure_tls", &r.insecureTLS},
 	}
 }
 

@@ -319,6 +319,7 @@ type mongoValue struct {
 	Via       []string        `bson:"via,omitempty"`
 	Member    string          `bson:"member,omitempty"`
 	MemberKey string          `bson:"member_key,omitempty"`
+	TLSError  string          `bson:"tls_error,omitempty"`
 }
 
 type mongoRobots struct {
@@ -374,7 +375,7 @@ func toMongoValue(record string, v Value) mongoValue {
 		ID: fieldID(record, v.Field), Record: record,
 		Field: v.Field, Value: v.Value, Source: v.Source, Mapping: v.Mapping,
 		Depth: int64(v.Depth), At: v.At.UTC(), Type: v.Type,
-		Via: v.Via, Member: v.Member, MemberKey: v.MemberKey,
+		Via: v.Via, Member: v.Member, MemberKey: v.MemberKey, TLSError: v.TLSError,
 		Conflicts: make([]mongoConflict, len(v.Conflicts)),
 		History:   make([]mongoPrior, len(v.History)),
 	}
@@ -391,7 +392,7 @@ func (m *mongoValue) value() Value {
 	v := Value{
 		Field: m.Field, Value: m.Value, Source: m.Source, Mapping: m.Mapping,
 		Depth: int(m.Depth), At: m.At.UTC(), Type: m.Type,
-		Via: m.Via, Member: m.Member, MemberKey: m.MemberKey,
+		Via: m.Via, Member: m.Member, MemberKey: m.MemberKey, TLSError: m.TLSError,
 	}
 	if len(m.Conflicts) > 0 {
 		v.Conflicts = make([]Conflict, len(m.Conflicts))

@@ -85,6 +85,10 @@ type Value struct {
 	// an operator can list, and purge, one member's answers.
 	Member    string
 	MemberKey string
+	// TLSError is the certificate problem of Source's HTTPS connection,
+	// fetched anyway under --insecure-tls: "" when it was verified (or
+	// was not HTTPS).
+	TLSError  string
 	Mapping   string
 	Depth     int // link distance from the record's own links (0 = one of them)
 	At        time.Time

@@ -623,6 +623,7 @@ func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 		return res
 	}
 	res.ETag, res.LastModified = validators(p.resp)
+	res.TLSError = p.resp.TLSError
 	if p.resp.NotModified {
 		// The page is what the dispatcher last saw: it answers from its
 		// cached extraction.

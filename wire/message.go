@@ -305,6 +305,11 @@ type Result struct {
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
 
+	// TLSError is the problem of the page's certificate, fetched anyway
+	// under the supervisor's --insecure-tls (fetch.Response.TLSError):
+	// the values it gives carry it to the export.
+	TLSError string `json:"tls_error,omitempty"`
+
 	// JSOnly says the page's HTML looks like a shell that JavaScript
 	// fills in (etl.JSOnly), on a page a mapping with url_patterns
 	// matched: the dispatcher renders it when a record still needs what

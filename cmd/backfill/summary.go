@@ -110,6 +110,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 	if hint := guardSummary(s.BlockedBy); hint != "" {
 		fmt.Fprintln(w, hint)
 	}
+	if s.InsecureTLS > 0 {
+		fmt.Fprintf(w, "pages fetched despite a bad TLS certificate (--insecure-tls): %d (export --provenance gives each value's tls_error)\n", s.InsecureTLS)
+	}
 	if s.Duplicates > 0 {
 		fmt.Fprintf(w, "duplicate pages (text already seen at another URL; values applied, links not followed): %d\n", s.Duplicates)
 	}

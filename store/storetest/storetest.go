@@ -227,6 +227,15 @@ var cases = []testCase{
 		mustPut(ctx, t, s, recs)
 		assertRecords(t, all(ctx, t, s), withFound(recs))
 	}},
+	{"records/a value's TLS error comes back", func(ctx context.Context, t *testing.T, s store.Store) {
+		mustPut(ctx, t, s, []store.Record{rec("1", 1)})
+		v := value("email", "a@bad.example", 0, base)
+		v.TLSError = "x509: certificate signed by unknown authority"
+		mustSet(ctx, t, s, "1", v)
+		want := withFound([]store.Record{rec("1", 1)})
+		want[0].Found = map[string]store.Value{"email": v}
+		assertRecords(t, all(ctx, t, s), want)
+	}},
 	{"records/outcomes", func(ctx context.Context, t *testing.T, s store.Store) {
 		recs := sampleRecords()
 		mustPut(ctx, t, s, recs)
