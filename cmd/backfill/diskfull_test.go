@@ -49,16 +49,9 @@ func TestDiskFullStoppedSummary(t *testing.T) {
 		fmt.Fprintf(&csv, "r%02d,P%02d,,http://%s/\n", i, i, host)
 	}
 	dir := t.TempDir()
-	maps := filepath.Join(dir, "mappings")
-	if err := os.MkdirAll(maps, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	mapping := `{"name": "bios", "url_patterns": [{"type": "regex", "pattern": "^http://p[0-9]+\\.example/"}],
+	maps := writeMappings(t, dir, map[string]string{"bios.json": `{"name": "bios", "url_patterns": [{"type": "regex", "pattern": "^http://p[0-9]+\\.example/"}],
   "fields": [{"name": "name", "match": true, "processors": [{"type": "xpath", "parameters": {"expression": "//h1/text()"}}]},
-    {"name": "bio", "processors": [{"type": "xpath", "parameters": {"expression": "//p[@class='bio']/text()"}}]}]}`
-	if err := os.WriteFile(filepath.Join(maps, "bios.json"), []byte(mapping), 0o644); err != nil {
-		t.Fatal(err)
-	}
+    {"name": "bio", "processors": [{"type": "xpath", "parameters": {"expression": "//p[@class='bio']/text()"}}]}]}`})
 	records := filepath.Join(dir, "records.csv")
 	if err := os.WriteFile(records, []byte(csv.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -67,11 +60,7 @@ func TestDiskFullStoppedSummary(t *testing.T) {
 	if err := os.Mkdir(stateDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"run", "--records", records, "--state-dir", stateDir, "--mappings", maps, "--depth", "0",
-		"--allow-loopback", "--delay", "0", "--workers", "2", "--contact", "https://backfill.invalid/e2e"}
-	for host, addr := range web.Resolve() {
-		args = append(args, "--resolve", host+":"+addr)
-	}
+	args := append(freshRunArgs(records, stateDir, maps, web), "--depth", "0")
 	script := `mount -t tmpfs -o size=1m tmpfs "$1" && shift && exec "$@"`
 	cmd := exec.Command("unshare", append([]string{"-m", "sh", "-c", script, "sh", stateDir, backfillBinary(t)}, args...)...)
 	done := make(chan struct{})

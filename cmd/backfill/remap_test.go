@@ -2,7 +2,6 @@ package main
 
 import (
 	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -66,42 +65,19 @@ func TestMappingsChangedReextractsKeptPages(t *testing.T) {
 		fmt.Fprintf(&csv, "%s,%s,,,http://%s/\n", p.id, p.name, host)
 	}
 	dir := t.TempDir()
-	maps := filepath.Join(dir, "mappings")
-	if err := os.MkdirAll(maps, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeMapping := func(body string) {
+	writeMapping := func(body string) string {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(maps, "people.json"), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		return writeMappings(t, dir, map[string]string{"people.json": body})
 	}
 	records := filepath.Join(dir, "records.csv")
 	if err := os.WriteFile(records, []byte(csv.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stateDir := filepath.Join(dir, "state")
-	args := []string{"run", "--records", records, "--state-dir", stateDir, "--mappings", maps,
-		"--allow-loopback", "--delay", "0", "--workers", "2", "--contact", "https://backfill.invalid/e2e"}
-	for host, addr := range web.Resolve() {
-		args = append(args, "--resolve", host+":"+addr)
-	}
+	args := freshRunArgs(records, stateDir, filepath.Join(dir, "mappings"), web)
 	run := func(name string) (dispatcher.Summary, string) {
 		t.Helper()
-		sumPath := filepath.Join(dir, name+".json")
-		p := start(t, name, append(append([]string(nil), args...), "--summary", sumPath)...)
-		if code := p.waitExit(2 * time.Minute); code != 0 {
-			t.Fatalf("%s exit code %d\n%s", name, code, p.stderr)
-		}
-		b, err := os.ReadFile(sumPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s dispatcher.Summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			t.Fatalf("%s summary: %v", name, err)
-		}
-		return s, p.stdout.String() + p.stderr.String()
+		return runSummary(t, dir, name, args)
 	}
 	pagesAsked := func(from int) []string {
 		var out []string
