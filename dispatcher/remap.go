@@ -94,9 +94,17 @@ func (d *Dispatcher) remap(ctx context.Context) error {
 	}
 	var changed []int64
 	done := make(map[int64]bool)
+	damaged := 0
 	pages, _ := d.cfg.Store.(store.Pages)
 	if pages != nil {
 		err = store.EachPage(ctx, pages, func(p store.Page) error {
+			if p.Damaged != "" {
+				// As if not kept: fetched again if a record wants it.
+				if damaged++; damaged == 1 {
+					d.log.Warn("kept page damaged; fetched again if a record wants it (the count of such pages follows)", "url", p.Key, "error", p.Damaged)
+				}
+				return nil
+			}
 			key := urlKey(p.Key)
 			ch, ok, err := d.reextract(ctx, key, p, dups[p.Key])
 			if err != nil || !ok {
@@ -124,6 +132,7 @@ func (d *Dispatcher) remap(ctx context.Context) error {
 	}
 	d.log.Info("mappings changed since the last run: kept pages extracted anew, without a request",
 		"pages_reextracted", d.run.reextracted, "pages_changed", d.run.reapplied, "not_kept_fetched_again", d.run.refetched,
+		"kept_damaged", damaged,
 		"records_complete", d.nComplete, "records", d.nRecords, seconds.Attr("elapsed", time.Since(start)))
 	return d.st.setMeta(ctx, metaMappings, cur)
 }

@@ -28,13 +28,14 @@ type mongoPage struct {
 
 func (s *mongoStore) pages() *mongo.Collection { return s.db.Collection("pages") }
 
+// page is the document as a Page; a body that does not unpack is an
+// error IsDamaged tells, with the page's other fields.
 func (m *mongoPage) page() (Page, error) {
-	body, err := unpackBody(m.Key, m.Body, m.RawSize)
-	if err != nil {
-		return Page{}, err
-	}
-	return Page{Key: m.Key, URL: m.URL, Status: int(m.Status), ContentType: m.ContentType, Body: body,
-		Rendered: m.Rendered, FetchedAt: m.FetchedAt.UTC()}, nil
+	p := Page{Key: m.Key, URL: m.URL, Status: int(m.Status), ContentType: m.ContentType,
+		Rendered: m.Rendered, FetchedAt: m.FetchedAt.UTC()}
+	var err error
+	p.Body, err = unpackBody(m.Key, m.Body, m.RawSize)
+	return p, err
 }
 
 func (s *mongoStore) PutPages(ctx context.Context, pages []Page) (int, error) {
@@ -73,7 +74,11 @@ func (s *mongoStore) Page(ctx context.Context, key string) (Page, error) {
 	if err := s.findOne(ctx, s.pages(), "page "+key, bson.D{{Key: "_id", Value: key}}, &m); err != nil {
 		return Page{}, err
 	}
-	return m.page()
+	p, err := m.page()
+	if err != nil {
+		return Page{}, err
+	}
+	return p, nil
 }
 
 func (s *mongoStore) ListPages(ctx context.Context, after string, limit int) ([]Page, error) {
@@ -94,7 +99,7 @@ func (s *mongoStore) ListPages(ctx context.Context, after string, limit int) ([]
 	for i := range docs {
 		p, err := docs[i].page()
 		if err != nil {
-			return nil, fmt.Errorf("store: list pages: %w", err)
+			p.Damaged = err.Error()
 		}
 		out = append(out, p)
 	}

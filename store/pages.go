@@ -31,6 +31,10 @@ type Page struct {
 	Body      []byte
 	Rendered  bool
 	FetchedAt time.Time
+	// Damaged, set by ListPages only, says why the page's kept body
+	// could not be read (Body is then nil): one bad row does not stop
+	// a walk over the others.
+	Damaged string
 }
 
 // Address is where the page ended: URL, else Key.
@@ -57,7 +61,8 @@ type Pages interface {
 	// error naming it.
 	Page(ctx context.Context, key string) (Page, error)
 	// ListPages returns at most limit pages, in Key order, whose keys
-	// sort after after ("" for the first).
+	// sort after after ("" for the first); a damaged one comes with
+	// Damaged set.
 	ListPages(ctx context.Context, after string, limit int) ([]Page, error)
 	// PageStats counts the pages kept and their compressed bytes.
 	PageStats(ctx context.Context) (PageStats, error)

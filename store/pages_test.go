@@ -29,7 +29,8 @@ func TestPageFileConformance(t *testing.T) {
 }
 
 // TestPageDamaged: a page whose kept body does not unpack to its size is
-// an error naming the page, which store.IsDamaged tells apart.
+// an error naming the page, which store.IsDamaged tells apart; ListPages
+// lists it with Damaged set.
 func TestPageDamaged(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "pages.db")
@@ -54,6 +55,11 @@ func TestPageDamaged(t *testing.T) {
 		_, err := f.Page(ctx, key)
 		if err == nil || !store.IsDamaged(err) || errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), key) {
 			t.Errorf("after %s: %v, want the page named damaged", damage, err)
+		}
+		// A walk over the pages goes on past it, saying so.
+		list, err := f.ListPages(ctx, "", 10)
+		if err != nil || len(list) != 1 || list[0].Key != key || list[0].Body != nil || !strings.Contains(list[0].Damaged, "damaged") {
+			t.Errorf("after %s: ListPages = %+v, %v", damage, list, err)
 		}
 	}
 }

@@ -78,7 +78,9 @@ func (s sqlitePages) PutPages(ctx context.Context, pages []Page) (int, error) {
 	return len(packed), nil
 }
 
-// scanPage reads a row of pageColumns, unpacking the body.
+// scanPage reads a row of pageColumns, unpacking the body; a body that
+// does not unpack is an error IsDamaged tells, with the page's other
+// columns read.
 func scanPage(row interface{ Scan(...any) error }) (Page, error) {
 	var (
 		p        Page
@@ -95,7 +97,7 @@ func scanPage(row interface{ Scan(...any) error }) (Page, error) {
 	}
 	var err error
 	if p.Body, err = unpackBody(p.Key, body, raw); err != nil {
-		return Page{}, err
+		return p, err
 	}
 	return p, nil
 }
@@ -120,7 +122,9 @@ func (s sqlitePages) ListPages(ctx context.Context, after string, limit int) ([]
 	var out []Page
 	for rows.Next() {
 		p, err := scanPage(rows)
-		if err != nil {
+		if IsDamaged(err) {
+			p.Damaged = err.Error()
+		} else if err != nil {
 			return nil, fmt.Errorf("store: list pages: %w", err)
 		}
 		out = append(out, p)

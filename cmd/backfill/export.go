@@ -114,7 +114,13 @@ func exportWARC(ctx context.Context, st store.Store, w io.Writer, name string, s
 	if err != nil {
 		return fmt.Errorf("export --warc: %w", err)
 	}
+	damaged := 0
 	err = store.EachPage(ctx, st, func(p store.Page) error {
+		if p.Damaged != "" {
+			damaged++
+			fmt.Fprintf(stderr, "kept page left out: %s\n", p.Damaged)
+			return nil
+		}
 		return ww.Write(warc.Page{URL: p.Address(), Status: p.Status, ContentType: p.ContentType, Body: p.Body,
 			Date: p.FetchedAt, Rendered: p.Rendered})
 	})
@@ -125,5 +131,8 @@ func exportWARC(ctx context.Context, st store.Store, w io.Writer, name string, s
 		return fmt.Errorf("export --warc: %w", err)
 	}
 	fmt.Fprintf(stderr, "%d kept page(s) written as WARC\n", ww.Records())
+	if damaged > 0 {
+		fmt.Fprintf(stderr, "%d kept page(s) left out: damaged in the store\n", damaged)
+	}
 	return nil
 }
