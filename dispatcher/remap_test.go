@@ -2,7 +2,9 @@ package dispatcher
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,7 +32,8 @@ func remapSet(t *testing.T, pattern string) *etl.Set {
 
 // TestRemap: a rerun whose mappings changed extracts the kept pages anew
 // before anything is fetched (ann's page fills her email with no task
-// sent for it), queues again a page fetched before and not kept (bob's),
+// sent for it), queues again a page fetched before and not kept (bob's:
+// kept damaged),
 // for the incomplete record that wants it, and counts both; a page the
 // crawl never fetched is left alone; a rerun with the same mappings does
 // nothing of the kind.
@@ -70,10 +73,20 @@ func TestRemap(t *testing.T) {
 		{Key: "http://a.test/ann", Status: 200, ContentType: "text/html", Body: []byte(annPage), FetchedAt: time.Now()},
 		{Key: "http://c.test/cy", Status: 200, ContentType: "text/html", Body: []byte(cyPage), FetchedAt: time.Now()},
 		{Key: "http://d.test/never-crawled", Status: 200, ContentType: "text/html", Body: []byte(annPage), FetchedAt: time.Now()},
+		{Key: "http://b.test/bob", Status: 200, ContentType: "text/html", Body: []byte("<h1>Bob Roe</h1>"), FetchedAt: time.Now()},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	first.close()
+	// Bob's page was kept damaged: as good as not kept.
+	db, err := sql.Open("sqlite", filepath.Join(dir, "out.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE pages SET body = x'00' WHERE key = 'http://b.test/bob'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
 
 	fixed := remapSet(t, `^http://[a-z]\\.test/`)
 	web := map[string]page{"http://b.test/bob": {fields: []wire.Field{fld("name", "Bob Roe"), fld("email", "bob@b.test")}}}
