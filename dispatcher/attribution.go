@@ -140,13 +140,17 @@ func merge(r *recState, res *cachedResult, depth int, via []string, now time.Tim
 		}
 		done[f.Name] = true
 		cand := store.Value{Field: f.Name, Value: val, Source: res.Source, Via: chain, Mapping: f.Mapping, Depth: depth, At: now,
-			Member: res.Member, MemberKey: res.Key}
+			Member: res.Member, MemberKey: res.Key, TLSError: res.TLS}
 		old, ok := r.filled[f.Name]
 		kept := false // the old value stays, with one more conflict
 		switch {
 		case !ok:
 		case old.Source == cand.Source && old.Value == cand.Value:
 			continue // the same page again: idempotent
+		case old.Source == cand.Source && old.Depth == cand.Depth:
+			// The same page's newer word (extracted anew with changed
+			// mappings, or fetched again) replaces its older one.
+			cand.Conflicts = old.Conflicts
 		case wins(cand, old):
 			cand.Conflicts = addConflict(old.Conflicts, cand.Value, store.Conflict{Value: old.Value, Source: old.Source, Depth: old.Depth})
 		default:

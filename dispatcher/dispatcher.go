@@ -112,6 +112,10 @@ type Config struct {
 	// loading any of it; otherwise malformed lines are reported, kept
 	// (in the store, for export) and the rest is crawled.
 	Strict bool
+	// ID says where records' ids come from: a column (records.DefaultID
+	// when empty), or records.IDLine, their line numbers. A file without
+	// the column is refused; a record with an empty id is malformed.
+	ID records.ID
 
 	Logger   *slog.Logger // nil discards
 	Progress func(Progress)
@@ -184,6 +188,10 @@ type Summary struct {
 	Filtered    map[string]int64 `json:"filtered"`
 	LinkFarms   int64            `json:"link_farms"`
 	BadTopSites int              `json:"malformed_top_sites_lines"`
+	// InsecureTLS counts the pages fetched over a connection whose
+	// certificate failed verification, under the supervisors'
+	// --insecure-tls: each of their values says so in its provenance.
+	InsecureTLS int64 `json:"insecure_tls"`
 	// Duplicates counts the fetched pages whose text was already seen at
 	// another URL (the same, or within a few simhash bits): their values
 	// were applied but their links not expanded.
@@ -235,6 +243,11 @@ type Summary struct {
 	Refreshed   int64 `json:"refreshed"`
 	Changed     int64 `json:"changed"`
 	Unconfirmed int64 `json:"unconfirmed"`
+
+	// Remap says what a change of mappings since the crawl's last run did
+	// to the pages fetched before (remap.go); Pages counts what the run
+	// fetched besides.
+	Remap Remap `json:"remap"`
 
 	// DNS sums the supervisors' name resolution (see Status.DNS); nil
 	// when none has a resolver of its own.
@@ -391,6 +404,9 @@ type Dispatcher struct {
 	refreshOpen  int
 	refreshBegun bool
 
+	// kept pages extracted anew when the mappings changed, once (remap.go)
+	remapBegun bool
+
 	// failed pages of earlier runs, queued again once (retry.go)
 	retryBegun, retryPending  bool
 	retryAfter                int64 // key of the last failed page looked at
@@ -415,6 +431,9 @@ type runCounts struct {
 	wantedRender                                                          map[int64]bool // pages counted in renderWanted
 	// freshness: see Summary
 	recrawled, notModified, refreshed, changed, unconfirmed int64
+	// mappings changed (remap.go): see Summary.Remap
+	remaps, reextracted, reapplied, refetched int64
+	insecureTLS                               int64 // pages fetched despite a bad certificate
 }
 
 // newRunCounts are zero counts.

@@ -6,7 +6,8 @@
 // # Data flow
 //
 // Load reads a records file (CSV with a header row, or JSON Lines). Each
-// record gets an id (its id column, else its line number), its fields and
+// record gets an id (its id column, or its line number with Config.ID
+// records.IDLine; a file without the column is refused), its fields and
 // its links (every http(s) URL value, or a links column/list). Its targets
 // are the fields to fill: Config.Fields, else every field the mappings can
 // produce, minus the fields the record already has. The record goes to the
@@ -15,7 +16,8 @@
 // crawl state to the state database, in batches of thousands a
 // transaction (seeds.go); the records package reads the file, batch by
 // batch, while Load writes. A malformed line (wrong columns, bad quoting
-// or JSON, not UTF-8, a duplicate id, over records.MaxRecordBytes) is
+// or JSON, not UTF-8, an empty or duplicate id, over
+// records.MaxRecordBytes, whose text is kept up to records.MaxKeptBytes) is
 // reported as "file:line: reason" and kept in the store in its place,
 // marked, never crawled for; Config.Strict refuses the file instead. A
 // file that is not text, or holds no record, is refused. The state
@@ -235,6 +237,17 @@
 // the crawl ends with nothing found, the old value is put back. The
 // user's input values are never targets, so never touched. See
 // refresh.go.
+//
+// # Mappings changed
+//
+// The state keeps the digest of the mappings each Run began with. A Run
+// that begins with other mappings, before it fetches anything, extracts
+// anew every page the crawl fetched and the store kept (store.Pages,
+// where the supervisors keep each page they process), applies the pages
+// whose extraction changed to every record that reached them, and
+// queues again the pages fetched before and not kept that an incomplete
+// record wants; then the crawl goes on from what the new mappings lead to
+// (remap.go). Summary.Remap counts what it did.
 //
 // # Concurrency
 //

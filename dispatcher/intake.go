@@ -43,6 +43,9 @@ type cachedResult struct {
 	// plaintext cluster): provenance for every value the page gives.
 	Member string `json:"w,omitempty"`
 	Key    string `json:"k,omitempty"`
+	// TLS is the certificate problem of the page's connection, fetched
+	// anyway under --insecure-tls (wire.Result.TLSError).
+	TLS string `json:"t,omitempty"`
 }
 
 // applyItem is a page to apply to a record at a depth. late is set when
@@ -293,6 +296,9 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	} else if r.Class == "" && !notModified {
 		d.run.pages++
 		res.Via = r.Chain
+		if res.TLS = r.TLSError; res.TLS != "" {
+			d.run.insecureTLS++
+		}
 		for _, f := range r.Fields {
 			if f.Name == "" || len(f.Values) == 0 {
 				continue
@@ -384,11 +390,21 @@ func (d *Dispatcher) markDone(ctx context.Context, done []doneResult) error {
 // resultRecords reads which records reached each good page of done, and
 // at what depth, in record order: rowChunk pages a statement.
 func (d *Dispatcher) resultRecords(ctx context.Context, done []doneResult) (map[int64][]applyItem, error) {
-	keys := make([]any, 0, len(done))
+	keys := make([]int64, 0, len(done))
 	for _, dr := range done {
 		if dr.r.Class == "" {
 			keys = append(keys, dr.t.key)
 		}
+	}
+	return d.linkRecords(ctx, keys)
+}
+
+// linkRecords reads which records reached each page of pages, and at
+// what depth, in record order: rowChunk pages a statement.
+func (d *Dispatcher) linkRecords(ctx context.Context, pages []int64) (map[int64][]applyItem, error) {
+	keys := make([]any, len(pages))
+	for i, k := range pages {
+		keys[i] = k
 	}
 	work := make(map[int64][]applyItem, len(keys))
 	for _, size := range chunkSizes(len(keys), rowChunk) {

@@ -31,7 +31,7 @@ import (
 func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) {
 	var rep LoadReport
 	if d.cfg.Strict {
-		if err := records.Strict(path); err != nil {
+		if err := records.Strict(path, d.cfg.ID); err != nil {
 			return rep, fmt.Errorf("dispatcher: %w", err)
 		}
 	}
@@ -77,7 +77,7 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		}
 	}
 	filtered := make(map[string]int64) // record links refused, by reason
-	err = records.ReadBatches(ctx, path, f, fi.Size(), prog.pos, loadBatchSize, func(b *records.Batch) error {
+	err = records.ReadBatches(ctx, path, f, fi.Size(), prog.pos, loadBatchSize, d.cfg.ID, func(b *records.Batch) error {
 		note(b.Errors)
 		for why, n := range b.Filtered {
 			filtered[why] += n

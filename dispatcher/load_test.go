@@ -1,16 +1,23 @@
 package dispatcher
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"backfill/etl"
+	"backfill/records"
+	"backfill/store"
 )
 
 // TestLongRecordLink: a record's own link longer than etl.MaxURLLength is
@@ -66,7 +73,8 @@ func TestLoadDuplicateIDs(t *testing.T) {
 			dir := t.TempDir()
 			data, err := os.ReadFile(filepath.Join("..", "records", "testdata", "records", tt.file))
 			if tt.file == "c.jsonl" {
-				data, err = []byte("{\"id\":\"2\"}\n{\"x\":2}\n"), nil
+				// The same id as a string and as a number.
+				data, err = []byte("{\"id\":\"2\"}\n{\"id\":2}\n"), nil
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -191,5 +199,88 @@ func TestLoadStrict(t *testing.T) {
 	}
 	if rep := e.load("good.csv", "id,name\nx,Ann\ny,Bo\n"); rep.Records != 2 || rep.Bad != 0 {
 		t.Errorf("a good file under strict: %+v", rep)
+	}
+}
+
+// TestLoadIDs: a file without the id column is refused, naming it,
+// unless Config.ID says where ids are (another column, or the records'
+// lines); a record with an empty id is a malformed line.
+func TestLoadIDs(t *testing.T) {
+	const noID = "name,email,site\nAnn Lee,,http://a.test/ann\n,,\nBob Roe,,http://b.test/bob\n"
+	cases := []struct {
+		name    string
+		id      records.ID
+		data    string
+		ids     []string
+		bad     int
+		wantErr string
+	}{
+		{"no id column", "", noID, nil, 0, `no id column: the header has no column "id"`},
+		{"an ID column", "", "ID,name,site\n1,Ann,http://a.test/ann\n", nil, 0, `(it has "ID": the name must match exactly, --id ID)`},
+		{"--id ID", "ID", "ID,name,site\n1,Ann,http://a.test/ann\n", []string{"1"}, 0, ""},
+		{"--id line", records.IDLine, noID, []string{"2", "3", "4"}, 0, ""},
+		{"an empty id", "", "id,name,site\nr1,Ann,http://a.test/ann\n,Bob,http://b.test/bob\n", []string{"r1"}, 1, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			e := newEnv(t, dir, func(cfg *Config) { cfg.ID = c.id })
+			path := filepath.Join(dir, "r.csv")
+			if err := os.WriteFile(path, []byte(c.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := e.d.Load(context.Background(), path)
+			if c.wantErr != "" {
+				if err == nil || !errors.Is(err, records.ErrNoID) || !strings.Contains(err.Error(), c.wantErr) || !strings.Contains(err.Error(), "r.csv:1") {
+					t.Fatalf("Load = %+v, %v; want an error saying %q", rep, err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for id, r := range e.records() {
+				if r.Error == "" {
+					ids = append(ids, id)
+				}
+			}
+			sort.Strings(ids)
+			if fmt.Sprint(ids) != fmt.Sprint(c.ids) || rep.Bad != c.bad {
+				t.Errorf("ids %v, %d bad; want %v, %d (%v)", ids, rep.Bad, c.ids, c.bad, rep.Errors)
+			}
+		})
+	}
+}
+
+// TestLoadLongRowKept: a row of 10 MB, over what the crawl reads, is a
+// malformed line that export gives back with its text, in the drop-in
+// CSV and JSON Lines exports; the rows beside it are loaded as ever.
+func TestLoadLongRowKept(t *testing.T) {
+	long := "big," + strings.Repeat("lorem ipsum ", 10<<20/12) + ",http://a.test/big"
+	for _, format := range []string{"csv", "jsonl"} {
+		t.Run(format, func(t *testing.T) {
+			dir := t.TempDir()
+			e := newEnv(t, dir, nil)
+			rep := e.load("r.csv", "id,text,site\nr1,short,http://a.test/r1\n"+long+"\nr2,short,http://a.test/r2\n")
+			if rep.Records != 2 || rep.Bad != 1 || len(rep.Errors) != 1 || !strings.Contains(rep.Errors[0].Error(), "r.csv:3: record of ") {
+				t.Fatalf("load: %d records, %d bad: %v", rep.Records, rep.Bad, rep.Errors)
+			}
+			var out bytes.Buffer
+			if err := store.Export(context.Background(), e.st, &out, store.ExportOptions{Format: format}); err != nil {
+				t.Fatal(err)
+			}
+			text := out.String()
+			if format == "jsonl" {
+				b, _ := json.Marshal(long)
+				if !strings.Contains(text, string(b)) {
+					t.Errorf("the JSON Lines export (%d bytes) lacks the long row's text", len(text))
+				}
+				return
+			}
+			if !strings.Contains(text, long) || !strings.Contains(text, "r1,short,http://a.test/r1") {
+				t.Errorf("the CSV export (%d bytes) lacks the long row's text", len(text))
+			}
+		})
 	}
 }

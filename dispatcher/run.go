@@ -59,6 +59,13 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	if w := d.admit.Warning(d.recv.Endpoint()); w != "" {
 		d.log.Warn(w)
 	}
+	if !d.remapBegun && !d.closed {
+		d.remapBegun = true
+		if err := d.inTx(context.WithoutCancel(ctx), d.remap); err != nil {
+			d.mu.Unlock()
+			return nil, err
+		}
+	}
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
 			d.mu.Unlock()
@@ -777,6 +784,8 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Refreshed:   d.total(&d.run.refreshed),
 		Changed:     d.total(&d.run.changed),
 		Unconfirmed: d.total(&d.run.unconfirmed),
+		Remap:       d.remapTotals(),
+		InsecureTLS: d.total(&d.run.insecureTLS),
 		DNS:         d.dnsTotal(),
 		Politeness:  d.politeness(),
 	}
@@ -792,17 +801,21 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()
 	}
 	d.foldTotals()
+	// The records as this process counts them, should the state not be
+	// read (or written: a full disk) below.
+	s.Records, s.Complete, s.Partial = d.nRecords, d.nComplete, d.nPartial
+	s.Untouched = s.Records - s.Complete - s.Partial
 	if d.closed {
 		return s, nil
-	}
-	if err := d.saveTotals(ctx); err != nil {
-		return s, err
 	}
 	err := d.st.conn.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(complete), 0), COALESCE(SUM(skipped), 0),
 		COALESCE(SUM(complete = 0 AND nfilled > 0), 0), COALESCE(SUM(complete = 0 AND nfilled = 0), 0) FROM records`).
 		Scan(&s.Records, &s.Complete, &s.Skipped, &s.Partial, &s.Untouched)
 	if err != nil {
 		return s, fmt.Errorf("dispatcher: summary: %w", err)
+	}
+	if err := d.saveTotals(ctx); err != nil {
+		return s, err
 	}
 	if s.Reasons, err = d.outcomes(ctx, true); err != nil {
 		return s, err

@@ -14,12 +14,14 @@
 //     Crawl-delay (or its own Delay) between two requests to a host, as a
 //     crawl would. Given a crawl's host cache (the store's), its delay also
 //     runs from the crawl's last request to the host, and its own requests
-//     are recorded there for the crawl. KeptSource puts a PageCache in
-//     front of it: a page kept there (PageCacheFile in a state directory:
-//     compressed bodies keyed by URL with their fetch time, bounded per
-//     host and in bytes) is read rather than fetched while younger than
-//     the recrawl age. Nothing of the crawl's own state is read, so
-//     learning works beside a running crawl.
+//     are recorded there for the crawl. KeptSource puts kept pages
+//     (store.Pages) in front of it: the crawl's own (its store keeps the
+//     pages it fetched, under their normalized URLs), or where there is
+//     no crawl a page file of learning's own (PageCacheFile in a state
+//     directory, bounded in bytes); a page kept there is read rather than
+//     fetched while younger than the recrawl age, and a page fetched is
+//     kept there, for the crawl too. Nothing of the crawl's state is
+//     read, so learning works beside a running crawl.
 //     With Options.Depth, a teacher's page is looked for within that many
 //     links of its own links instead (depth.go): level by level through
 //     the same Source, the pages of hosts many teachers reach first, a

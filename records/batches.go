@@ -24,16 +24,24 @@ type Batch struct {
 	// (LineError.Filter) that refused them.
 	Errors   []error
 	Filtered map[string]int64
+
+	bytes int // of the records' text
 }
+
+// batchBytes bounds a batch's records' text, whatever their number: a
+// few records near MaxKeptBytes fill one.
+const batchBytes = 64 << 20
 
 // ReadBatches reads the records file f (named name) from the place from
 // on (the zero Pos: from the start) and hands fn batches of up to size
 // records, in order, on the caller's goroutine, while the next batch is
-// parsed on another: a load writes one batch while the next is read. It
+// parsed on another: a load writes one batch while the next is read.
+// A batch also ends once its records' text reaches batchBytes.
+// Ids come from id (ID). It
 // stops at the end of the file, at fn's first error (which it returns),
 // or when ctx is done. fileSize is the file's size as the caller saw it,
 // the last batch's End.
-func ReadBatches(ctx context.Context, name string, f *os.File, fileSize int64, from Pos, size int, fn func(*Batch) error) error {
+func ReadBatches(ctx context.Context, name string, f *os.File, fileSize int64, from Pos, size int, id ID, fn func(*Batch) error) error {
 	var rest io.Reader
 	if from.Offset > 0 {
 		rf, err := os.Open(f.Name())
@@ -63,12 +71,13 @@ func ReadBatches(ctx context.Context, name string, f *os.File, fileSize int64, f
 				return false
 			}
 		}
-		readErr = ReadFrom(name, f, rest, from, FormatAuto, func(r Record, line int, end Pos) error {
+		readErr = ReadFrom(name, f, rest, from, FormatAuto, id, func(r Record, line int, end Pos) error {
 			b.Recs, b.Lines, b.End = append(b.Recs, r), append(b.Lines, line), end
 			if r.Error == "" {
 				b.Good++
 			}
-			if len(b.Recs) >= size && !send() {
+			b.bytes += len(r.Raw)
+			if (len(b.Recs) >= size || b.bytes >= batchBytes) && !send() {
 				return rctx.Err()
 			}
 			return nil

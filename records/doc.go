@@ -19,11 +19,19 @@
 // way Read read it, for export (store) to give the line back with only the
 // filled values changed.
 //
+// A record's id is the value of its id column (a JSON line's member),
+// "id" unless the caller names another (ID), or with IDLine the number
+// of the line it starts on. A file without the id column (a JSON Lines
+// file whose first record has no such member) is refused with ErrNoID,
+// naming a column that differs only in case ("ID"); nothing is numbered
+// silently.
+//
 // The rules for bad input: a line that is not UTF-8, a CSV row with the
 // wrong number of cells or a bad quote, a line that is not one JSON
-// object (or repeats a key), a line over MaxRecordBytes, and a record
-// whose id an earlier line had are malformed (a LineError naming
+// object (or repeats a key), a line over MaxRecordBytes (kept as given up
+// to MaxKeptBytes, for export), a record with no id or an empty one, and
+// a record whose id an earlier line had are malformed (a LineError naming
 // file:line); a link that is not an http(s) URL, or too long, is a
-// warning and the record is kept. A file that is binary, empty or a
-// header alone is an error for the whole file.
+// warning and the record is kept. A file that is binary, empty, a header
+// alone or without the id column is an error for the whole file.
 package records

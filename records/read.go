@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -49,12 +50,18 @@ type Record struct {
 // refused with (LineError.Filter), as the run summary counts it.
 const FilterURLLength = "url-length"
 
-// MaxRecordBytes bounds one input record, the same for both formats: a
-// JSON Lines line, or a CSV record (which may span lines inside quotes),
-// without its line terminator. A longer one is not read into memory: it is
-// a malformed line, reported, counted and exported marked, without its
-// text.
+// MaxRecordBytes bounds one input record the crawl reads, the same for
+// both formats: a JSON Lines line, or a CSV record (which may span lines
+// inside quotes), without its line terminator. A longer one is a
+// malformed line, reported, counted, not crawled for, and kept as given
+// up to MaxKeptBytes, so that export gives it back with its text; one
+// longer still is read through, not into memory, and exported marked
+// without its text.
 const MaxRecordBytes = 4 << 20
+
+// MaxKeptBytes bounds the text of a record over MaxRecordBytes that is
+// still kept, for export to give back.
+const MaxKeptBytes = 64 << 20
 
 // sniffBytes is how much of a file's start is looked at to tell text from
 // binary data.
@@ -71,6 +78,24 @@ type LineError struct {
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Reason) }
+
+// ID says where a record's id comes from: the value of the column (a
+// JSON line's member) of that name, DefaultID unless told otherwise; or,
+// IDLine, the number of the line the record starts on. A file whose
+// records have no id column is refused (ErrNoID), and a record whose id
+// is empty is malformed, rather than numbered silently: ids are how
+// records are told apart, resumed and exported.
+type ID string
+
+const (
+	DefaultID ID = "id"
+	IDLine    ID = "line"
+)
+
+// ErrNoID is wrapped by the error for a file without the id column: a
+// CSV header without it, a JSON Lines file whose first record has no
+// such member.
+var ErrNoID = errors.New("no id column")
 
 // ErrNoRecords is wrapped by the error for a records file that holds no
 // record at all: empty, blank, or a CSV header alone.
@@ -146,8 +171,8 @@ type RecordFunc func(rec Record, line int, end Pos) error
 // id an earlier line had is a malformed one. warn reports a problem on a
 // line whose record was still kept. The returned error is for the whole
 // file (unreadable, binary, no header, no record at all) or from fn.
-func Read(name string, r io.Reader, format Format, fn func(Record) error, bad func(*LineError), warn func(*LineError)) error {
-	return readAll(name, r, nil, Pos{}, format, make(map[string]int), nil, func(rec Record, _ int, _ Pos) error {
+func Read(name string, r io.Reader, format Format, id ID, fn func(Record) error, bad func(*LineError), warn func(*LineError)) error {
+	return readAll(name, r, nil, Pos{}, format, id, make(map[string]int), nil, func(rec Record, _ int, _ Pos) error {
 		return fn(rec)
 	}, bad, warn)
 }
@@ -162,14 +187,17 @@ func Read(name string, r io.Reader, format Format, fn func(Record) error, bad fu
 // which for millions of records is the state's to keep, and a malformed
 // line's id is "line N" whether or not a record has that id (Load makes
 // both unique through the state).
-func ReadFrom(name string, r, rest io.Reader, from Pos, format Format, fn RecordFunc, bad func(*LineError), warn func(*LineError)) error {
-	return readAll(name, r, rest, from, format, nil, nil, fn, bad, warn)
+func ReadFrom(name string, r, rest io.Reader, from Pos, format Format, id ID, fn RecordFunc, bad func(*LineError), warn func(*LineError)) error {
+	return readAll(name, r, rest, from, format, id, nil, nil, fn, bad, warn)
 }
 
 // readAll is Read and ReadFrom: ids, when not nil, is the
 // set of ids seen so far (id → line), of every id or of those track says
 // to keep.
-func readAll(name string, r, rest io.Reader, from Pos, format Format, ids map[string]int, track func(id string) bool, fn RecordFunc, bad func(*LineError), warn func(*LineError)) error {
+func readAll(name string, r, rest io.Reader, from Pos, format Format, id ID, ids map[string]int, track func(id string) bool, fn RecordFunc, bad func(*LineError), warn func(*LineError)) error {
+	if id == "" {
+		id = DefaultID
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	head, _ := br.Peek(sniffBytes)
 	if why := sniffBinary(head); why != "" {
@@ -178,7 +206,7 @@ func readAll(name string, r, rest io.Reader, from Pos, format Format, ids map[st
 	if format == FormatAuto {
 		format = detectFormat(name, head)
 	}
-	p := &recordParser{name: name, ids: ids, track: track, bad: bad, warn: warn, fn: fn}
+	p := &recordParser{name: name, id: id, ids: ids, track: track, bad: bad, warn: warn, fn: fn, resumed: rest != nil}
 	rr := &recordReader{br: br, quotes: format == FormatCSV}
 	if rest != nil {
 		// A CSV file's header is read from the start (csv does), then the
@@ -258,13 +286,13 @@ func csvScan(st int, b []byte) int {
 }
 
 // next returns the next record's text without its line terminator and
-// the line it starts on; text is nil when the record was over
-// MaxRecordBytes (it is read through, not kept). At the end it returns
-// io.EOF.
+// the line it starts on; tooLong says it is over MaxRecordBytes, and text
+// is then nil when it is over MaxKeptBytes too (it is read through, not
+// kept). At the end it returns io.EOF.
 func (rr *recordReader) next() (text []byte, line int, tooLong bool, err error) {
 	line = rr.line + 1
 	var buf []byte
-	read := false
+	read, dropped := false, false
 	st := csvFieldStart
 	for {
 		chunk, err := rr.br.ReadSlice('\n')
@@ -274,11 +302,11 @@ func (rr *recordReader) next() (text []byte, line int, tooLong bool, err error) 
 			if rr.quotes {
 				st = csvScan(st, chunk)
 			}
-			// Room for a \r\n the limit does not count.
-			if !tooLong && len(buf)+len(chunk) > MaxRecordBytes+2 {
-				tooLong, buf = true, nil
+			// Room for a \r\n the limits do not count.
+			if !dropped && len(buf)+len(chunk) > MaxKeptBytes+2 {
+				dropped, buf = true, nil
 			}
-			if !tooLong {
+			if !dropped {
 				buf = append(buf, chunk...)
 			}
 		}
@@ -300,18 +328,18 @@ func (rr *recordReader) next() (text []byte, line int, tooLong bool, err error) 
 		if err == io.EOF && len(chunk) > 0 {
 			rr.line++ // a last line without a line break
 		}
-		if tooLong {
+		if dropped {
 			return nil, line, true, nil
 		}
 		buf = bytes.TrimSuffix(buf, []byte("\n"))
 		buf = bytes.TrimSuffix(buf, []byte("\r"))
-		if len(buf) > MaxRecordBytes {
+		if len(buf) > MaxKeptBytes {
 			return nil, line, true, nil
 		}
 		if buf == nil {
 			buf = []byte{}
 		}
-		return buf, line, false, nil
+		return buf, line, len(buf) > MaxRecordBytes, nil
 	}
 }
 
@@ -352,14 +380,18 @@ func unbalanced(text []byte, columns int) bool {
 
 type recordParser struct {
 	name   string
-	ids    map[string]int       // id → line it was first seen on; nil: not checked (Load)
-	track  func(id string) bool // the ids ids keeps; nil: all
-	seq    int64
-	header bool // a CSV header was read
-	fn     RecordFunc
-	bad    func(*LineError)
-	warn   func(*LineError)
-	rr     *recordReader
+	id     ID   // where ids come from
+	idSeen bool // a good record had its id (JSON Lines: the first decides)
+	// resumed: the read starts past the file's first record.
+	resumed bool
+	ids     map[string]int       // id → line it was first seen on; nil: not checked (Load)
+	track   func(id string) bool // the ids ids keeps; nil: all
+	seq     int64
+	header  bool // a CSV header was read
+	fn      RecordFunc
+	bad     func(*LineError)
+	warn    func(*LineError)
+	rr      *recordReader
 	// resume, when set, moves the reader to where a resumed read starts,
 	// once a CSV file's header is read.
 	resume func()
@@ -369,10 +401,16 @@ func (p *recordParser) lineErr(line int, format string, args ...any) *LineError 
 	return &LineError{File: p.name, Line: line, Reason: fmt.Sprintf(format, args...)}
 }
 
-// tooLongReason is the one reason a record over MaxRecordBytes gets, in
-// either format.
-var tooLongReason = fmt.Sprintf("record longer than %d bytes (%d MiB, the limit for one line or CSV record); not read",
-	MaxRecordBytes, MaxRecordBytes>>20)
+// tooLongReason is the reason a record over MaxRecordBytes gets, in
+// either format: text is nil when it was over MaxKeptBytes too.
+func tooLongReason(text []byte) string {
+	if text == nil {
+		return fmt.Sprintf("record longer than %d bytes (%d MiB, the most one line or CSV record may be and be kept); not read",
+			MaxKeptBytes, MaxKeptBytes>>20)
+	}
+	return fmt.Sprintf("record of %d bytes, longer than %d (%d MiB, the limit for one line or CSV record the crawl reads); not crawled for, kept as given",
+		len(text), MaxRecordBytes, MaxRecordBytes>>20)
+}
 
 // notUTF8 is the reason of a line that is not UTF-8, or "" when it is.
 func notUTF8(text []byte) string {
@@ -431,9 +469,27 @@ func (p *recordParser) emit(line int, rec Record) error {
 
 // finish assigns the id, refuses duplicates and hands the record on.
 func (p *recordParser) finish(line int, text []byte, rec Record) error {
-	id := strings.TrimSpace(rec.Fields["id"])
-	if id == "" {
-		id = strconv.Itoa(line)
+	id := strconv.Itoa(line)
+	if p.id != IDLine {
+		col := string(p.id)
+		v, ok := rec.Fields[col]
+		var reason string
+		switch {
+		case !ok && rec.Format == string(FormatJSONL) && !p.idSeen && !p.resumed:
+			return fmt.Errorf("%s:%d: %w: its first record has no %q member%s; give every record one, name the member ids are in with --id NAME, or number the records by their line with --id line",
+				p.name, line, ErrNoID, col, nearName(col, rec.Order))
+		case !ok:
+			reason = fmt.Sprintf("no %q member: records are told apart by their ids", col)
+		case strings.TrimSpace(v) == "":
+			reason = fmt.Sprintf("empty id (%s %q): records are told apart by their ids", idWhere(rec.Format), col)
+		case rec.Format == string(FormatJSONL) && (strings.HasPrefix(strings.TrimSpace(v), "{") || strings.HasPrefix(strings.TrimSpace(v), "[")):
+			reason = "id must be a string or a number"
+		}
+		if reason != "" {
+			return p.malformed(rec.Format, line, text, p.lineErr(line, "%s", reason))
+		}
+		p.idSeen = true
+		id = strings.TrimSpace(v)
 	}
 	if first, dup := p.ids[id]; dup { // never with ids nil
 		return p.malformed(rec.Format, line, text, p.lineErr(line, "duplicate id %q (first on line %d)", id, first))
@@ -456,7 +512,7 @@ func (p *recordParser) csv(rr *recordReader) error {
 		}
 		if header == nil {
 			if tooLong {
-				return fmt.Errorf("%s:%d: header: %s", p.name, line, tooLongReason)
+				return fmt.Errorf("%s:%d: header: longer than %d bytes", p.name, line, MaxRecordBytes)
 			}
 			text = bytes.TrimPrefix(text, []byte("\xef\xbb\xbf"))
 			if len(text) == 0 {
@@ -465,13 +521,17 @@ func (p *recordParser) csv(rr *recordReader) error {
 			if header, err = p.csvHeader(text, line); err != nil {
 				return err
 			}
+			if col := string(p.id); p.id != IDLine && !slices.Contains(header, col) {
+				return fmt.Errorf("%s:%d: %w: the header has no column %q%s; name the id column with --id NAME, or number the records by their line with --id line",
+					p.name, line, ErrNoID, col, nearName(col, header))
+			}
 			if p.resume != nil {
 				p.resume()
 			}
 			continue
 		}
 		if tooLong {
-			if err := p.malformed(string(FormatCSV), line, nil, p.lineErr(line, "%s", tooLongReason)); err != nil {
+			if err := p.malformed(string(FormatCSV), line, text, p.lineErr(line, "%s", tooLongReason(text))); err != nil {
 				return err
 			}
 			continue
@@ -638,7 +698,7 @@ func (p *recordParser) jsonl(rr *recordReader) error {
 			return fmt.Errorf("%s:%d: %w", p.name, line, err)
 		}
 		if tooLong {
-			if err := p.malformed(string(FormatJSONL), line, nil, p.lineErr(line, "%s", tooLongReason)); err != nil {
+			if err := p.malformed(string(FormatJSONL), line, text, p.lineErr(line, "%s", tooLongReason(text))); err != nil {
 				return err
 			}
 			continue
@@ -689,11 +749,6 @@ func (p *recordParser) jsonRecord(raw []byte, line int) (Record, string) {
 		}
 		rec.Fields[m.Key] = jsonText(v)
 		p.mineLinks(&rec, line, v)
-	}
-	if id, ok := rec.Fields["id"]; ok && id != "" {
-		if v := strings.TrimSpace(id); strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
-			return Record{}, "id must be a string or a number"
-		}
 	}
 	return rec, ""
 }
@@ -788,4 +843,23 @@ func jsonText(v any) string {
 		return ""
 	}
 	return string(b)
+}
+
+// nearName says which of names is name but for case, if one is: the
+// id column a user meant.
+func nearName(name string, names []string) string {
+	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			return fmt.Sprintf(" (it has %q: the name must match exactly, --id %s)", n, n)
+		}
+	}
+	return ""
+}
+
+// idWhere is what holds a record's id in format: a column or a member.
+func idWhere(format string) string {
+	if format == string(FormatJSONL) {
+		return "member"
+	}
+	return "column"
 }

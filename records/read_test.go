@@ -23,8 +23,12 @@ type parsed struct {
 }
 
 func parseAll(name string, data []byte, format Format) parsed {
+	return parseAllID(name, data, format, DefaultID)
+}
+
+func parseAllID(name string, data []byte, format Format, id ID) parsed {
 	var p parsed
-	p.err = Read(name, bytes.NewReader(data), format, func(r Record) error {
+	p.err = Read(name, bytes.NewReader(data), format, id, func(r Record) error {
 		p.all = append(p.all, r)
 		if r.Error != "" {
 			p.malformed = append(p.malformed, r)
@@ -48,30 +52,31 @@ func TestRecordsFiles(t *testing.T) {
 	}{
 		{
 			file: "people.csv",
-			ids:  []string{"r1", "r2", "r3", "6"},
+			ids:  []string{"r1", "r2", "r3"},
 			links: map[string][]string{
 				"r1": {"https://a.example/people/ann"},
 				"r2": {"https://b.example/", "https://c.example/x"},
 			},
 			bad: []string{
 				"people.csv:5: 4 columns, header has 5",
+				`people.csv:6: empty id (column "id"): records are told apart by their ids`,
 				`people.csv:7: duplicate id "r1" (first on line 2)`,
 				`people.csv:8: column 4: extraneous or missing " in quoted-field`,
 			},
 			field: map[string]map[string]string{
 				"r3": {"name": "Cy, Jr", "email": "", "links": ""},
-				"6":  {"id": "", "name": "Eve"},
 			},
 		},
 		{
 			file: "people.jsonl",
-			ids:  []string{"j1", "7", "4", "j11"},
+			ids:  []string{"j1", "7", "j11"},
 			links: map[string][]string{
 				"j1":  {"https://a.example/people/ann"},
 				"7":   {"https://b.example/", "https://t.example/"},
 				"j11": {"https://e.example/"},
 			},
 			bad: []string{
+				`people.jsonl:4: no "id" member: records are told apart by their ids`,
 				`people.jsonl:5: duplicate id "j1" (first on line 1)`,
 				"people.jsonl:6: bad JSON",
 				"people.jsonl:7: not a JSON object",
@@ -80,7 +85,6 @@ func TestRecordsFiles(t *testing.T) {
 			warn: []string{`people.jsonl:9: links: "ftp://bad.example/" is not an http(s) URL; ignored`},
 			field: map[string]map[string]string{
 				"j1": {"name": "Ann Lee", "email": "", "age": "41", "site": "https://a.example/people/ann"},
-				"4":  {"name": "No Id", "email": ""},
 			},
 		},
 	}
@@ -146,29 +150,42 @@ func TestRecordsEdgeCases(t *testing.T) {
 		ids     []string
 		nbad    int
 		wantErr string
+		id      ID // "": DefaultID
 	}{
-		{"empty csv", "e.csv", "", nil, 0, "e.csv: no records: the file is empty"},
-		{"blank jsonl", "e.jsonl", "\n  \n", nil, 0, "e.jsonl: no records: the file is empty"},
-		{"header only", "h.csv", "id,name\n", nil, 0, "h.csv: no records: the file holds a header and no record"},
-		{"binary garbage", "g.csv", "PK\x03\x04\x00\x14junk", nil, 0, "g.csv: not CSV or JSON Lines: binary data (a NUL byte at offset 4)"},
-		{"header not utf-8", "l.csv", "id,caf\xe9\n1,x\n", nil, 0, "l.csv:1: header: not valid UTF-8 (byte 0xE9 at column 7): records files must be UTF-8 (convert with iconv, e.g. iconv -f latin1 -t utf-8)"},
-		{"duplicate column", "d.csv", "id,name,name\n1,a,b\n", nil, 0, `d.csv:1: header: duplicate column "name"`},
-		{"unnamed column", "u.csv", "id,,x\n", nil, 0, "u.csv:1: header: column 2 has no name"},
-		{"bom and crlf", "b.csv", "\xef\xbb\xbfid,url\r\nx,https://a.example/\r\n", []string{"x"}, 0, ""},
-		{"sniff jsonl", "records", "\n{\"id\":\"a\"}\n{\"id\":\"b\"}", []string{"a", "b"}, 0, ""},
-		{"sniff csv", "records", "id\nq\n", []string{"q"}, 0, ""},
-		{"line numbers as ids", "n.jsonl", "{\"x\":1}\n{\"x\":2}\n", []string{"1", "2"}, 0, ""},
-		{"id collides with a line number", "c.jsonl", "{\"id\":\"2\"}\n{\"x\":2}\n", []string{"2"}, 1, ""},
-		{"object id", "o.jsonl", "{\"id\":{\"a\":1}}\n", nil, 1, ""},
-		{"trailing garbage", "t.jsonl", "{\"id\":\"a\"} x\n", nil, 1, ""},
-		{"duplicate key", "k.jsonl", "{\"id\":\"a\",\"id\":\"b\"}\n", nil, 1, ""},
-		{"long line", "l.jsonl", "{\"id\":\"" + strings.Repeat("x", MaxRecordBytes) + "\"}\n{\"id\":\"ok\"}\n", []string{"ok"}, 1, ""},
-		{"long csv record", "l.csv", "id,v\n1,\"" + strings.Repeat("x\n", MaxRecordBytes/2) + "\"\n2,ok\n", []string{"2"}, 1, ""},
-		{"latin-1 line", "l.csv", "id,name\n1,Jos\xe9\n2,Ana\n", []string{"2"}, 1, ""},
+		{"empty csv", "e.csv", "", nil, 0, "e.csv: no records: the file is empty", ""},
+		{"blank jsonl", "e.jsonl", "\n  \n", nil, 0, "e.jsonl: no records: the file is empty", ""},
+		{"header only", "h.csv", "id,name\n", nil, 0, "h.csv: no records: the file holds a header and no record", ""},
+		{"binary garbage", "g.csv", "PK\x03\x04\x00\x14junk", nil, 0, "g.csv: not CSV or JSON Lines: binary data (a NUL byte at offset 4)", ""},
+		{"header not utf-8", "l.csv", "id,caf\xe9\n1,x\n", nil, 0, "l.csv:1: header: not valid UTF-8 (byte 0xE9 at column 7): records files must be UTF-8 (convert with iconv, e.g. iconv -f latin1 -t utf-8)", ""},
+		{"duplicate column", "d.csv", "id,name,name\n1,a,b\n", nil, 0, `d.csv:1: header: duplicate column "name"`, ""},
+		{"unnamed column", "u.csv", "id,,x\n", nil, 0, "u.csv:1: header: column 2 has no name", ""},
+		{"bom and crlf", "b.csv", "\xef\xbb\xbfid,url\r\nx,https://a.example/\r\n", []string{"x"}, 0, "", ""},
+		{"sniff jsonl", "records", "\n{\"id\":\"a\"}\n{\"id\":\"b\"}", []string{"a", "b"}, 0, "", ""},
+		{"sniff csv", "records", "id\nq\n", []string{"q"}, 0, "", ""},
+		{"line numbers as ids", "n.jsonl", "{\"x\":1}\n{\"id\":\"a\",\"x\":2}\n", []string{"1", "2"}, 0, "", IDLine},
+		{"line numbers as ids, csv", "n.csv", "id,x\n7,1\n,2\n", []string{"2", "3"}, 0, "", IDLine},
+		{"ids from another column", "o.csv", "ID,x\nA,1\nB,2\n", []string{"A", "B"}, 0, "", "ID"},
+		{"no id column", "n.csv", "name,site\nAnn,https://a.example/\n", nil, 0,
+			`n.csv:1: no id column: the header has no column "id"; name the id column with --id NAME, or number the records by their line with --id line`, ""},
+		{"an ID column", "n.csv", "ID,site\n1,https://a.example/\n", nil, 0,
+			`n.csv:1: no id column: the header has no column "id" (it has "ID": the name must match exactly, --id ID); name the id column with --id NAME, or number the records by their line with --id line`, ""},
+		{"no id member", "n.jsonl", "{\"x\":1}\n{\"x\":2}\n", nil, 0,
+			`n.jsonl:1: no id column: its first record has no "id" member; give every record one, name the member ids are in with --id NAME, or number the records by their line with --id line`, ""},
+		{"an ID member", "n.jsonl", "{\"ID\":1}\n", nil, 0,
+			`n.jsonl:1: no id column: its first record has no "id" member (it has "ID": the name must match exactly, --id ID); give every record one, name the member ids are in with --id NAME, or number the records by their line with --id line`, ""},
+		{"a later record without an id", "l.jsonl", "{\"id\":\"a\"}\n{\"x\":2}\n{\"id\":\"c\"}\n", []string{"a", "c"}, 1, "", ""},
+		{"empty ids", "e.csv", "id,x\n,1\n  ,2\nc,3\n", []string{"c"}, 2, "", ""},
+		{"id collides with a line number", "c.jsonl", "{\"id\":\"2\"}\n{\"id\":\"line 2\"}\n{\"x\":1}\n", []string{"2", "line 2"}, 1, "", ""},
+		{"object id", "o.jsonl", "{\"id\":{\"a\":1}}\n", nil, 1, "", ""},
+		{"trailing garbage", "t.jsonl", "{\"id\":\"a\"} x\n", nil, 1, "", ""},
+		{"duplicate key", "k.jsonl", "{\"id\":\"a\",\"id\":\"b\"}\n", nil, 1, "", ""},
+		{"long line", "l.jsonl", "{\"id\":\"" + strings.Repeat("x", MaxRecordBytes) + "\"}\n{\"id\":\"ok\"}\n", []string{"ok"}, 1, "", ""},
+		{"long csv record", "l.csv", "id,v\n1,\"" + strings.Repeat("x\n", MaxRecordBytes/2) + "\"\n2,ok\n", []string{"2"}, 1, "", ""},
+		{"latin-1 line", "l.csv", "id,name\n1,Jos\xe9\n2,Ana\n", []string{"2"}, 1, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := parseAll(tt.file, []byte(tt.data), FormatAuto)
+			p := parseAllID(tt.file, []byte(tt.data), FormatAuto, tt.id)
 			if tt.wantErr != "" {
 				if p.err == nil || p.err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", p.err, tt.wantErr)
@@ -341,7 +358,7 @@ func TestUnbalancedQuote(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			err := ReadFrom("f.csv", bytes.NewReader([]byte(tc.data)), nil, Pos{}, FormatCSV, func(r Record, line int, end Pos) error {
+			err := ReadFrom("f.csv", bytes.NewReader([]byte(tc.data)), nil, Pos{}, FormatCSV, DefaultID, func(r Record, line int, end Pos) error {
 				if r.Error != "" {
 					if !strings.Contains(r.Error, fmt.Sprintf("f.csv:%d: ", line)) {
 						t.Errorf("malformed line %d says %q", line, r.Error)

@@ -23,7 +23,7 @@ type Report struct {
 // tools that need the user's records themselves (mappings learn). fn gets
 // each good record in file order; malformed lines and ignored values are
 // counted and reported.
-func ReadFile(path string, fn func(Record) error) (Report, error) {
+func ReadFile(path string, id ID, fn func(Record) error) (Report, error) {
 	var rep Report
 	f, err := os.Open(path)
 	if err != nil {
@@ -35,7 +35,7 @@ func ReadFile(path string, fn func(Record) error) (Report, error) {
 			rep.Errors = append(rep.Errors, e)
 		}
 	}
-	err = Read(path, f, FormatAuto, func(r Record) error {
+	err = Read(path, f, FormatAuto, id, func(r Record) error {
 		if r.Error != "" {
 			return nil // a malformed line: reported, and it has no values
 		}

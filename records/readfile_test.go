@@ -15,7 +15,7 @@ func TestReadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []Record
-	rep, err := ReadFile(path, func(r Record) error {
+	rep, err := ReadFile(path, DefaultID, func(r Record) error {
 		got = append(got, r)
 		return nil
 	})
@@ -28,7 +28,7 @@ func TestReadFile(t *testing.T) {
 	if len(got) != 2 || got[0].ID != "r1" || got[0].Fields["location"] != "Lisbon" || strings.Join(got[1].Links, " ") != "https://cy.example/p" {
 		t.Errorf("records %+v", got)
 	}
-	if _, err := ReadFile(filepath.Join(t.TempDir(), "none.csv"), func(Record) error { return nil }); err == nil {
+	if _, err := ReadFile(filepath.Join(t.TempDir(), "none.csv"), DefaultID, func(Record) error { return nil }); err == nil {
 		t.Error("a missing file reads")
 	}
 }

@@ -11,9 +11,9 @@ import (
 // Strict reads path through as a load would and refuses it if any line
 // is malformed, a duplicate id included, listing them (up to
 // MaxReported) in file order.
-func Strict(path string) error {
+func Strict(path string, id ID) error {
 	var lines []string
-	n, err := strictScan(path, func(e *LineError) {
+	n, err := strictScan(path, id, func(e *LineError) {
 		if len(lines) < MaxReported {
 			lines = append(lines, e.Error())
 		}
@@ -37,7 +37,7 @@ func Strict(path string) error {
 // returning how many there are. It keeps no set of the ids: a first pass keeps an 8-byte hash of each, and
 // only if two hashes are equal does a second pass look at the ids whose
 // hashes are.
-func strictScan(path string, report func(*LineError)) (int, error) {
+func strictScan(path string, id ID, report func(*LineError)) (int, error) {
 	seed := maphash.MakeSeed()
 	var hashes []uint64
 	var errs []*LineError
@@ -48,7 +48,7 @@ func strictScan(path string, report func(*LineError)) (int, error) {
 			errs = append(errs, e)
 		}
 	}
-	err := scanRecords(path, nil, func(r Record) {
+	err := scanRecords(path, id, nil, func(r Record) {
 		hashes = append(hashes, maphash.String(seed, r.ID))
 	}, bad)
 	if err != nil {
@@ -64,7 +64,7 @@ func strictScan(path string, report func(*LineError)) (int, error) {
 	hashes = nil
 	if len(twice) > 0 {
 		errs, n = errs[:0], 0
-		err = scanRecords(path, func(id string) bool { return twice[maphash.String(seed, id)] }, func(Record) {}, bad)
+		err = scanRecords(path, id, func(id string) bool { return twice[maphash.String(seed, id)] }, func(Record) {}, bad)
 		if err != nil {
 			return 0, err
 		}
@@ -77,7 +77,7 @@ func strictScan(path string, report func(*LineError)) (int, error) {
 
 // scanRecords reads path, calling rec for every record and bad for every
 // malformed line; the ids track says to are checked for duplicates.
-func scanRecords(path string, track func(id string) bool, rec func(Record), bad func(*LineError)) error {
+func scanRecords(path string, id ID, track func(id string) bool, rec func(Record), bad func(*LineError)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func scanRecords(path string, track func(id string) bool, rec func(Record), bad 
 	if track != nil {
 		ids = make(map[string]int)
 	}
-	return readAll(path, f, nil, Pos{}, FormatAuto, ids, track, func(r Record, _ int, _ Pos) error {
+	return readAll(path, f, nil, Pos{}, FormatAuto, id, ids, track, func(r Record, _ int, _ Pos) error {
 		rec(r)
 		return nil
 	}, bad, func(*LineError) {})

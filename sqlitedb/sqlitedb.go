@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"backfill/backoff"
@@ -231,4 +232,11 @@ func RetryBusy(ctx context.Context, limit time.Duration, f func() error) error {
 func IsBusy(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// IsFull reports whether err says the disk is full: SQLite's SQLITE_FULL,
+// or ENOSPC from a write. Freeing space and running again resumes.
+func IsFull(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL || errors.Is(err, syscall.ENOSPC)
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,5 +190,22 @@ func TestDSNUserPragmaWins(t *testing.T) {
 	var sync int
 	if err := db.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil || sync != 2 {
 		t.Errorf("synchronous = %d (%v), want 2 (FULL)", sync, err)
+	}
+}
+
+// TestIsFull: a write past the end of a full file system is told apart
+// from other failures, as SQLite says it and as the system call does.
+func TestIsFull(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("state commit: %w", &os.PathError{Op: "write", Path: "state.db-wal", Err: syscall.ENOSPC}), true},
+		{fmt.Errorf("state commit: %w", syscall.EIO), false},
+		{nil, false},
+	} {
+		if got := IsFull(c.err); got != c.want {
+			t.Errorf("IsFull(%v) = %v, want %v", c.err, got, c.want)
+		}
 	}
 }

@@ -3,7 +3,12 @@
 // (robots.txt bodies, each host's last crawl time and soft-404 probe
 // verdict; the DNS answers of the crawl's names, Names), and the result
 // rows of host surveys (Surveys: one JSON document per domain or ip:port,
-// kept byte for byte).
+// kept byte for byte), and the pages the crawl fetched (Pages: each
+// page's body gzip-compressed under the URL asked for, bounded in bytes
+// by TrimPages, oldest first), which a rerun whose mappings changed
+// extracts anew, learning reads, and export --warc writes out. A
+// PageFile is Pages in a SQLite file of its own, for learning without a
+// crawl.
 //
 // Two backends sit behind the same interfaces: an embedded SQLite file (the
 // default; nothing to install) and MongoDB for clusters. Open picks one from
@@ -25,7 +30,8 @@
 // writing the user's values from their input text (the records
 // package's scanners) so they
 // come back as given. Supervisors read and write the host caches and,
-// through resolver.Cache, the DNS cache.
+// through resolver.Cache, the DNS cache, and put the pages they fetch;
+// the dispatcher reads those back when the mappings changed.
 //
 // All methods are safe for concurrent use, and every write is an idempotent
 // upsert, so a redelivered result changes nothing. Two writes are deliberately

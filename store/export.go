@@ -230,6 +230,9 @@ type provenanceJSON struct {
 	Via       []string `json:"via,omitempty"`
 	Member    string   `json:"member,omitempty"`
 	MemberKey string   `json:"member_key,omitempty"`
+	// TLSError is the certificate problem of Source's connection, fetched
+	// anyway under --insecure-tls; left out when there was none.
+	TLSError string `json:"tls_error,omitempty"`
 }
 
 func provenanceOf(v Value) provenanceJSON {
@@ -243,6 +246,7 @@ func provenanceOf(v Value) provenanceJSON {
 		Via:       v.Via,
 		Member:    v.Member,
 		MemberKey: v.MemberKey,
+		TLSError:  v.TLSError,
 	}
 	for i, c := range v.Conflicts {
 		p.Conflicts[i] = conflictJSON(c)
@@ -493,8 +497,12 @@ func (e *jsonlEncoder) spliced(rec Record, cols []string) error {
 // the mapping, the link depth of the page, when it was found (RFC 3339,
 // UTC), the URLs that redirected to the page (first to last, separated by
 // spaces, which a URL never holds) and the member that fetched it, as a
-// JSON line's provenance object has them.
+// JSON line's provenance object has them; then, when some value's page
+// had one, the certificate problem of its connection, fetched under
+// --insecure-tls (provTLSColumn).
 var provColumns = []string{".source", ".mapping", ".depth", ".at", ".via", ".member"}
+
+const provTLSColumn = ".tls_error"
 
 // csvLayout is the CSV header: the columns every row has, and which of them
 // carry provenance columns.
@@ -503,6 +511,7 @@ type csvLayout struct {
 	known     map[string]bool
 	prov      map[string]bool // only when provenance is asked for
 	malformed bool            // the _backfill_error and _backfill_input columns
+	tls       bool            // provenance has provTLSColumn: a value's page had a certificate problem
 	outcome   bool            // the _backfill_outcome column
 	header    []string
 }
@@ -537,6 +546,7 @@ func scanCSVLayout(ctx context.Context, r Records, opts ExportOptions) (*csvLayo
 		}
 		for _, f := range sortedKeys(rec.Found) {
 			prov[f] = true
+			l.tls = l.tls || rec.Found[f].TLSError != ""
 			if !inFound[f] {
 				inFound[f] = true
 				foundOnly = append(foundOnly, f)
@@ -563,6 +573,9 @@ func scanCSVLayout(ctx context.Context, r Records, opts ExportOptions) (*csvLayo
 		if l.prov[f] {
 			for _, suffix := range provColumns {
 				l.header = append(l.header, f+suffix)
+			}
+			if l.tls {
+				l.header = append(l.header, f+provTLSColumn)
 			}
 		}
 	}
@@ -614,8 +627,11 @@ func (l *csvLayout) row(rec Record, dst []string) error {
 			if fv, found := rec.Found[f]; found {
 				dst[i], dst[i+1], dst[i+2], dst[i+3] = fv.Source, fv.Mapping, strconv.Itoa(fv.Depth), fv.At.UTC().Format(time.RFC3339Nano)
 				dst[i+4], dst[i+5] = strings.Join(fv.Via, " "), fv.Member
+				if l.tls {
+					dst[i+6] = fv.TLSError
+				}
 			}
-			i += len(provColumns)
+			i += len(provColumns) + b2i(l.tls)
 		}
 	}
 	return nil

@@ -331,3 +331,55 @@ func checkGolden(t *testing.T, golden string, got []byte) {
 		t.Errorf("export differs from %s (run with -update to accept):\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }
+
+// TestExportTLSError: a value whose page was fetched despite a bad
+// certificate (--insecure-tls) says so in its provenance, as the
+// tls_error of a JSON line's provenance and in a FIELD.tls_error CSV
+// column, which an export without such a value does not have.
+func TestExportTLSError(t *testing.T) {
+	ctx := context.Background()
+	s := openSQLite(t, filepath.Join(t.TempDir(), "store.db"))
+	defer s.Close()
+	recs := []store.Record{
+		{ID: "1", Seq: 1, Order: []string{"id", "email"}, Fields: map[string]string{"id": "1", "email": ""}},
+		{ID: "2", Seq: 2, Order: []string{"id", "email"}, Fields: map[string]string{"id": "2", "email": ""}},
+	}
+	if err := s.PutRecords(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	const problem = "x509: certificate signed by unknown authority"
+	if err := s.SetFields(ctx, "1", []store.Value{{Field: "email", Value: "a@bad.example", Source: "https://bad.example/", Mapping: "m", At: exportAt, TLSError: problem}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetFields(ctx, "2", []store.Value{{Field: "email", Value: "b@good.example", Source: "https://good.example/", Mapping: "m", At: exportAt}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Record(ctx, "1"); err != nil || r.Found["email"].TLSError != problem {
+		t.Fatalf("the value's TLS error did not come back: %+v, %v", r.Found, err)
+	}
+	var j bytes.Buffer
+	if err := store.Export(ctx, s, &j, store.ExportOptions{Format: "jsonl", Provenance: true}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(j.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"tls_error":"`+problem+`"`) || strings.Contains(lines[1], "tls_error") {
+		t.Errorf("JSON Lines provenance:\n%s", j.String())
+	}
+	var c bytes.Buffer
+	if err := store.Export(ctx, s, &c, store.ExportOptions{Format: "csv", Provenance: true}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&c).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := -1
+	for i, h := range rows[0] {
+		if h == "email.tls_error" {
+			col = i
+		}
+	}
+	if col < 0 || rows[1][col] != problem || rows[2][col] != "" {
+		t.Errorf("CSV provenance: %q", rows)
+	}
+}

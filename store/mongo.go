@@ -59,6 +59,9 @@ const (
 	mongoSchemaVersion  = 1
 	mongoDefaultTimeout = 10 * time.Second
 	mongoDefaultRetry   = 30 * time.Second
+	// mongoMaxRaw bounds a malformed line's text kept in its document
+	// (MongoDB's are at most 16 MiB).
+	mongoMaxRaw = 15 << 20
 	// mongoBulk bounds the documents sent in one request.
 	mongoBulk = 250
 	// mongoWalkBatch is how many records a Records walk fetches, and
@@ -191,7 +194,7 @@ func (s *mongoStore) setup(ctx context.Context) error {
 	if v.Version > mongoSchemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build's %d", v.Version, mongoSchemaVersion)
 	}
-	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "survey_rows", "outcomes", "dns"} {
+	for _, c := range []string{"meta", "records", "fields", "robots", "last_crawl", "soft404", "survey_rows", "outcomes", "dns", "pages"} {
 		err := s.do(ctx, "create collection "+c, func(ctx context.Context) error {
 			err := s.db.CreateCollection(ctx, c)
 			if se := mongo.ServerError(nil); errors.As(err, &se) && se.HasErrorCode(48) { // NamespaceExists
@@ -215,6 +218,7 @@ func (s *mongoStore) setup(ctx context.Context) error {
 		{s.fields, "fields_by_record", bson.D{{Key: "record", Value: 1}}},
 		{s.lcr, "last_crawl_by_host", bson.D{{Key: "host", Value: 1}, {Key: "at", Value: -1}}},
 		{s.surveyRows(), "survey_rows_by_key", bson.D{{Key: "survey", Value: 1}, {Key: "key", Value: 1}}},
+		{s.pages(), "pages_by_age", bson.D{{Key: "fetched_at", Value: -1}, {Key: "_id", Value: -1}}},
 	}
 	for _, ix := range indexes {
 		err := s.do(ctx, "create index "+ix.name, func(ctx context.Context) error {
@@ -315,6 +319,7 @@ type mongoValue struct {
 	Via       []string        `bson:"via,omitempty"`
 	Member    string          `bson:"member,omitempty"`
 	MemberKey string          `bson:"member_key,omitempty"`
+	TLSError  string          `bson:"tls_error,omitempty"`
 }
 
 type mongoRobots struct {
@@ -370,7 +375,7 @@ func toMongoValue(record string, v Value) mongoValue {
 		ID: fieldID(record, v.Field), Record: record,
 		Field: v.Field, Value: v.Value, Source: v.Source, Mapping: v.Mapping,
 		Depth: int64(v.Depth), At: v.At.UTC(), Type: v.Type,
-		Via: v.Via, Member: v.Member, MemberKey: v.MemberKey,
+		Via: v.Via, Member: v.Member, MemberKey: v.MemberKey, TLSError: v.TLSError,
 		Conflicts: make([]mongoConflict, len(v.Conflicts)),
 		History:   make([]mongoPrior, len(v.History)),
 	}
@@ -387,7 +392,7 @@ func (m *mongoValue) value() Value {
 	v := Value{
 		Field: m.Field, Value: m.Value, Source: m.Source, Mapping: m.Mapping,
 		Depth: int(m.Depth), At: m.At.UTC(), Type: m.Type,
-		Via: m.Via, Member: m.Member, MemberKey: m.MemberKey,
+		Via: m.Via, Member: m.Member, MemberKey: m.MemberKey, TLSError: m.TLSError,
 	}
 	if len(m.Conflicts) > 0 {
 		v.Conflicts = make([]Conflict, len(m.Conflicts))
@@ -424,6 +429,12 @@ func (s *mongoStore) PutRecords(ctx context.Context, recs []Record) error {
 		}
 		d := mongoRecord{ID: rec.ID, Seq: rec.Seq, Fields: make([]mongoKV, 0, len(rec.Fields)), Order: rec.Order, Links: rec.Links,
 			Format: rec.Format, Raw: rec.Raw, Error: rec.Error}
+		if len(d.Raw) > mongoMaxRaw && d.Error != "" {
+			// A malformed line too long for a document (records keeps
+			// up to records.MaxKeptBytes): its place and reason stay.
+			d.Error = fmt.Sprintf("%s; its text (%d bytes) is more than a MongoDB document holds, and is not kept", d.Error, len(d.Raw))
+			d.Raw = nil
+		}
 		for _, k := range sortedKeys(rec.Fields) {
 			d.Fields = append(d.Fields, mongoKV{k, rec.Fields[k]})
 		}

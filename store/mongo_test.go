@@ -388,3 +388,28 @@ func (h notifyHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h notifyHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h notifyHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestMongoLineOverADocument: a malformed line longer than a MongoDB
+// document holds keeps its place and reason, saying its text is not
+// kept, and the records beside it are stored.
+func TestMongoLineOverADocument(t *testing.T) {
+	srv := sharedMongo(t)
+	s := openMongo(t, srv.DatabaseURI(mongotest.DatabaseName(t)), quick)
+	defer s.Close()
+	ctx := context.Background()
+	raw := []byte(`{"id": "big", "t": "` + strings.Repeat("x", 17<<20) + `"}`)
+	err := s.PutRecords(ctx, []store.Record{
+		{ID: "big", Seq: 1, Format: store.FormatJSONL, Raw: raw, Error: "in.jsonl:1: too long"},
+		{ID: "2", Seq: 2, Format: store.FormatJSONL, Raw: []byte(`{"id": 2}`), Fields: map[string]string{"id": "2"}, Order: []string{"id"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := s.Record(ctx, "big")
+	if err != nil || big.Raw != nil || !strings.Contains(big.Error, "in.jsonl:1: too long; its text (17825814 bytes) is more than a MongoDB document holds") {
+		t.Errorf("big: %q, %d bytes, %v", big.Error, len(big.Raw), err)
+	}
+	if r, err := s.Record(ctx, "2"); err != nil || string(r.Raw) != `{"id": 2}` {
+		t.Errorf("the record beside it: %+v, %v", r, err)
+	}
+}

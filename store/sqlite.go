@@ -103,6 +103,13 @@ var sqliteSchema = []sqlitedb.Migration{
 		`ALTER TABLE fields ADD COLUMN member TEXT NOT NULL DEFAULT ''`,
 		`ALTER TABLE fields ADD COLUMN member_key TEXT NOT NULL DEFAULT ''`,
 	}},
+	// the pages the crawl keeps (sqlite_pages.go)
+	{SQL: append(append([]string(nil), pagesSchema[0]...), pagesSchema[1]...)},
+	{SQL: []string{
+		// the certificate problem of a value's page, fetched under
+		// --insecure-tls
+		`ALTER TABLE fields ADD COLUMN tls_error TEXT NOT NULL DEFAULT ''`,
+	}},
 }
 
 // sqliteStore is the embedded backend. w is a single connection that every
@@ -114,7 +121,8 @@ var sqliteSchema = []sqlitedb.Migration{
 // prepared statement per connection and reuses it (inside a transaction
 // too, through Tx.StmtContext), so no call pays for parsing its SQL again.
 type sqliteStore struct {
-	w, r      *sql.DB
+	w, r *sql.DB
+	sqlitePages
 	ws        writeStmts
 	rs        readStmts
 	closeOnce sync.Once
@@ -146,12 +154,12 @@ var writeSQL = map[string]string{
 				field_order = excluded.field_order, links = excluded.links,
 				format = excluded.format, raw = excluded.raw, error = excluded.error`,
 	"recordExists": `SELECT 1 FROM records WHERE id = ?`,
-	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history, type, via, member, member_key)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history, type, via, member, member_key, tls_error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (record, field) DO UPDATE SET value = excluded.value, source = excluded.source,
 				mapping = excluded.mapping, depth = excluded.depth, at = excluded.at, conflicts = excluded.conflicts,
 				history = excluded.history, type = excluded.type, via = excluded.via, member = excluded.member,
-				member_key = excluded.member_key`,
+				member_key = excluded.member_key, tls_error = excluded.tls_error`,
 	// Only for a record the store has: an outcome never creates one.
 	"putOutcome": `INSERT INTO outcomes (record, outcome) SELECT id, ? FROM records WHERE id = ?
 			ON CONFLICT (record) DO UPDATE SET outcome = excluded.outcome`,
@@ -250,7 +258,7 @@ func openSQLite(ctx context.Context, uri string) (Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
 	}
-	s := &sqliteStore{w: w, r: r}
+	s := &sqliteStore{w: w, r: r, sqlitePages: sqlitePages{w: w, r: r}}
 	if err := s.prepare(ctx); err != nil {
 		w.Close()
 		r.Close()
@@ -411,7 +419,7 @@ func (s *sqliteStore) setFields(ctx context.Context, tx *sql.Tx, recordID string
 	stmt := tx.StmtContext(ctx, s.ws.setField)
 	for i, v := range vals {
 		if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history, v.Type,
-			rows[i].via, v.Member, v.MemberKey); err != nil {
+			rows[i].via, v.Member, v.MemberKey, v.TLSError); err != nil {
 			return fmt.Errorf("field %q: %w", v.Field, err)
 		}
 	}
@@ -438,7 +446,7 @@ func (s *sqliteStore) write(ctx context.Context, op string, fn func(*sql.Tx) err
 // outcome (records r LEFT JOIN outcomes o), the value's from fields f.
 const (
 	recordColumns = `r.id, r.seq, r.fields, r.field_order, r.links, r.format, r.raw, r.error, o.outcome`
-	valueColumns  = `f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history, f.type, f.via, f.member, f.member_key`
+	valueColumns  = `f.record, f.field, f.value, f.source, f.mapping, f.depth, f.at, f.conflicts, f.history, f.type, f.via, f.member, f.member_key, f.tls_error`
 )
 
 // scanRecord reads a row of recordColumns, Found left empty.
@@ -474,7 +482,7 @@ func scanValue(rows *sql.Rows) (string, Value, error) {
 		via                 string
 	)
 	if err := rows.Scan(&id, &v.Field, &v.Value, &v.Source, &v.Mapping, &v.Depth, &at, &conflicts, &hist, &v.Type,
-		&via, &v.Member, &v.MemberKey); err != nil {
+		&via, &v.Member, &v.MemberKey, &v.TLSError); err != nil {
 		return "", v, err
 	}
 	if via != "[]" {

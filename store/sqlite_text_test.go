@@ -28,7 +28,7 @@ func TestSQLiteKeepsRecordText(t *testing.T) {
 		{"in.csv", "id,name,homepage,links\nc1, Ada ,https://a.example/x,\"https://b.example/ https://c.example/\"\nc2,Bob,,\nc3,\"Cy\r\nJr\",\n"},
 		{"in.jsonl", "{\"id\": 7, \"name\": \" Dee \", \"tags\": [\"https://d.example/\", 1], \"o\": {\"k\": null}, \"links\": \"https://e.example/\"}\n{\"a\":1,\"a\":2}\n"},
 	} {
-		err := records.Read(f.name, strings.NewReader(f.data), records.FormatAuto, func(r records.Record) error {
+		err := records.Read(f.name, strings.NewReader(f.data), records.FormatAuto, records.DefaultID, func(r records.Record) error {
 			put = append(put, Record{ID: r.ID, Seq: int64(len(put) + 1), Format: r.Format, Raw: r.Raw, Fields: r.Fields, Order: r.Order, Links: r.Links, Error: r.Error})
 			return nil
 		}, func(*records.LineError) {}, func(*records.LineError) {})

@@ -15,7 +15,7 @@ var ErrNotFound = errors.New("store: not found")
 
 // Record is one input record as the user gave it, plus what backfill found.
 type Record struct {
-	ID     string            // the record's id column, or its line number
+	ID     string            // the record's id column, or its line number (records.IDLine)
 	Seq    int64             // position in the input file; export keeps this order
 	Fields map[string]string // the input's fields as the crawl reads them; "" means missing
 	Order  []string          // the input's field names in column order (a CSV file's header)
@@ -85,6 +85,10 @@ type Value struct {
 	// an operator can list, and purge, one member's answers.
 	Member    string
 	MemberKey string
+	// TLSError is the certificate problem of Source's HTTPS connection,
+	// fetched anyway under --insecure-tls: "" when it was verified (or
+	// was not HTTPS).
+	TLSError  string
 	Mapping   string
 	Depth     int // link distance from the record's own links (0 = one of them)
 	At        time.Time
@@ -183,6 +187,7 @@ type Store interface {
 	HostCache
 	Surveys
 	Names
+	Pages
 	// Backend names the backend ("sqlite", "mongodb") for logs and tests.
 	Backend() string
 	Close() error

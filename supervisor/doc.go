@@ -86,7 +86,10 @@
 // (url_parsers' marked Parsed, then every outbound link), field errors,
 // status, size and final URL. A failed fetch carries its fetch class; a
 // panic while processing a page is recovered, answered with class "panic"
-// and counted. Stats reports the counters.
+// and counted. Stats reports the counters. With Config.Pages, every page
+// processed is also kept there (the crawl's store) as the mappings read
+// it, behind the workers and within Config.KeepBytes, for a rerun whose
+// mappings changed to extract it anew without a request (keep.go).
 //
 // # Render nodes
 //
@@ -178,6 +181,9 @@
 //     last flush; while the cache fails, only the times that may still
 //     space out a request are kept for the next one.
 //
+// Pages waiting to be kept (keep.go) take at most 32 MiB of bodies; a
+// page past that is not kept, and counted.
+//
 // The good answers sent in the last two minutes, which a restarted
 // dispatcher takes instead of having their pages fetched again
 // (answers.go), are at most Capacity and 32 MiB.
@@ -191,7 +197,8 @@
 //
 // Cancelling Run's context stops the workers, the reader and the sender,
 // sends the results of the pages already fetched (within stopGrace),
-// drops queued tasks (their leases bring them back), writes the buffered
-// last-crawl times and closes both sockets and the fetcher; when Run
+// drops queued tasks (their leases bring them back), writes the pages
+// waiting to be kept and the buffered last-crawl times (within stopGrace
+// each) and closes both sockets and the fetcher; when Run
 // returns, no goroutine of the supervisor is left.
 package supervisor

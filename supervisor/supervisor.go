@@ -85,6 +85,11 @@ type Config struct {
 	Mappings *etl.Set        // required; its digest is advertised
 	Fetch    fetch.Config    // the supervisor builds its Fetcher from this
 	Cache    store.HostCache // robots.txt and last-crawl caches; nil keeps them in memory only
+	// Pages keeps the pages fetched, for a rerun whose mappings changed
+	// to extract them anew (keep.go), within KeepBytes compressed
+	// (default store.DefaultKeptBytes). Nil: nothing is kept.
+	Pages     store.Pages
+	KeepBytes int64
 	// Names resolves host names before their tasks reach a worker (see
 	// names.go) and gives the fetchers their addresses. Nil: each fetch
 	// looks its host up itself (Fetch.Resolver).
@@ -184,6 +189,9 @@ type Stats struct {
 	// lease on its hosts ran out, cut off from the dispatcher, or because
 	// a new dispatcher process welcomed it (fence.go).
 	Abandoned int64
+	// Kept counts the pages kept in Config.Pages, Unkept those that
+	// could not be (keep.go).
+	Kept, Unkept int64
 	// Politeness: the redirects it met by what became of them
 	// (wire.Redirect*; see redirectCounts), and the most requests that
 	// were ever in flight to one host at once.
@@ -216,6 +224,7 @@ type Supervisor struct {
 	renders sync.WaitGroup
 	cache   store.HostCache
 	sched   *scheduler
+	keeper  *keeper // nil when nothing is kept
 
 	health *health
 	// hops: the redirect chains of tasks being followed on their host;
@@ -421,6 +430,7 @@ func New(cfg Config) (*Supervisor, error) {
 		render:   rend,
 		cache:    cache,
 		sched:    newScheduler(cfg.Capacity, cfg.MaxHosts),
+		keeper:   newKeeper(cfg.Pages, cfg.KeepBytes, log),
 		welcome:  make(chan struct{}, 1),
 		bye:      make(chan struct{}, 1),
 		failed:   make(map[string]int64),
@@ -481,6 +491,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.log.Info("supervisor starting", "endpoint", s.advert, "dispatcher", s.cfg.Dispatcher,
 		"workers", s.cfg.Workers, "capacity", s.cfg.Capacity, "mappings", s.digest, "render", s.render != nil)
 
+	kctx, stopKeeper := context.WithCancel(context.WithoutCancel(ctx))
+	var kwg sync.WaitGroup
+	kwg.Go(func() { s.keeper.run(kctx, stopGrace) })
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.receive(gctx) })
 	g.Go(func() error { s.talk(gctx); return nil })
@@ -494,6 +507,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	runErr := g.Wait()
 	s.surveys.Wait() // the reader that starts them has stopped
 	s.renders.Wait() // their requests fail at once with the workers gone
+	stopKeeper()     // the pages fetched are all handed over
+	kwg.Wait()
 	if errors.Is(runErr, errDone) {
 		runErr = nil
 	}
@@ -504,7 +519,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	cancel()
 	st := s.Stats() // before Close, which ends the browser
 	err := s.Close()
-	args := []any{"fetched", st.Fetched, "failed", st.Failed, "robots", st.RobotsFetched, "unsent", st.Unsent}
+	args := []any{"fetched", st.Fetched, "failed", st.Failed, "robots", st.RobotsFetched, "unsent", st.Unsent,
+		"pages_kept", st.Kept, "pages_unkept", st.Unkept}
 	if r := st.Render; r != nil {
 		args = append(args, "rendered", r.Rendered, "render_failed", r.Failed,
 			"render_restarts", r.Restarts, "render_rss", renderMemory(*r))
@@ -552,6 +568,7 @@ func (s *Supervisor) Stats() Stats {
 		Abandoned:     s.abandoned.Load(),
 		Retried:       s.unansweredRetries.Load(),
 	}
+	st.Kept, st.Unkept = s.keeper.counts()
 	s.failedMu.Lock()
 	for k, v := range s.failed {
 		st.Failed[k] = v

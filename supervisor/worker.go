@@ -27,10 +27,6 @@ const (
 	ClassRobotsUnavailable = string(fetch.ClassRobotsUnavailable)
 )
 
-// maxResultLinks bounds the links one Result carries, parsed links first;
-// a page with more is a link farm or a trap, and the frame must stay small.
-const maxResultLinks = 10000
-
 // page is a task whose turn on its host is over: either its answer is
 // already known (res), or it was fetched and waits for extraction.
 type page struct {
@@ -627,6 +623,7 @@ func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 		return res
 	}
 	res.ETag, res.LastModified = validators(p.resp)
+	res.TLSError = p.resp.TLSError
 	if p.resp.NotModified {
 		// The page is what the dispatcher last saw: it answers from its
 		// cached extraction.
@@ -654,6 +651,8 @@ func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 			pageURL, res.FinalURL = rendered.URL, rendered.URL
 		}
 	}
+	s.keeper.keep(store.Page{Key: t.URL, URL: pageURL, Status: p.resp.Status, ContentType: p.resp.ContentType,
+		Body: p.resp.Body, Rendered: p.render, FetchedAt: p.start})
 	extract := s.cfg.Mappings.Extract
 	if s.cfg.ContentSeen {
 		extract = s.cfg.Mappings.ExtractWithFingerprint
@@ -669,7 +668,7 @@ func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 	for _, e := range ex.Errors {
 		res.FieldErrs = append(res.FieldErrs, e.String())
 	}
-	res.Links = mergeLinks(ex.Links, ex.OutLinks, maxResultLinks)
+	res.Links = wire.MergeLinks(ex.Links, ex.OutLinks, wire.MaxResultLinks)
 	if !p.render {
 		res.JSOnly = ex.JSOnly
 		if ex.JSOnly && s.docs != nil {
@@ -701,29 +700,6 @@ func validators(resp *fetch.Response) (etag, lastModified string) {
 		return v
 	}
 	return keep(resp.Header.Get("Etag")), keep(resp.Header.Get("Last-Modified"))
-}
-
-// mergeLinks lists parsed links (Parsed) then other outbound links, each
-// URL once, at most limit of them.
-func mergeLinks(parsed, out []string, limit int) []wire.Link {
-	if len(parsed)+len(out) == 0 {
-		return nil
-	}
-	seen := make(map[string]bool, len(parsed)+len(out))
-	links := make([]wire.Link, 0, min(len(parsed)+len(out), limit))
-	for i, list := range [][]string{parsed, out} {
-		for _, l := range list {
-			if len(links) >= limit {
-				return links
-			}
-			if l == "" || seen[l] {
-				continue
-			}
-			seen[l] = true
-			links = append(links, wire.Link{URL: l, Parsed: i == 0})
-		}
-	}
-	return links
 }
 
 // fitFrame trims a Result that would not fit in one frame, saying so in

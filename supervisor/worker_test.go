@@ -36,27 +36,6 @@ func TestTaskHost(t *testing.T) {
 	}
 }
 
-func TestMergeLinks(t *testing.T) {
-	parsed := []string{"http://a.test/1", "http://a.test/2", "http://a.test/1"}
-	out := []string{"http://a.test/2", "http://b.test/", "", "http://c.test/"}
-	got := mergeLinks(parsed, out, 10)
-	want := []wire.Link{
-		{URL: "http://a.test/1", Parsed: true},
-		{URL: "http://a.test/2", Parsed: true},
-		{URL: "http://b.test/"},
-		{URL: "http://c.test/"},
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("mergeLinks = %v, want %v", got, want)
-	}
-	if got := mergeLinks(parsed, out, 3); len(got) != 3 || got[2].URL != "http://b.test/" {
-		t.Errorf("mergeLinks limited to 3 = %v", got)
-	}
-	if got := mergeLinks(nil, nil, 10); got != nil {
-		t.Errorf("mergeLinks of nothing = %v", got)
-	}
-}
-
 func TestFitFrame(t *testing.T) {
 	t.Parallel()
 	small := &wire.Result{TaskID: "t", URL: "http://a.test/", Links: []wire.Link{{URL: "http://a.test/x"}}}

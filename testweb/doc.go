@@ -1,6 +1,8 @@
-// Package testweb is the fixture web that backfill's tests, its demo and its
+// Package testweb is the fixture web that backfill's tests and its
 // benchmarks crawl: real HTTP servers on loopback that answer for several
 // real-looking host names, with a log of every request they receive.
+// The binary does not link it: the demo serves a snapshot of the small
+// web (package demoweb, held to SmallSite and Sample by its test).
 //
 // One listener on 127.0.0.1 serves every host; the Host header picks the
 // site, and a Host the web does not know gets 404. A crawler reaches it

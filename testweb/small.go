@@ -77,7 +77,7 @@ func (s *smallSite) serve(host, path string) (response, bool) {
 		// Costs a request, so a crawler that mangles URLs shows in the log.
 		if _, dir := pages[path+"/"]; dir {
 			return response{status: http.StatusMovedPermanently, ctype: htmlType, location: path + "/",
-				body: []byte(page("Moved", "<p>Moved to <a href=\""+htmlEscape(path+"/")+"\">here</a>.</p>"))}, true
+				body: []byte(movedPage(htmlEscape(path + "/")))}, true
 		}
 		return notFound(host + path), true
 	}
@@ -357,4 +357,25 @@ fetch('/api/u/`+slug+`.json').then(function (r) { return r.json(); }).then(funct
 func appData(p person) string {
 	b, _ := json.Marshal(map[string]string{"name": p.Name, "location": p.Location, "email": p.Email})
 	return string(b) + "\n"
+}
+
+// movedPage is the body of a 301 to href (escaped).
+func movedPage(href string) string {
+	return page("Moved", "<p>Moved to <a href=\""+href+"\">here</a>.</p>")
+}
+
+// SitePlaceholder stands, in SmallSite's NotFound and Moved bodies, for
+// what each answer names (escaped for HTML).
+const SitePlaceholder = "{{.}}"
+
+// SmallSite returns the small web's content as Start serves it at
+// crawlDelay: each host's robots.txt, and its pages by path; and the
+// bodies of its answers to a path it lacks (notFoundBody, naming
+// "host/path", or "unknown host HOST") and to a directory named without
+// its slash (movedBody, naming the path with its slash), with
+// SitePlaceholder where those go. The demo serves a snapshot of it
+// (package demoweb), which a test holds to this.
+func SmallSite(crawlDelay int) (robots map[string]string, pages map[string]map[string]string, notFoundBody, movedBody string) {
+	s := newSmallSite(crawlDelay)
+	return s.robots, s.pages, string(notFound(SitePlaceholder).body), movedPage(SitePlaceholder)
 }

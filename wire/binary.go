@@ -59,6 +59,7 @@ const (
 	resDelay      = 24
 	resReady      = 25
 	resHopRefused = 26
+	resTLSError   = 27
 
 	fieldMapping = 1
 	fieldName    = 2
@@ -278,6 +279,7 @@ func encodeResult(r *Result) []byte {
 	e.varint(resDelay, int64(r.Delay))
 	e.varint(resReady, int64(r.Ready))
 	e.string(resHopRefused, r.HopRefused)
+	e.string(resTLSError, r.TLSError)
 	return e
 }
 
@@ -367,6 +369,8 @@ func decodeResult(b []byte) (*Result, error) {
 			r.Ready = time.Duration(v)
 		case resHopRefused:
 			r.HopRefused, err = d.str()
+		case resTLSError:
+			r.TLSError, err = d.str()
 		}
 		if err != nil {
 			return nil, err

@@ -33,7 +33,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{KindResult, &Result{TaskID: "t3", Lease: 9, URL: "http://d.example/", Status: 200, FetchedAt: at, Mappings: []string{"m"}, JSOnly: true}},
 		{KindTask, &Task{ID: "t4", Lease: 10, URL: "http://e.example/", Host: "e.example", Hops: 3}},
 		{KindResult, &Result{TaskID: "t4", Lease: 10, URL: "http://e.example/", FinalURL: "http://e.example/b", Status: 301, FetchedAt: at,
-			Chain: []string{"http://e.example/", "http://e.example/a"}, Redirect: "https://f.example/", HopRefused: RedirectLoop, Delay: 15 * time.Second, Ready: 14900 * time.Millisecond}},
+			Chain: []string{"http://e.example/", "http://e.example/a"}, Redirect: "https://f.example/", HopRefused: RedirectLoop, TLSError: "x509: certificate signed by unknown authority", Delay: 15 * time.Second, Ready: 14900 * time.Millisecond}},
 	}
 	for _, c := range cases {
 		t.Run(c.kind.String(), func(t *testing.T) {

@@ -319,6 +319,11 @@ type Result struct {
 	ETag         string `json:"etag,omitempty"`
 	LastModified string `json:"last_modified,omitempty"`
 
+	// TLSError is the problem of the page's certificate, fetched anyway
+	// under the supervisor's --insecure-tls (fetch.Response.TLSError):
+	// the values it gives carry it to the export.
+	TLSError string `json:"tls_error,omitempty"`
+
 	// JSOnly says the page's HTML looks like a shell that JavaScript
 	// fills in (etl.JSOnly), on a page a mapping with url_patterns
 	// matched: the dispatcher renders it when a record still needs what
@@ -376,4 +381,32 @@ type Field struct {
 type Link struct {
 	URL    string `json:"url"`
 	Parsed bool   `json:"parsed,omitempty"` // yielded by a mapping's url_parsers
+}
+
+// MaxResultLinks bounds the links one Result carries, parsed links
+// first; a page with more is a link farm or a trap, and the frame must
+// stay small.
+const MaxResultLinks = 10000
+
+// MergeLinks lists parsed links (Parsed) then other outbound links, each
+// URL once, at most limit of them.
+func MergeLinks(parsed, out []string, limit int) []Link {
+	if len(parsed)+len(out) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(parsed)+len(out))
+	links := make([]Link, 0, min(len(parsed)+len(out), limit))
+	for i, list := range [][]string{parsed, out} {
+		for _, l := range list {
+			if len(links) >= limit {
+				return links
+			}
+			if l == "" || seen[l] {
+				continue
+			}
+			seen[l] = true
+			links = append(links, Link{URL: l, Parsed: i == 0})
+		}
+	}
+	return links
 }

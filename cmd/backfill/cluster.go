@@ -51,7 +51,7 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}, nil, c.ob, nil, stderr)
 	err = errors.Join(err, c.close())
 	if summary != nil {
-		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary))
+		err = errors.Join(err, writeSummary(stdout, summary, c.df.summary, err, c.df.stateDir))
 	}
 	return err
 }

@@ -12,17 +12,18 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"backfill/demoweb"
 	"backfill/dispatcher"
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/mappings"
 	"backfill/store"
 	"backfill/supervisor"
-	"backfill/testweb"
 )
 
-// cmdDemo crawls the built-in fixture web with the bundled mappings and
-// sample records, two supervisors and a dispatcher in this process.
+// cmdDemo crawls the built-in fixture web (demoweb: a snapshot of the
+// tests' small web) with the bundled mappings and sample records, two
+// supervisors and a dispatcher in this process.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
 	var (
@@ -67,12 +68,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("state directory: %w", err)
 	}
 
-	web, err := testweb.Start(testweb.Options{CrawlDelay: *delay})
+	web, err := demoweb.Start(*delay)
 	if err != nil {
 		return fmt.Errorf("start fixture web: %w", err)
 	}
 	defer web.Close()
-	records, truth := testweb.Sample()
+	records, truth := demoweb.Sample()
 	recordsPath := filepath.Join(dir, "sample.csv")
 	if err := os.WriteFile(recordsPath, records, 0o644); err != nil {
 		return err
@@ -216,7 +217,7 @@ func missingTruth(ctx context.Context, st store.Records, truth map[string]map[st
 	return n
 }
 
-func demoFetch(web *testweb.Web) fetch.Config {
+func demoFetch(web *demoweb.Web) fetch.Config {
 	return fetch.Config{
 		UserAgent:     "backfill/" + version + " (+" + defaultContact + ")",
 		Timeout:       10 * time.Second,

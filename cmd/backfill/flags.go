@@ -390,6 +390,7 @@ type crawlerFlags struct {
 	blacklist     fetch.Blacklist // read from blacklistFile by validate
 	htmlParser    string
 	parser        etl.HTMLParser // read from htmlParser by validate
+	keepPages     sizeFlag
 
 	render renderFlags // registered by run and supervisor only: render.register
 
@@ -418,6 +419,8 @@ func (c *crawlerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.blacklistFile, "blacklist", "", "file of hosts (subdomains included), IPs and CIDRs never to fetch, one a line, # comments")
 	c.dns.register(fs, resolver.DefaultTimeout, resolver.DefaultAttempts)
 	fs.StringVar(&c.dns.hostsFile, "hosts-file", resolver.DefaultHostsFile, "names answered before DNS is asked, in hosts-file form (\"\": none)")
+	c.keepPages = store.DefaultKeptBytes
+	fs.Var(&c.keepPages, "keep-pages", "keep the pages fetched in the results store, compressed, within this size (oldest out first), so that a rerun whose mappings changed extracts them anew without a request; 0 keeps none")
 	fs.StringVar(&c.htmlParser, "html-parser", defaultHTMLParser(), "how pages are parsed: fast (a fast tree builder, html.Parse for what it does not take) or standard (html.Parse for every page); default from "+htmlParserEnv+", else fast")
 }
 
@@ -510,18 +513,26 @@ func (c *crawlerFlags) politeSource(f *fetch.Fetcher) *learn.PoliteSource {
 		}}
 }
 
-func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *etl.Set, cache store.HostCache, log *slog.Logger) supervisor.Config {
+// supervisorConfig is a supervisor's Config from the flags, with st
+// its host cache and, unless --keep-pages 0, where it keeps its pages.
+func (c *crawlerFlags) supervisorConfig(name, dispatcherEndpoint string, set *etl.Set, st store.Store, log *slog.Logger) supervisor.Config {
 	delay := c.delay
 	if delay == 0 {
 		delay = supervisor.NoDelay
 	}
+	var pages store.Pages
+	if c.keepPages > 0 {
+		pages = st
+	}
 	return supervisor.Config{
+		Pages:         pages,
+		KeepBytes:     int64(c.keepPages),
 		Name:          name,
 		Dispatcher:    dispatcherEndpoint,
 		Workers:       c.workers,
 		Mappings:      set.WithHTMLParser(c.parser),
 		Fetch:         c.fetchConfig(),
-		Cache:         cache,
+		Cache:         st,
 		Names:         c.names,
 		DefaultDelay:  delay,
 		MaxCrawlDelay: c.maxDelay,

@@ -78,11 +78,13 @@ type learnFlags struct {
 	minTeachers, folds, perHost *int
 	depth                       *int
 	recrawl                     *time.Duration
+	id                          string
 }
 
 func (l *learnFlags) register(fs *flag.FlagSet) {
 	l.cf.register(fs)
 	l.records = fs.String("records", "", "records file (CSV or JSON Lines): the records whose fields are known teach, from their own links")
+	idFlag(fs, &l.id)
 	l.fields = fs.String("fields", "", "comma-separated fields to learn (default with --url: the fields of --value)")
 	l.match = fs.String("match", "name", `field learned as the attribution match key ("" for none)`)
 	l.url = fs.String("url", "", "a page to learn from, with its known values in --value")
@@ -99,8 +101,8 @@ func (l *learnFlags) register(fs *flag.FlagSet) {
 	fs.Var(l.types, "type", "FIELD=TYPE: what FIELD's values are ("+strings.Join(learn.TypeNames(), ", ")+"), so that a record's value and a page's are compared as such (\"2010-06\" is \"June 2010\" only as dates; \"+39 02 555 0102\" is not \"39 02 555 0102\" as phone numbers); default: what every teacher's value reads as, text when not all do; repeatable")
 	l.depth = fs.Int("depth", 1, "look for each teacher's page within this many links of its own links, as a crawl to this --depth would (run's default); 0: the own links' pages only")
 	l.stateDir = new(string)
-	stateDirFlag(fs, l.stateDir, "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched in DIR/"+learn.PageCacheFile+
-		" (compressed, bounded) and read them from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
+	stateDirFlag(fs, l.stateDir, "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched (among the crawl's kept pages in DIR/results.db when it is there, else in DIR/"+learn.PageCacheFile+
+		", compressed, bounded) and read them, and the pages the crawl kept, from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
 	l.recrawl = fs.Duration("recrawl-after", learn.DefaultRecrawlAfter, "with --state-dir: fetch a kept teacher page again once it is older than this (0: read it however old)")
 	l.sf.register(fs, "the crawl's host cache, for its last-crawl times: a SQLite file path (default: STATE-DIR/results.db when it is there)")
 }
@@ -174,7 +176,7 @@ func commaList(s string) []string {
 func (l *learnFlags) teachers(stderr io.Writer, opts *learn.Options) ([]learn.Teacher, error) {
 	var teachers []learn.Teacher
 	if *l.records != "" {
-		rep, err := records.ReadFile(*l.records, func(r records.Record) error {
+		rep, err := records.ReadFile(*l.records, records.ID(l.id), func(r records.Record) error {
 			teachers = append(teachers, learn.Teacher{ID: r.ID, Values: r.Fields, Links: r.Links})
 			return nil
 		})

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"backfill/learn"
@@ -16,18 +17,21 @@ import (
 )
 
 // learnState is what `mappings learn --state-dir` uses of a state
-// directory: its own file of kept teacher pages, and the crawl's host
-// cache (results.db, or --store) for last-crawl times. It takes no lock
-// and never opens the crawl's state.db, so it works beside a running
-// crawl.
+// directory: the crawl's store (results.db, or --store), for its
+// last-crawl times and its kept pages, or where there is none a page file
+// of learning's own. It takes no lock and never opens the crawl's
+// state.db, so it works beside a running crawl.
 type learnState struct {
 	pages *learn.KeptSource // nil without --state-dir
-	crawl store.Store       // nil when there is no host cache to share
+	where string            // where the pages are kept, for the report
+	file  *store.PageFile   // learning's own page file, when no crawl store is there
+	crawl store.Store       // nil when there is no crawl store to share
 }
 
-// openLearnState opens what dir (may be "") and sf give, and wraps src in
-// the page cache. A results.db that is not there is not created: learning
-// then has no crawl to be polite with but its own requests.
+// openLearnState opens what dir (may be "") and sf give. A results.db
+// that is not there is not created: learning then has no crawl to be
+// polite with but its own requests, and keeps its pages in a file of its
+// own, bounded as store.DefaultKeptBytes.
 func openLearnState(ctx context.Context, dir string, sf *storeFlags, recrawl time.Duration) (*learnState, error) {
 	ls := &learnState{}
 	shared := sf.given()
@@ -45,13 +49,21 @@ func openLearnState(ctx context.Context, dir string, sf *storeFlags, recrawl tim
 		}
 		ls.crawl = st
 	}
-	if dir != "" {
-		c, err := learn.OpenPageCache(ctx, filepath.Join(dir, learn.PageCacheFile))
+	switch {
+	case dir == "" && !sf.given():
+	case ls.crawl != nil:
+		ls.pages = &learn.KeptSource{Pages: ls.crawl, MaxAge: recrawl}
+		ls.where = "the crawl's kept pages in " + storeName(sf, dir)
+	default:
+		path := filepath.Join(dir, learn.PageCacheFile)
+		f, err := store.OpenPageFile(ctx, path)
 		if err != nil {
 			ls.close()
 			return nil, err
 		}
-		ls.pages = &learn.KeptSource{Cache: c, MaxAge: recrawl}
+		ls.file = f
+		ls.pages = &learn.KeptSource{Pages: f, MaxAge: recrawl, MaxBytes: store.DefaultKeptBytes}
+		ls.where = path
 	}
 	return ls, nil
 }
@@ -75,7 +87,7 @@ func (ls *learnState) report(w io.Writer) {
 		return
 	}
 	c := ls.pages.Counts()
-	fmt.Fprintf(w, "\nteacher pages: %d read from %s, %d fetched", c.Kept, ls.pages.Cache.Path(), c.Fetched)
+	fmt.Fprintf(w, "\nteacher pages: %d read from %s, %d fetched", c.Kept, ls.where, c.Fetched)
 	if c.Failed > 0 {
 		fmt.Fprintf(w, ", %d could not be fetched", c.Failed)
 	}
@@ -86,10 +98,24 @@ func (ls *learnState) report(w io.Writer) {
 }
 
 func (ls *learnState) close() {
-	if ls.pages != nil {
-		ls.pages.Cache.Close()
+	if ls.file != nil {
+		ls.file.Close()
 	}
 	if ls.crawl != nil {
 		ls.crawl.Close()
 	}
+}
+
+// storeName names the store sf opens for messages, never quoting a URI
+// (it may hold a password).
+func storeName(sf *storeFlags, stateDir string) string {
+	switch {
+	case !sf.given():
+		return filepath.Join(stateDir, "results.db")
+	case sf.file != "":
+		return "the store of --store-file"
+	case strings.HasPrefix(sf.uri, "mongodb"):
+		return "the MongoDB store"
+	}
+	return sf.uri
 }

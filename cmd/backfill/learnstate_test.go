@@ -198,8 +198,8 @@ func TestLearnWaitsForTheCrawlsHosts(t *testing.T) {
 
 // TestLearnBesideARunningCrawl learns over the state directory of a
 // dispatcher process that is running, and so holds its lock and its
-// store: learning takes neither, keeps its pages in its own file and
-// records its requests in the crawl's store.
+// store: learning takes neither, and keeps its pages and records its
+// requests in the crawl's store.
 func TestLearnBesideARunningCrawl(t *testing.T) {
 	proctest.Short(t, "starts a process")
 	web := startLearnWeb(t)
@@ -217,8 +217,8 @@ func TestLearnBesideARunningCrawl(t *testing.T) {
 	if err := dispatcher.CheckStateDir(stateDir); !errors.Is(err, dispatcher.ErrStateInUse) {
 		t.Errorf("the crawl's lock after learning: %v, want it still held by the dispatcher", err)
 	}
-	if _, err := os.Stat(filepath.Join(stateDir, learn.PageCacheFile)); err != nil {
-		t.Errorf("no kept pages: %v", err)
+	if _, err := os.Stat(filepath.Join(stateDir, learn.PageCacheFile)); err == nil {
+		t.Errorf("learning kept its pages in a file of its own beside the crawl's store")
 	}
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(stateDir, "results.db"))
@@ -226,6 +226,9 @@ func TestLearnBesideARunningCrawl(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	if ps, err := st.PageStats(ctx); err != nil || ps.Pages == 0 {
+		t.Errorf("learning's teacher pages are not among the crawl's kept pages: %+v, %v", ps, err)
+	}
 	if at, err := st.LastCrawl(ctx, host); err != nil || at.IsZero() {
 		t.Errorf("learning's requests to %s are not in the crawl's store: %v, %v", host, at, err)
 	}
@@ -235,10 +238,9 @@ func TestLearnBesideARunningCrawl(t *testing.T) {
 // code has them.
 func TestLearnStateDocs(t *testing.T) {
 	for _, c := range []struct{ file, want string }{
-		{"../../docs/learn.md", fmt.Sprintf("at most %d pages of one host", learn.PageCacheHostPages)},
-		{"../../docs/learn.md", fmt.Sprintf("%d MiB of compressed bodies", learn.PageCacheBytes>>20)},
+		{"../../docs/learn.md", fmt.Sprintf("%d MiB of\n    compressed bodies", store.DefaultKeptBytes>>20)},
 		{"../../docs/learn.md", fmt.Sprintf("default %d days", learn.DefaultRecrawlAfter/(24*time.Hour))},
-		{"../../README.md", fmt.Sprintf("at most %d pages a host and %d MiB in all", learn.PageCacheHostPages, learn.PageCacheBytes>>20)},
+		{"../../README.md", fmt.Sprintf("%d\nMiB in all", store.DefaultKeptBytes>>20)},
 		{"../../README.md", fmt.Sprintf("(default %d\ndays)", learn.DefaultRecrawlAfter/(24*time.Hour))},
 	} {
 		b, err := os.ReadFile(c.file)

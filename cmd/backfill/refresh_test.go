@@ -49,13 +49,7 @@ func TestRefreshEndToEnd(t *testing.T) {
 	web.Put("cy.example", "/", testweb.FreshPage{Body: freshProfile("Cy Doe", "cy@cy.example", "Boss"), ETag: true})
 
 	dir := t.TempDir()
-	maps := filepath.Join(dir, "mappings")
-	if err := os.MkdirAll(maps, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(maps, "fresh.json"), []byte(freshMapping), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	maps := writeMappings(t, dir, map[string]string{"fresh.json": freshMapping})
 	records := filepath.Join(dir, "records.csv")
 	if err := os.WriteFile(records, []byte("id,name,email,title,site\n"+
 		"ann,Ann Lee,,,http://ann.example/\n"+
@@ -64,27 +58,11 @@ func TestRefreshEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateDir := filepath.Join(dir, "state")
-	args := []string{"run", "--records", records, "--state-dir", stateDir, "--mappings", maps,
-		"--allow-loopback", "--delay", "0", "--workers", "2", "--contact", "https://backfill.invalid/e2e"}
-	for host, addr := range web.Resolve() {
-		args = append(args, "--resolve", host+":"+addr)
-	}
+	args := freshRunArgs(records, stateDir, maps, web)
 	run := func(name string, extra ...string) dispatcher.Summary {
 		t.Helper()
-		sumPath := filepath.Join(dir, name+".json")
-		p := start(t, name, append(append(append([]string(nil), args...), "--summary", sumPath), extra...)...)
-		if code := p.waitExit(2 * time.Minute); code != 0 {
-			t.Fatalf("%s exit code %d\n%s", name, code, p.stderr)
-		}
-		b, err := os.ReadFile(sumPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s dispatcher.Summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			t.Fatalf("%s summary: %v", name, err)
-		}
-		t.Logf("%s summary:%s", name, p.stdout.String())
+		s, out := runSummary(t, dir, name, args, extra...)
+		t.Logf("%s summary:%s", name, out)
 		return s
 	}
 

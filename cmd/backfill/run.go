@@ -15,6 +15,7 @@ import (
 
 	"backfill/dispatcher"
 	"backfill/etl"
+	"backfill/records"
 	"backfill/store"
 	"backfill/supervisor"
 )
@@ -46,6 +47,7 @@ type dispatcherFlags struct {
 	retryAttempts int
 	retryFailed   bool
 	strict        bool
+	id            string // --id: the id column, or "line"
 	// blacklistFlag is --blacklist when another flag group registered it
 	// first (the supervisors read the same file): the value is shared.
 	blacklistFlag *flag.Flag
@@ -68,6 +70,7 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.maxRepeats, "max-repeats", dispatcher.DefaultMaxRepeats, "links found on pages with one path segment repeated more often (/a/a/a/a) are not followed (0: no limit)")
 	fs.IntVar(&d.maxFanout, "max-fanout", dispatcher.DefaultMaxFanout, "a page linking to more distinct registrable domains, or to more hosts outside its own domain, is a link farm: none of its links is followed (0: no limit)")
 	fs.DurationVar(&d.recrawlAfter, "recrawl-after", 0, "fetch a page crawled by an earlier run again, conditionally (ETag, Last-Modified), once it is older than this, instead of reusing its cached extraction (0: reuse however old)")
+	idFlag(fs, &d.id)
 	fs.BoolVar(&d.strict, "strict", false, "refuse the records file whole, before crawling, if any line is malformed (default: report malformed lines, crawl the rest, and give them back marked in the export)")
 	fs.BoolVar(&d.refresh, "refresh", false, "re-check the filled values older than --recrawl-after: refetch their sources and records' links; a changed value replaces the old one, which is kept in the field's provenance history")
 	fs.IntVar(&d.retryAttempts, "retry-attempts", dispatcher.DefaultRetryAttempts, "on a rerun, fetch again the pages that failed for a reason that may pass (dns, connect, timeout, 5xx, 429, blocked address, robots.txt unavailable) until they have failed this many times in a row (0: never)")
@@ -126,6 +129,12 @@ func (d *dispatcherFlags) validate() error {
 	return nil
 }
 
+// idFlag registers --id, where records' ids come from, for the commands
+// that read a records file.
+func idFlag(fs *flag.FlagSet, id *string) {
+	fs.StringVar(id, "id", string(records.DefaultID), "the column (JSON Lines: the member) holding each record's id, which tells records apart, resumes and exports them; \"line\": number the records by the line each starts on. A file without the column is refused; a record with an empty id is a malformed line")
+}
+
 // noLimit maps a flag's 0 ("no limit") to dispatcher.Config's negative.
 func noLimit(v int) int {
 	if v == 0 {
@@ -164,6 +173,7 @@ func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, lo
 		RetryAttempts: noLimit(d.retryAttempts),
 		RetryFailed:   d.retryFailed,
 		Strict:        d.strict,
+		ID:            records.ID(d.id),
 		Logger:        log,
 	}
 }
@@ -318,7 +328,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		summary.DNS = supervisor.DNSStats(cf.names)
 	}
 	if summary != nil {
-		err = errors.Join(err, writeSummary(summaryOut, summary, c.df.summary))
+		err = errors.Join(err, writeSummary(summaryOut, summary, c.df.summary, err, c.df.stateDir))
 	}
 	return err
 }

@@ -11,13 +11,18 @@ import (
 
 	"backfill/dispatcher"
 	"backfill/fetch"
+	"backfill/sqlitedb"
 	"backfill/wire"
 )
 
-// writeSummary reports a finished run: as text on w, and as JSON in path
-// when path is not empty.
-func writeSummary(w io.Writer, s *dispatcher.Summary, path string) error {
+// writeSummary reports a run: as text on w, with what to do when runErr
+// (what stopped it, nil when none did) says the disk is full, and as
+// JSON in path when path is not empty.
+func writeSummary(w io.Writer, s *dispatcher.Summary, path string, runErr error, stateDir string) error {
 	printSummary(w, s)
+	if sqlitedb.IsFull(runErr) {
+		fmt.Fprintf(w, "the disk is full: free space where the state directory (%s) and the results store are, then run the same command again: the crawl resumes where it stopped\n", stateDir)
+	}
 	if path == "" {
 		return nil
 	}
@@ -39,6 +44,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 		s.Records, s.Complete, s.Skipped, s.Partial, s.Untouched, s.BadLines)
 	fmt.Fprintf(w, "pages fetched: %d  extractions reused: %d  late results ignored: %d  field errors: %d\n",
 		s.Pages, s.Reused, s.Late, s.FieldErrors)
+	if line := remapLine(s); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	if s.Disagreeing > 0 {
 		fmt.Fprintf(w, "pages about someone else (values refused, links followed): %d\n", s.Disagreeing)
 	}
@@ -102,6 +110,9 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 	if hint := guardSummary(s.BlockedBy); hint != "" {
 		fmt.Fprintln(w, hint)
 	}
+	if s.InsecureTLS > 0 {
+		fmt.Fprintf(w, "pages fetched despite a bad TLS certificate (--insecure-tls): %d (export --provenance gives each value's tls_error)\n", s.InsecureTLS)
+	}
 	if s.Duplicates > 0 {
 		fmt.Fprintf(w, "duplicate pages (text already seen at another URL; values applied, links not followed): %d\n", s.Duplicates)
 	}
@@ -123,6 +134,20 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 			fmt.Fprintf(w, "  %-18s %d: %s%s\n", r, c.Records, strings.Join(c.IDs, ", "), more)
 		}
 	}
+}
+
+// remapLine says what a change of mappings since the last run did: the
+// kept pages re-extracted without a request, and what was fetched; ""
+// when the mappings did not change.
+func remapLine(s *dispatcher.Summary) string {
+	if !s.Remap.Changed {
+		return ""
+	}
+	line := fmt.Sprintf("mappings changed: %d pages re-extracted, %d fetched", s.Remap.Reextracted, s.Pages)
+	if s.Remap.Refetched > 0 {
+		line += fmt.Sprintf(" (%d of them not kept, fetched again)", s.Remap.Refetched)
+	}
+	return line
 }
 
 // politenessLine says how polite the crawl was: the most requests in

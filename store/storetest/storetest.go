@@ -216,6 +216,26 @@ var cases = []testCase{
 		want[0].Found = map[string]store.Value{"age": v}
 		assertRecords(t, all(ctx, t, s), want)
 	}},
+	{"records/a line of 10 MB comes back with its text", func(ctx context.Context, t *testing.T, s store.Store) {
+		// A line over what the crawl reads is kept as given, malformed,
+		// for export to give back.
+		raw := []byte(`{"id": "big", "text": "` + strings.Repeat("ünï ", 10<<20/5) + `"}`)
+		recs := []store.Record{
+			{ID: "big", Seq: 1, Format: store.FormatJSONL, Raw: raw, Error: "in.jsonl:1: record of 10485760 bytes, longer than 4194304"},
+			{ID: "2", Seq: 2, Format: store.FormatJSONL, Raw: []byte(`{"id": 2}`), Fields: map[string]string{"id": "2"}, Order: []string{"id"}},
+		}
+		mustPut(ctx, t, s, recs)
+		assertRecords(t, all(ctx, t, s), withFound(recs))
+	}},
+	{"records/a value's TLS error comes back", func(ctx context.Context, t *testing.T, s store.Store) {
+		mustPut(ctx, t, s, []store.Record{rec("1", 1)})
+		v := value("email", "a@bad.example", 0, base)
+		v.TLSError = "x509: certificate signed by unknown authority"
+		mustSet(ctx, t, s, "1", v)
+		want := withFound([]store.Record{rec("1", 1)})
+		want[0].Found = map[string]store.Value{"email": v}
+		assertRecords(t, all(ctx, t, s), want)
+	}},
 	{"records/outcomes", func(ctx context.Context, t *testing.T, s store.Store) {
 		recs := sampleRecords()
 		mustPut(ctx, t, s, recs)
