@@ -69,8 +69,12 @@ type Config struct {
 	// tasks go only to task sockets holding one of those keys. Without,
 	// the intake and every supervisor endpoint must be loopback unless
 	// Insecure.
+	// Names names the authorized keys (key → name, wire.LoadRoster): a
+	// member's name is its key's, whatever its Hello says; a key without
+	// one is named after the key (cluster.KeyName).
 	Keys       wire.Keys
 	Authorized []string
+	Names      map[string]string
 	Insecure   bool
 
 	// Freshness (see refresh.go). RecrawlAfter is the recrawl age: a page
@@ -283,11 +287,12 @@ type Dispatcher struct {
 	name   string
 	runID  string
 
-	mu      sync.Mutex
-	w       *window
-	members map[string]*member
+	mu sync.Mutex
+	w  *window
+	// members is the cluster's member table (cluster.Members: who
+	// joined, who is quarantined or refused), with the crawl's hooks.
+	members *cluster.Members[*member]
 	epoch   int64
-	refused map[string]bool
 	failed  chan sendFail
 
 	refusalLogged map[string]loggedRefusal // refused handshakes logged (security.go)
@@ -318,12 +323,11 @@ type Dispatcher struct {
 	wg     sync.WaitGroup
 	closed bool
 
-	// The cluster core (package cluster): who may join, the lease
+	// The cluster core (package cluster): who may join, and the lease
 	// tokens (under a secret kept in the state, so a restarted process
-	// knows its predecessor's: see adopt), the keys quarantined.
+	// knows its predecessor's: see adopt).
 	admit  cluster.Admission
 	tokens cluster.Tokens
-	quar   *cluster.Quarantine
 
 	nextSeq int64
 	recSeq  int64
@@ -501,10 +505,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		st:            st,
 		digest:        cfg.Mappings.Digest(),
 		w:             newWindow(),
-		members:       make(map[string]*member),
 		domains:       cluster.NewBalancer(),
 		renderDomains: cluster.NewBalancer(),
-		refused:       make(map[string]bool),
 		failed:        make(chan sendFail, 64),
 		recCache:      make(map[int64]*recState),
 		hosts:         make(map[string]*hostCount),
@@ -512,14 +514,14 @@ func New(cfg Config) (*Dispatcher, error) {
 		retried:       make(map[string]int64),
 
 		refusalLogged: make(map[string]loggedRefusal),
-		admit:         cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure},
-		quar:          cluster.NewQuarantine(log),
+		admit:         cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Names: cfg.Names, Insecure: cfg.Insecure},
 
 		filter:      filter,
 		badTopSites: nbad,
 		started:     time.Now(),
 		led:         led,
 	}
+	d.members = d.newMembers()
 	if err := d.setupOutbox(ctx); err != nil {
 		st.close()
 		return nil, err
@@ -739,7 +741,7 @@ func (d *Dispatcher) Close() error {
 	}
 	d.closed = true
 	d.cancel()
-	for _, m := range d.members {
+	for _, m := range d.members.All() {
 		m.stop()
 	}
 	d.wg.Wait()

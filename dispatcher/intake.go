@@ -242,12 +242,12 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	if t != nil {
 		held = t.lease
 	}
-	switch d.tokens.Judge(from, r.Supervisor, r.TaskID, r.Lease, held) {
+	switch d.tokens.Judge(from, cluster.Label(r.Supervisor), r.TaskID, r.Lease, held) {
 	case cluster.Late:
 		// Its sender held the task once: taken while the task waits
 		// (adopt), only counted when it is out again or done.
 		if t == nil && ok {
-			t = d.adopt(key, cluster.Lease{Token: r.Lease, Member: r.Supervisor, Key: from.Key})
+			t = d.adopt(key, cluster.Lease{Token: r.Lease, Member: cluster.Label(r.Supervisor), Key: from.Key})
 		} else {
 			t = nil
 		}
@@ -263,7 +263,7 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 		case held.Held():
 			why = "it answered under a lease token it was not given"
 		}
-		return doneResult{}, false, d.forged(ctx, from, r.Supervisor, why, now)
+		return doneResult{}, false, d.forged(from, r.Supervisor, why, now)
 	}
 	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
 	d.w.notePace(t.host, r, now)

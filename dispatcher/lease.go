@@ -12,7 +12,7 @@ import (
 func (d *Dispatcher) release(t *task) {
 	delete(d.w.leased, t.key)
 	d.w.hostLast[t.host] = handover{at: time.Now(), member: t.lease.Member}
-	if m := d.members[t.lease.Member]; m != nil {
+	if m, ok := d.members.Get(t.lease.Member); ok {
 		m.inFlight--
 		d.w.unparkMember(m)
 	}
@@ -45,13 +45,13 @@ func (d *Dispatcher) adopt(key int64, p cluster.Lease) *task {
 	if p.Key != "" {
 		// Its registered name, if it is back; never a name it wrote.
 		t.lease.Member = ""
-		if m := d.memberByKey(p.Key); m != nil {
-			t.lease.Member = m.name
+		if m, ok := d.members.ByKey(p.Key); ok {
+			t.lease.Member = m.ID
 		}
 	}
 	d.w.leased[key] = t
 	d.w.hostInFlight[t.host]++
-	if m := d.members[t.lease.Member]; m != nil {
+	if m, ok := d.members.Get(t.lease.Member); ok {
 		m.inFlight++
 	}
 	d.run.adopted++

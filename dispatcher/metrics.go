@@ -118,10 +118,10 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		errs: sumMaps(d.base.errs, d.run.errs), lost: maps.Clone(d.led.lost), robots: maps.Clone(d.led.h.Robots),
 		filled: maps.Clone(d.led.filled),
 		joined: d.led.joined,
-		forged: d.total(&d.run.forged), quarantined: d.quar.Len(),
+		forged: d.total(&d.run.forged), quarantined: d.members.Quarantine().Len(),
 		polite: d.politeness(),
 	}
-	for _, m := range d.members {
+	for _, m := range d.members.All() {
 		v.members = append(v.members, m.status())
 	}
 	d.mu.Unlock()

@@ -214,6 +214,10 @@ type Welcome struct {
 	Run        string        `json:"run"`
 	Seq        uint64        `json:"seq,omitempty"`
 	Lease      time.Duration `json:"lease,omitempty"`
+	// Member is the name the dispatcher knows the member by: in a secured
+	// cluster its key's, whatever name its Hello carried (appended; older
+	// dispatchers omit it).
+	Member string `json:"member,omitempty"`
 }
 
 // Renew answers a Heartbeat: the dispatcher heard the one numbered Seq,
