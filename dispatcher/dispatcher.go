@@ -175,9 +175,11 @@ type Summary struct {
 	BlockedBy   map[string]int64 `json:"blocked_by,omitempty"` // Errors["blocked-address"] by fetch.RefusalOf, to name what lifts it
 	FieldErrors int64            `json:"field_errors"`
 	// Refused counts what was refused: pages whose values a record
-	// refused because a match key disagreed, and supervisors' registrations
-	// (mapping digest differs, key not authorized). RefusedBy splits it:
-	// "match-key", "registration".
+	// refused because a match key disagreed, supervisors' registrations
+	// (mapping digest differs, key not authorized: every Hello and
+	// Heartbeat), handshakes of unauthorized keys and intake frames that
+	// did not decode. RefusedBy splits it: "match-key", "registration",
+	// "handshake", "malformed-frame".
 	Refused   int64            `json:"refused"`
 	RefusedBy map[string]int64 `json:"refused_by,omitempty"`
 	Waiting   int              `json:"waiting_render"` // render tasks left with no render-capable supervisor
@@ -411,6 +413,7 @@ type runCounts struct {
 	pages, reused, late, expired, fieldErrs, refused, keyRefused, adopted int64
 	disagreeing                                                           int64
 	forged                                                                int64 // answers and registrations forged (cluster.Forged)
+	malformed                                                             int64 // intake frames that did not decode
 	errs, filtered                                                        map[string]int64
 	blocked                                                               map[string]int64 // blocked-address errors by fetch.RefusalOf
 	redirects                                                             map[string]int64 // redirects to other hosts by outcome (wire.Redirect*; redirect.go)

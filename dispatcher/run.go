@@ -228,12 +228,13 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	return sum, runErr
 }
 
-// frame is one decoded intake frame and who sent it, or the error that
-// ended the intake.
+// frame is one decoded intake frame and who sent it, a frame from that
+// did not decode (bad), or the error that ended the intake.
 type frame struct {
 	kind wire.Kind
 	v    any
 	from wire.Peer
+	bad  error
 	err  error
 }
 
@@ -248,8 +249,7 @@ func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
 		case errors.Is(err, wire.ErrTimeout):
 			continue
 		case errors.Is(err, wire.ErrBadFrame):
-			d.log.Debug("bad frame dropped", "error", err)
-			continue
+			f = frame{from: from, bad: err} // counted and logged by the Run loop
 		default:
 			f = frame{err: fmt.Errorf("dispatcher: intake: %w", err)}
 		}
@@ -352,6 +352,11 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			if d.members.Quarantined(f.from) {
 				// Refused, and counted, until an operator lifts it.
 				d.members.Refuse(f.from, frameMember(f.v), now)
+				continue
+			}
+			if f.bad != nil {
+				d.run.malformed++
+				d.members.Malformed(f.from, f.bad, now)
 				continue
 			}
 			if v, ok := f.v.(*wire.Result); ok {
@@ -654,7 +659,8 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Politeness:  d.politeness(),
 	}
 	s.RefusedBy = map[string]int64{}
-	for why, n := range map[string]int64{"match-key": d.total(&d.run.keyRefused), "registration": d.total(&d.run.refused), "handshake": d.recv.Refused()} {
+	for why, n := range map[string]int64{"match-key": d.total(&d.run.keyRefused), "registration": d.total(&d.run.refused),
+		"handshake": d.recv.Refused(), "malformed-frame": d.total(&d.run.malformed)} {
 		if n > 0 {
 			s.RefusedBy[why] = n
 			s.Refused += n

@@ -68,8 +68,12 @@ type Status struct {
 	Members []MemberStatus `json:"members"`
 	Left    []MemberStatus `json:"left,omitempty"` // members dropped during this Run, latest last
 	// Refused are the handshakes the intake refused (a CURVE intake
-	// only), by reason and peer, the most recent first.
-	Refused []wire.Refusal `json:"refused_peers,omitempty"`
+	// only), by reason and peer, the most recent first; RefusedMembers
+	// the registrations refused and the frames that did not decode, by
+	// sender and reason, the latest refused first (a bounded table:
+	// cluster.Refusals).
+	Refused        []wire.Refusal          `json:"refused_peers,omitempty"`
+	RefusedMembers []cluster.RefusedMember `json:"refused_members,omitempty"`
 
 	// For operators (see ledger.go). Robots counts the supervisors'
 	// robots.txt requests by outcome. SlowHosts are the
@@ -185,9 +189,10 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 		Restarts: int(d.base.starts - 1), Pages: d.total(&d.run.pages), Errors: sumMaps(d.base.errs, d.run.errs),
 		Expired: d.total(&d.run.expired), Late: d.total(&d.run.late),
 		Forged: d.total(&d.run.forged), Quarantined: d.members.Quarantine().List(),
-		Members: make([]MemberStatus, 0, d.members.Len()),
-		Left:    append([]MemberStatus(nil), d.left...),
-		Refused: d.recv.Refusals(),
+		Members:        make([]MemberStatus, 0, d.members.Len()),
+		Left:           append([]MemberStatus(nil), d.left...),
+		Refused:        d.recv.Refusals(),
+		RefusedMembers: d.members.Refusals().List(),
 	}
 	el := d.elapsed()
 	s.ElapsedSeconds = el.Seconds()

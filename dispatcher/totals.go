@@ -65,7 +65,7 @@ func (d *Dispatcher) tallies() []tally {
 		{"refused_match_key", &r.keyRefused}, {"render_retried", &r.renderRetried}, {"render_wanted", &r.renderWanted},
 		{"not_modified", &r.notModified}, {"refreshed", &r.refreshed}, {"changed", &r.changed},
 		{"unconfirmed", &r.unconfirmed}, {"link_farms", &r.linkFarms}, {"duplicates", &r.duplicates},
-		{"recrawled", &r.recrawled},
+		{"recrawled", &r.recrawled}, {"malformed_frames", &r.malformed},
 	}
 }
 

@@ -2,78 +2,48 @@ package survey
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
+	"backfill/cluster/clustertest"
 	"backfill/proctest"
 	"backfill/wire"
 )
 
-// surveyMember plays a survey supervisor over CURVE: its task socket hears
-// only the dispatcher's key.
+// surveyMember plays a survey supervisor over CURVE (the cluster's test
+// member, clustertest.Member): its task socket hears only the
+// dispatcher's key.
 type surveyMember struct {
-	t     *testing.T
-	hello wire.Hello
-	recv  *wire.Receiver
-	send  *wire.Sender
-	held  []wire.SurveyTask
+	*clustertest.Member
+	held []wire.SurveyTask
 }
 
 func newSurveyMember(t *testing.T, name, endpoint string, keys wire.Keys, dispKey string) *surveyMember {
 	t.Helper()
-	recv, err := wire.ListenSecure("tcp://127.0.0.1:*", wire.Security{Keys: keys, Authorized: []string{dispKey}})
-	if err != nil {
-		t.Fatal(err)
+	m := &surveyMember{Member: clustertest.New(t, name, endpoint, 8, keys, dispKey)}
+	m.Hello.Survey = true
+	m.OnSurvey = func(tk wire.SurveyTask) { m.held = append(m.held, tk) }
+	m.Beat = func(hb *wire.Heartbeat) {
+		for _, tk := range m.held {
+			hb.Surveys = append(hb.Surveys, tk.ID)
+		}
 	}
-	send, err := wire.DialSecure(endpoint, wire.Security{Keys: keys, ServerKey: dispKey})
-	if err != nil {
-		recv.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		send.Close()
-		recv.Close()
-	})
-	return &surveyMember{t: t, recv: recv, send: send, hello: wire.Hello{
-		Supervisor: name, Endpoint: recv.Endpoint(), Capacity: 8, Key: keys.Public, Survey: true, Started: time.Now().UTC(),
-	}}
+	return m
 }
 
 // beat says hello (a heartbeat listing what it holds) and takes the tasks
 // that arrive within wait.
 func (m *surveyMember) beat(wait time.Duration) {
-	hb := wire.Heartbeat{Hello: m.hello, At: time.Now()}
-	for _, tk := range m.held {
-		hb.Surveys = append(hb.Surveys, tk.ID)
-	}
-	if err := m.send.Send(wire.KindHeartbeat, hb, time.Second); err != nil && !errors.Is(err, wire.ErrTimeout) {
-		m.t.Fatal(err)
-	}
-	for {
-		kind, v, err := m.recv.Recv(wait)
-		if errors.Is(err, wire.ErrTimeout) {
-			return
-		}
-		if err != nil {
-			m.t.Fatal(err)
-		}
-		wait = 5 * time.Millisecond
-		if kind == wire.KindSurveyTask {
-			m.held = append(m.held, *v.(*wire.SurveyTask))
-		}
-	}
+	m.Heartbeat()
+	m.Receive(wait)
 }
 
 func (m *surveyMember) answer(tk wire.SurveyTask, token int64, state string) {
-	m.t.Helper()
-	r := wire.SurveyResult{TaskID: tk.ID, Lease: token, Supervisor: m.hello.Supervisor, IP: tk.IP, At: time.Now(),
-		Ports: []wire.PortProbe{{Port: 80, State: state}}}
-	if err := m.send.Send(wire.KindSurveyResult, r, time.Second); err != nil {
-		m.t.Fatal(err)
-	}
+	m.T.Helper()
+	m.Send(wire.KindSurveyResult, wire.SurveyResult{TaskID: tk.ID, Lease: token, Supervisor: m.Hello.Supervisor, IP: tk.IP,
+		At: time.Now(), Ports: []wire.PortProbe{{Port: 80, State: state}}})
 }
 
 // TestForgedSurveyAnswer: a survey supervisor whose key is authorized

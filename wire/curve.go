@@ -8,9 +8,7 @@ import (
 	"io/fs"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 
 	zmq "github.com/pebbe/zmq4"
@@ -254,47 +252,17 @@ func LoadPublicKey(path string) (string, error) {
 	return keys[0], nil
 }
 
-// LoadAuthorized reads the public keys in path: a file of keys, one a line
-// (blank lines and '#' comments skipped), or a directory whose *.pub files
-// are read so. Keys are returned sorted and without duplicates. A malformed
-// line is an error naming file:line.
+// LoadAuthorized reads the public keys in path (see LoadRoster), sorted
+// and without duplicates.
 func LoadAuthorized(path string) ([]string, error) {
-	info, err := os.Stat(path)
+	roster, err := LoadRoster(path)
 	if err != nil {
-		return nil, fmt.Errorf("wire: authorized keys: %w", err)
+		return nil, err
 	}
-	files := []string{path}
-	if info.IsDir() {
-		files, err = filepath.Glob(filepath.Join(path, "*"+PublicExt))
-		if err != nil {
-			return nil, fmt.Errorf("wire: authorized keys: %w", err)
-		}
-		if len(files) == 0 {
-			return nil, fmt.Errorf("wire: authorized keys: no *%s file in %s", PublicExt, path)
-		}
+	out := make([]string, len(roster))
+	for i, a := range roster {
+		out[i] = a.Key
 	}
-	seen := make(map[string]bool)
-	var out []string
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("wire: authorized keys: %w", err)
-		}
-		keys, err := ParseKeys(f, data)
-		if err != nil {
-			return nil, err
-		}
-		if len(keys) == 0 {
-			return nil, fmt.Errorf("wire: authorized keys: %s holds no key", f)
-		}
-		for _, k := range keys {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	sort.Strings(out)
 	return out, nil
 }
 
