@@ -371,3 +371,58 @@ func runCtx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestSquatterFirst: a member whose key is authorized says Hello first
+// under the honest member's name, before the honest member speaks (as at
+// a cluster's start, or just after the dispatcher restarted). A member
+// is its key: the squatter joins as itself, labelled "honest"; the honest
+// member joins as honest, works and is told the run is over; the
+// squatter's forgeries quarantine its key alone.
+func TestSquatterFirst(t *testing.T) {
+	k := newForgeKeys(t)
+	var logs syncBuffer
+	e := newEnv(t, t.TempDir(), func(c *Config) {
+		c.Keys, c.Authorized = k.disp, []string{k.honest.Public, k.forger.Public}
+		c.Names = map[string]string{k.honest.Public: "honest", k.forger.Public: "squatter"}
+		c.Fields, c.Depth, c.Expect = []string{"email"}, 0, 2
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	records, web := forgeWeb(12)
+	e.load("people.csv", records)
+	digest := e.set.Digest()
+	e.run(runCtx(t))
+	squatter := newSecSup(t, "honest", e.d.Endpoint(), k.forger, k.disp.Public, 16, digest)
+	if !squatter.join(5 * time.Second) {
+		t.Fatal("the squatter, saying it is honest: no welcome as itself")
+	}
+	honest := newSecSup(t, "honest", e.d.Endpoint(), k.honest, k.disp.Public, 16, digest)
+	if !honest.join(5 * time.Second) {
+		t.Fatalf("the honest member, after a squatter took its name: no welcome\n%s", logs.String())
+	}
+	if squatter.Welcome.Member != "squatter" || honest.Welcome.Member != "honest" {
+		t.Errorf("welcomed as %q and %q, want squatter and honest", squatter.Welcome.Member, honest.Welcome.Member)
+	}
+	holdAtLeast(t, honest, 1, squatter)
+	for _, task := range honest.held {
+		squatter.forge(task, task.Lease, "honest")
+	}
+	quarantined(t, e.d, k.forger.Public, honest)
+	crawl(t, e, []*testSup{honest}, web, 20*time.Second)
+	checkForgeOutcome(t, e, web, k.forger.Public, &logs)
+	if q := e.sum.Quarantined[0]; q.Member != "squatter" {
+		t.Errorf("quarantined as %q, want the squatter's own name", q.Member)
+	}
+	// The run is over for the honest member: it is told so (a
+	// supervisor started with --exit-when-done exits on it).
+	deadline := time.Now().Add(5 * time.Second)
+	for honest.Byes == 0 && time.Now().Before(deadline) {
+		honest.Receive(50 * time.Millisecond)
+	}
+	if honest.Byes == 0 {
+		t.Error("the honest member was not told the run is over")
+	}
+	if !strings.Contains(logs.String(), `"msg":"supervisor joined","supervisor":"squatter"`) ||
+		!strings.Contains(logs.String(), `"says":"honest"`) {
+		t.Errorf("the squatter's join is not logged under its own name with what it says:\n%s", logs.String())
+	}
+}

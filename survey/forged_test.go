@@ -47,7 +47,8 @@ func (m *surveyMember) answer(tk wire.SurveyTask, token int64, state string) {
 }
 
 // TestForgedSurveyAnswer: a survey supervisor whose key is authorized
-// answers the tasks leased to another, under their own tokens, and under
+// says Hello first under another's name, then answers the tasks leased
+// to that other, under their own tokens, and under
 // guessed ones. No row takes its answer, it is quarantined, and the honest
 // member's answers make every row.
 func TestForgedSurveyAnswer(t *testing.T) {
@@ -62,7 +63,8 @@ func TestForgedSurveyAnswer(t *testing.T) {
 		}
 	}
 	disp, honestKey, forgerKey := k[0], k[1], k[2]
-	d, err := newDispatch(Cluster{Keys: disp, Authorized: []string{honestKey.Public, forgerKey.Public}, Heartbeat: time.Hour},
+	d, err := newDispatch(Cluster{Keys: disp, Authorized: []string{honestKey.Public, forgerKey.Public}, Heartbeat: time.Hour, Expect: 2,
+		Names: map[string]string{honestKey.Public: "honest", forgerKey.Public: "forger"}},
 		slog.New(slog.DiscardHandler), wire.SurveyPorts, wire.SurveySpec{})
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +89,11 @@ func TestForgedSurveyAnswer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.run(ctx, tasks) }()
 
+	// The forger says it is honest, first: a member is its key, so it
+	// joins as itself and the honest member as honest.
+	forger := newSurveyMember(t, "honest", endpoint, forgerKey, disp.Public)
+	forger.beat(20 * time.Millisecond)
 	honest := newSurveyMember(t, "honest", endpoint, honestKey, disp.Public)
-	forger := newSurveyMember(t, "forger", endpoint, forgerKey, disp.Public)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(honest.held) == 0 {
 		if time.Now().After(deadline) {
@@ -117,7 +122,8 @@ func TestForgedSurveyAnswer(t *testing.T) {
 					t.Errorf("task %s: row %q, want the honest answer", tk.id, got[tk.id])
 				}
 			}
-			if d.stats.Forged == 0 || len(d.stats.Quarantined) != 1 || d.stats.Quarantined[0].Key != forgerKey.Public {
+			if d.stats.Forged == 0 || len(d.stats.Quarantined) != 1 || d.stats.Quarantined[0].Key != forgerKey.Public ||
+				d.stats.Quarantined[0].Member != "forger" {
 				t.Errorf("forged %d, quarantined %+v; want the forger's key alone", d.stats.Forged, d.stats.Quarantined)
 			}
 			return
