@@ -12,7 +12,8 @@ import (
 // while it keeps sending.
 const quarantineLogEvery = time.Minute
 
-// Quarantined is a member whose key sent what it was not asked for.
+// Quarantined is a member whose key sent what it was not asked for, or
+// whose answers other members' fetches contradicted.
 type Quarantined struct {
 	Key     string    `json:"key"`
 	Address string    `json:"address,omitempty"` // where its latest refused frame came from
@@ -76,7 +77,7 @@ func (q *Quarantine) Add(from wire.Peer, member, why string, now time.Time) (fre
 		if from.Key == "" {
 			q.log.Error("forged answer refused; a plaintext cluster cannot tell who sent it, so no member is quarantined", args...)
 		} else {
-			q.log.Error("member quarantined: it answered work it was not given; it gets no more tasks and its frames are refused "+
+			q.log.Error("member quarantined: "+e.Why+"; it gets no more tasks and its frames are refused "+
 				"until the dispatcher restarts with its key authorized (take the key out of the authorized keys to keep it out)", args...)
 		}
 	}

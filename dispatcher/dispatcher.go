@@ -64,6 +64,17 @@ type Config struct {
 	ExcludeTop   int    // links found on pages into the top ExcludeTop sites are not followed; 0: off
 	Blacklist    string // file of hosts never crawled, one per line with their subdomains (IP/CIDR lines are the supervisors')
 
+	// Re-checks (see recheck.go). RecheckShare is the share of each
+	// member's value-giving answers fetched again by another member and
+	// compared: default DefaultRecheckShare on a secured cluster (Keys),
+	// none on a plaintext one, whose members are the dispatcher's own;
+	// negative: none. RecheckStrikes is how many answers of a member two
+	// other members' fetches must contradict for it to be quarantined and
+	// every answer it gave fetched again (default
+	// DefaultRecheckStrikes).
+	RecheckShare   float64
+	RecheckStrikes int
+
 	// Security (see security.go). With Keys, the intake is a CURVE server
 	// that accepts only supervisors whose public key is in Authorized, and
 	// tasks go only to task sockets holding one of those keys. Without,
@@ -158,6 +169,9 @@ type Summary struct {
 	// named someone else: their values were refused, their links followed.
 	Disagreeing int64 `json:"disagreeing"`
 	Late        int64 `json:"late"` // late results ignored (answers to leases their sender held and lost)
+	// Rechecks says what re-checks did: pages fetched again by another
+	// member, agreeing or not, and the answers contradicted (recheck.go).
+	Rechecks RecheckCounts `json:"rechecks"`
 	// Forged counts the frames refused as forged: answers to a lease their
 	// sender did not hold (another member's, nobody's, an answer sent
 	// again, a guessed token) and registrations under another member's
@@ -389,6 +403,11 @@ type Dispatcher struct {
 	// ob keeps found values until the store has them (outbox.go)
 	ob *outbox
 
+	// checks are the re-checks (recheck.go); memberRows the members rows
+	// of the keys that answered (purge.go).
+	checks     rechecks
+	memberRows map[string]int64
+
 	// freshness: started bounds the pages that may be fetched again (only
 	// those crawled before this Dispatcher was made); refreshOpen counts
 	// the fields a refresh is re-checking (open prior rows), refreshBegun
@@ -413,6 +432,9 @@ type runCounts struct {
 	pages, reused, late, expired, fieldErrs, refused, keyRefused, adopted int64
 	disagreeing                                                           int64
 	forged                                                                int64 // answers and registrations forged (cluster.Forged)
+	// re-checks (recheck.go) and purges (purge.go): see RecheckCounts
+	rechecked, recheckAgreed, recheckDisputed, recheckUnsettled, recheckFailed, recheckDropped int64
+	contradicted, liars, purged                                                               int64
 	malformed                                                             int64 // intake frames that did not decode
 	errs, filtered                                                        map[string]int64
 	blocked                                                               map[string]int64 // blocked-address errors by fetch.RefusalOf
@@ -459,6 +481,16 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.MemberLease = DefaultMemberLease
 	}
 	cfg.MemberLease = max(cfg.MemberLease, 3*cfg.Heartbeat)
+	switch {
+	case cfg.RecheckShare < 0:
+		cfg.RecheckShare = 0
+	case cfg.RecheckShare == 0 && !cfg.Keys.IsZero():
+		cfg.RecheckShare = DefaultRecheckShare
+	}
+	cfg.RecheckShare = min(cfg.RecheckShare, 1)
+	if cfg.RecheckStrikes <= 0 {
+		cfg.RecheckStrikes = DefaultRecheckStrikes
+	}
 	if cfg.RecrawlAfter < 0 {
 		return nil, errors.New("dispatcher: negative recrawl age")
 	}
@@ -523,6 +555,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		badTopSites: nbad,
 		started:     time.Now(),
 		led:         led,
+		checks:      newRechecks(),
 	}
 	d.members = d.newMembers()
 	if err := d.setupOutbox(ctx); err != nil {
@@ -670,8 +703,9 @@ func (d *Dispatcher) putCounters(ctx context.Context) error {
 		v := int64(*c.n)
 		if c.n == &d.queuedN {
 			// A task out on lease is queued as far as the state goes (a
-			// restart queues it again), so it counts here.
-			v += int64(len(d.w.leased))
+			// restart queues it again), so it counts here; a re-check is
+			// not in the state.
+			v += int64(len(d.w.leased) - d.checks.out)
 		}
 		if err := d.st.setMeta(ctx, c.key, v); err != nil {
 			return err

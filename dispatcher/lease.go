@@ -61,6 +61,10 @@ func (d *Dispatcher) adopt(key int64, p cluster.Lease) *task {
 // requeue puts a task whose lease ended without a result back in the
 // window (expired, supervisor gone, send failed).
 func (d *Dispatcher) requeue(ctx context.Context, t *task) error {
+	if t.check != nil {
+		d.requeueCheck(t)
+		return nil
+	}
 	d.release(t)
 	t.lease = cluster.Lease{}
 	// The state still shows the task queued (leases live in memory only).

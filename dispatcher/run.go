@@ -433,8 +433,10 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			return false, err
 		}
 	}
-	done := d.nComplete == d.nRecords ||
-		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending) ||
+	// Re-checks of answers given are made before the crawl ends.
+	checking := d.checks.out > 0 || len(d.checks.pending) > 0
+	done := (d.nComplete == d.nRecords && !checking) ||
+		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending && !checking) ||
 		d.onlyUnrenderableLeft()
 	if done || idle || now.Sub(d.st.txStart) >= commitEvery {
 		if err := d.commitState(ctx); err != nil {
@@ -525,6 +527,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	w.releaseDue(now)
+	d.dispatchChecks(now) // first: a check waits for its host to be free, which the host's own tasks never leave it
 	for w.ready.Len() > 0 {
 		q := heap.Pop(&w.ready).(*hostQueue)
 		q.where = parkNone
@@ -532,7 +535,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 			w.forget(q)
 			continue
 		}
-		if w.hostInFlight[q.host] >= w.inFlightLimit(q.host, d.cfg.HostInFlight) {
+		if w.hostInFlight[q.host] >= w.inFlightLimit(q.host, d.cfg.HostInFlight) || d.checks.hosts[q.host] > 0 {
+			// (A host with a re-check waiting lets its requests end
+			// first: see dispatchChecks.)
 			q.where = parkHost
 			w.hostWait[q.host] = append(w.hostWait[q.host], q)
 			continue
@@ -560,7 +565,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 			w.hostWait[q.host] = append(w.hostWait[q.host], q)
 			continue
 		}
-		if m.inFlight >= m.Capacity || len(m.out) >= cap(m.out) {
+		if m.inFlight >= d.room(m) || len(m.out) >= cap(m.out) {
 			q.where = parkMember
 			m.waiting = append(m.waiting, q)
 			continue
@@ -631,6 +636,7 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Late:        d.total(&d.run.late),
 		Forged:      d.total(&d.run.forged),
 		Quarantined: d.members.Quarantine().List(),
+		Rechecks:    d.recheckCounts(),
 		Adopted:     d.total(&d.run.adopted),
 		Expired:     d.total(&d.run.expired),
 		Errors:      sumMaps(d.base.errs, d.run.errs),

@@ -66,6 +66,9 @@ func (d *Dispatcher) tallies() []tally {
 		{"not_modified", &r.notModified}, {"refreshed", &r.refreshed}, {"changed", &r.changed},
 		{"unconfirmed", &r.unconfirmed}, {"link_farms", &r.linkFarms}, {"duplicates", &r.duplicates},
 		{"recrawled", &r.recrawled}, {"malformed_frames", &r.malformed},
+		{"rechecked", &r.rechecked}, {"recheck_agreed", &r.recheckAgreed}, {"recheck_disputed", &r.recheckDisputed},
+		{"recheck_unsettled", &r.recheckUnsettled}, {"recheck_failed", &r.recheckFailed}, {"recheck_dropped", &r.recheckDropped},
+		{"contradicted", &r.contradicted}, {"liars", &r.liars}, {"purged", &r.purged},
 	}
 }
 
