@@ -95,10 +95,10 @@ const (
 type rechecks struct {
 	rng     *rand.Rand
 	salt    uint64
-	pending []*task          // checks waiting for a checker and their host's turn
-	open    map[int64]bool   // pages with a check pending or out, by URL key
-	hosts   map[string]int   // hosts with checks pending: their own tasks wait for them
-	out     int              // checks leased
+	pending []*task           // checks waiting for a checker and their host's turn
+	open    map[int64]bool    // pages with a check pending or out, by URL key
+	hosts   map[string]int    // hosts with checks pending: their own tasks wait for them
+	out     int               // checks leased
 	members map[string]*trust // by key (by name in a plaintext cluster)
 }
 
@@ -127,12 +127,12 @@ func (d *Dispatcher) room(m *member) int {
 // checkOf is what a check task checks: a member's answer for a page and,
 // for an arbiter's fetch, the checker's answer that disagreed with it.
 type checkOf struct {
-	page       int64  // the page's URL key
-	of, ofKey  string // the member checked
-	orig       answerPrint
-	arbiter    bool
-	first      answerPrint // the first checker's answer
-	by, byKey  string      // the first checker
+	page      int64  // the page's URL key
+	of, ofKey string // the member checked
+	orig      answerPrint
+	arbiter   bool
+	first     answerPrint // the first checker's answer
+	by, byKey string      // the first checker
 }
 
 // answerPrint is what a comparison needs of an answer: its values by
