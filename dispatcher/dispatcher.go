@@ -432,18 +432,20 @@ type runCounts struct {
 	pages, reused, late, expired, fieldErrs, refused, keyRefused, adopted int64
 	disagreeing                                                           int64
 	forged                                                                int64 // answers and registrations forged (cluster.Forged)
-	// re-checks (recheck.go) and purges (purge.go): see RecheckCounts
-	rechecked, recheckAgreed, recheckDisputed, recheckUnsettled, recheckFailed, recheckDropped int64
-	contradicted, liars, purged                                                                int64
-	malformed                                                                                  int64 // intake frames that did not decode
-	errs, filtered                                                                             map[string]int64
-	blocked                                                                                    map[string]int64 // blocked-address errors by fetch.RefusalOf
-	redirects                                                                                  map[string]int64 // redirects to other hosts by outcome (wire.Redirect*; redirect.go)
-	linkFarms, duplicates                                                                      int64
-	renderRetried, renderWanted                                                                int64
-	wantedRender                                                                               map[int64]bool // pages counted in renderWanted
+	errs, filtered                                                        map[string]int64
+	blocked                                                               map[string]int64 // blocked-address errors by fetch.RefusalOf
+	redirects                                                             map[string]int64 // redirects to other hosts by outcome (wire.Redirect*; redirect.go)
+	linkFarms, duplicates                                                 int64
+	renderRetried, renderWanted                                           int64
+	wantedRender                                                          map[int64]bool // pages counted in renderWanted
 	// freshness: see Summary
 	recrawled, notModified, refreshed, changed, unconfirmed int64
+
+	// members: intake frames that did not decode; re-checks (recheck.go)
+	// and purges (purge.go), see RecheckCounts
+	malformed                                                                                  int64
+	rechecked, recheckAgreed, recheckDisputed, recheckUnsettled, recheckFailed, recheckDropped int64
+	contradicted, liars, purged                                                                int64
 }
 
 // newRunCounts are zero counts.
