@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -32,6 +33,7 @@ type recheckCluster struct {
 	e                 *env
 	web               map[string]page
 	members           []*testSup
+	keys              []wire.Keys // the members'
 	liarKey           string
 	logs              *syncBuffer
 	liarAnswers       int // value-giving answers the third member gave
@@ -44,7 +46,7 @@ func newRecheckCluster(t *testing.T, records int, tweak func(*Config)) *recheckC
 	mk := keyMaker(t)
 	disp, keys := mk(), []wire.Keys{mk(), mk(), mk()}
 	names := []string{"honest-1", "honest-2", "third"}
-	rc := &recheckCluster{logs: &syncBuffer{}, liarKey: keys[2].Public}
+	rc := &recheckCluster{logs: &syncBuffer{}, liarKey: keys[2].Public, keys: keys}
 	rc.e = newEnv(t, t.TempDir(), func(c *Config) {
 		c.Keys = disp
 		c.Names = map[string]string{}
@@ -245,4 +247,62 @@ func TestRecheckCost(t *testing.T) {
 	if off.requests != 100 || off.e.sum.Rechecks.Fetched != 0 {
 		t.Errorf("re-checks off: %d requests for 100 pages, %d re-checks", off.requests, off.e.sum.Rechecks.Fetched)
 	}
+}
+
+// TestPurgeAMember: re-checks off, a member lies on every page and the
+// crawl takes its values. An operator purges it (Dispatcher.Purge, what
+// `backfill purge` runs): its pages are queued again and its values leave
+// the records and the store; the next run, without it, fills them from
+// the honest members.
+func TestPurgeAMember(t *testing.T) {
+	rc := newRecheckCluster(t, 60, func(c *Config) { c.RecheckShare = -1 })
+	rc.crawl(t, &liar{lies: func(wire.Task) bool { return true }}, time.Minute)
+	lied := 0
+	for _, r := range rc.e.records() {
+		if r.Found["email"].Member == "third" {
+			lied++
+		}
+	}
+	if lied == 0 {
+		t.Fatal("the liar gave no value: nothing to purge")
+	}
+	rep, err := rc.e.d.Purge(t.Context(), "third")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("purge: %+v", rep)
+	if rep.Pages != lied || rep.Values != lied || rep.Records != lied || rep.Member != "third" || rep.Key != rc.liarKey {
+		t.Errorf("purge %+v, want the liar's %d pages and values", rep, lied)
+	}
+	for id, r := range rc.e.records() {
+		if v, ok := r.Found["email"]; ok && v.Member == "third" {
+			t.Errorf("record %s still holds the purged member's %q in the store", id, v.Value)
+		}
+	}
+	if _, err := rc.e.d.Purge(t.Context(), "nobody"); !errors.Is(err, ErrNoSuchMember) {
+		t.Errorf("purging an unknown member: %v, want ErrNoSuchMember", err)
+	}
+
+	// The next run, with the honest members alone, fetches them again.
+	rc.e.d.Close()
+	rc.e.done = nil
+	rc.e.cfg.Expect = 2
+	if rc.e.d, err = New(rc.e.cfg); err != nil {
+		t.Fatal(err)
+	}
+	rc.e.run(runCtx(t))
+	var honest []*testSup
+	for i, s := range rc.members[:2] {
+		back := newSecSup(t, s.Hello.Supervisor, rc.e.d.Endpoint(), rc.keys[i], rc.e.cfg.Keys.Public, 32, rc.e.set.Digest())
+		if !back.join(5 * time.Second) {
+			t.Fatalf("%s: no welcome", s.Hello.Supervisor)
+		}
+		honest = append(honest, back)
+	}
+	rc.members, rc.requests = honest, 0
+	rc.crawl(t, nil, time.Minute)
+	if rc.requests != lied {
+		t.Errorf("the run after the purge fetched %d pages, want the %d purged", rc.requests, lied)
+	}
+	rc.checkHonest(t, true)
 }

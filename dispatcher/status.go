@@ -64,6 +64,8 @@ type Status struct {
 	// Quarantined are the keys that sent them, refused until lifted.
 	Forged      int64                 `json:"forged"`
 	Quarantined []cluster.Quarantined `json:"quarantined,omitempty"`
+	// Rechecks says what re-checks of members' answers did (recheck.go).
+	Rechecks RecheckCounts `json:"rechecks"`
 
 	Members []MemberStatus `json:"members"`
 	Left    []MemberStatus `json:"left,omitempty"` // members dropped during this Run, latest last
@@ -188,7 +190,7 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 		Queued: d.queuedN, InFlight: len(d.w.leased), WaitingRender: d.w.waitingRender(),
 		Restarts: int(d.base.starts - 1), Pages: d.total(&d.run.pages), Errors: sumMaps(d.base.errs, d.run.errs),
 		Expired: d.total(&d.run.expired), Late: d.total(&d.run.late),
-		Forged: d.total(&d.run.forged), Quarantined: d.members.Quarantine().List(),
+		Forged: d.total(&d.run.forged), Quarantined: d.members.Quarantine().List(), Rechecks: d.recheckCounts(),
 		Members:        make([]MemberStatus, 0, d.members.Len()),
 		Left:           append([]MemberStatus(nil), d.left...),
 		Refused:        d.recv.Refusals(),
