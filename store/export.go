@@ -105,7 +105,9 @@ func (m memberRecords) SetOutcomes(ctx context.Context, outs []Outcome) error {
 	return m.all.SetOutcomes(ctx, outs)
 }
 
-func (m memberRecords) Record(ctx context.Context, id string) (Record, error) { return m.all.Record(ctx, id) }
+func (m memberRecords) Record(ctx context.Context, id string) (Record, error) {
+	return m.all.Record(ctx, id)
+}
 
 func (m memberRecords) Records(ctx context.Context, fn func(Record) error) error {
 	return m.all.Records(ctx, func(rec Record) error {
