@@ -88,7 +88,11 @@ func (r *Refusals) Note(category string, from wire.Peer, member, endpoint, why s
 		return false
 	}
 	e.logged, e.at = now, e.Count
-	r.log.Warn("supervisor refused: "+e.Why, "category", category, "supervisor", e.Member, "endpoint", e.Endpoint,
+	msg := "supervisor refused: "
+	if category == RefusedMalformed {
+		msg = "frame refused: "
+	}
+	r.log.Warn(msg+e.Why, "category", category, "supervisor", e.Member, "endpoint", e.Endpoint,
 		"key", from.Key, "address", from.Address, "refused", e.Count, "since", e.First)
 	return true
 }

@@ -210,6 +210,7 @@ func (d *Dispatcher) tellLateJoiners(ctx context.Context, intake <-chan frame, u
 			continue
 		}
 		told[h.Endpoint] = true
+		h.Supervisor = cluster.Label(h.Supervisor)
 		s, err := wire.DialSecure(h.Endpoint, sec)
 		if err != nil {
 			continue
