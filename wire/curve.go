@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -270,21 +268,16 @@ func LoadAuthorized(path string) ([]string, error) {
 // starting with '#' are skipped, surrounding space trimmed. name is used
 // in errors, which read "name:line: reason".
 func ParseKeys(name string, data []byte) ([]string, error) {
-	var keys []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 256), 64<<10)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if err := CheckKey(line); err != nil {
-			return nil, fmt.Errorf("wire: %s:%d: %w", name, n, err)
-		}
-		keys = append(keys, line)
+	lines, err := parseRoster(name, data)
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("wire: %s: %w", name, err)
+	keys := make([]string, len(lines))
+	for i, l := range lines {
+		if l.Name != "" {
+			return nil, fmt.Errorf("wire: %s:%d: a key alone, not %q after it", name, l.line, l.Name)
+		}
+		keys[i] = l.Key
 	}
 	return keys, nil
 }
