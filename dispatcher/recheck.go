@@ -22,10 +22,10 @@ import (
 // So a share of each member's value-giving answers (Config.RecheckShare)
 // is fetched again by another member, and the values compared:
 //
-//   - The page is checked by "another member": the one that would own the
-//     page's registrable domain were the member checked gone, the next on
-//     the domain's walk of the ring (cluster.Balancer.Other), a render
-//     node for a rendered page. One host has one owner; a re-check is a
+//   - The page is checked by "another member": the first on the walk of
+//     the ring from the page's registrable domain that is not the member
+//     checked (cluster.Balancer.Other), the one the ring would give the
+//     domain were that member gone; a render node for a rendered page. One host has one owner; a re-check is a
 //     task like any other, and passes the host to the checker for that
 //     one request by the hand-over a host makes when its owner changes:
 //     it is leased only when nothing else of the host is in flight and
