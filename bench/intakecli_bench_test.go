@@ -143,13 +143,17 @@ func procCPU(pid int) time.Duration {
 
 // procHWM is a process's peak resident set size in KiB (VmHWM), 0 when
 // it cannot be read.
-func procHWM(pid int) int64 {
+func procHWM(pid int) int64 { return procKiB(pid, "VmHWM:") }
+
+// procKiB is a size in KiB that /proc/PID/status gives under field
+// ("VmRSS:", "VmHWM:"), 0 when it cannot be read.
+func procKiB(pid int, field string) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			n, _ := strconv.ParseInt(f[1], 10, 64)
 			return n
 		}

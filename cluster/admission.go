@@ -8,12 +8,16 @@ import (
 )
 
 // Admission says who may join a cluster: its dispatcher's key pair (zero:
-// plaintext), the members' public keys it authorizes, and whether
-// plaintext may leave loopback.
+// plaintext), the members' public keys it authorizes and their names,
+// and whether plaintext may leave loopback.
 type Admission struct {
 	Keys       wire.Keys
 	Authorized []string
-	Insecure   bool
+	// Names names the authorized keys (key → name), as the provisioning
+	// inventory knows its hosts (wire.LoadRoster). A member's name is its
+	// key's (Name); the one its Hello carries is a label.
+	Names    map[string]string
+	Insecure bool
 }
 
 // Secured reports whether the cluster authenticates its members (CURVE).

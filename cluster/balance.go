@@ -110,6 +110,21 @@ func (b *Balancer) Route(domain string) string {
 	return owner
 }
 
+// Other is the first member on domain's walk of the ring that is none of
+// not: the one that would own domain were they gone (caps aside); ""
+// when there is none.
+func (b *Balancer) Other(domain string, not ...string) string {
+	other := ""
+	b.walk(domain, func(m string) bool {
+		if slices.Contains(not, m) {
+			return false
+		}
+		other = m
+		return true
+	})
+	return other
+}
+
 // Join adds member m (or updates its capacity) and moves to it the
 // domains whose walk meets it before their owner, while it is under its
 // cap. It reports how many moved.

@@ -177,3 +177,25 @@ func TestBalanceDeterministic(t *testing.T) {
 		t.Errorf("after prune: %d owners, loads %v; want the one busy domain", len(big.owner), big.load)
 	}
 }
+
+// TestBalanceOther: Other is the first member of a domain's walk past
+// those left out (caps aside): the ring's owner when none is, another
+// member when the domain's owner is (the member a re-check goes to), ""
+// when none is left.
+func TestBalanceOther(t *testing.T) {
+	b := newBalanced(map[string]int{"a": 1, "b": 1, "c": 1}, nil)
+	for _, d := range domainsN(200) {
+		owner := b.Route(d)
+		if got, first := b.Other(d), b.ring.owner(d); got != first {
+			t.Fatalf("Other(%s) with none left out = %q, want the ring's first, %q", d, got, first)
+		}
+		next := b.Other(d, owner)
+		third := b.Other(d, owner, next)
+		if next == "" || third == "" || next == owner || third == owner || third == next {
+			t.Fatalf("%s: owner %q, next %q, third %q: want three members", d, owner, next, third)
+		}
+		if got := b.Other(d, "a", "b", "c"); got != "" {
+			t.Fatalf("Other with every member left out = %q", got)
+		}
+	}
+}

@@ -12,11 +12,12 @@ import (
 // while it keeps sending.
 const quarantineLogEvery = time.Minute
 
-// Quarantined is a member whose key sent what it was not asked for.
+// Quarantined is a member whose key sent what it was not asked for, or
+// whose answers other members' fetches contradicted.
 type Quarantined struct {
 	Key     string    `json:"key"`
 	Address string    `json:"address,omitempty"` // where its latest refused frame came from
-	Member  string    `json:"member,omitempty"`  // the name its frames carried (a label)
+	Member  string    `json:"member,omitempty"`  // who it is (its key's name), or the name its frames carried, cut
 	Why     string    `json:"why"`               // what it did first
 	First   time.Time `json:"first"`
 	Last    time.Time `json:"last"`
@@ -61,22 +62,22 @@ func (q *Quarantine) Add(from wire.Peer, member, why string, now time.Time) (fre
 	}
 	e := table[id]
 	if e == nil {
-		e = &Quarantined{Key: from.Key, First: now, Why: why}
+		e = &Quarantined{Key: from.Key, First: now, Why: cut(why, maxRefusalDetailLen)}
 		table[id] = e
 		fresh = from.Key != ""
 	}
 	e.Address, e.Last = from.Address, now
 	if member != "" {
-		e.Member = member
+		e.Member = Label(member)
 	}
 	e.Count++
 	if e.Count == 1 || (now.Sub(e.logged) >= quarantineLogEvery && e.Count != e.at) {
 		e.logged, e.at = now, e.Count
-		args := []any{"key", from.Key, "address", from.Address, "member", member, "why", why, "refused", e.Count, "since", e.First}
+		args := []any{"key", from.Key, "address", from.Address, "member", e.Member, "why", cut(why, maxRefusalDetailLen), "refused", e.Count, "since", e.First}
 		if from.Key == "" {
 			q.log.Error("forged answer refused; a plaintext cluster cannot tell who sent it, so no member is quarantined", args...)
 		} else {
-			q.log.Error("member quarantined: it answered work it was not given; it gets no more tasks and its frames are refused "+
+			q.log.Error("member quarantined: "+e.Why+"; it gets no more tasks and its frames are refused "+
 				"until the dispatcher restarts with its key authorized (take the key out of the authorized keys to keep it out)", args...)
 		}
 	}

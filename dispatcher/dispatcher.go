@@ -64,13 +64,28 @@ type Config struct {
 	ExcludeTop   int    // links found on pages into the top ExcludeTop sites are not followed; 0: off
 	Blacklist    string // file of hosts never crawled, one per line with their subdomains (IP/CIDR lines are the supervisors')
 
+	// Re-checks (see recheck.go). RecheckShare is the share of each
+	// member's value-giving answers fetched again by another member and
+	// compared: default DefaultRecheckShare on a secured cluster (Keys),
+	// none on a plaintext one, whose members are the dispatcher's own;
+	// negative: none. RecheckStrikes is how many answers of a member two
+	// other members' fetches must contradict for it to be quarantined and
+	// every answer it gave fetched again (default
+	// DefaultRecheckStrikes).
+	RecheckShare   float64
+	RecheckStrikes int
+
 	// Security (see security.go). With Keys, the intake is a CURVE server
 	// that accepts only supervisors whose public key is in Authorized, and
 	// tasks go only to task sockets holding one of those keys. Without,
 	// the intake and every supervisor endpoint must be loopback unless
 	// Insecure.
+	// Names names the authorized keys (key → name, wire.LoadRoster): a
+	// member's name is its key's, whatever its Hello says; a key without
+	// one is named after the key (cluster.KeyName).
 	Keys       wire.Keys
 	Authorized []string
+	Names      map[string]string
 	Insecure   bool
 
 	// Freshness (see refresh.go). RecrawlAfter is the recrawl age: a page
@@ -158,6 +173,9 @@ type Summary struct {
 	// named someone else: their values were refused, their links followed.
 	Disagreeing int64 `json:"disagreeing"`
 	Late        int64 `json:"late"` // late results ignored (answers to leases their sender held and lost)
+	// Rechecks says what re-checks did: pages fetched again by another
+	// member, agreeing or not, and the answers contradicted (recheck.go).
+	Rechecks RecheckCounts `json:"rechecks"`
 	// Forged counts the frames refused as forged: answers to a lease their
 	// sender did not hold (another member's, nobody's, an answer sent
 	// again, a guessed token) and registrations under another member's
@@ -175,9 +193,11 @@ type Summary struct {
 	BlockedBy   map[string]int64 `json:"blocked_by,omitempty"` // Errors["blocked-address"] by fetch.RefusalOf, to name what lifts it
 	FieldErrors int64            `json:"field_errors"`
 	// Refused counts what was refused: pages whose values a record
-	// refused because a match key disagreed, and supervisors' registrations
-	// (mapping digest differs, key not authorized). RefusedBy splits it:
-	// "match-key", "registration".
+	// refused because a match key disagreed, supervisors' registrations
+	// (mapping digest differs, key not authorized: every Hello and
+	// Heartbeat), handshakes of unauthorized keys and intake frames that
+	// did not decode. RefusedBy splits it: "match-key", "registration",
+	// "handshake", "malformed-frame".
 	Refused   int64            `json:"refused"`
 	RefusedBy map[string]int64 `json:"refused_by,omitempty"`
 	Waiting   int              `json:"waiting_render"` // render tasks left with no render-capable supervisor
@@ -296,11 +316,12 @@ type Dispatcher struct {
 	name   string
 	runID  string
 
-	mu      sync.Mutex
-	w       *window
-	members map[string]*member
+	mu sync.Mutex
+	w  *window
+	// members is the cluster's member table (cluster.Members: who
+	// joined, who is quarantined or refused), with the crawl's hooks.
+	members *cluster.Members[*member]
 	epoch   int64
-	refused map[string]bool
 	failed  chan sendFail
 
 	refusalLogged map[string]loggedRefusal // refused handshakes logged (security.go)
@@ -331,12 +352,11 @@ type Dispatcher struct {
 	wg     sync.WaitGroup
 	closed bool
 
-	// The cluster core (package cluster): who may join, the lease
+	// The cluster core (package cluster): who may join, and the lease
 	// tokens (under a secret kept in the state, so a restarted process
-	// knows its predecessor's: see adopt), the keys quarantined.
+	// knows its predecessor's: see adopt).
 	admit  cluster.Admission
 	tokens cluster.Tokens
-	quar   *cluster.Quarantine
 
 	nextSeq int64
 	recSeq  int64
@@ -396,6 +416,11 @@ type Dispatcher struct {
 	// ob keeps found values until the store has them (outbox.go)
 	ob *outbox
 
+	// checks are the re-checks (recheck.go); memberRows the members rows
+	// of the keys that answered (purge.go).
+	checks     rechecks
+	memberRows map[string]int64
+
 	// freshness: started bounds the pages that may be fetched again (only
 	// those crawled before this Dispatcher was made); refreshOpen counts
 	// the fields a refresh is re-checking (open prior rows), refreshBegun
@@ -434,6 +459,12 @@ type runCounts struct {
 	// mappings changed (remap.go): see Summary.Remap
 	remaps, reextracted, reapplied, refetched int64
 	insecureTLS                               int64 // pages fetched despite a bad certificate
+
+	// members: intake frames that did not decode; re-checks (recheck.go)
+	// and purges (purge.go), see RecheckCounts
+	malformed                                                                                  int64
+	rechecked, recheckAgreed, recheckDisputed, recheckUnsettled, recheckFailed, recheckDropped int64
+	contradicted, liars, purged                                                                int64
 }
 
 // newRunCounts are zero counts.
@@ -471,6 +502,16 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg.MemberLease = DefaultMemberLease
 	}
 	cfg.MemberLease = max(cfg.MemberLease, 3*cfg.Heartbeat)
+	switch {
+	case cfg.RecheckShare < 0:
+		cfg.RecheckShare = 0
+	case cfg.RecheckShare == 0 && !cfg.Keys.IsZero():
+		cfg.RecheckShare = DefaultRecheckShare
+	}
+	cfg.RecheckShare = min(cfg.RecheckShare, 1)
+	if cfg.RecheckStrikes <= 0 {
+		cfg.RecheckStrikes = DefaultRecheckStrikes
+	}
 	if cfg.RecrawlAfter < 0 {
 		return nil, errors.New("dispatcher: negative recrawl age")
 	}
@@ -520,10 +561,8 @@ func New(cfg Config) (*Dispatcher, error) {
 		st:            st,
 		digest:        cfg.Mappings.Digest(),
 		w:             newWindow(),
-		members:       make(map[string]*member),
 		domains:       cluster.NewBalancer(),
 		renderDomains: cluster.NewBalancer(),
-		refused:       make(map[string]bool),
 		failed:        make(chan sendFail, 64),
 		recCache:      make(map[int64]*recState),
 		hosts:         make(map[string]*hostCount),
@@ -531,14 +570,15 @@ func New(cfg Config) (*Dispatcher, error) {
 		retried:       make(map[string]int64),
 
 		refusalLogged: make(map[string]loggedRefusal),
-		admit:         cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure},
-		quar:          cluster.NewQuarantine(log),
+		admit:         cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Names: cfg.Names, Insecure: cfg.Insecure},
 
 		filter:      filter,
 		badTopSites: nbad,
 		started:     time.Now(),
 		led:         led,
+		checks:      newRechecks(),
 	}
+	d.members = d.newMembers()
 	if err := d.setupOutbox(ctx); err != nil {
 		st.close()
 		return nil, err
@@ -684,8 +724,9 @@ func (d *Dispatcher) putCounters(ctx context.Context) error {
 		v := int64(*c.n)
 		if c.n == &d.queuedN {
 			// A task out on lease is queued as far as the state goes (a
-			// restart queues it again), so it counts here.
-			v += int64(len(d.w.leased))
+			// restart queues it again), so it counts here; a re-check is
+			// not in the state.
+			v += int64(len(d.w.leased) - d.checks.out)
 		}
 		if err := d.st.setMeta(ctx, c.key, v); err != nil {
 			return err
@@ -758,7 +799,7 @@ func (d *Dispatcher) Close() error {
 	}
 	d.closed = true
 	d.cancel()
-	for _, m := range d.members {
+	for _, m := range d.members.All() {
 		m.stop()
 	}
 	d.wg.Wait()

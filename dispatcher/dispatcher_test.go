@@ -395,7 +395,7 @@ func TestMembership(t *testing.T) {
 		len(st.Members) != 1 || st.Members[0].Name != "a" || st.Members[0].InFlight != 1 || st.Members[0].Capacity != 4 {
 		t.Fatalf("status while a holds the plain task: %+v", st)
 	}
-	a.silent = true
+	a.Silent = true
 	silentAt := time.Now() // a is dropped three heartbeats after its last
 	// b (render-capable) joins: it gets the render task, and the plain task
 	// once a is dropped for silence.

@@ -87,7 +87,11 @@
 // The protocol is in wire's messages: a Hello (or a Heartbeat from an
 // unknown supervisor, or one whose Started changed) registers a supervisor
 // whose mapping digest equals ours; the dispatcher dials its endpoint and
-// answers Welcome. Run dispatches nothing until the crawl's supervisors
+// answers Welcome. The member table is the cluster's (cluster.Members,
+// members.go): on a secured cluster a supervisor is its key, named by
+// Config.Names, and the name its Hello says is a label; what is refused
+// (another digest, an unauthorized key, a frame that does not decode) is
+// counted and logged once a sender and minute. Run dispatches nothing until the crawl's supervisors
 // have joined: Config.Expect of them (or, after Config.ExpectTimeout,
 // those that did), else those that said Hello before a short quiet spell
 // (expect.go), so that domains are not all handed to the first one. With
@@ -125,6 +129,15 @@
 // the page is not fetched twice, and otherwise counted as late; anything
 // else is forged and quarantines its sender. Redelivery never changes
 // anything twice.
+//
+// A member may still lie about the pages it was given. A share of each
+// member's value-giving answers (Config.RecheckShare) is fetched again by
+// another member, under the host's politeness, and a third arbitrates when
+// they disagree (recheck.go); a member the others contradict
+// Config.RecheckStrikes times is quarantined and every answer it gave is
+// taken back and fetched again (purge.go: the state keeps who answered
+// each page, and every value the member that fetched it). Purge does the
+// same for an operator.
 //
 // # Results and records
 //

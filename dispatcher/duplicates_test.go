@@ -24,7 +24,7 @@ type textPage struct {
 // answerText answers task as a supervisor would for a page of web.
 func answerText(t *testing.T, s *testSup, task wire.Task, web map[string]textPage) {
 	t.Helper()
-	res := wire.Result{TaskID: task.ID, Lease: task.Lease, Supervisor: s.hello.Supervisor, URL: task.URL, FetchedAt: time.Now()}
+	res := wire.Result{TaskID: task.ID, Lease: task.Lease, Supervisor: s.Hello.Supervisor, URL: task.URL, FetchedAt: time.Now()}
 	p, ok := web[task.URL]
 	if !ok {
 		res.Class, res.Status = "status", 404
@@ -39,7 +39,7 @@ func answerText(t *testing.T, s *testSup, task wire.Task, web map[string]textPag
 		fp := etl.TextFingerprint(p.text)
 		res.TextHash, res.Simhash, res.Words = fp.Exact[:], fp.Sim, fp.Words
 	}
-	if err := s.send.Send(wire.KindResult, res, time.Second); err != nil {
+	if err := s.Out.Send(wire.KindResult, res, time.Second); err != nil {
 		t.Fatal(err)
 	}
 }

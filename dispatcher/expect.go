@@ -39,7 +39,9 @@ func (d *Dispatcher) settle(start, now time.Time) bool {
 	if d.cfg.Expect <= 0 {
 		return !now.Before(start.Add(d.cfg.Heartbeat)) || d.joinedFresh(now)
 	}
-	n := len(d.members)
+	// A member quarantined will not join again: it is one fewer to wait
+	// for.
+	n := d.members.Len() + d.members.Quarantine().Len()
 	if n >= d.cfg.Expect && d.joinedByBeat && now.Sub(d.lastJoin) < answersQuiet {
 		return false
 	}
@@ -78,5 +80,5 @@ func (d *Dispatcher) settle(start, now time.Time) bool {
 // this, a crawl whose supervisors start with it idled for a heartbeat
 // interval. Callers hold mu.
 func (d *Dispatcher) joinedFresh(now time.Time) bool {
-	return len(d.members) > 0 && !d.joinedByBeat && now.Sub(d.lastJoin) >= settleQuiet
+	return d.members.Len() > 0 && !d.joinedByBeat && now.Sub(d.lastJoin) >= settleQuiet
 }

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"backfill/cluster"
+	"backfill/wire"
 )
 
 // logRecorder is a slog.Handler keeping every record, that a test can wait
@@ -167,25 +170,37 @@ func TestSettleWaitsForResentAnswers(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, tc := range []struct {
-		name    string
-		byBeat  bool
-		since   time.Duration // from the last join
-		members int
-		want    bool
+		name        string
+		byBeat      bool
+		since       time.Duration // from the last join
+		members     int
+		quarantined int // keys quarantined (before they joined)
+		want        bool
 	}{
 		{name: "joined by hello", since: 0, members: 2, want: true},
 		{name: "joined by heartbeat just now", byBeat: true, since: answersQuiet / 2, members: 2},
 		{name: "joined by heartbeat a while ago", byBeat: true, since: answersQuiet, members: 2, want: true},
 		{name: "one of two joined", byBeat: true, since: answersQuiet, members: 1},
+		{name: "one of two joined, the other quarantined", since: answersQuiet, members: 1, quarantined: 1, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			d := &Dispatcher{log: slog.New(slog.DiscardHandler), members: map[string]*member{}}
+			d := &Dispatcher{log: slog.New(slog.DiscardHandler)}
+			d.members = cluster.NewMembers(cluster.Admission{}, d.log, cluster.Hooks[*member]{
+				Join:  func(c cluster.Member) (*member, error) { return &member{Member: c}, nil },
+				Leave: func(*member, string) (int, error) { return 0, nil },
+			})
 			d.cfg.Expect, d.cfg.ExpectTimeout = 2, time.Hour
-			for i := range tc.members {
-				d.members[fmt.Sprint("sup-", i)] = &member{}
-			}
 			now := start.Add(time.Second)
+			for i := range tc.members {
+				h := wire.Hello{Supervisor: fmt.Sprint("sup-", i), Endpoint: "inproc://sup-" + fmt.Sprint(i)}
+				if _, ev, err := d.members.Register(h, wire.Peer{}, now); ev != cluster.Joined || err != nil {
+					t.Fatalf("register %s: %v, %v", h.Supervisor, ev, err)
+				}
+			}
+			for i := range tc.quarantined {
+				d.members.Forged(wire.Peer{Key: fmt.Sprint("key-", i)}, "forger", "a test", now)
+			}
 			d.joinedByBeat, d.lastJoin = tc.byBeat, now.Add(-tc.since)
 			if got := d.settle(start, now); got != tc.want {
 				t.Errorf("settle = %v, want %v", got, tc.want)

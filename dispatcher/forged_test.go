@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"backfill/cluster"
+	"backfill/cluster/clustertest"
 	"backfill/wire"
 )
 
@@ -47,6 +48,7 @@ func newForgeKeys(t *testing.T) forgeKeys {
 func newForgeEnv(t *testing.T, dir string, k forgeKeys, logs *syncBuffer) *env {
 	return newEnv(t, dir, func(c *Config) {
 		c.Keys, c.Authorized = k.disp, []string{k.honest.Public, k.forger.Public}
+		c.Names = map[string]string{k.honest.Public: "honest", k.forger.Public: "forger"}
 		c.Fields = []string{"email"}
 		c.Depth = 0
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
@@ -57,23 +59,9 @@ func newForgeEnv(t *testing.T, dir string, k forgeKeys, logs *syncBuffer) *env {
 // dispatcher's key, and it talks to the dispatcher with keys.
 func newSecSup(t *testing.T, name, dispatcher string, keys wire.Keys, dispKey string, capacity int, digest string) *testSup {
 	t.Helper()
-	recv, err := wire.ListenSecure("tcp://127.0.0.1:*", wire.Security{Keys: keys, Authorized: []string{dispKey}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	send, err := wire.DialSecure(dispatcher, wire.Security{Keys: keys, ServerKey: dispKey})
-	if err != nil {
-		recv.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		send.Close()
-		recv.Close()
-	})
-	return &testSup{t: t, recv: recv, send: send, hello: wire.Hello{
-		Supervisor: name, Endpoint: recv.Endpoint(), Capacity: capacity, Key: keys.Public,
-		Mappings: digest, Started: time.Now().UTC(),
-	}}
+	s := asSup(t, clustertest.New(t, name, dispatcher, capacity, keys, dispKey))
+	s.Hello.Mappings = digest
+	return s
 }
 
 // forge sends a Result for task under token, naming itself name, with the
@@ -86,7 +74,7 @@ func (s *testSup) forge(task wire.Task, token int64, name string) {
 	if i := strings.TrimSuffix(strings.TrimPrefix(dom, "h"), ".example"); i != "" {
 		res.Fields[0] = fld("name", "P"+i) // the record's own name, so the values would be taken
 	}
-	if err := s.send.Send(wire.KindResult, res, time.Second); err != nil {
+	if err := s.Out.Send(wire.KindResult, res, time.Second); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -97,7 +85,7 @@ func holdAtLeast(t *testing.T, s *testSup, n int, sups ...*testSup) {
 	deadline := time.Now().Add(10 * time.Second)
 	for len(s.held) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d tasks, want %d", s.hello.Supervisor, len(s.held), n)
+			t.Fatalf("%s holds %d tasks, want %d", s.Hello.Supervisor, len(s.held), n)
 		}
 		for _, o := range append(sups, s) {
 			o.poll(10 * time.Millisecond)
@@ -181,7 +169,7 @@ func TestForgedAnswerToAnotherMembersTask(t *testing.T) {
 	e.run(runCtx(t))
 	for _, s := range []*testSup{honest, forger} {
 		if !s.join(5 * time.Second) {
-			t.Fatalf("%s: no welcome", s.hello.Supervisor)
+			t.Fatalf("%s: no welcome", s.Hello.Supervisor)
 		}
 	}
 	holdAtLeast(t, honest, 1, forger)
@@ -259,7 +247,7 @@ func TestForgedReplay(t *testing.T) {
 	e.run(runCtx(t))
 	for _, s := range []*testSup{honest, forger} {
 		if !s.join(5 * time.Second) {
-			t.Fatalf("%s: no welcome", s.hello.Supervisor)
+			t.Fatalf("%s: no welcome", s.Hello.Supervisor)
 		}
 	}
 	holdAtLeast(t, honest, 2, forger)
@@ -302,7 +290,7 @@ func TestForgedTokenGuesses(t *testing.T) {
 	e.run(runCtx(t))
 	for _, s := range []*testSup{honest, forger} {
 		if !s.join(5 * time.Second) {
-			t.Fatalf("%s: no welcome", s.hello.Supervisor)
+			t.Fatalf("%s: no welcome", s.Hello.Supervisor)
 		}
 	}
 	holdAtLeast(t, honest, 1, forger)
@@ -336,7 +324,9 @@ func TestForgedTokenGuesses(t *testing.T) {
 
 // TestForgedName: the forger registers under the honest member's name (its
 // own task socket and key), then answers the honest member's tasks under
-// that name. The honest member stays, with its tasks.
+// that name. A member is its key: the forger joins as itself ("forger",
+// its key's name), labelled with the name it says, and the honest member
+// stays, with its tasks, while the forger's key alone is quarantined.
 func TestForgedName(t *testing.T) {
 	k := newForgeKeys(t)
 	var logs syncBuffer
@@ -351,17 +341,17 @@ func TestForgedName(t *testing.T) {
 	}
 	holdAtLeast(t, honest, 1)
 	forger := newSecSup(t, "honest", e.d.Endpoint(), k.forger, k.disp.Public, 16, digest)
-	forger.hello.Started = time.Now().UTC().Add(time.Second) // "restarted"
-	if err := forger.send.Send(wire.KindHello, forger.hello, time.Second); err != nil {
-		t.Fatal(err)
+	forger.Hello.Started = time.Now().UTC().Add(time.Second) // "restarted"
+	if !forger.join(5 * time.Second) {
+		t.Fatal("the forger, under the honest member's name: no welcome as itself")
+	}
+	if forger.Welcome.Member != "forger" || honest.Welcome.Member != "honest" {
+		t.Errorf("welcomed as %q and %q, want each as its key's name (forger, honest)", forger.Welcome.Member, honest.Welcome.Member)
 	}
 	for _, task := range honest.held {
 		forger.forge(task, task.Lease, "honest")
 	}
 	quarantined(t, e.d, k.forger.Public, honest)
-	if forger.poll(100 * time.Millisecond); forger.welcomed || len(forger.got) > 0 {
-		t.Errorf("the impersonator was welcomed (%v) or given %d tasks", forger.welcomed, len(forger.got))
-	}
 	for _, m := range e.d.Status().Left {
 		if m.Name == "honest" {
 			t.Errorf("the honest member was dropped: %+v", m)
@@ -369,6 +359,9 @@ func TestForgedName(t *testing.T) {
 	}
 	crawl(t, e, []*testSup{honest}, web, 20*time.Second)
 	checkForgeOutcome(t, e, web, k.forger.Public, &logs)
+	if q := e.sum.Quarantined[0]; q.Member != "forger" {
+		t.Errorf("quarantined as %q, want the forger's own name", q.Member)
+	}
 }
 
 // runCtx is a context cancelled when the test ends, before its env is
@@ -377,4 +370,59 @@ func runCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestSquatterFirst: a member whose key is authorized says Hello first
+// under the honest member's name, before the honest member speaks (as at
+// a cluster's start, or just after the dispatcher restarted). A member
+// is its key: the squatter joins as itself, labelled "honest"; the honest
+// member joins as honest, works and is told the run is over; the
+// squatter's forgeries quarantine its key alone.
+func TestSquatterFirst(t *testing.T) {
+	k := newForgeKeys(t)
+	var logs syncBuffer
+	e := newEnv(t, t.TempDir(), func(c *Config) {
+		c.Keys, c.Authorized = k.disp, []string{k.honest.Public, k.forger.Public}
+		c.Names = map[string]string{k.honest.Public: "honest", k.forger.Public: "squatter"}
+		c.Fields, c.Depth, c.Expect = []string{"email"}, 0, 2
+		c.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
+	records, web := forgeWeb(12)
+	e.load("people.csv", records)
+	digest := e.set.Digest()
+	e.run(runCtx(t))
+	squatter := newSecSup(t, "honest", e.d.Endpoint(), k.forger, k.disp.Public, 16, digest)
+	if !squatter.join(5 * time.Second) {
+		t.Fatal("the squatter, saying it is honest: no welcome as itself")
+	}
+	honest := newSecSup(t, "honest", e.d.Endpoint(), k.honest, k.disp.Public, 16, digest)
+	if !honest.join(5 * time.Second) {
+		t.Fatalf("the honest member, after a squatter took its name: no welcome\n%s", logs.String())
+	}
+	if squatter.Welcome.Member != "squatter" || honest.Welcome.Member != "honest" {
+		t.Errorf("welcomed as %q and %q, want squatter and honest", squatter.Welcome.Member, honest.Welcome.Member)
+	}
+	holdAtLeast(t, honest, 1, squatter)
+	for _, task := range honest.held {
+		squatter.forge(task, task.Lease, "honest")
+	}
+	quarantined(t, e.d, k.forger.Public, honest)
+	crawl(t, e, []*testSup{honest}, web, 20*time.Second)
+	checkForgeOutcome(t, e, web, k.forger.Public, &logs)
+	if q := e.sum.Quarantined[0]; q.Member != "squatter" {
+		t.Errorf("quarantined as %q, want the squatter's own name", q.Member)
+	}
+	// The run is over for the honest member: it is told so (a
+	// supervisor started with --exit-when-done exits on it).
+	deadline := time.Now().Add(5 * time.Second)
+	for honest.Byes == 0 && time.Now().Before(deadline) {
+		honest.Receive(50 * time.Millisecond)
+	}
+	if honest.Byes == 0 {
+		t.Error("the honest member was not told the run is over")
+	}
+	if !strings.Contains(logs.String(), `"msg":"supervisor joined","supervisor":"squatter"`) ||
+		!strings.Contains(logs.String(), `"says":"honest"`) {
+		t.Errorf("the squatter's join is not logged under its own name with what it says:\n%s", logs.String())
+	}
 }

@@ -46,6 +46,9 @@ type task struct {
 
 	// while leased: to whom, under which token, until when
 	lease cluster.Lease
+	// check, for a re-check of the page (recheck.go): what it checks. Such
+	// a task is never in the frontier.
+	check *checkOf
 
 	hq   *hostQueue // while queued in the window
 	idx  int        // index in hq.tasks

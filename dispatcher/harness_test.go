@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/cluster/clustertest"
 	"backfill/etl"
 	"backfill/store"
 	"backfill/wire"
@@ -129,7 +129,7 @@ func (e *env) runWithTwo() []*testSup {
 	e.run(context.Background())
 	for _, s := range sups {
 		if !s.join(5 * time.Second) {
-			e.t.Fatalf("%s: no welcome", s.hello.Supervisor)
+			e.t.Fatalf("%s: no welcome", s.Hello.Supervisor)
 		}
 	}
 	return sups
@@ -158,17 +158,13 @@ func (e *env) records() map[string]store.Record {
 	return out
 }
 
-// testSup plays a supervisor over real sockets.
+// testSup plays a supervisor over real sockets: the cluster's test
+// member (clustertest.Member), keeping the tasks it gets.
 type testSup struct {
-	t        *testing.T
-	hello    wire.Hello
-	recv     *wire.Receiver
-	send     *wire.Sender
-	welcomed bool
-	held     []wire.Task
-	got      []wire.Task
-	lastBeat time.Time
-	silent   bool // stops heartbeating
+	*clustertest.Member
+	t    *testing.T
+	held []wire.Task // received, not answered yet
+	got  []wire.Task // every task received
 	// pace, when set, says what each result tells of its host's delay
 	// and next time (wire.Result's Delay and Ready).
 	pace func(wire.Task) (delay, ready time.Duration)
@@ -176,75 +172,33 @@ type testSup struct {
 
 func newSup(t *testing.T, name, dispatcher string, capacity int, render bool, digest string) *testSup {
 	t.Helper()
-	recv, err := wire.Listen("tcp://127.0.0.1:*")
-	if err != nil {
-		t.Fatal(err)
+	s := asSup(t, clustertest.New(t, name, dispatcher, capacity, wire.Keys{}, ""))
+	s.Hello.Render, s.Hello.Mappings = render, digest
+	return s
+}
+
+// asSup makes m a testSup: it keeps its tasks, and heartbeats the count.
+func asSup(t *testing.T, m *clustertest.Member) *testSup {
+	s := &testSup{Member: m, t: t}
+	m.OnTask = func(task wire.Task) {
+		s.held = append(s.held, task)
+		s.got = append(s.got, task)
 	}
-	send, err := wire.Dial(dispatcher)
-	if err != nil {
-		recv.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		send.Close()
-		recv.Close()
-	})
-	return &testSup{t: t, recv: recv, send: send, hello: wire.Hello{
-		Supervisor: name, Endpoint: recv.Endpoint(), Capacity: capacity, Render: render,
-		Mappings: digest, Started: time.Now().UTC(),
-	}}
+	m.Beat = func(hb *wire.Heartbeat) { hb.InFlight = len(s.held) }
+	return s
 }
 
 // join sends Hello until a Welcome arrives (false if none within d).
-func (s *testSup) join(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := s.send.Send(wire.KindHello, s.hello, time.Second); err != nil && !errors.Is(err, wire.ErrTimeout) {
-			s.t.Fatal(err)
-		}
-		s.poll(100 * time.Millisecond)
-		if s.welcomed {
-			s.lastBeat = time.Now()
-			return true
-		}
-	}
-	return false
-}
+func (s *testSup) join(d time.Duration) bool { return s.Join(d) }
 
 // poll takes the frames that arrive within wait (and any right behind
 // them), and heartbeats when one is due.
-func (s *testSup) poll(wait time.Duration) {
-	if !s.silent && s.welcomed && time.Since(s.lastBeat) > 50*time.Millisecond {
-		s.lastBeat = time.Now()
-		hb := wire.Heartbeat{Hello: s.hello, InFlight: len(s.held), At: time.Now()}
-		if err := s.send.Send(wire.KindHeartbeat, hb, time.Second); err != nil {
-			s.t.Fatal(err)
-		}
-	}
-	for {
-		kind, v, err := s.recv.Recv(wait)
-		if errors.Is(err, wire.ErrTimeout) {
-			return
-		}
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		wait = 5 * time.Millisecond
-		switch kind {
-		case wire.KindWelcome:
-			s.welcomed = true
-		case wire.KindTask:
-			task := *v.(*wire.Task)
-			s.held = append(s.held, task)
-			s.got = append(s.got, task)
-		}
-	}
-}
+func (s *testSup) poll(wait time.Duration) { s.Poll(wait) }
 
 func (s *testSup) answer(task wire.Task, web map[string]page) {
 	s.t.Helper()
 	p, ok := web[task.URL]
-	res := wire.Result{TaskID: task.ID, Lease: task.Lease, Supervisor: s.hello.Supervisor, URL: task.URL, FetchedAt: time.Now()}
+	res := wire.Result{TaskID: task.ID, Lease: task.Lease, Supervisor: s.Hello.Supervisor, URL: task.URL, FetchedAt: time.Now()}
 	switch {
 	case !ok:
 		res.Class, res.Status = "status", 404
@@ -260,7 +214,7 @@ func (s *testSup) answer(task wire.Task, web map[string]page) {
 	if s.pace != nil {
 		res.Delay, res.Ready = s.pace(task)
 	}
-	if err := s.send.Send(wire.KindResult, res, time.Second); err != nil {
+	if err := s.Out.Send(wire.KindResult, res, time.Second); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -290,11 +244,11 @@ func crawl(t *testing.T, e *env, sups []*testSup, web map[string]page, timeout t
 			s.poll(10 * time.Millisecond)
 		}
 		for _, s := range sups {
-			if n := len(s.held); n > st.maxSup[s.hello.Supervisor] {
-				st.maxSup[s.hello.Supervisor] = n
+			if n := len(s.held); n > st.maxSup[s.Hello.Supervisor] {
+				st.maxSup[s.Hello.Supervisor] = n
 			}
-			if len(s.held) > s.hello.Capacity {
-				t.Errorf("%s holds %d tasks, capacity %d", s.hello.Supervisor, len(s.held), s.hello.Capacity)
+			if len(s.held) > s.Hello.Capacity {
+				t.Errorf("%s holds %d tasks, capacity %d", s.Hello.Supervisor, len(s.held), s.Hello.Capacity)
 			}
 			for _, task := range s.held {
 				hostHeld[task.Host]++
@@ -302,7 +256,7 @@ func crawl(t *testing.T, e *env, sups []*testSup, web map[string]page, timeout t
 				if st.supOfDomain[dom] == nil {
 					st.supOfDomain[dom] = make(map[string]bool)
 				}
-				st.supOfDomain[dom][s.hello.Supervisor] = true
+				st.supOfDomain[dom][s.Hello.Supervisor] = true
 				st.requests[task.URL]++
 				st.tasks = append(st.tasks, task)
 			}

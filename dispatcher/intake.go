@@ -41,8 +41,12 @@ type cachedResult struct {
 	Hops     int      `json:"h,omitempty"`
 	// Member fetched the page, under the public key Key ("" on a
 	// plaintext cluster): provenance for every value the page gives.
+	// Task is the address the page was asked for, when it is not Source
+	// (the member followed redirects, or says so): what a purge fetches
+	// again (purge.go).
 	Member string `json:"w,omitempty"`
 	Key    string `json:"k,omitempty"`
+	Task   string `json:"u,omitempty"`
 	// TLS is the certificate problem of the page's connection, fetched
 	// anyway under --insecure-tls (wire.Result.TLSError).
 	TLS string `json:"t,omitempty"`
@@ -181,6 +185,8 @@ type doneResult struct {
 	blob          []byte
 	at            int64
 	etag, lastMod string
+	member        any    // the answering key's members row (memberRow), nil on a plaintext cluster
+	key           string // the answering key
 }
 
 // result is a Result and who sent it.
@@ -196,6 +202,7 @@ type result struct {
 // its values and links.
 func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Time) error {
 	done := make([]doneResult, 0, len(rs))
+	quarantined := d.members.Quarantine().Len()
 	for _, r := range rs {
 		dr, ok, err := d.prepareResult(ctx, r.r, r.from, now)
 		if err != nil {
@@ -204,6 +211,9 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 		if ok {
 			done = append(done, dr)
 		}
+	}
+	if d.members.Quarantine().Len() != quarantined {
+		done = d.dropQuarantined(done)
 	}
 	if err := d.markDone(ctx, done); err != nil {
 		return err
@@ -236,6 +246,11 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 // (to a lease its sender held: of an earlier dispatcher process, or
 // expired) is adopted when its task is still queued.
 func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wire.Peer, now time.Time) (doneResult, bool, error) {
+	if d.members.Quarantined(from) {
+		// Quarantined by an earlier result of its batch.
+		d.members.Refuse(from, r.Supervisor, now)
+		return doneResult{}, false, nil
+	}
 	key, ok := parseTaskID(r.TaskID)
 	var t *task
 	if ok {
@@ -245,12 +260,12 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	if t != nil {
 		held = t.lease
 	}
-	switch d.tokens.Judge(from, r.Supervisor, r.TaskID, r.Lease, held) {
+	switch d.tokens.Judge(from, cluster.Label(r.Supervisor), r.TaskID, r.Lease, held) {
 	case cluster.Late:
 		// Its sender held the task once: taken while the task waits
 		// (adopt), only counted when it is out again or done.
 		if t == nil && ok {
-			t = d.adopt(key, cluster.Lease{Token: r.Lease, Member: r.Supervisor, Key: from.Key})
+			t = d.adopt(key, cluster.Lease{Token: r.Lease, Member: cluster.Label(r.Supervisor), Key: from.Key})
 		} else {
 			t = nil
 		}
@@ -266,10 +281,19 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 		case held.Held():
 			why = "it answered under a lease token it was not given"
 		}
-		return doneResult{}, false, d.forged(ctx, from, r.Supervisor, why, now)
+		return doneResult{}, false, d.forged(from, r.Supervisor, why, now)
 	}
 	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
 	d.w.notePace(t.host, r, now)
+	if t.check != nil {
+		// A re-check (recheck.go): compared, never kept.
+		d.release(t)
+		d.checks.out--
+		return doneResult{}, false, d.checked(ctx, t, r, from, now)
+	}
+	if d.cfg.RecheckShare > 0 {
+		d.checks.record(from.Key, t.lease.Member).all++ // (probation: see room)
+	}
 	d.release(t)
 	d.countRedirects(t, r)
 	res := &cachedResult{Source: t.url, Member: t.lease.Member, Key: from.Key}
@@ -309,6 +333,9 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 		if r.JSOnly && !t.render {
 			res.JSOnly, res.Mappings = true, r.Mappings
 		}
+		if d.cfg.RecheckShare > 0 && len(res.Fields) > 0 {
+			d.sample(t, r, res.Fields, from)
+		}
 		dup, err := d.contentSeen(ctx, t, r)
 		if err != nil {
 			return doneResult{}, false, err
@@ -336,7 +363,17 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 		d.run.fieldErrs += int64(len(r.FieldErrs))
 		d.log.Debug("extraction errors", "url", t.url, "host", t.host, "errors", r.FieldErrs)
 	}
-	dr := doneResult{t: t, r: r, res: res}
+	if !notModified && res.Source != t.url {
+		res.Task = t.url
+	}
+	dr := doneResult{t: t, r: r, res: res, key: from.Key}
+	if from.Key != "" {
+		id, err := d.memberRow(ctx, from.Key, t.lease.Member)
+		if err != nil {
+			return doneResult{}, false, err
+		}
+		dr.member = id
+	}
 	if r.Class == "" {
 		var err error
 		if dr.blob, err = json.Marshal(res); err != nil {
@@ -357,6 +394,23 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	return dr, true, nil
 }
 
+// dropQuarantined takes out of done the answers of keys quarantined
+// while their batch was prepared (a re-check's verdict, recheck.go):
+// their tasks go back in the queue, to be fetched by others.
+func (d *Dispatcher) dropQuarantined(done []doneResult) []doneResult {
+	kept := done[:0]
+	for _, dr := range done {
+		if !d.members.Quarantined(wire.Peer{Key: dr.key}) {
+			kept = append(kept, dr)
+			continue
+		}
+		dr.t.lease = cluster.Lease{}
+		d.queuedN++
+		d.w.add(dr.t, true)
+	}
+	return kept
+}
+
 // markDone writes the pages' outcomes to the seen store, rowChunk rows a
 // statement: a failed fetch counts in attempts and a good one clears
 // them (retry.go); a failed page keeps its URL, since a rerun may fetch
@@ -369,16 +423,16 @@ func (d *Dispatcher) markDone(ctx context.Context, done []doneResult) error {
 			return `UPDATE urls SET state = 2, last_crawled = v.column1, class = v.column2, status = v.column3, result = v.column4,
 				etag = v.column5, last_modified = v.column6,
 				attempts = CASE WHEN v.column2 = '' THEN 0 ELSE urls.attempts + 1 END,
-				url = CASE WHEN v.column2 = '' THEN NULL ELSE urls.url END, found = v.column8
-				FROM (VALUES ` + placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?)") + `) AS v WHERE urls.key = v.column7`
+				url = CASE WHEN v.column2 = '' THEN NULL ELSE urls.url END, found = v.column8, member = v.column9
+				FROM (VALUES ` + placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?)") + `) AS v WHERE urls.key = v.column7`
 		})
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 8*size)
+		args := make([]any, 0, 9*size)
 		for _, dr := range part {
 			found := dr.r.Class == "" && len(dr.res.Fields) > 0 // the "f" of its blob
-			args = append(args, dr.at, dr.r.Class, dr.r.Status, dr.blob, dr.etag, dr.lastMod, dr.t.key, b2i(found))
+			args = append(args, dr.at, dr.r.Class, dr.r.Status, dr.blob, dr.etag, dr.lastMod, dr.t.key, b2i(found), dr.member)
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("dispatcher: state urls: %w", err)

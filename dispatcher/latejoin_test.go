@@ -40,11 +40,11 @@ func TestLateJoinerToldRunIsOver(t *testing.T) {
 		t.Fatal("Run returned before the late-join wait")
 	}
 	late := newSup(t, "s2", e.d.Endpoint(), 2, false, e.set.Digest())
-	if err := late.send.Send(wire.KindHello, late.hello, time.Second); err != nil {
+	if err := late.Out.Send(wire.KindHello, late.Hello, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		kind, _, err := late.recv.Recv(time.Until(deadline))
+		kind, _, err := late.In.Recv(time.Until(deadline))
 		if errors.Is(err, wire.ErrTimeout) {
 			t.Fatal("the late supervisor heard nothing: no Bye")
 		}

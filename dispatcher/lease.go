@@ -12,7 +12,7 @@ import (
 func (d *Dispatcher) release(t *task) {
 	delete(d.w.leased, t.key)
 	d.w.hostLast[t.host] = handover{at: time.Now(), member: t.lease.Member}
-	if m := d.members[t.lease.Member]; m != nil {
+	if m, ok := d.members.Get(t.lease.Member); ok {
 		m.inFlight--
 		d.w.unparkMember(m)
 	}
@@ -45,13 +45,13 @@ func (d *Dispatcher) adopt(key int64, p cluster.Lease) *task {
 	if p.Key != "" {
 		// Its registered name, if it is back; never a name it wrote.
 		t.lease.Member = ""
-		if m := d.memberByKey(p.Key); m != nil {
-			t.lease.Member = m.name
+		if m, ok := d.members.ByKey(p.Key); ok {
+			t.lease.Member = m.ID
 		}
 	}
 	d.w.leased[key] = t
 	d.w.hostInFlight[t.host]++
-	if m := d.members[t.lease.Member]; m != nil {
+	if m, ok := d.members.Get(t.lease.Member); ok {
 		m.inFlight++
 	}
 	d.run.adopted++
@@ -61,6 +61,10 @@ func (d *Dispatcher) adopt(key int64, p cluster.Lease) *task {
 // requeue puts a task whose lease ended without a result back in the
 // window (expired, supervisor gone, send failed).
 func (d *Dispatcher) requeue(ctx context.Context, t *task) error {
+	if t.check != nil {
+		d.requeueCheck(t)
+		return nil
+	}
 	d.release(t)
 	t.lease = cluster.Lease{}
 	// The state still shows the task queued (leases live in memory only).

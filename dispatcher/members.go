@@ -2,9 +2,11 @@ package dispatcher
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
+	"backfill/cluster"
 	"backfill/wire"
 )
 
@@ -12,25 +14,16 @@ import (
 // reported back to the Run loop, which re-queues the task at once.
 const sendTimeout = 5 * time.Second
 
-// member is one registered supervisor.
+// member is one registered supervisor: the cluster's account of it
+// (cluster.Member: who it is, its capacity, how it is dialled) and the
+// crawl's.
 type member struct {
-	name     string
-	key      string // its authenticated key (wire.Peer.Key); "" in a plaintext cluster
-	endpoint string
-	capacity int
-	render   bool
-	started  time.Time
-	lastSeen time.Time
+	cluster.Member
 	inFlight int
-	waiting  []*hostQueue  // host queues parked because the member is full
-	sec      wire.Security // how its task socket is dialled (see memberSecurity)
-	// maxRequest is the longest one of its requests may take (its Hello
-	// says): its hosts wait it out after its lease (fenceEnd).
-	maxRequest time.Duration
+	waiting  []*hostQueue // host queues parked because the member is full
 
-	// For the status (see status.go): when it joined, and its own
-	// counters from its last heartbeat.
-	joined           time.Time
+	// For the status (see status.go): its own counters from its last
+	// heartbeat.
 	fetched, failedN int64
 	rss              uint64
 	beatAt           time.Time
@@ -61,13 +54,13 @@ type sendFail struct {
 // blocks on a slow or unreachable peer. The goroutine ends when ctx is
 // cancelled (the member was dropped or the dispatcher closes).
 func (m *member) start(ctx context.Context, wg *sync.WaitGroup, failed chan<- sendFail) error {
-	s, err := wire.DialSecure(m.endpoint, m.sec)
+	s, err := wire.DialSecure(m.Endpoint, m.Sec)
 	if err != nil {
 		return err
 	}
 	m.sender = s
 	ctx, m.cancel = context.WithCancel(ctx)
-	m.out = make(chan outFrame, m.capacity+8)
+	m.out = make(chan outFrame, m.Capacity+8)
 	m.done = make(chan struct{})
 	wg.Add(1)
 	go func() {
@@ -123,15 +116,15 @@ const DefaultMemberLease = 10 * time.Second
 // fenceEnd is the latest time member m, lost, may still be in a request
 // to a host it held: its lease runs out MemberLease after the heartbeat
 // last heard (it counts from when it sent that one, which is earlier),
-// and a request it started just before may take m.maxRequest more. A
+// and a request it started just before may take m.MaxRequest more. A
 // member of an earlier build says nothing of its requests: a minute is
 // allowed for them.
 func (d *Dispatcher) fenceEnd(m *member) time.Time {
-	req := m.maxRequest
+	req := m.MaxRequest
 	if req <= 0 {
 		req = time.Minute
 	}
-	return m.lastSeen.Add(d.cfg.MemberLease + req)
+	return m.LastSeen.Add(d.cfg.MemberLease + req)
 }
 
 // heldElsewhere notes the hosts a joining member says it has a request in
@@ -140,13 +133,13 @@ func (d *Dispatcher) fenceEnd(m *member) time.Time {
 // member asks them only once that request is surely over. Callers hold
 // mu.
 func (d *Dispatcher) heldElsewhere(m *member, busy []string, now time.Time) {
-	req := m.maxRequest
+	req := m.MaxRequest
 	if req <= 0 {
 		req = time.Minute
 	}
 	for _, h := range busy[:min(len(busy), maxBusyHosts)] {
 		if ho, ok := d.w.hostLast[h]; !ok || ho.at.Before(now.Add(req)) {
-			d.w.hostLast[h] = handover{at: now.Add(req), member: m.name}
+			d.w.hostLast[h] = handover{at: now.Add(req), member: m.ID}
 		}
 	}
 }
@@ -165,7 +158,7 @@ const byeWait = 250 * time.Millisecond
 func (d *Dispatcher) farewell() {
 	d.mu.Lock()
 	var senders []*wire.Sender
-	for _, m := range d.members {
+	for _, m := range d.members.All() {
 		if m.sender != nil {
 			senders = append(senders, m.sender)
 		}
@@ -187,7 +180,8 @@ func (d *Dispatcher) route(domain string, render bool) *member {
 	if render {
 		b = d.renderDomains
 	}
-	return d.members[b.Route(domain)]
+	m, _ := d.members.Get(b.Route(domain))
+	return m
 }
 
 // tellLateJoiners answers, until until (or ctx ends), every supervisor
@@ -200,8 +194,8 @@ func (d *Dispatcher) route(domain string, render bool) *member {
 func (d *Dispatcher) tellLateJoiners(ctx context.Context, intake <-chan frame, until time.Time) {
 	told := make(map[string]bool)
 	d.mu.Lock()
-	for _, m := range d.members {
-		told[m.endpoint] = true
+	for _, m := range d.members.All() {
+		told[m.Endpoint] = true
 	}
 	d.mu.Unlock()
 	bye := wire.Bye{Dispatcher: d.name, Run: d.runID}
@@ -226,7 +220,7 @@ func (d *Dispatcher) tellLateJoiners(ctx context.Context, intake <-chan frame, u
 			continue
 		}
 		d.mu.Lock()
-		quarantined := d.quar.Has(f.from.Key)
+		quarantined := d.members.Quarantined(f.from)
 		d.mu.Unlock()
 		if quarantined || h.Mappings != d.digest || told[h.Endpoint] {
 			continue
@@ -236,6 +230,7 @@ func (d *Dispatcher) tellLateJoiners(ctx context.Context, intake <-chan frame, u
 			continue
 		}
 		told[h.Endpoint] = true
+		h.Supervisor = cluster.Label(h.Supervisor)
 		s, err := wire.DialSecure(h.Endpoint, sec)
 		if err != nil {
 			continue
@@ -247,4 +242,109 @@ func (d *Dispatcher) tellLateJoiners(ctx context.Context, intake <-chan frame, u
 		}
 		s.Close()
 	}
+}
+
+// newMembers is the crawl's member table (cluster.Members): a member
+// must run the dispatcher's mappings; joining dials its task socket
+// (join) and leaving hands its tasks and hosts back (leave).
+func (d *Dispatcher) newMembers() *cluster.Members[*member] {
+	return cluster.NewMembers(d.admit, d.log, cluster.Hooks[*member]{
+		Check: func(h wire.Hello) (string, string) {
+			if h.Mappings != d.digest {
+				return cluster.RefusedMappings, "its mappings differ from the dispatcher's (its digest " +
+					cluster.Label(h.Mappings) + ", ours " + d.digest + ")"
+			}
+			return "", ""
+		},
+		Join:  d.join,
+		Leave: d.leave,
+	})
+}
+
+// join starts a member's sender (see member.start).
+func (d *Dispatcher) join(core cluster.Member) (*member, error) {
+	m := &member{Member: core}
+	if err := m.start(d.ctx, &d.wg, d.failed); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register handles a Hello or Heartbeat from the sender from
+// (cluster.Members.Register): a member new, or of a new process, joins
+// and is welcomed; one known is answered, a Hello by its Welcome (lost,
+// or it has not connected yet), a Heartbeat by a Renew of its lease. It
+// returns the member, nil when refused. Callers hold mu.
+func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer, hello bool, now time.Time) (*member, error) {
+	m, ev, err := d.members.Register(h, from, now)
+	switch ev {
+	case cluster.Refused:
+		d.run.refused++
+		return nil, err
+	case cluster.Forging:
+		d.run.forged++
+		return nil, err
+	case cluster.Joined:
+		d.domains.Join(m.ID, m.Capacity)
+		if m.Render {
+			d.renderDomains.Join(m.ID, m.Capacity)
+		}
+		d.lastJoin = now
+		d.led.joined++
+		if !hello {
+			d.joinedByBeat = true
+		}
+		d.heldElsewhere(m, h.Busy, now)
+		d.epoch++
+		d.w.unparkAll(d.members.All())
+		m.enqueue(wire.KindWelcome, d.welcome(h, m))
+		if m.Render {
+			return m, d.renderPending(ctx)
+		}
+		return m, nil
+	case cluster.Resized:
+		d.domains.Join(m.ID, m.Capacity) // a new weight; nothing moves
+		if m.Render {
+			d.renderDomains.Join(m.ID, m.Capacity)
+		}
+		d.w.unparkMember(m)
+	}
+	if hello {
+		m.enqueue(wire.KindWelcome, d.welcome(h, m))
+	} else {
+		m.enqueue(wire.KindRenew, wire.Renew{Seq: h.Seq, Lease: d.cfg.MemberLease})
+	}
+	return m, err
+}
+
+// welcome is the Welcome that answers h from m, granting it its lease.
+func (d *Dispatcher) welcome(h wire.Hello, m *member) wire.Welcome {
+	return wire.Welcome{Dispatcher: d.name, Run: d.runID, Seq: h.Seq, Lease: d.cfg.MemberLease, Member: m.ID, Gen: d.gen}
+}
+
+// leave hands back what member m held as it leaves for reason: its
+// domains go to the others, its tasks back to the queue, and its hosts
+// wait out its lease and longest request (fenceEnd) before another
+// member asks them anything. Callers hold mu.
+func (d *Dispatcher) leave(m *member, reason string) (int, error) {
+	m.stop()
+	d.noteLeft(m, reason, time.Now())
+	d.led.lost[reason]++
+	d.domains.Leave(m.ID)
+	d.renderDomains.Leave(m.ID)
+	d.epoch++
+	n := 0
+	fenced := d.fenceEnd(m)
+	for _, t := range maps.Clone(d.w.leased) {
+		if t.lease.Member == m.ID {
+			if err := d.requeue(context.Background(), t); err != nil {
+				return n, err
+			}
+			d.w.hostLast[t.host] = handover{at: fenced, member: m.ID}
+			n++
+		}
+	}
+	d.w.unparkMember(m)
+	d.w.unparkAll(d.members.All())
+	return n, nil
 }

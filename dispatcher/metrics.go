@@ -36,7 +36,15 @@ var (
 	descForged = prometheus.NewDesc("backfill_results_forged_total",
 		"Frames refused as forged: answers to a lease their sender did not hold, registrations under another member's name.", nil, nil)
 	descQuarantined = prometheus.NewDesc("backfill_members_quarantined",
-		"Member keys quarantined for forging: refused and given no work until a restart with the key authorised lifts them.", nil, nil)
+		"Member keys quarantined for forging, or for answers other members' fetches contradicted: refused and given no work until a restart with the key authorised lifts them.", nil, nil)
+	descRechecks = prometheus.NewDesc("backfill_rechecks_total",
+		"Re-checks of members' answers (a page fetched again by another member), by outcome: fetched, agreed, disputed, unsettled, failed, dropped, contradicted.",
+		[]string{"outcome"}, nil)
+	descPurged = prometheus.NewDesc("backfill_pages_purged_total",
+		"Pages answered by a member found lying (or purged by an operator), queued again to be fetched by others.", nil, nil)
+	descRefused = prometheus.NewDesc("backfill_members_refused_total",
+		"Registrations refused and intake frames that did not decode, by category (mappings, security, incomplete, unreachable, malformed).",
+		[]string{"category"}, nil)
 	descPagesDone = prometheus.NewDesc("backfill_pages_total",
 		"Pages fetched and extracted whose results the dispatcher applied.", nil, nil)
 	descReused = prometheus.NewDesc("backfill_extractions_reused_total",
@@ -83,6 +91,8 @@ type metricsView struct {
 	expired, late, pages, reuse int64
 	forged                      int64
 	quarantined                 int
+	rechecks                    RecheckCounts
+	refused                     map[string]int64
 	errs, lost, robots, filled  map[string]int64
 	joined                      int64
 	members                     []MemberStatus
@@ -98,7 +108,7 @@ func (d *Dispatcher) Collector() prometheus.Collector { return collector{d} }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRecords, descComplete, descPartial, descFrontier, descWindow,
-		descHostQueues, descLeased, descWaitingRender, descExpired, descLate, descForged, descQuarantined, descPagesDone, descReused,
+		descHostQueues, descLeased, descWaitingRender, descExpired, descLate, descForged, descQuarantined, descRechecks, descPurged, descRefused, descPagesDone, descReused,
 		descFailed, descFilled, descStoreWritten, descStoreErrors, descMembers, descJoined, descLost,
 		descMemberInFlight, descMemberRate, descMemberHeartbeat, descRobotsOutcomes,
 		descRedirects, descHostInFlightMax, descRepeated} {
@@ -118,10 +128,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		errs: sumMaps(d.base.errs, d.run.errs), lost: maps.Clone(d.led.lost), robots: maps.Clone(d.led.h.Robots),
 		filled: maps.Clone(d.led.filled),
 		joined: d.led.joined,
-		forged: d.total(&d.run.forged), quarantined: d.quar.Len(),
+		forged: d.total(&d.run.forged), quarantined: d.members.Quarantine().Len(),
+		rechecks: d.recheckCounts(), refused: d.members.Refusals().Counts(),
 		polite: d.politeness(),
 	}
-	for _, m := range d.members {
+	for _, m := range d.members.All() {
 		v.members = append(v.members, m.status())
 	}
 	d.mu.Unlock()
@@ -145,6 +156,14 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descLate, v.late)
 	counter(descForged, v.forged)
 	gauge(descQuarantined, float64(v.quarantined))
+	for outcome, n := range map[string]int64{"fetched": v.rechecks.Fetched, "agreed": v.rechecks.Agreed, "disputed": v.rechecks.Disputed,
+		"unsettled": v.rechecks.Unsettled, "failed": v.rechecks.Failed, "dropped": v.rechecks.Dropped, "contradicted": v.rechecks.Contradicted} {
+		counter(descRechecks, n, outcome)
+	}
+	counter(descPurged, v.rechecks.Purged)
+	for category, n := range v.refused {
+		counter(descRefused, n, category)
+	}
 	counter(descPagesDone, v.pages)
 	counter(descReused, v.reuse)
 	for class, n := range v.errs {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/cluster"
 	"backfill/wire"
 )
 
@@ -90,7 +91,7 @@ func TestHeldElsewhere(t *testing.T) {
 	now := time.Now()
 	d := &Dispatcher{w: newWindow()}
 	d.w.hostLast["later.example"] = handover{at: now.Add(time.Hour), member: "b"}
-	m := &member{name: "a", maxRequest: 30 * time.Second}
+	m := &member{Member: cluster.Member{ID: "a", MaxRequest: 30 * time.Second}}
 	d.heldElsewhere(m, []string{"busy.example", "later.example"}, now)
 	if ho := d.w.hostLast["busy.example"]; !ho.at.Equal(now.Add(30*time.Second)) || ho.member != "a" {
 		t.Errorf("busy.example hand-over %+v, want a at +30s", ho)

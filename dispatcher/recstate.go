@@ -103,7 +103,11 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 		rs[i] = r
 		start := len(rows)
 		for f := range r.changed {
-			rows = append(rows, outboxRow{id: r.id, v: r.filled[f]})
+			v, ok := r.filled[f]
+			if !ok {
+				v = store.Value{Field: f} // taken away (purge.go): the store forgets it
+			}
+			rows = append(rows, outboxRow{id: r.id, v: v})
 		}
 		added := rows[start:]
 		sort.Slice(added, func(i, j int) bool { return added[i].v.Field < added[j].v.Field })

@@ -68,7 +68,7 @@ func runFresh(t *testing.T, dir string, tweak func(*Config), records string, web
 
 func answerFresh(t *testing.T, s *testSup, task wire.Task, web map[string]freshPage) {
 	t.Helper()
-	res := wire.Result{TaskID: task.ID, Lease: task.Lease, Supervisor: s.hello.Supervisor, URL: task.URL, FetchedAt: time.Now()}
+	res := wire.Result{TaskID: task.ID, Lease: task.Lease, Supervisor: s.Hello.Supervisor, URL: task.URL, FetchedAt: time.Now()}
 	p, ok := web[task.URL]
 	switch {
 	case !ok || p.gone:
@@ -84,7 +84,7 @@ func answerFresh(t *testing.T, s *testSup, task wire.Task, web map[string]freshP
 		}
 		res.ETag, res.LastModified = p.etag, p.lastMod
 	}
-	if err := s.send.Send(wire.KindResult, res, time.Second); err != nil {
+	if err := s.Out.Send(wire.KindResult, res, time.Second); err != nil {
 		t.Fatal(err)
 	}
 }

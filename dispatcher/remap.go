@@ -122,7 +122,7 @@ func (d *Dispatcher) remap(ctx context.Context) error {
 	}
 	for len(changed) > 0 {
 		n := min(len(changed), remapChunk)
-		if err := d.reapply(ctx, changed[:n]); err != nil {
+		if err := d.reapplyPages(ctx, changed[:n]); err != nil {
 			return err
 		}
 		changed = changed[n:]
@@ -208,9 +208,9 @@ func (d *Dispatcher) reextract(ctx context.Context, key int64, p store.Page, dup
 	return true, true, nil
 }
 
-// reapply applies the pages of keys, whose cached extraction changed, to
+// reapplyPages applies the pages of keys, whose cached extraction changed, to
 // every record that reached them.
-func (d *Dispatcher) reapply(ctx context.Context, keys []int64) error {
+func (d *Dispatcher) reapplyPages(ctx context.Context, keys []int64) error {
 	work, err := d.linkRecords(ctx, keys)
 	if err != nil {
 		return err

@@ -33,20 +33,20 @@ func playJS(t *testing.T, e *env, sups []*testSup, web map[string]jsPage, timeou
 			s.poll(10 * time.Millisecond)
 			for _, task := range s.held {
 				got = append(got, task)
-				if task.Render && !s.hello.Render {
-					t.Errorf("render task %s sent to %s, which does not render", task.URL, s.hello.Supervisor)
+				if task.Render && !s.Hello.Render {
+					t.Errorf("render task %s sent to %s, which does not render", task.URL, s.Hello.Supervisor)
 				}
 				p := web[task.URL]
 				mappings := p.mappings
 				if mappings == nil {
 					mappings = []string{"profile"}
 				}
-				res := wire.Result{TaskID: task.ID, Lease: task.Lease, Supervisor: s.hello.Supervisor, URL: task.URL,
+				res := wire.Result{TaskID: task.ID, Lease: task.Lease, Supervisor: s.Hello.Supervisor, URL: task.URL,
 					Status: 200, FetchedAt: time.Now(), Mappings: mappings, Fields: p.static, JSOnly: p.jsOnly}
 				if task.Render {
 					res.Fields, res.JSOnly = p.rendered, false
 				}
-				if err := s.send.Send(wire.KindResult, res, time.Second); err != nil {
+				if err := s.Out.Send(wire.KindResult, res, time.Second); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -105,7 +105,7 @@ func TestRenderRetry(t *testing.T) {
 			e.run(context.Background())
 			for _, s := range sups {
 				if !s.join(5 * time.Second) {
-					t.Fatalf("no welcome for %s", s.hello.Supervisor)
+					t.Fatalf("no welcome for %s", s.Hello.Supervisor)
 				}
 			}
 			tasks := playJS(t, e, sups, web, 20*time.Second)

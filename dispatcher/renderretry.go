@@ -55,7 +55,7 @@ func (d *Dispatcher) renderLate(ctx context.Context, key int64, res *cachedResul
 	if state != stateDone && state != stateDropped {
 		return nil // queued or on its way: its answer goes to every record that reached it
 	}
-	if len(d.members) == 0 {
+	if d.members.Len() == 0 {
 		// Records are loaded before supervisors join: whether one
 		// renders is not known yet. Decided when a render-capable one
 		// joins (renderPending); without one, counted as wanted.
@@ -217,8 +217,8 @@ func (d *Dispatcher) recordsNeed(ctx context.Context, key int64, fields map[stri
 
 // haveRenderer reports whether a render-capable supervisor is a member.
 func (d *Dispatcher) haveRenderer() bool {
-	for _, m := range d.members {
-		if m.render {
+	for _, m := range d.members.All() {
+		if m.Render {
 			return true
 		}
 	}

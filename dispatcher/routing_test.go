@@ -37,7 +37,7 @@ func TestRoutingFollowsRing(t *testing.T) {
 	for _, n := range names {
 		s := newSup(t, n, e.d.Endpoint(), nDomains, false, digest)
 		// Queued before Run starts, so all three register at once.
-		if err := s.send.Send(wire.KindHello, s.hello, time.Second); err != nil && !errors.Is(err, wire.ErrTimeout) {
+		if err := s.Out.Send(wire.KindHello, s.Hello, time.Second); err != nil && !errors.Is(err, wire.ErrTimeout) {
 			t.Fatal(err)
 		}
 		sups = append(sups, s)
@@ -45,7 +45,7 @@ func TestRoutingFollowsRing(t *testing.T) {
 	e.run(context.Background())
 	for _, s := range sups {
 		if !s.join(5 * time.Second) {
-			t.Fatalf("%s: no welcome", s.hello.Supervisor)
+			t.Fatalf("%s: no welcome", s.Hello.Supervisor)
 		}
 	}
 
@@ -67,10 +67,10 @@ func TestRoutingFollowsRing(t *testing.T) {
 		for _, task := range s.got {
 			_, dom := hostDomain(task.URL)
 			if prev, ok := owner[dom]; ok {
-				t.Errorf("domain %s sent to %s and %s", dom, prev, s.hello.Supervisor)
+				t.Errorf("domain %s sent to %s and %s", dom, prev, s.Hello.Supervisor)
 			}
-			owner[dom] = s.hello.Supervisor
-			load[s.hello.Supervisor]++
+			owner[dom] = s.Hello.Supervisor
+			load[s.Hello.Supervisor]++
 		}
 	}
 	// Equal capacities: each at most its share and the slack.
@@ -92,7 +92,7 @@ func TestRoutingFollowsRing(t *testing.T) {
 
 	// s3 goes silent holding its tasks and is dropped; s1 and s2 answer
 	// everything they hold and whatever comes next.
-	sups[2].silent = true
+	sups[2].Silent = true
 	seen := map[string]int{"s1": len(sups[0].got), "s2": len(sups[1].got)}
 	crawl(t, e, sups[:2], web, 20*time.Second)
 	if e.err != nil {
@@ -100,12 +100,12 @@ func TestRoutingFollowsRing(t *testing.T) {
 	}
 	moved := make(map[string]string)
 	for _, s := range sups[:2] {
-		for _, task := range s.got[seen[s.hello.Supervisor]:] {
+		for _, task := range s.got[seen[s.Hello.Supervisor]:] {
 			_, dom := hostDomain(task.URL)
 			if owner[dom] != "s3" {
-				t.Errorf("domain %s of %s moved to %s", dom, owner[dom], s.hello.Supervisor)
+				t.Errorf("domain %s of %s moved to %s", dom, owner[dom], s.Hello.Supervisor)
 			}
-			moved[dom] = s.hello.Supervisor
+			moved[dom] = s.Hello.Supervisor
 		}
 	}
 	if got := slices.Sorted(maps.Keys(moved)); !slices.Equal(got, lost) {

@@ -235,12 +235,13 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	return sum, runErr
 }
 
-// frame is one decoded intake frame and who sent it, or the error that
-// ended the intake.
+// frame is one decoded intake frame and who sent it, a frame from that
+// did not decode (bad), or the error that ended the intake.
 type frame struct {
 	kind wire.Kind
 	v    any
 	from wire.Peer
+	bad  error
 	err  error
 }
 
@@ -255,8 +256,7 @@ func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
 		case errors.Is(err, wire.ErrTimeout):
 			continue
 		case errors.Is(err, wire.ErrBadFrame):
-			d.log.Debug("bad frame dropped", "error", err)
-			continue
+			f = frame{from: from, bad: err} // counted and logged by the Run loop
 		default:
 			f = frame{err: fmt.Errorf("dispatcher: intake: %w", err)}
 		}
@@ -356,9 +356,14 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 				}
 				lastDispatch = time.Now()
 			}
-			if d.quar.Has(f.from.Key) {
+			if d.members.Quarantined(f.from) {
 				// Refused, and counted, until an operator lifts it.
-				d.quar.Add(f.from, frameMember(f.v), "a frame from a quarantined key", now)
+				d.members.Refuse(f.from, frameMember(f.v), now)
+				continue
+			}
+			if f.bad != nil {
+				d.run.malformed++
+				d.members.Malformed(f.from, f.bad, now)
 				continue
 			}
 			if v, ok := f.v.(*wire.Result); ok {
@@ -374,14 +379,15 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			}
 			switch v := f.v.(type) {
 			case *wire.Hello:
-				if err := d.register(ctx, *v, f.from, true, now); err != nil {
+				if _, err := d.register(ctx, *v, f.from, true, now); err != nil {
 					return err
 				}
 			case *wire.Heartbeat:
-				if err := d.register(ctx, v.Hello, f.from, false, now); err != nil {
+				m, err := d.register(ctx, v.Hello, f.from, false, now)
+				if err != nil {
 					return err
 				}
-				if m := d.members[v.Supervisor]; m != nil && m.key == f.from.Key {
+				if m != nil {
 					m.beat(v)
 					d.led.heartbeat(v)
 					d.noteDNS(v)
@@ -434,8 +440,10 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			return false, err
 		}
 	}
-	done := d.nComplete == d.nRecords ||
-		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending) ||
+	// Re-checks of answers given are made before the crawl ends.
+	checking := d.checks.out > 0 || len(d.checks.pending) > 0
+	done := (d.nComplete == d.nRecords && !checking) ||
+		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending && !checking) ||
 		d.onlyUnrenderableLeft()
 	if done || idle || now.Sub(d.st.txStart) >= commitEvery {
 		if err := d.commitState(ctx); err != nil {
@@ -494,126 +502,6 @@ func (d *Dispatcher) abandon() {
 	d.w.cursor = nil
 }
 
-// register handles a Hello or Heartbeat from the sender from: a supervisor
-// unknown, or known under another incarnation (Started) or endpoint, is
-// (re-)registered. A member is its key (cluster.Admission binds the task
-// socket's key to the sender's): a Hello under a member's name from
-// another key is an impersonation, and its sender is quarantined.
-func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer, hello bool, now time.Time) error {
-	if h.Supervisor == "" || h.Endpoint == "" {
-		d.log.Warn("registration without a name or endpoint ignored", "supervisor", h.Supervisor, "endpoint", h.Endpoint)
-		return nil
-	}
-	if h.Mappings != d.digest {
-		d.run.refused++
-		key := h.Supervisor + "\x00" + h.Mappings
-		if !d.refused[key] {
-			d.refused[key] = true
-			d.log.Error("supervisor refused: its mappings differ from the dispatcher's",
-				"supervisor", h.Supervisor, "endpoint", h.Endpoint, "its_digest", h.Mappings, "our_digest", d.digest)
-		}
-		return nil
-	}
-	capacity := max(h.Capacity, 1)
-	sec, trusted, err := d.memberSecurity(ctx, h, from, now)
-	if !trusted || err != nil {
-		return err
-	}
-	m := d.members[h.Supervisor]
-	if m != nil && m.key != from.Key {
-		return d.forged(ctx, from, h.Supervisor, "it registered under the name of another member", now)
-	}
-	if other := d.memberByKey(from.Key); other != nil && other != m && from.Key != "" {
-		// One key, one member: the same supervisor under a new name.
-		if err := d.drop(ctx, other, "renamed"); err != nil {
-			return err
-		}
-	}
-	if m != nil && (!m.started.Equal(h.Started) || m.endpoint != h.Endpoint || m.render != h.Render || m.sec.ServerKey != sec.ServerKey) {
-		if err := d.drop(ctx, m, "restarted"); err != nil {
-			return err
-		}
-		m = nil
-	}
-	if m != nil {
-		m.lastSeen = now
-		if m.capacity != capacity {
-			m.capacity = capacity
-			d.domains.Join(m.name, capacity) // a new weight; nothing moves
-			if m.render {
-				d.renderDomains.Join(m.name, capacity)
-			}
-			d.w.unparkMember(m)
-		}
-		m.maxRequest = h.MaxRequest
-		if hello { // our Welcome was lost, or it has not connected yet
-			m.enqueue(wire.KindWelcome, d.welcome(h))
-		} else {
-			m.enqueue(wire.KindRenew, wire.Renew{Seq: h.Seq, Lease: d.cfg.MemberLease})
-		}
-		return nil
-	}
-	m = &member{name: h.Supervisor, key: from.Key, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started,
-		lastSeen: now, joined: now, sec: sec, maxRequest: h.MaxRequest}
-	if err := m.start(d.ctx, &d.wg, d.failed); err != nil {
-		d.log.Error("supervisor unreachable", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "error", err)
-		return nil
-	}
-	d.members[m.name] = m
-	d.domains.Join(m.name, m.capacity)
-	if m.render {
-		d.renderDomains.Join(m.name, m.capacity)
-	}
-	d.lastJoin = now
-	d.led.joined++
-	if !hello {
-		d.joinedByBeat = true
-	}
-	d.heldElsewhere(m, h.Busy, now)
-	d.epoch++
-	d.w.unparkAll(d.members)
-	m.enqueue(wire.KindWelcome, d.welcome(h))
-	d.log.Info("supervisor joined", "supervisor", m.name, "endpoint", m.endpoint, "capacity", m.capacity,
-		"render", m.render, "members", len(d.members))
-	if m.render {
-		return d.renderPending(ctx)
-	}
-	return nil
-}
-
-// welcome is the Welcome that answers h, granting the member its lease.
-func (d *Dispatcher) welcome(h wire.Hello) wire.Welcome {
-	return wire.Welcome{Dispatcher: d.name, Run: d.runID, Seq: h.Seq, Lease: d.cfg.MemberLease, Gen: d.gen}
-}
-
-// drop removes a member and re-queues what it held.
-func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
-	m.stop()
-	d.noteLeft(m, reason, time.Now())
-	d.led.lost[reason]++
-	delete(d.members, m.name)
-	d.domains.Leave(m.name)
-	d.renderDomains.Leave(m.name)
-	d.epoch++
-	n := 0
-	fenced := d.fenceEnd(m)
-	for _, t := range maps.Clone(d.w.leased) {
-		if t.lease.Member == m.name {
-			if err := d.requeue(ctx, t); err != nil {
-				return err
-			}
-			// Its hosts go to another member once the member may no
-			// longer be asking them anything (fenceEnd).
-			d.w.hostLast[t.host] = handover{at: fenced, member: m.name}
-			n++
-		}
-	}
-	d.w.unparkMember(m)
-	d.w.unparkAll(d.members)
-	d.log.Info("supervisor left", "supervisor", m.name, "reason", reason, "requeued", n, "members", len(d.members))
-	return nil
-}
-
 // expire re-queues tasks whose lease ran out, drops silent members and
 // bounds what the window and the balancers remember.
 func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
@@ -633,15 +521,7 @@ func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 			}
 		}
 	}
-	silent := 3 * d.cfg.Heartbeat
-	for _, m := range maps.Clone(d.members) {
-		if now.Sub(m.lastSeen) > silent {
-			if err := d.drop(ctx, m, "silent"); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return d.members.Expire(now, 3*d.cfg.Heartbeat)
 }
 
 // dispatch leases tasks to members, walking host queues in frontier order.
@@ -650,10 +530,11 @@ func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 // the absence of any supervisor that can take it.
 func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 	w := d.w
-	if len(d.members) == 0 {
+	if d.members.Len() == 0 {
 		return nil
 	}
 	w.releaseDue(now)
+	d.dispatchChecks(now) // first: a check waits for its host to be free, which the host's own tasks never leave it
 	for w.ready.Len() > 0 {
 		q := heap.Pop(&w.ready).(*hostQueue)
 		q.where = parkNone
@@ -661,7 +542,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 			w.forget(q)
 			continue
 		}
-		if w.hostInFlight[q.host] >= w.inFlightLimit(q.host, d.cfg.HostInFlight) {
+		if w.hostInFlight[q.host] >= w.inFlightLimit(q.host, d.cfg.HostInFlight) || d.checks.hosts[q.host] > 0 {
+			// (A host with a re-check waiting lets its requests end
+			// first: see dispatchChecks.)
 			q.where = parkHost
 			w.hostWait[q.host] = append(w.hostWait[q.host], q)
 			continue
@@ -673,23 +556,23 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		if q.routeEpoch != d.epoch {
 			q.route, q.routeEpoch = "", d.epoch
 			if m := d.route(q.domain, q.render); m != nil {
-				q.route = m.name
+				q.route = m.ID
 			}
 		}
-		m := d.members[q.route]
+		m, _ := d.members.Get(q.route)
 		if m == nil {
 			q.where = parkNobody
 			w.nobody = append(w.nobody, q)
 			continue
 		}
-		if holder, ok := w.hostHolder[q.host]; ok && holder != m.name {
+		if holder, ok := w.hostHolder[q.host]; ok && holder != m.ID {
 			// The host changed owner (a member joined or left) while
 			// tasks of it are out with the old one: wait for them.
 			q.where = parkHost
 			w.hostWait[q.host] = append(w.hostWait[q.host], q)
 			continue
 		}
-		if m.inFlight >= m.capacity || len(m.out) >= cap(m.out) {
+		if m.inFlight >= d.room(m) || len(m.out) >= cap(m.out) {
 			q.where = parkMember
 			m.waiting = append(m.waiting, q)
 			continue
@@ -698,11 +581,11 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		delete(w.queued, t.key)
 		heap.Remove(&w.worst, t.widx)
 		t.hq = nil
-		t.lease = d.tokens.Grant(taskID(t.key), m.name, m.key, now.Add(d.cfg.Lease))
+		t.lease = d.tokens.Grant(taskID(t.key), m.ID, m.Key, now.Add(d.cfg.Lease))
 		w.leased[t.key] = t
 		m.inFlight++
 		w.hostInFlight[t.host]++
-		w.hostHolder[t.host] = m.name
+		w.hostHolder[t.host] = m.ID
 		d.queuedN--
 		// The lease is not written to the state: it lives in memory, and a
 		// restarted dispatcher queues every unfinished task again anyway.
@@ -714,7 +597,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 		}
 		wt := wire.Task{ID: taskID(t.key), Lease: t.lease.Token, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
 			ETag: etag, LastModified: lastMod, Hops: t.hops}
-		if ho, ok := w.hostLast[t.host]; ok && ho.member != m.name {
+		if ho, ok := w.hostLast[t.host]; ok && ho.member != m.ID {
 			wt.HostLast = ho.at // the host moved: hand its last request over
 		}
 		if !m.enqueue(wire.KindTask, wt) {
@@ -739,7 +622,7 @@ func (d *Dispatcher) progress(start time.Time) Progress {
 		Queued:   d.queuedN,
 		InFlight: len(d.w.leased),
 		Waiting:  d.w.waitingRender(),
-		Members:  len(d.members),
+		Members:  d.members.Len(),
 		Pages:    d.total(&d.run.pages),
 		Elapsed:  time.Since(start),
 	}
@@ -759,7 +642,8 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Disagreeing: d.total(&d.run.disagreeing),
 		Late:        d.total(&d.run.late),
 		Forged:      d.total(&d.run.forged),
-		Quarantined: d.quar.List(),
+		Quarantined: d.members.Quarantine().List(),
+		Rechecks:    d.recheckCounts(),
 		Adopted:     d.total(&d.run.adopted),
 		Expired:     d.total(&d.run.expired),
 		Errors:      sumMaps(d.base.errs, d.run.errs),
@@ -790,7 +674,8 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		Politeness:  d.politeness(),
 	}
 	s.RefusedBy = map[string]int64{}
-	for why, n := range map[string]int64{"match-key": d.total(&d.run.keyRefused), "registration": d.total(&d.run.refused), "handshake": d.recv.Refused()} {
+	for why, n := range map[string]int64{"match-key": d.total(&d.run.keyRefused), "registration": d.total(&d.run.refused),
+		"handshake": d.recv.Refused(), "malformed-frame": d.total(&d.run.malformed)} {
 		if n > 0 {
 			s.RefusedBy[why] = n
 			s.Refused += n
@@ -830,11 +715,11 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 // join, and the tasks wait for it.) They are counted in Summary.Waiting.
 // Callers hold mu.
 func (d *Dispatcher) onlyUnrenderableLeft() bool {
-	if d.cfg.Expect == 0 || len(d.members) < d.cfg.Expect || len(d.w.leased) > 0 || d.w.spilled || d.unseeded() {
+	if d.cfg.Expect == 0 || d.members.Len() < d.cfg.Expect || len(d.w.leased) > 0 || d.w.spilled || d.unseeded() {
 		return false
 	}
-	for _, m := range d.members {
-		if m.render {
+	for _, m := range d.members.All() {
+		if m.Render {
 			return false
 		}
 	}

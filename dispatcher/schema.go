@@ -55,7 +55,7 @@ import (
 //
 // Version 5 adds urls.found (schemaV5), version 6 what the outcomes say
 // of the links a record did not follow (schemaV6), version 7 urls.hops
-// and links.via (schemaV7).
+// and links.via (schemaV7), version 8 who answered each page (schemaV8).
 //
 // Versions 1 to 3 are the schema of earlier builds; a state they wrote is
 // converted in place.
@@ -68,6 +68,7 @@ var stateSchema = []sqlitedb.Migration{
 	{SQL: schemaV5},
 	{SQL: schemaV6},
 	{SQL: schemaV7},
+	{SQL: schemaV8},
 }
 
 // schemaV1 is the state of earlier builds (user_version 0, tables
@@ -328,6 +329,18 @@ var schemaV6 = []string{
 var schemaV7 = []string{
 	`ALTER TABLE urls ADD COLUMN hops INTEGER NOT NULL DEFAULT 0`,
 	`ALTER TABLE links ADD COLUMN via TEXT`,
+}
+
+// schemaV8 keeps who answered each page (see purge.go): urls.member is
+// the members row of the key that held the page's lease (NULL for a
+// plaintext cluster's member, and for pages answered before version 8),
+// members numbers the keys, with the name each went by.
+var schemaV8 = []string{
+	`CREATE TABLE members (
+		id   INTEGER PRIMARY KEY,
+		key  TEXT NOT NULL UNIQUE,
+		name TEXT NOT NULL)`,
+	`ALTER TABLE urls ADD COLUMN member INTEGER`,
 }
 
 func init() {

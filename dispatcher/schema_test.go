@@ -54,8 +54,8 @@ func TestStateMigrationFromV3(t *testing.T) {
 	}
 	defer st.close()
 	var v int
-	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 7 {
-		t.Errorf("user_version %d (%v), want %d = 7", v, err, len(stateSchema))
+	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 8 {
+		t.Errorf("user_version %d (%v), want %d = 8", v, err, len(stateSchema))
 	}
 	checks := []struct {
 		q    string
@@ -162,8 +162,8 @@ func TestStateMigrationFromV4(t *testing.T) {
 	}
 	defer st.close()
 	var v int
-	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 7 {
-		t.Errorf("user_version %d (%v), want %d = 7", v, err, len(stateSchema))
+	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 8 {
+		t.Errorf("user_version %d (%v), want %d = 8", v, err, len(stateSchema))
 	}
 	for i, q := range tables {
 		if got := dump(st.conn, q); !slices.Equal(got, before[i]) {

@@ -1,11 +1,7 @@
 package dispatcher
 
 import (
-	"context"
-	"errors"
 	"time"
-
-	"backfill/cluster"
 
 	"backfill/wire"
 )
@@ -52,58 +48,16 @@ func (d *Dispatcher) noteRefusals(now time.Time) {
 // maxRefusalsLogged is about how many refused peers the intake keeps.
 const maxRefusalsLogged = 64
 
-// memberSecurity decides, by the cluster's admission rules
-// (cluster.Admission.Admit), whether the supervisor a Hello or Heartbeat
-// from from describes may have tasks, and how its task socket is dialled.
-// A refusal is counted and logged once; a member that advertises another
-// key's task socket is quarantined besides. Callers hold mu.
-func (d *Dispatcher) memberSecurity(ctx context.Context, h wire.Hello, from wire.Peer, now time.Time) (wire.Security, bool, error) {
-	sec, err := d.admit.Admit(h, from)
-	if err == nil {
-		return sec, true, nil
-	}
-	d.run.refused++
-	key := "security\x00" + h.Supervisor + "\x00" + h.Key + "\x00" + h.Endpoint
-	if !d.refused[key] {
-		d.refused[key] = true
-		d.log.Error("supervisor refused: "+err.Error(), "supervisor", h.Supervisor, "endpoint", h.Endpoint, "key", h.Key,
-			"sender_key", from.Key, "address", from.Address)
-	}
-	if errors.Is(err, cluster.ErrKeyNotSender) {
-		return wire.Security{}, false, d.forged(ctx, from, h.Supervisor, err.Error(), now)
-	}
-	return wire.Security{}, false, nil
-}
-
 // forged handles a frame from that claims what its sender was not given:
-// an answer to a lease it does not hold, a member's name that is not its
-// own. The sender's key is quarantined (cluster.Quarantine: logged,
-// refused from now on) and, when it is a member, dropped, so that its
-// tasks go to others and it gets no more. A plaintext cluster cannot tell
-// who sent it: the frame is only refused and counted. Callers hold mu.
-func (d *Dispatcher) forged(ctx context.Context, from wire.Peer, name, why string, now time.Time) error {
+// an answer to a lease it does not hold. The sender's key is quarantined
+// (cluster.Members.Forged: logged, refused from now on) and, when it is
+// a member, dropped, so that its tasks go to others and it gets no more.
+// A plaintext cluster cannot tell who sent it: the frame is only refused
+// and counted. Callers hold mu.
+func (d *Dispatcher) forged(from wire.Peer, label, why string, now time.Time) error {
 	d.run.forged++
-	if !d.quar.Add(from, name, why, now) {
-		return nil
-	}
-	if m := d.memberByKey(from.Key); m != nil {
-		return d.drop(ctx, m, "quarantined")
-	}
-	return nil
-}
-
-// memberByKey is the member whose authenticated key is key; nil when none
-// (or in a plaintext cluster, where no member has one). Callers hold mu.
-func (d *Dispatcher) memberByKey(key string) *member {
-	if key == "" {
-		return nil
-	}
-	for _, m := range d.members {
-		if m.key == key {
-			return m
-		}
-	}
-	return nil
+	_, err := d.members.Forged(from, label, why, now)
+	return err
 }
 
 // frameMember is the supervisor name a frame carries, for logs only.

@@ -64,12 +64,18 @@ type Status struct {
 	// Quarantined are the keys that sent them, refused until lifted.
 	Forged      int64                 `json:"forged"`
 	Quarantined []cluster.Quarantined `json:"quarantined,omitempty"`
+	// Rechecks says what re-checks of members' answers did (recheck.go).
+	Rechecks RecheckCounts `json:"rechecks"`
 
 	Members []MemberStatus `json:"members"`
 	Left    []MemberStatus `json:"left,omitempty"` // members dropped during this Run, latest last
 	// Refused are the handshakes the intake refused (a CURVE intake
-	// only), by reason and peer, the most recent first.
-	Refused []wire.Refusal `json:"refused_peers,omitempty"`
+	// only), by reason and peer, the most recent first; RefusedMembers
+	// the registrations refused and the frames that did not decode, by
+	// sender and reason, the latest refused first (a bounded table:
+	// cluster.Refusals).
+	Refused        []wire.Refusal          `json:"refused_peers,omitempty"`
+	RefusedMembers []cluster.RefusedMember `json:"refused_members,omitempty"`
 
 	// For operators (see ledger.go). Robots counts the supervisors'
 	// robots.txt requests by outcome. SlowHosts are the
@@ -96,7 +102,11 @@ type Status struct {
 // heartbeat; Rate is its pages (fetched or failed) per second between its
 // last heartbeats.
 type MemberStatus struct {
-	Name     string    `json:"name"`
+	Name string `json:"name"` // who it is: its key's name in a secured cluster
+	// Says is the name its Hello carried, when it is not Name; Key its
+	// public key in a secured cluster.
+	Says     string    `json:"says,omitempty"`
+	Key      string    `json:"key,omitempty"`
 	Endpoint string    `json:"endpoint"` // "" in process (shownEndpoint)
 	Render   bool      `json:"render,omitempty"`
 	Capacity int       `json:"capacity"`
@@ -150,10 +160,14 @@ func shownEndpoint(endpoint string) string {
 }
 
 func (m *member) status() MemberStatus {
-	return MemberStatus{
-		Name: m.name, Endpoint: shownEndpoint(m.endpoint), Render: m.render, Capacity: m.capacity,
+	says := m.Label
+	if says == m.ID {
+		says = ""
+	}
+	return MemberStatus{Says: says,
+		Name: m.ID, Key: m.Key, Endpoint: shownEndpoint(m.Endpoint), Render: m.Render, Capacity: m.Capacity,
 		InFlight: m.inFlight, Parked: len(m.waiting), Fetched: m.fetched, Failed: m.failedN,
-		Rate: m.rate, RSS: m.rss, Joined: m.joined, LastSeen: m.lastSeen, Rendered: m.rendered,
+		Rate: m.rate, RSS: m.rss, Joined: m.Joined, LastSeen: m.LastSeen, Rendered: m.rendered,
 	}
 }
 
@@ -176,17 +190,18 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 		Queued: d.queuedN, InFlight: len(d.w.leased), WaitingRender: d.w.waitingRender(),
 		Restarts: int(d.base.starts - 1), Pages: d.total(&d.run.pages), Errors: sumMaps(d.base.errs, d.run.errs),
 		Expired: d.total(&d.run.expired), Late: d.total(&d.run.late),
-		Forged: d.total(&d.run.forged), Quarantined: d.quar.List(),
-		Members: make([]MemberStatus, 0, len(d.members)),
-		Left:    append([]MemberStatus(nil), d.left...),
-		Refused: d.recv.Refusals(),
+		Forged: d.total(&d.run.forged), Quarantined: d.members.Quarantine().List(), Rechecks: d.recheckCounts(),
+		Members:        make([]MemberStatus, 0, d.members.Len()),
+		Left:           append([]MemberStatus(nil), d.left...),
+		Refused:        d.recv.Refusals(),
+		RefusedMembers: d.members.Refusals().List(),
 	}
 	el := d.elapsed()
 	s.ElapsedSeconds = el.Seconds()
 	if el > 0 {
 		s.PagesPerSec = float64(s.Pages) / el.Seconds()
 	}
-	for _, m := range d.members {
+	for _, m := range d.members.All() {
 		s.Members = append(s.Members, m.status())
 	}
 	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Name < s.Members[j].Name })
@@ -232,7 +247,7 @@ func (d *Dispatcher) dnsTotal() *wire.DNSStats {
 func (d *Dispatcher) memberHosts() ([]wire.HostPace, []wire.HostBackoff) {
 	var slow []wire.HostPace
 	var back []wire.HostBackoff
-	for _, m := range d.members {
+	for _, m := range d.members.All() {
 		slow = append(slow, m.hosts...)
 		back = append(back, m.backoff...)
 	}

@@ -67,6 +67,10 @@ func (d *Dispatcher) tallies() []tally {
 		{"unconfirmed", &r.unconfirmed}, {"link_farms", &r.linkFarms}, {"duplicates", &r.duplicates},
 		{"recrawled", &r.recrawled}, {"remaps", &r.remaps}, {"reextracted", &r.reextracted},
 		{"reextracted_applied", &r.reapplied}, {"not_kept_refetched", &r.refetched}, {"insecure_tls", &r.insecureTLS},
+		{"malformed_frames", &r.malformed},
+		{"rechecked", &r.rechecked}, {"recheck_agreed", &r.recheckAgreed}, {"recheck_disputed", &r.recheckDisputed},
+		{"recheck_unsettled", &r.recheckUnsettled}, {"recheck_failed", &r.recheckFailed}, {"recheck_dropped", &r.recheckDropped},
+		{"contradicted", &r.contradicted}, {"liars", &r.liars}, {"purged", &r.purged},
 	}
 }
 

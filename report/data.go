@@ -38,7 +38,10 @@ type Data struct {
 	// targets (see Gather); "" when they were.
 	Warning  string
 	Mappings []MappingFill // by mapping name
-	Samples  []store.Record
+	// Members are the values on records by the cluster member that
+	// fetched their pages (store.Value.Member, MemberKey), by name.
+	Members []MemberFill
+	Samples []store.Record
 	// Incomplete lists why records were left incomplete, by reason in
 	// dispatcher.ReasonOrder, from the outcomes the store keeps.
 	Incomplete []ReasonRow
@@ -81,6 +84,15 @@ type MappingFill struct {
 	Values  int
 	Records int
 	Fields  []Count
+}
+
+// MemberFill is what one cluster member's answers gave: the values kept on
+// records, and the records that got any ("" for a plaintext cluster's
+// members and values of earlier builds).
+type MemberFill struct {
+	Member, Key string
+	Values      int
+	Records     int
 }
 
 // Count is a name and a number.
@@ -201,6 +213,7 @@ func (d *Data) records(ctx context.Context, st store.Records, targeted func(stor
 	needed, filled := map[string]int{}, map[string]int{}
 	byMapping := map[string]*MappingFill{}
 	mapFields := map[string]map[string]int64{}
+	byMember := map[[2]string]*MemberFill{}
 	n := 0
 	why := map[string]*ReasonRow{}
 	err := st.Records(ctx, func(r store.Record) error {
@@ -232,7 +245,19 @@ func (d *Data) records(ctx context.Context, st store.Records, targeted func(stor
 			}
 		}
 		touched := map[string]bool{}
+		answered := map[[2]string]bool{}
 		for f, v := range r.Found {
+			who := [2]string{v.Member, v.MemberKey}
+			mb := byMember[who]
+			if mb == nil {
+				mb = &MemberFill{Member: v.Member, Key: v.MemberKey}
+				byMember[who] = mb
+			}
+			mb.Values++
+			if !answered[who] {
+				answered[who] = true
+				mb.Records++
+			}
 			mf := byMapping[v.Mapping]
 			if mf == nil {
 				mf = &MappingFill{Mapping: v.Mapping}
@@ -267,6 +292,10 @@ func (d *Data) records(ctx context.Context, st store.Records, targeted func(stor
 		d.Mappings = append(d.Mappings, *mf)
 	}
 	slices.SortFunc(d.Mappings, func(a, b MappingFill) int { return cmp.Compare(a.Mapping, b.Mapping) })
+	for _, mb := range byMember {
+		d.Members = append(d.Members, *mb)
+	}
+	slices.SortFunc(d.Members, func(a, b MemberFill) int { return cmp.Or(cmp.Compare(a.Member, b.Member), cmp.Compare(a.Key, b.Key)) })
 
 	for _, reason := range dispatcher.ReasonOrder() {
 		if row := why[reason]; row != nil {

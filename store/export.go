@@ -35,6 +35,10 @@ type ExportOptions struct {
 	// after the input's own columns, so that a field nothing was found for
 	// still gets its (empty) column.
 	Fields []string
+	// Member, when set, keeps only the values that cluster member gave
+	// (Value.Member or MemberKey), and only the records holding one: one
+	// member's answers, to review before purging them.
+	Member string
 }
 
 // Export writes every record of r, filled or not, in Seq order: the input's
@@ -70,6 +74,9 @@ type ExportOptions struct {
 // once for the rows. If the store gains a field between the two passes the
 // export fails with an error naming the record rather than drop the value.
 func Export(ctx context.Context, r Records, w io.Writer, opts ExportOptions) error {
+	if opts.Member != "" {
+		r = memberRecords{r, opts.Member}
+	}
 	switch opts.Format {
 	case "", "jsonl":
 		return exportJSONL(ctx, r, w, opts)
@@ -77,6 +84,48 @@ func Export(ctx context.Context, r Records, w io.Writer, opts ExportOptions) err
 		return exportCSV(ctx, r, w, opts)
 	}
 	return fmt.Errorf("store: export: unknown format %q (want jsonl or csv)", opts.Format)
+}
+
+// memberRecords are the records of r holding a value member gave, with
+// those values alone (ExportOptions.Member).
+type memberRecords struct {
+	all    Records
+	member string
+}
+
+func (m memberRecords) PutRecords(ctx context.Context, recs []Record) error {
+	return m.all.PutRecords(ctx, recs)
+}
+
+func (m memberRecords) SetFields(ctx context.Context, id string, vals []Value) error {
+	return m.all.SetFields(ctx, id, vals)
+}
+
+func (m memberRecords) SetOutcomes(ctx context.Context, outs []Outcome) error {
+	return m.all.SetOutcomes(ctx, outs)
+}
+
+func (m memberRecords) Record(ctx context.Context, id string) (Record, error) {
+	return m.all.Record(ctx, id)
+}
+
+func (m memberRecords) Records(ctx context.Context, fn func(Record) error) error {
+	return m.all.Records(ctx, func(rec Record) error {
+		var found map[string]Value
+		for f, v := range rec.Found {
+			if v.Member == m.member || v.MemberKey == m.member {
+				if found == nil {
+					found = make(map[string]Value)
+				}
+				found[f] = v
+			}
+		}
+		if found == nil {
+			return nil
+		}
+		rec.Found = found
+		return fn(rec)
+	})
 }
 
 // The columns and keys export adds to mark what is not the user's data.

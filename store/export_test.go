@@ -383,3 +383,26 @@ func TestExportTLSError(t *testing.T) {
 		t.Errorf("CSV provenance: %q", rows)
 	}
 }
+
+// TestExportMember: one member's answers: only the values it gave (by
+// name or key), only in the records holding one.
+func TestExportMember(t *testing.T) {
+	ctx := context.Background()
+	s := exportFixture(t)
+	v := store.Value{Field: "phone", Value: "555 0100", Source: "https://one.example/contact", Mapping: "people", At: exportAt,
+		Member: "crawler-2", MemberKey: "KEY-2"}
+	if err := s.SetFields(ctx, "1", []store.Value{v}); err != nil {
+		t.Fatal(err)
+	}
+	for _, member := range []string{"crawler-2", "KEY-2"} {
+		var out bytes.Buffer
+		if err := store.Export(ctx, s, &out, store.ExportOptions{Format: "jsonl", Provenance: true, Member: member}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], `"phone":"555 0100"`) || strings.Contains(lines[0], "ada@one.example") ||
+			!strings.Contains(lines[0], `"member":"crawler-2","member_key":"KEY-2"`) {
+			t.Errorf("--member %s: %s, want record 1 with its phone alone, from crawler-2", member, out.String())
+		}
+	}
+}

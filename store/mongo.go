@@ -529,6 +529,10 @@ func (s *mongoStore) SetFields(ctx context.Context, recordID string, vals []Valu
 			return fmt.Errorf("store: set fields on record %q: value %d: empty field name", recordID, i)
 		}
 		d := toMongoValue(recordID, v)
+		if v.Value == "" {
+			models = append(models, mongo.NewDeleteOneModel().SetFilter(bson.D{{Key: "_id", Value: d.ID}}))
+			continue
+		}
 		models = append(models, mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: d.ID}}).SetReplacement(d).SetUpsert(true))
 	}
 	op := fmt.Sprintf("set fields on record %q", recordID)

@@ -131,7 +131,7 @@ type sqliteStore struct {
 
 // writeStmts are prepared on the writer, readStmts on the reader pool.
 type writeStmts struct {
-	putRecord, putRecords, recordExists, setField, putRobots, putLastCrawl, putSoft404, putOutcome, delOutcome *sql.Stmt
+	putRecord, putRecords, recordExists, setField, clearField, putRobots, putLastCrawl, putSoft404, putOutcome, delOutcome *sql.Stmt
 }
 
 type readStmts struct {
@@ -154,6 +154,7 @@ var writeSQL = map[string]string{
 				field_order = excluded.field_order, links = excluded.links,
 				format = excluded.format, raw = excluded.raw, error = excluded.error`,
 	"recordExists": `SELECT 1 FROM records WHERE id = ?`,
+	"clearField":   `DELETE FROM fields WHERE record = ? AND field = ?`,
 	"setField": `INSERT INTO fields (record, field, value, source, mapping, depth, at, conflicts, history, type, via, member, member_key, tls_error)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (record, field) DO UPDATE SET value = excluded.value, source = excluded.source,
@@ -198,6 +199,7 @@ func (s *sqliteStore) prepare(ctx context.Context) error {
 		prep(s.w, &s.ws.putRecord, "putRecord", writeSQL["putRecord"]),
 		prep(s.w, &s.ws.putRecords, "putRecords", writeSQL["putRecords"]),
 		prep(s.w, &s.ws.recordExists, "recordExists", writeSQL["recordExists"]),
+		prep(s.w, &s.ws.clearField, "clearField", writeSQL["clearField"]),
 		prep(s.w, &s.ws.setField, "setField", writeSQL["setField"]),
 		prep(s.w, &s.ws.putRobots, "putRobots", writeSQL["putRobots"]),
 		prep(s.w, &s.ws.putLastCrawl, "putLastCrawl", writeSQL["putLastCrawl"]),
@@ -418,6 +420,12 @@ func (s *sqliteStore) setFields(ctx context.Context, tx *sql.Tx, recordID string
 	}
 	stmt := tx.StmtContext(ctx, s.ws.setField)
 	for i, v := range vals {
+		if v.Value == "" {
+			if _, err := tx.StmtContext(ctx, s.ws.clearField).ExecContext(ctx, recordID, v.Field); err != nil {
+				return fmt.Errorf("field %q: %w", v.Field, err)
+			}
+			continue
+		}
 		if _, err := stmt.ExecContext(ctx, recordID, v.Field, v.Value, v.Source, v.Mapping, v.Depth, rows[i].at, rows[i].conflicts, rows[i].history, v.Type,
 			rows[i].via, v.Member, v.MemberKey, v.TLSError); err != nil {
 			return fmt.Errorf("field %q: %w", v.Field, err)

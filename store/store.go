@@ -122,7 +122,8 @@ type Records interface {
 	// PutRecords upserts input records by ID, leaving Found untouched.
 	PutRecords(ctx context.Context, recs []Record) error
 	// SetFields upserts values on a record, replacing any earlier value of
-	// the same field.
+	// the same field. A Value whose Value is empty takes the field's value
+	// away (a member's answers purged, with nothing found instead).
 	SetFields(ctx context.Context, recordID string, vals []Value) error
 	// SetOutcomes records why records were left incomplete, replacing
 	// what was recorded before; an Outcome with an empty Reason clears

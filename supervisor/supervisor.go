@@ -644,7 +644,12 @@ func (s *Supervisor) receive(ctx context.Context) error {
 		switch kind {
 		case wire.KindWelcome:
 			w := v.(*wire.Welcome)
-			s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run)
+			if w.Member != "" && w.Member != s.cfg.Name {
+				// A secured dispatcher knows a member by its key's name.
+				s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run, "as", w.Member)
+			} else {
+				s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run)
+			}
 			s.newDispatcher(w.Gen)
 			s.renewed(w.Seq, w.Lease)
 			s.markRegistered()

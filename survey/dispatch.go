@@ -21,7 +21,10 @@ type Cluster struct {
 	Listen     string    // intake endpoint; default tcp://127.0.0.1:*
 	Keys       wire.Keys // CURVE pair of the survey's dispatcher; zero: plaintext (loopback only unless Insecure)
 	Authorized []string  // supervisor public keys allowed in
-	Insecure   bool
+	// Names names the authorized keys (key → name, wire.LoadRoster); a
+	// member's name is its key's, whatever its Hello says.
+	Names    map[string]string
+	Insecure bool
 	// Expect is how many supervisors to wait for before dispatching; 0
 	// starts with the first.
 	Expect int
@@ -50,23 +53,19 @@ const (
 	commitEvery      = 100 * time.Millisecond
 )
 
-// member is one supervisor of the survey.
+// member is one supervisor of the survey: the cluster's account of it
+// (cluster.Member) and the survey's.
 type member struct {
-	name     string
-	key      string // its authenticated key (wire.Peer.Key); "" in a plaintext cluster
-	endpoint string
-	capacity int
-	started  time.Time
-	lastSeen time.Time
-	sender   *wire.Sender
-	tasks    map[string]*task
+	cluster.Member
+	sender *wire.Sender
+	tasks  map[string]*task
 }
 
 // dispatch hands a run's tasks to supervisors and turns their results
-// into committed rows. One goroutine (run) owns all of it. Who may join,
-// the leases' tokens, the judging of answers, the quarantine and the
-// routing of address blocks are the cluster core's (package cluster), as
-// for the crawl.
+// into committed rows. One goroutine (run) owns all of it. The members
+// (who may join, who is quarantined or refused: cluster.Members), the
+// leases' tokens, the judging of answers and the routing of address
+// blocks are the cluster core's (package cluster), as for the crawl.
 type dispatch struct {
 	cfg  Cluster
 	log  *slog.Logger
@@ -79,14 +78,12 @@ type dispatch struct {
 	in      *wire.Receiver
 	admit   cluster.Admission
 	tokens  cluster.Tokens
-	quar    *cluster.Quarantine
 	blocks  *cluster.Balancer // address blocks (/24, /48) to members
-	members map[string]*member
+	members *cluster.Members[*member]
 	queue   []*task                  // waiting, in dispatch order
 	flying  map[string]*task         // sent, by id
 	lease   map[string]cluster.Lease // the lease of each task flying
 	deadl   map[string]time.Time     // when each flying task's lease runs out (renewed by heartbeats)
-	refused map[string]bool          // supervisors refused, logged once
 
 	pendRows   []row
 	pendDone   []string
@@ -96,10 +93,10 @@ type dispatch struct {
 }
 
 type dispatchStats struct {
-	Members  int // supervisors that joined
-	Resent   int // tasks sent again (lease expired, supervisor lost or failed)
-	Dropped  int // supervisors dropped for silence
-	Refused  int // supervisors refused (no survey support, security)
+	Members  int   // supervisors that joined
+	Resent   int   // tasks sent again (lease expired, supervisor lost or failed)
+	Dropped  int   // supervisors dropped for silence
+	Refused  int64 // registrations refused (no survey support, security), every one
 	BadFrame int64
 	// Late counts answers to leases their sender held and lost; Forged
 	// the frames refused as forged (an answer to a lease the sender did
@@ -120,17 +117,27 @@ func newDispatch(cfg Cluster, log *slog.Logger, job string, spec wire.SurveySpec
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = defaultHeartbeat
 	}
-	admit := cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Insecure: cfg.Insecure}
+	admit := cluster.Admission{Keys: cfg.Keys, Authorized: cfg.Authorized, Names: cfg.Names, Insecure: cfg.Insecure}
 	in, err := wire.ListenSecure(cfg.Listen, admit.Listen())
 	if err != nil {
 		return nil, fmt.Errorf("survey: %w", err)
 	}
-	return &dispatch{
+	d := &dispatch{
 		cfg: cfg, log: log, job: job, spec: spec, in: in,
-		admit: admit, tokens: cluster.NewTokens(cluster.NewSecret(), 0), quar: cluster.NewQuarantine(log), blocks: cluster.NewBalancer(),
-		members: map[string]*member{}, flying: map[string]*task{}, lease: map[string]cluster.Lease{},
-		deadl: map[string]time.Time{}, refused: map[string]bool{},
-	}, nil
+		admit: admit, tokens: cluster.NewTokens(cluster.NewSecret(), 0), blocks: cluster.NewBalancer(),
+		flying: map[string]*task{}, lease: map[string]cluster.Lease{}, deadl: map[string]time.Time{},
+	}
+	d.members = cluster.NewMembers(admit, log, cluster.Hooks[*member]{
+		Check: func(h wire.Hello) (string, string) {
+			if !h.Survey {
+				return cluster.RefusedNoSurvey, "it does not run surveys"
+			}
+			return "", ""
+		},
+		Join:  d.join,
+		Leave: d.leave,
+	})
+	return d, nil
 }
 
 // run dispatches tasks until every one is answered and committed, or ctx
@@ -145,6 +152,7 @@ func (d *dispatch) run(ctx context.Context, tasks []*task) error {
 	if w := d.admit.Warning(d.in.Endpoint()); w != "" {
 		d.log.Warn(w)
 	}
+	defer d.noteStats()
 	for len(d.queue) > 0 || len(d.flying) > 0 || len(d.pendRows) > 0 {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(err, d.flush(context.WithoutCancel(ctx)))
@@ -177,7 +185,7 @@ func (d *dispatch) receive() error {
 			d.handle(kind, v, from)
 		case errors.Is(err, wire.ErrBadFrame):
 			d.stats.BadFrame++
-			d.log.Warn("bad frame on the survey intake dropped", "error", err)
+			d.members.Malformed(from, err, time.Now())
 		case errors.Is(err, wire.ErrTimeout):
 			return nil
 		default:
@@ -199,82 +207,75 @@ func (d *dispatch) flush(ctx context.Context) error {
 }
 
 func (d *dispatch) close() {
-	for _, m := range d.members {
+	for _, m := range d.members.All() {
 		m.sender.Close()
 	}
 	d.in.Close()
 }
 
+// noteStats copies what the member table counted into the stats.
+func (d *dispatch) noteStats() {
+	d.stats.Refused = d.members.Refusals().Count("") - d.members.Refusals().Count(cluster.RefusedMalformed)
+	d.stats.Quarantined = d.members.Quarantine().List()
+}
+
 // handle takes one frame from from. A quarantined key's frames are
 // refused (and counted) until the survey's dispatcher restarts.
 func (d *dispatch) handle(kind wire.Kind, v any, from wire.Peer) {
-	if d.quar.Has(from.Key) {
-		d.quar.Add(from, "", "a frame from a quarantined key", time.Now())
+	now := time.Now()
+	if d.members.Quarantined(from) {
+		d.members.Refuse(from, "", now)
 		return
 	}
 	switch kind {
 	case wire.KindHello:
-		d.hello(*v.(*wire.Hello), from)
+		d.hello(*v.(*wire.Hello), from, now)
 	case wire.KindHeartbeat:
 		hb := v.(*wire.Heartbeat)
-		d.hello(hb.Hello, from)
-		d.renew(hb.Supervisor, hb.Surveys, from)
+		if m := d.hello(hb.Hello, from, now); m != nil {
+			d.renew(m, hb.Surveys, now)
+		}
 	case wire.KindSurveyResult:
 		d.result(v.(*wire.SurveyResult), from)
 	case wire.KindResult:
-		d.log.Warn("crawl result on a survey intake dropped")
+		d.members.Malformed(from, errors.New("a crawl result on a survey intake"), now)
 	}
 }
 
-// hello registers a supervisor (or notes it is alive): a new one, or one
-// whose process restarted, is dialled back and welcomed. A member is its
-// key: a Hello under a member's name from another key is an
-// impersonation, and its sender is quarantined.
-func (d *dispatch) hello(h wire.Hello, from wire.Peer) {
-	now := time.Now()
-	if m := d.members[h.Supervisor]; m != nil && m.key != from.Key {
-		d.forged(from, h.Supervisor, "it registered under the name of another member", now)
-		return
+// hello registers a supervisor, or notes it is alive
+// (cluster.Members.Register): a new one, or one whose process
+// restarted, is dialled back and welcomed (join). It returns the member,
+// nil when refused.
+func (d *dispatch) hello(h wire.Hello, from wire.Peer, now time.Time) *member {
+	m, ev, _ := d.members.Register(h, from, now) // leave never fails
+	switch ev {
+	case cluster.Forging:
+		d.stats.Forged++
+	case cluster.Joined:
+		d.blocks.Join(m.ID, m.Capacity)
+		d.stats.Members++
+	case cluster.Resized:
+		d.blocks.Join(m.ID, m.Capacity)
 	}
-	if m := d.members[h.Supervisor]; m != nil && m.started.Equal(h.Started) && m.endpoint == h.Endpoint {
-		m.lastSeen = now
-		return
-	} else if m != nil {
-		d.log.Info("supervisor restarted; its tasks go back in the queue", "supervisor", h.Supervisor)
-		d.drop(m)
-	}
-	sec, ok := d.security(h, from, now)
-	if !ok {
-		return
-	}
-	if other := d.memberByKey(from.Key); other != nil {
-		d.drop(other) // one key, one member: the same supervisor under a new name
-	}
-	s, err := wire.DialSecure(h.Endpoint, sec)
+	return m
+}
+
+// join dials a member's task socket and welcomes it.
+func (d *dispatch) join(core cluster.Member) (*member, error) {
+	s, err := wire.DialSecure(core.Endpoint, core.Sec)
 	if err != nil {
-		d.refuse(h, "cannot dial its task endpoint: "+err.Error())
-		return
+		return nil, err
 	}
-	if err := s.Send(wire.KindWelcome, wire.Welcome{Dispatcher: "survey", Run: d.job}, sendTimeout); err != nil {
+	if err := s.Send(wire.KindWelcome, wire.Welcome{Dispatcher: "survey", Run: d.job, Member: core.ID}, sendTimeout); err != nil {
 		s.Close()
-		d.log.Warn("welcome not sent; waiting for the next hello", "supervisor", h.Supervisor, "error", err)
-		return
+		return nil, fmt.Errorf("welcome not sent: %w", err)
 	}
-	capacity := max(h.Capacity, 1)
-	d.members[h.Supervisor] = &member{name: h.Supervisor, key: from.Key, endpoint: h.Endpoint, capacity: capacity, started: h.Started,
-		lastSeen: now, sender: s, tasks: map[string]*task{}}
-	d.blocks.Join(h.Supervisor, capacity)
-	d.stats.Members++
-	d.log.Info("supervisor joined the survey", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "capacity", capacity)
+	return &member{Member: core, sender: s, tasks: map[string]*task{}}, nil
 }
 
-// renew extends the leases of the tasks a member says it holds.
-func (d *dispatch) renew(name string, held []string, from wire.Peer) {
-	m := d.members[name]
-	if m == nil || m.key != from.Key {
-		return
-	}
-	until := time.Now().Add(d.cfg.Lease)
+// renew extends the leases of the tasks member m says it holds.
+func (d *dispatch) renew(m *member, held []string, now time.Time) {
+	until := now.Add(d.cfg.Lease)
 	for _, id := range held {
 		if _, ok := m.tasks[id]; ok {
 			d.deadl[id] = until
@@ -282,66 +283,18 @@ func (d *dispatch) renew(name string, held []string, from wire.Peer) {
 	}
 }
 
-// security decides whether a supervisor may have survey tasks (it runs
-// surveys, and the cluster admits it: cluster.Admission.Admit) and how its
-// task socket is dialled. A member that advertises another key's task
-// socket is quarantined besides.
-func (d *dispatch) security(h wire.Hello, from wire.Peer, now time.Time) (wire.Security, bool) {
-	if !h.Survey {
-		d.refuse(h, "it does not run surveys")
-		return wire.Security{}, false
-	}
-	sec, err := d.admit.Admit(h, from)
-	if err != nil {
-		d.refuse(h, err.Error())
-		if errors.Is(err, cluster.ErrKeyNotSender) {
-			d.forged(from, h.Supervisor, err.Error(), now)
-		}
-		return wire.Security{}, false
-	}
-	return sec, true
-}
-
 // forged quarantines the key of a frame that claims what its sender was
-// not given (cluster.Quarantine: logged, refused from now on) and drops
-// the member it is, so its tasks go to the others. A plaintext cluster
-// cannot tell who sent it: the frame is only refused and counted.
-func (d *dispatch) forged(from wire.Peer, name, why string, now time.Time) {
+// not given (cluster.Members.Forged: logged, refused from now on) and
+// drops the member it is, so its tasks go to the others. A plaintext
+// cluster cannot tell who sent it: the frame is only refused and counted.
+func (d *dispatch) forged(from wire.Peer, label, why string, now time.Time) {
 	d.stats.Forged++
-	if !d.quar.Add(from, name, why, now) {
-		return
-	}
-	d.stats.Quarantined = d.quar.List()
-	if m := d.memberByKey(from.Key); m != nil {
-		d.drop(m)
-	}
+	d.members.Forged(from, label, why, now) // leave never fails
 }
 
-// memberByKey is the member whose authenticated key is key; nil when none
-// (or in a plaintext cluster, where no member has one).
-func (d *dispatch) memberByKey(key string) *member {
-	if key == "" {
-		return nil
-	}
-	for _, m := range d.members {
-		if m.key == key {
-			return m
-		}
-	}
-	return nil
-}
-
-func (d *dispatch) refuse(h wire.Hello, why string) {
-	key := h.Supervisor + "\x00" + h.Endpoint + "\x00" + why
-	if !d.refused[key] {
-		d.refused[key] = true
-		d.stats.Refused++
-		d.log.Error("supervisor refused: "+why, "supervisor", h.Supervisor, "endpoint", h.Endpoint)
-	}
-}
-
-// drop forgets a member and puts its tasks back at the head of the queue.
-func (d *dispatch) drop(m *member) {
+// leave puts a member's tasks back at the head of the queue and closes
+// its task socket, as it leaves.
+func (d *dispatch) leave(m *member, reason string) (int, error) {
 	var back []*task
 	for id, t := range m.tasks {
 		d.loseLease(id)
@@ -349,24 +302,21 @@ func (d *dispatch) drop(m *member) {
 	}
 	slices.SortFunc(back, func(a, b *task) int { return int(a.seq - b.seq) })
 	d.stats.Resent += len(back)
+	if reason == cluster.LeaveSilent {
+		d.stats.Dropped++
+	}
 	d.queue = append(back, d.queue...)
 	m.sender.Close()
-	delete(d.members, m.name)
-	d.blocks.Leave(m.name)
+	d.blocks.Leave(m.ID)
+	return len(back), nil
 }
 
 // expire drops silent members and takes back tasks whose lease ran out.
 func (d *dispatch) expire(now time.Time) {
-	for _, m := range d.members {
-		if now.Sub(m.lastSeen) > 3*d.cfg.Heartbeat {
-			d.log.Warn("supervisor silent for three heartbeats: dropped, its tasks go elsewhere", "supervisor", m.name, "tasks", len(m.tasks))
-			d.stats.Dropped++
-			d.drop(m)
-		}
-	}
+	d.members.Expire(now, 3*d.cfg.Heartbeat) // leave never fails
 	for id, t := range d.flying {
 		if now.After(d.deadl[id]) {
-			for _, m := range d.members {
+			for _, m := range d.members.All() {
 				delete(m.tasks, id)
 			}
 			d.loseLease(id)
@@ -381,30 +331,31 @@ func (d *dispatch) expire(now time.Time) {
 // address of one /24 (/48) has the same owner, so the per-/24 cap of each
 // supervisor holds for the survey.
 func (d *dispatch) assign(now time.Time) {
-	if len(d.members) == 0 || len(d.members) < d.cfg.Expect || len(d.queue) == 0 {
+	n := d.members.Len()
+	if n == 0 || n+d.members.Quarantine().Len() < d.cfg.Expect || len(d.queue) == 0 {
 		return
 	}
 	spec := d.spec
-	spec.Rate = d.spec.Rate / float64(len(d.members))
+	spec.Rate = d.spec.Rate / float64(n)
 	full := 0
 	kept := d.queue[:0]
 	for i, t := range d.queue {
-		if full == len(d.members) {
+		if full == n {
 			kept = append(kept, d.queue[i:]...)
 			break
 		}
 		m := d.route(t.ip)
-		if len(m.tasks) >= m.capacity {
+		if len(m.tasks) >= m.Capacity {
 			kept = append(kept, t)
 			continue
 		}
-		l := d.tokens.Grant(t.id, m.name, m.key, now.Add(d.cfg.Lease))
+		l := d.tokens.Grant(t.id, m.ID, m.Key, now.Add(d.cfg.Lease))
 		wt := wire.SurveyTask{ID: t.id, Lease: l.Token, Job: d.job, IP: t.ip, Ports: t.ports, Spec: spec}
 		if d.job == wire.SurveyWeb {
 			wt.Hosts = t.names()
 		}
 		if err := m.sender.Send(wire.KindSurveyTask, wt, sendTimeout); err != nil {
-			d.log.Warn("survey task not sent; it waits", "supervisor", m.name, "task", t.id, "error", err)
+			d.log.Warn("survey task not sent; it waits", "supervisor", m.ID, "task", t.id, "error", err)
 			kept = append(kept, t)
 			continue
 		}
@@ -412,7 +363,7 @@ func (d *dispatch) assign(now time.Time) {
 		d.flying[t.id] = t
 		d.lease[t.id] = l
 		d.deadl[t.id] = l.Deadline
-		if len(m.tasks) == m.capacity {
+		if len(m.tasks) == m.Capacity {
 			full++
 		}
 	}
@@ -428,7 +379,8 @@ func (d *dispatch) route(ip string) *member {
 	if a, err := netip.ParseAddr(ip); err == nil {
 		key = block(a).String()
 	}
-	return d.members[d.blocks.Route(key)]
+	m, _ := d.members.Get(d.blocks.Route(key))
+	return m
 }
 
 // loseLease ends the lease of flying task id without its answer: its
@@ -448,7 +400,7 @@ func (d *dispatch) loseLease(id string) {
 func (d *dispatch) result(r *wire.SurveyResult, from wire.Peer) {
 	now := time.Now()
 	var t *task
-	switch d.tokens.Judge(from, r.Supervisor, r.TaskID, r.Lease, d.lease[r.TaskID]) {
+	switch d.tokens.Judge(from, cluster.Label(r.Supervisor), r.TaskID, r.Lease, d.lease[r.TaskID]) {
 	case cluster.Forged:
 		why := "it answered a task leased to no one"
 		switch l := d.lease[r.TaskID]; {
@@ -472,14 +424,12 @@ func (d *dispatch) result(r *wire.SurveyResult, from wire.Peer) {
 		delete(d.flying, r.TaskID)
 		delete(d.lease, r.TaskID)
 		delete(d.deadl, r.TaskID)
-		for _, m := range d.members {
+		for _, m := range d.members.All() {
 			delete(m.tasks, r.TaskID)
 		}
 	}
-	if m := d.memberByKey(from.Key); m != nil {
-		m.lastSeen = now
-	} else if m := d.members[r.Supervisor]; m != nil && from.Key == "" {
-		m.lastSeen = now
+	if m, ok := d.members.Of(from, r.Supervisor); ok {
+		m.LastSeen = now
 	}
 	if r.Error != "" {
 		t.attempts++

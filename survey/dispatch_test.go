@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/cluster/clustertest"
 	"backfill/wire"
 )
 
@@ -18,15 +19,19 @@ func TestLeasesRenewedByHeartbeats(t *testing.T) {
 	}
 	defer d.close()
 	started := time.Now()
-	m := &member{name: "s1", endpoint: "tcp://127.0.0.1:1", capacity: 8, started: started, lastSeen: time.Now(), tasks: map[string]*task{}}
-	d.members[m.name] = m
-	defer delete(d.members, m.name) // it has no task socket to close
+	mem := clustertest.New(t, "s1", d.in.Endpoint(), 8, wire.Keys{}, "")
+	mem.Hello.Survey, mem.Hello.Started = true, started
+	d.handle(wire.KindHello, &mem.Hello, wire.Peer{})
+	m, ok := d.members.Get("s1")
+	if !ok {
+		t.Fatal("s1 did not join")
+	}
 	held, lost := &task{id: "p:127.0.0.1", ip: "127.0.0.1"}, &task{id: "p:127.0.0.2", ip: "127.0.0.2", seq: 1}
 	for _, tk := range []*task{held, lost} {
 		m.tasks[tk.id], d.flying[tk.id], d.deadl[tk.id] = tk, tk, started.Add(-time.Second)
 	}
 
-	d.handle(wire.KindHeartbeat, &wire.Heartbeat{Hello: wire.Hello{Supervisor: m.name, Endpoint: m.endpoint, Started: started, Survey: true},
+	d.handle(wire.KindHeartbeat, &wire.Heartbeat{Hello: mem.Hello,
 		Surveys: []string{held.id, "p:127.0.0.9"}}, wire.Peer{})
 	if !d.deadl[held.id].After(started.Add(50 * time.Minute)) {
 		t.Fatalf("lease of the held task not renewed: %v", d.deadl[held.id])

@@ -2,82 +2,53 @@ package survey
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
+	"backfill/cluster/clustertest"
 	"backfill/proctest"
 	"backfill/wire"
 )
 
-// surveyMember plays a survey supervisor over CURVE: its task socket hears
-// only the dispatcher's key.
+// surveyMember plays a survey supervisor over CURVE (the cluster's test
+// member, clustertest.Member): its task socket hears only the
+// dispatcher's key.
 type surveyMember struct {
-	t     *testing.T
-	hello wire.Hello
-	recv  *wire.Receiver
-	send  *wire.Sender
-	held  []wire.SurveyTask
+	*clustertest.Member
+	held []wire.SurveyTask
 }
 
 func newSurveyMember(t *testing.T, name, endpoint string, keys wire.Keys, dispKey string) *surveyMember {
 	t.Helper()
-	recv, err := wire.ListenSecure("tcp://127.0.0.1:*", wire.Security{Keys: keys, Authorized: []string{dispKey}})
-	if err != nil {
-		t.Fatal(err)
+	m := &surveyMember{Member: clustertest.New(t, name, endpoint, 8, keys, dispKey)}
+	m.Hello.Survey = true
+	m.OnSurvey = func(tk wire.SurveyTask) { m.held = append(m.held, tk) }
+	m.Beat = func(hb *wire.Heartbeat) {
+		for _, tk := range m.held {
+			hb.Surveys = append(hb.Surveys, tk.ID)
+		}
 	}
-	send, err := wire.DialSecure(endpoint, wire.Security{Keys: keys, ServerKey: dispKey})
-	if err != nil {
-		recv.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		send.Close()
-		recv.Close()
-	})
-	return &surveyMember{t: t, recv: recv, send: send, hello: wire.Hello{
-		Supervisor: name, Endpoint: recv.Endpoint(), Capacity: 8, Key: keys.Public, Survey: true, Started: time.Now().UTC(),
-	}}
+	return m
 }
 
 // beat says hello (a heartbeat listing what it holds) and takes the tasks
 // that arrive within wait.
 func (m *surveyMember) beat(wait time.Duration) {
-	hb := wire.Heartbeat{Hello: m.hello, At: time.Now()}
-	for _, tk := range m.held {
-		hb.Surveys = append(hb.Surveys, tk.ID)
-	}
-	if err := m.send.Send(wire.KindHeartbeat, hb, time.Second); err != nil && !errors.Is(err, wire.ErrTimeout) {
-		m.t.Fatal(err)
-	}
-	for {
-		kind, v, err := m.recv.Recv(wait)
-		if errors.Is(err, wire.ErrTimeout) {
-			return
-		}
-		if err != nil {
-			m.t.Fatal(err)
-		}
-		wait = 5 * time.Millisecond
-		if kind == wire.KindSurveyTask {
-			m.held = append(m.held, *v.(*wire.SurveyTask))
-		}
-	}
+	m.Heartbeat()
+	m.Receive(wait)
 }
 
 func (m *surveyMember) answer(tk wire.SurveyTask, token int64, state string) {
-	m.t.Helper()
-	r := wire.SurveyResult{TaskID: tk.ID, Lease: token, Supervisor: m.hello.Supervisor, IP: tk.IP, At: time.Now(),
-		Ports: []wire.PortProbe{{Port: 80, State: state}}}
-	if err := m.send.Send(wire.KindSurveyResult, r, time.Second); err != nil {
-		m.t.Fatal(err)
-	}
+	m.T.Helper()
+	m.Send(wire.KindSurveyResult, wire.SurveyResult{TaskID: tk.ID, Lease: token, Supervisor: m.Hello.Supervisor, IP: tk.IP,
+		At: time.Now(), Ports: []wire.PortProbe{{Port: 80, State: state}}})
 }
 
 // TestForgedSurveyAnswer: a survey supervisor whose key is authorized
-// answers the tasks leased to another, under their own tokens, and under
+// says Hello first under another's name, then answers the tasks leased
+// to that other, under their own tokens, and under
 // guessed ones. No row takes its answer, it is quarantined, and the honest
 // member's answers make every row.
 func TestForgedSurveyAnswer(t *testing.T) {
@@ -92,7 +63,8 @@ func TestForgedSurveyAnswer(t *testing.T) {
 		}
 	}
 	disp, honestKey, forgerKey := k[0], k[1], k[2]
-	d, err := newDispatch(Cluster{Keys: disp, Authorized: []string{honestKey.Public, forgerKey.Public}, Heartbeat: time.Hour},
+	d, err := newDispatch(Cluster{Keys: disp, Authorized: []string{honestKey.Public, forgerKey.Public}, Heartbeat: time.Hour, Expect: 2,
+		Names: map[string]string{honestKey.Public: "honest", forgerKey.Public: "forger"}},
 		slog.New(slog.DiscardHandler), wire.SurveyPorts, wire.SurveySpec{})
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +89,11 @@ func TestForgedSurveyAnswer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.run(ctx, tasks) }()
 
+	// The forger says it is honest, first: a member is its key, so it
+	// joins as itself and the honest member as honest.
+	forger := newSurveyMember(t, "honest", endpoint, forgerKey, disp.Public)
+	forger.beat(20 * time.Millisecond)
 	honest := newSurveyMember(t, "honest", endpoint, honestKey, disp.Public)
-	forger := newSurveyMember(t, "forger", endpoint, forgerKey, disp.Public)
 	deadline := time.Now().Add(10 * time.Second)
 	for len(honest.held) == 0 {
 		if time.Now().After(deadline) {
@@ -147,7 +122,8 @@ func TestForgedSurveyAnswer(t *testing.T) {
 					t.Errorf("task %s: row %q, want the honest answer", tk.id, got[tk.id])
 				}
 			}
-			if d.stats.Forged == 0 || len(d.stats.Quarantined) != 1 || d.stats.Quarantined[0].Key != forgerKey.Public {
+			if d.stats.Forged == 0 || len(d.stats.Quarantined) != 1 || d.stats.Quarantined[0].Key != forgerKey.Public ||
+				d.stats.Quarantined[0].Member != "forger" {
 				t.Errorf("forged %d, quarantined %+v; want the forger's key alone", d.stats.Forged, d.stats.Quarantined)
 			}
 			return

@@ -1,16 +1,12 @@
 package wire
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 
 	zmq "github.com/pebbe/zmq4"
@@ -254,47 +250,17 @@ func LoadPublicKey(path string) (string, error) {
 	return keys[0], nil
 }
 
-// LoadAuthorized reads the public keys in path: a file of keys, one a line
-// (blank lines and '#' comments skipped), or a directory whose *.pub files
-// are read so. Keys are returned sorted and without duplicates. A malformed
-// line is an error naming file:line.
+// LoadAuthorized reads the public keys in path (see LoadRoster), sorted
+// and without duplicates.
 func LoadAuthorized(path string) ([]string, error) {
-	info, err := os.Stat(path)
+	roster, err := LoadRoster(path)
 	if err != nil {
-		return nil, fmt.Errorf("wire: authorized keys: %w", err)
+		return nil, err
 	}
-	files := []string{path}
-	if info.IsDir() {
-		files, err = filepath.Glob(filepath.Join(path, "*"+PublicExt))
-		if err != nil {
-			return nil, fmt.Errorf("wire: authorized keys: %w", err)
-		}
-		if len(files) == 0 {
-			return nil, fmt.Errorf("wire: authorized keys: no *%s file in %s", PublicExt, path)
-		}
+	out := make([]string, len(roster))
+	for i, a := range roster {
+		out[i] = a.Key
 	}
-	seen := make(map[string]bool)
-	var out []string
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("wire: authorized keys: %w", err)
-		}
-		keys, err := ParseKeys(f, data)
-		if err != nil {
-			return nil, err
-		}
-		if len(keys) == 0 {
-			return nil, fmt.Errorf("wire: authorized keys: %s holds no key", f)
-		}
-		for _, k := range keys {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	sort.Strings(out)
 	return out, nil
 }
 
@@ -302,21 +268,16 @@ func LoadAuthorized(path string) ([]string, error) {
 // starting with '#' are skipped, surrounding space trimmed. name is used
 // in errors, which read "name:line: reason".
 func ParseKeys(name string, data []byte) ([]string, error) {
-	var keys []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 256), 64<<10)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if err := CheckKey(line); err != nil {
-			return nil, fmt.Errorf("wire: %s:%d: %w", name, n, err)
-		}
-		keys = append(keys, line)
+	lines, err := parseRoster(name, data)
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("wire: %s: %w", name, err)
+	keys := make([]string, len(lines))
+	for i, l := range lines {
+		if l.Name != "" {
+			return nil, fmt.Errorf("wire: %s:%d: a key alone, not %q after it", name, l.line, l.Name)
+		}
+		keys[i] = l.Key
 	}
 	return keys, nil
 }

@@ -15,6 +15,27 @@ var ErrBadFrame = errors.New("wire: bad frame")
 // (ZMQ_MAXMSGSIZE) before they reach memory, and Decode refuses them too.
 const MaxFrame = 8 << 20
 
+// Frames of the kinds a member sends besides its results are small: a
+// Hello says who it is in a few hundred bytes, a Heartbeat adds bounded
+// lists of hosts. Decode refuses larger ones before it decodes anything,
+// so a member that sends megabytes of name costs a copy, not a parse
+// and what the parse would keep.
+const (
+	MaxHelloFrame     = 64 << 10 // Hello, Welcome, Renew, Bye
+	MaxHeartbeatFrame = 1 << 20
+)
+
+// maxFrameOf is the largest frame of kind Decode accepts.
+func maxFrameOf(kind Kind) int {
+	switch kind {
+	case KindHello, KindWelcome, KindRenew, KindBye:
+		return MaxHelloFrame
+	case KindHeartbeat:
+		return MaxHeartbeatFrame
+	}
+	return MaxFrame
+}
+
 // Encode frames v as kind. v must be the type Decode returns for kind, as a
 // value or a pointer.
 func Encode(kind Kind, v any) ([]byte, error) {
@@ -55,6 +76,9 @@ func Decode(frame []byte) (Kind, any, error) {
 		return 0, nil, fmt.Errorf("%w: version %d, want %d", ErrBadFrame, frame[0], Version)
 	}
 	kind := Kind(frame[1])
+	if limit := maxFrameOf(kind); len(frame) > limit {
+		return 0, nil, fmt.Errorf("%w: a %s of %d bytes is over the %d-byte limit of its kind", ErrBadFrame, kind, len(frame), limit)
+	}
 	switch kind {
 	case KindTask:
 		t, err := decodeTask(frame[2:])

@@ -93,6 +93,8 @@ func TestDecodeRefusesBadFrames(t *testing.T) {
 		{"json trailing data", append(append([]byte{}, hello...), []byte(`{"supervisor":"y"}`)...), "trailing"},
 		{"json wrong field type", []byte("\x02\x01{\"capacity\":\"many\"}"), "hello body"},
 		{"huge", append([]byte{Version, byte(KindTask)}, bytes.Repeat([]byte{' '}, MaxFrame)...), "over"},
+		{"hello of a megabyte", append([]byte("\x02\x01{\"supervisor\":\""), bytes.Repeat([]byte{'x'}, 1<<20)...), "limit of its kind"},
+		{"heartbeat of two megabytes", append([]byte{Version, byte(KindHeartbeat)}, bytes.Repeat([]byte{' '}, 2<<20)...), "limit of its kind"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

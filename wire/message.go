@@ -228,6 +228,10 @@ type Welcome struct {
 	// it still queues from the old one, which the new one sends again,
 	// maybe to another member. 0 from a dispatcher that does not say.
 	Gen int64 `json:"gen,omitempty"`
+	// Member is the name the dispatcher knows the member by: in a secured
+	// cluster its key's, whatever name its Hello carried (appended; older
+	// dispatchers omit it).
+	Member string `json:"member,omitempty"`
 }
 
 // Renew answers a Heartbeat: the dispatcher heard the one numbered Seq,

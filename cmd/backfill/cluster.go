@@ -30,7 +30,7 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *expect < 0 || *expectTimeout < 0 {
 		return fmt.Errorf("%w: --expect and --expect-timeout must not be negative", errUsage)
 	}
-	keys, authorized, err := sec.dispatcherSecurity()
+	keys, authorized, names, err := sec.dispatcherSecurity()
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func cmdDispatcher(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *expectTimeout == 0 {
 		cfg.ExpectTimeout = -1 // no limit
 	}
-	cfg.Keys, cfg.Authorized, cfg.Insecure = keys, authorized, sec.insecure
+	cfg.Keys, cfg.Authorized, cfg.Names, cfg.Insecure = keys, authorized, names, sec.insecure
 	summary, err := crawl(ctx, cfg, c.df.records, 0, func(d *dispatcher.Dispatcher) error {
 		c.log.Info("dispatcher listening", "endpoint", d.Endpoint(), "mappings", c.set.Digest())
 		return nil

@@ -26,16 +26,17 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	out := fs.String("o", "-", "output file, - for standard output (JSON Lines stream there as they are read, for piping)")
 	fs.StringVar(out, "out", "-", "same as -o")
 	fields := fs.String("fields", "", "comma-separated extra columns to include even when no record has them")
+	member := fs.String("member", "", "only the values this supervisor gave (its name or public key), and only the records holding one: its answers, to review or purge")
 	follow := fs.Bool("follow", false, "tail a running crawl: write each record as it is complete, then, when the crawl finishes, the rest (JSON Lines; needs --from)")
 	from := fs.String("from", "", "with --follow: the dispatcher's --status (or --metrics) listener, e.g. http://10.0.0.2:9100/")
 	asWARC := fs.Bool("warc", false, "write the pages the crawl kept (run --keep-pages) as a WARC file (ISO 28500, WARC/1.1) instead of the records; gzip-compressed record by record when -o ends in .gz")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *asWARC && (*follow || *provenance || *wrap || *fields != "" || *format != "jsonl") {
-		return fmt.Errorf("%w: --warc writes the kept pages: no --format, --provenance, --wrap, --fields or --follow", errUsage)
+	if *asWARC && (*follow || *provenance || *wrap || *fields != "" || *format != "jsonl" || *member != "") {
+		return fmt.Errorf("%w: --warc writes the kept pages: no --format, --provenance, --wrap, --fields, --member or --follow", errUsage)
 	}
-	if *follow && (*from == "" || *format != "jsonl" || *fields != "") {
+	if *follow && (*from == "" || *format != "jsonl" || *fields != "" || *member != "") {
 		return fmt.Errorf("%w: --follow needs --from and writes JSON Lines (no --format csv, no --fields)", errUsage)
 	}
 	if *format != "jsonl" && *format != "csv" {
@@ -84,7 +85,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	}
 	bw := bufio.NewWriter(w)
-	opts := store.ExportOptions{Format: *format, Provenance: *provenance, Wrap: *wrap}
+	opts := store.ExportOptions{Format: *format, Provenance: *provenance, Wrap: *wrap, Member: *member}
 	for _, name := range strings.Split(*fields, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			opts.Fields = append(opts.Fields, name)

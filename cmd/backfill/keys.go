@@ -55,7 +55,7 @@ type securityFlags struct {
 
 func (s *securityFlags) registerDispatcher(fs *flag.FlagSet) {
 	fs.StringVar(&s.key, "key", "", "this dispatcher's secret key file (from backfill keygen): supervisors must present a key from --authorized-keys")
-	fs.StringVar(&s.authorized, "authorized-keys", "", "with --key: the supervisors' public keys, a file of keys one a line or a directory of .pub files")
+	fs.StringVar(&s.authorized, "authorized-keys", "", "with --key: the supervisors' public keys, a file of keys one a line (\"KEY NAME\" names one) or a directory of NAME.pub files; a supervisor is known by its key's name, whatever --name it says")
 	fs.BoolVar(&s.insecure, "insecure", false, "allow plaintext on endpoints that are not loopback (anyone who can reach the port can join or read tasks)")
 }
 
@@ -65,27 +65,32 @@ func (s *securityFlags) registerSupervisor(fs *flag.FlagSet) {
 	fs.BoolVar(&s.insecure, "insecure", false, "allow plaintext on endpoints that are not loopback (anyone who can reach the port can send tasks or read results)")
 }
 
-// dispatcherSecurity loads the dispatcher's key pair and the authorized keys.
-func (s *securityFlags) dispatcherSecurity() (keys wire.Keys, authorized []string, err error) {
+// dispatcherSecurity loads the dispatcher's key pair and the authorized
+// keys, with their names (wire.LoadRoster).
+func (s *securityFlags) dispatcherSecurity() (keys wire.Keys, authorized []string, names map[string]string, err error) {
 	if s.peer != "" {
-		return keys, nil, fmt.Errorf("%w: --dispatcher-key is a supervisor flag", errUsage)
+		return keys, nil, nil, fmt.Errorf("%w: --dispatcher-key is a supervisor flag", errUsage)
 	}
 	if (s.key == "") != (s.authorized == "") {
-		return keys, nil, fmt.Errorf("%w: --key and --authorized-keys go together", errUsage)
+		return keys, nil, nil, fmt.Errorf("%w: --key and --authorized-keys go together", errUsage)
 	}
 	if s.key == "" {
-		return keys, nil, nil
+		return keys, nil, nil, nil
 	}
 	if s.insecure {
-		return keys, nil, fmt.Errorf("%w: --insecure contradicts --key", errUsage)
+		return keys, nil, nil, fmt.Errorf("%w: --insecure contradicts --key", errUsage)
 	}
 	if keys, err = wire.LoadKeys(s.key); err != nil {
-		return keys, nil, fmt.Errorf("--key: %w", err)
+		return keys, nil, nil, fmt.Errorf("--key: %w", err)
 	}
-	if authorized, err = wire.LoadAuthorized(s.authorized); err != nil {
-		return keys, nil, fmt.Errorf("--authorized-keys: %w", err)
+	roster, err := wire.LoadRoster(s.authorized)
+	if err != nil {
+		return keys, nil, nil, fmt.Errorf("--authorized-keys: %w", err)
 	}
-	return keys, authorized, nil
+	for _, k := range roster {
+		authorized = append(authorized, k.Key)
+	}
+	return keys, authorized, wire.Names(roster), nil
 }
 
 // supervisorSecurity loads the supervisor's key pair and the dispatcher's

@@ -55,6 +55,7 @@ var commands = []command{
 	{"keygen", "write CURVE key pairs (NAME.key, NAME.pub) that secure a cluster", cmdKeygen, false},
 	{"export", "write the records with the values found", cmdExport, false},
 	{"report", "write a crawl's run report: one self-contained HTML file with charts", cmdReport, false},
+	{"purge", "take back every answer one supervisor gave a crawl: its pages are fetched again, its values leave the records", cmdPurge, false},
 	{"survey", "survey hosts: web (web-server metadata of domains) or ports (TCP liveness)", cmdSurvey, false},
 	{"mappings", "author site mappings: check [DIR], try [--mapping NAME] URL|FILE, test [--update] [DIR], learn -o DIR", cmdMappings, false},
 	{"demo", "crawl the built-in fixture web and show the records before and after", cmdDemo, false},

@@ -53,7 +53,7 @@ func checkReport(t *testing.T, state string) {
 		t.Fatalf("export exit %d", code)
 	}
 	records := 0
-	filled, needed, byMapping := map[string]int{}, map[string]int{}, map[string]int{}
+	filled, needed, byMapping, byMember := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 	var rows []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(exp.String()))
 	for sc.Scan() {
@@ -61,6 +61,7 @@ func checkReport(t *testing.T, state string) {
 			Fields     map[string]any `json:"fields"`
 			Provenance map[string]struct {
 				Mapping string `json:"mapping"`
+				Member  string `json:"member"`
 			} `json:"provenance"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
@@ -72,6 +73,7 @@ func checkReport(t *testing.T, state string) {
 			filled[f]++
 			needed[f]++
 			byMapping[p.Mapping]++
+			byMember[p.Member]++
 		}
 	}
 
@@ -98,6 +100,7 @@ func checkReport(t *testing.T, state string) {
 		return n
 	}
 	gotFilled, gotNeeded, gotMapping, gotFail := map[string]int{}, map[string]int{}, map[string]int{}, map[string]int64{}
+	gotMember := map[string]int{}
 	ids := map[string]string{}
 	polyPoints, paceRows := 0, 0
 	walk(doc, func(n *html.Node) {
@@ -118,6 +121,8 @@ func checkReport(t *testing.T, state string) {
 			gotFilled[f], gotNeeded[f] = num(attr(n, "data-filled")), num(attr(n, "data-needed"))
 		case n.Data == "tr" && attr(n, "data-mapping") != "":
 			gotMapping[attr(n, "data-mapping")] = num(attr(n, "data-values"))
+		case n.Data == "tr" && attr(n, "data-member") != "":
+			gotMember[attr(n, "data-member")] = num(attr(n, "data-values"))
 		case n.Data == "tr" && attr(n, "data-class") != "":
 			gotFail[attr(n, "data-class")] = int64(num(attr(n, "data-n")))
 		case n.Data == "polyline":
@@ -160,6 +165,9 @@ func checkReport(t *testing.T, state string) {
 	}
 	if !maps.Equal(gotMapping, byMapping) {
 		t.Errorf("report: values per mapping %v; the export %v", gotMapping, byMapping)
+	}
+	if !maps.Equal(gotMember, byMember) || len(byMember) == 0 || byMember[""] != 0 {
+		t.Errorf("report: values per member %v; the export %v (every value's member named)", gotMember, byMember)
 	}
 	st, err := dispatcher.ReadStatus(state)
 	if err != nil {

@@ -22,14 +22,18 @@ import (
 
 // dispatcherFlags are the crawl's own settings, shared by run and dispatcher.
 type dispatcherFlags struct {
-	records      string
-	stateDir     string
-	fields       string
-	depth        int
-	lease        time.Duration
-	memberLease  time.Duration
-	hostInFlight int
-	summary      string
+	records     string
+	stateDir    string
+	fields      string
+	depth       int
+	lease       time.Duration
+	memberLease time.Duration
+	// re-checks of members' answers: the share (-1: the default), and
+	// the strikes that quarantine
+	recheckShare   float64
+	recheckStrikes int
+	hostInFlight   int
+	summary        string
 
 	// link filters (dispatcher.Config); 0 turns a limit off
 	topSites     string
@@ -61,6 +65,8 @@ func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&d.lease, "lease", 2*time.Minute, "how long a supervisor has for a task before it is sent again")
 	fs.DurationVar(&d.memberLease, "member-lease", dispatcher.DefaultMemberLease, "how long a supervisor holds its hosts without being heard: one cut off that long has stopped asking them, and after its longest request they go to another")
 	fs.IntVar(&d.hostInFlight, "host-in-flight", 2, "tasks of one host handed out at once")
+	fs.Float64Var(&d.recheckShare, "recheck-share", -1, fmt.Sprintf("share of each supervisor's value-giving pages fetched again by another supervisor and compared, 0 to 1 (default %g on a CURVE cluster, none on a plaintext one; 0: none)", dispatcher.DefaultRecheckShare))
+	fs.IntVar(&d.recheckStrikes, "recheck-strikes", dispatcher.DefaultRecheckStrikes, "answers of a supervisor that two others' fetches must contradict for it to be quarantined and every page it answered fetched again")
 	fs.StringVar(&d.summary, "summary", "", "also write the run summary as JSON to this file")
 	fs.StringVar(&d.topSites, "top-sites", "", "ranked CSV of popular sites, rank,domain per line (header optional), for --exclude-top")
 	fs.IntVar(&d.excludeTop, "exclude-top", 0, "do not follow links found on pages into the N most popular sites of --top-sites (a record's own links are always followed); 0: off")
@@ -106,6 +112,9 @@ func (d *dispatcherFlags) validate() error {
 	if min(d.excludeTop, d.hostBudget, d.recordBudget, d.maxPathDepth, d.maxRepeats, d.maxFanout) < 0 {
 		return fmt.Errorf("%w: --exclude-top, --host-budget, --record-budget, --max-path-depth, --max-repeats and --max-fanout must not be negative", errUsage)
 	}
+	if d.recheckShare > 1 || (d.recheckShare < 0 && d.recheckShare != -1) || d.recheckStrikes < 1 {
+		return fmt.Errorf("%w: --recheck-share must be between 0 and 1, --recheck-strikes at least 1", errUsage)
+	}
 	if d.retryAttempts < 0 {
 		return fmt.Errorf("%w: --retry-attempts must not be negative", errUsage)
 	}
@@ -135,6 +144,18 @@ func idFlag(fs *flag.FlagSet, id *string) {
 	fs.StringVar(id, "id", string(records.DefaultID), "the column (JSON Lines: the member) holding each record's id, which tells records apart, resumes and exports them; \"line\": number the records by the line each starts on. A file without the column is refused; a record with an empty id is a malformed line")
 }
 
+// recheckShare maps --recheck-share to dispatcher.Config's: -1 (the
+// default) to 0, 0 (none) to -1.
+func recheckShare(v float64) float64 {
+	switch v {
+	case -1:
+		return 0
+	case 0:
+		return -1
+	}
+	return v
+}
+
 // noLimit maps a flag's 0 ("no limit") to dispatcher.Config's negative.
 func noLimit(v int) int {
 	if v == 0 {
@@ -151,30 +172,32 @@ func (d *dispatcherFlags) config(listen string, set *etl.Set, st store.Store, lo
 		}
 	}
 	return dispatcher.Config{
-		StateDir:      d.stateDir,
-		Listen:        listen,
-		Mappings:      set,
-		Store:         st,
-		Depth:         d.depth,
-		Fields:        fields,
-		Lease:         d.lease,
-		MemberLease:   d.memberLease,
-		HostInFlight:  d.hostInFlight,
-		HostBudget:    noLimit(d.hostBudget),
-		RecordBudget:  noLimit(d.recordBudget),
-		MaxPathDepth:  noLimit(d.maxPathDepth),
-		MaxRepeats:    noLimit(d.maxRepeats),
-		MaxFanout:     noLimit(d.maxFanout),
-		TopSites:      d.topSites,
-		ExcludeTop:    d.excludeTop,
-		Blacklist:     d.blacklistPath(),
-		RecrawlAfter:  d.recrawlAfter,
-		Refresh:       d.refresh,
-		RetryAttempts: noLimit(d.retryAttempts),
-		RetryFailed:   d.retryFailed,
-		Strict:        d.strict,
-		ID:            records.ID(d.id),
-		Logger:        log,
+		StateDir:       d.stateDir,
+		Listen:         listen,
+		Mappings:       set,
+		Store:          st,
+		Depth:          d.depth,
+		Fields:         fields,
+		Lease:          d.lease,
+		MemberLease:    d.memberLease,
+		RecheckShare:   recheckShare(d.recheckShare),
+		RecheckStrikes: d.recheckStrikes,
+		HostInFlight:   d.hostInFlight,
+		HostBudget:     noLimit(d.hostBudget),
+		RecordBudget:   noLimit(d.recordBudget),
+		MaxPathDepth:   noLimit(d.maxPathDepth),
+		MaxRepeats:     noLimit(d.maxRepeats),
+		MaxFanout:      noLimit(d.maxFanout),
+		TopSites:       d.topSites,
+		ExcludeTop:     d.excludeTop,
+		Blacklist:      d.blacklistPath(),
+		RecrawlAfter:   d.recrawlAfter,
+		Refresh:        d.refresh,
+		RetryAttempts:  noLimit(d.retryAttempts),
+		RetryFailed:    d.retryFailed,
+		Strict:         d.strict,
+		ID:             records.ID(d.id),
+		Logger:         log,
 	}
 }
 

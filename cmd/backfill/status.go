@@ -186,6 +186,9 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 			return err
 		}
 	}
+	if line := recheckLine(s.Rechecks); line != "" {
+		fmt.Fprintln(w, "\n"+line)
+	}
 	if s.Forged > 0 || len(s.Quarantined) > 0 {
 		fmt.Fprintf(w, "\nquarantined members (%d keys; %d forged frames refused): no tasks, frames refused until the dispatcher restarts with the key authorized\n",
 			len(s.Quarantined), s.Forged)
@@ -194,6 +197,18 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 		for _, q := range s.Quarantined {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", q.Key, cmp.Or(q.Address, "?"), cmp.Or(q.Member, "-"), q.Count,
 				q.First.Local().Format(time.TimeOnly), q.Why)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.RefusedMembers) > 0 {
+		fmt.Fprintf(w, "\nrefused registrations and frames (%d senders)\n", len(s.RefusedMembers))
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CATEGORY\tNAME\tADDRESS\tKEY\tREFUSED\tLAST\tWHY")
+		for _, r := range s.RefusedMembers {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Category, cmp.Or(r.Member, "-"), cmp.Or(r.Address, "?"), cmp.Or(r.Key, "-"),
+				r.Count, r.Last.Local().Format(time.TimeOnly), r.Why)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -63,6 +64,16 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 	}
 	if s.Refused > 0 {
 		fmt.Fprintf(w, "refused: %d  (%s)\n", s.Refused, countsLine(s.RefusedBy))
+	}
+	if line := recheckLine(s.Rechecks); line != "" {
+		fmt.Fprintln(w, line)
+	}
+	if s.Forged > 0 || len(s.Quarantined) > 0 {
+		fmt.Fprintf(w, "forged frames refused: %d  members quarantined: %d (no tasks; frames refused until the dispatcher restarts with the key authorized)\n",
+			s.Forged, len(s.Quarantined))
+		for _, q := range s.Quarantined {
+			fmt.Fprintf(w, "  %s  key %s  from %s: %s (%d frames refused)\n", cmp.Or(q.Member, "-"), q.Key, cmp.Or(q.Address, "?"), q.Why, q.Count)
+		}
 	}
 	if s.Adopted > 0 {
 		fmt.Fprintf(w, "answers to the previous dispatcher process applied (not fetched again): %d\n", s.Adopted)
@@ -146,6 +157,20 @@ func remapLine(s *dispatcher.Summary) string {
 	line := fmt.Sprintf("mappings changed: %d pages re-extracted, %d fetched", s.Remap.Reextracted, s.Pages)
 	if s.Remap.Refetched > 0 {
 		line += fmt.Sprintf(" (%d of them not kept, fetched again)", s.Remap.Refetched)
+	}
+	return line
+}
+
+// recheckLine says what re-checks of members' answers did, "" when none
+// was made.
+func recheckLine(r dispatcher.RecheckCounts) string {
+	if r.Fetched == 0 && r.Dropped == 0 && r.Purged == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("re-checked answers: %d pages fetched again by another member  %d agreed  %d disputed (%d unsettled)  %d failed  %d not made",
+		r.Fetched, r.Agreed, r.Disputed, r.Unsettled, r.Failed, r.Dropped)
+	if r.Contradicted > 0 || r.Purged > 0 {
+		line += fmt.Sprintf("  answers contradicted: %d  members quarantined for it: %d  their pages queued again: %d", r.Contradicted, r.Liars, r.Purged)
 	}
 	return line
 }

@@ -161,12 +161,12 @@ func (f *surveyFlags) open(ctx context.Context, stdout, stderr io.Writer, spec w
 	spec.Timeout, spec.Delay, spec.Rate, spec.Per24, spec.UserAgent = f.timeout, f.delay, f.rate, f.per24, f.ua()
 	cl := survey.Cluster{Lease: f.lease}
 	if f.cluster != "" {
-		keys, authorized, err := f.sec.dispatcherSecurity()
+		keys, authorized, names, err := f.sec.dispatcherSecurity()
 		if err != nil {
 			r.close()
 			return nil, err
 		}
-		cl.Listen, cl.Expect, cl.Keys, cl.Authorized, cl.Insecure = f.cluster, f.expect, keys, authorized, f.sec.insecure
+		cl.Listen, cl.Expect, cl.Keys, cl.Authorized, cl.Names, cl.Insecure = f.cluster, f.expect, keys, authorized, names, f.sec.insecure
 	} else {
 		cl.Expect = f.supervisors
 		cl.Listening = r.startLocal(ctx, fetch.Config{UserAgent: f.ua(), AllowLoopback: f.allowLoop, AllowPrivate: f.allowPriv, Deny: deny})

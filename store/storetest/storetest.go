@@ -405,6 +405,28 @@ var cases = []testCase{
 			}
 		}
 	}},
+	{"fields/cleared", func(ctx context.Context, t *testing.T, s store.Store) {
+		// A member's answers purged: an empty Value takes the field away,
+		// and the record's other fields stay.
+		recs := sampleRecords()
+		mustPut(ctx, t, s, recs)
+		id := recs[0].ID
+		email, phone := value("email", "lie@evil.example", 0, base), value("phone", "555", 1, base)
+		email.Member, email.MemberKey = "liar", "KEY"
+		if err := s.SetFields(ctx, id, []store.Value{email, phone}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetFields(ctx, id, []store.Value{{Field: "email"}, {Field: "nothing-there"}}); err != nil {
+			t.Fatalf("SetFields clearing: %v", err)
+		}
+		got, err := s.Record(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got.Found["email"]; ok || len(got.Found) != 1 || got.Found["phone"].Value != "555" {
+			t.Errorf("found after clearing email: %+v, want phone alone", got.Found)
+		}
+	}},
 	{"fields/empty field name", func(ctx context.Context, t *testing.T, s store.Store) {
 		recs := sampleRecords()
 		mustPut(ctx, t, s, recs)
