@@ -99,6 +99,14 @@ type Extraction struct {
 	OutLinks []string      // every http(s) link on the page (a/area href): absolute, normalized, deduplicated, binary file types removed
 	Errors   []FieldError  // processors that failed; other fields went on
 
+	// Anchors holds, for each of OutLinks, the text of its first anchor
+	// (text and image alt text, white space collapsed, at most
+	// MaxAnchorText bytes; "" for none): what the page says of where the
+	// link leads, which the crawl's frontier compares with what a record
+	// knows. Not shown with the extraction (it is not something the
+	// mappings found).
+	Anchors []string `json:"-"`
+
 	// JSOnly says the page looks like a shell whose content JavaScript
 	// writes (see JSOnly). It is looked for only when a rendering could
 	// add something: a mapping with url_patterns and render auto matched

@@ -669,7 +669,7 @@ func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 	for _, e := range ex.Errors {
 		res.FieldErrs = append(res.FieldErrs, e.String())
 	}
-	res.Links = mergeLinks(ex.Links, ex.OutLinks, maxResultLinks)
+	res.Links = mergeLinks(ex.Links, ex.OutLinks, ex.Anchors, maxResultLinks)
 	if !p.render {
 		res.JSOnly = ex.JSOnly
 		if ex.JSOnly && s.docs != nil {
@@ -704,15 +704,31 @@ func validators(resp *fetch.Response) (etag, lastModified string) {
 }
 
 // mergeLinks lists parsed links (Parsed) then other outbound links, each
-// URL once, at most limit of them.
-func mergeLinks(parsed, out []string, limit int) []wire.Link {
+// URL once, at most limit of them, each with its anchor text (texts[i]
+// is out[i]'s; a parsed link takes the text of the same URL among out).
+func mergeLinks(parsed, out, texts []string, limit int) []wire.Link {
 	if len(parsed)+len(out) == 0 {
 		return nil
+	}
+	text := func(i int) string {
+		if i < len(texts) {
+			return texts[i]
+		}
+		return ""
+	}
+	var outText map[string]string
+	if len(parsed) > 0 && len(texts) > 0 {
+		outText = make(map[string]string, len(out))
+		for i, l := range out {
+			if t := text(i); t != "" {
+				outText[l] = t
+			}
+		}
 	}
 	seen := make(map[string]bool, len(parsed)+len(out))
 	links := make([]wire.Link, 0, min(len(parsed)+len(out), limit))
 	for i, list := range [][]string{parsed, out} {
-		for _, l := range list {
+		for j, l := range list {
 			if len(links) >= limit {
 				return links
 			}
@@ -720,7 +736,13 @@ func mergeLinks(parsed, out []string, limit int) []wire.Link {
 				continue
 			}
 			seen[l] = true
-			links = append(links, wire.Link{URL: l, Parsed: i == 0})
+			link := wire.Link{URL: l, Parsed: i == 0}
+			if i == 0 {
+				link.Text = outText[l]
+			} else {
+				link.Text = text(j)
+			}
+			links = append(links, link)
 		}
 	}
 	return links
@@ -778,7 +800,7 @@ func approxSize(r *wire.Result) int {
 		}
 	}
 	for _, l := range r.Links {
-		n += len(l.URL) + 16
+		n += len(l.URL) + len(l.Text) + 16
 	}
 	for _, e := range r.FieldErrs {
 		n += len(e) + 4

@@ -362,4 +362,9 @@ type Field struct {
 type Link struct {
 	URL    string `json:"url"`
 	Parsed bool   `json:"parsed,omitempty"` // yielded by a mapping's url_parsers
+	// Text is what the page's anchor says of the link (etl's
+	// Extraction.Anchors: at most etl.MaxAnchorText bytes), which the
+	// dispatcher's frontier compares with what a record knows; "" when
+	// the page has no anchor text for it.
+	Text string `json:"text,omitempty"`
 }
