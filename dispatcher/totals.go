@@ -12,7 +12,7 @@ import (
 // the next resumes from the state. The summary and the status describe the
 // whole crawl, so its counters are kept in the state's meta table as
 // totals ("total.<name>", and for counters by key "total.errors.<class>",
-// "total.filtered.<why>", "total.blocked.<refusal>",
+// "total.filtered.<why>", "total.pruned.<why>", "total.blocked.<refusal>",
 // "total.redirects.<outcome>"),
 // written with every commit: the totals of the processes before, plus
 // this one's counters. A crawl ends when a Run finishes with no work left
@@ -28,6 +28,7 @@ const (
 	totalPrefix  = "total."
 	errorsPrefix = totalPrefix + "errors."
 	filterPrefix = totalPrefix + "filtered."
+	prunePrefix  = totalPrefix + "pruned."
 	blockPrefix  = totalPrefix + "blocked."
 	redirPrefix  = totalPrefix + "redirects."
 )
@@ -44,6 +45,7 @@ func (d *Dispatcher) keyedTallies() []keyed {
 	return []keyed{
 		{errorsPrefix, d.run.errs, d.base.errs},
 		{filterPrefix, d.run.filtered, d.base.filtered},
+		{prunePrefix, d.run.pruned, d.base.pruned},
 		{blockPrefix, d.run.blocked, d.base.blocked},
 		{redirPrefix, d.run.redirects, d.base.redirects},
 	}
@@ -65,16 +67,17 @@ func (d *Dispatcher) tallies() []tally {
 		{"refused_match_key", &r.keyRefused}, {"render_retried", &r.renderRetried}, {"render_wanted", &r.renderWanted},
 		{"not_modified", &r.notModified}, {"refreshed", &r.refreshed}, {"changed", &r.changed},
 		{"unconfirmed", &r.unconfirmed}, {"link_farms", &r.linkFarms}, {"duplicates", &r.duplicates},
-		{"recrawled", &r.recrawled},
+		{"recrawled", &r.recrawled}, {"requests", &r.requests}, {"completed", &r.completed},
 	}
 }
 
 // totals are what the processes before this one counted.
 type totals struct {
-	n                                  map[string]int64
-	errs, filtered, blocked, redirects map[string]int64
-	elapsed                            time.Duration
-	starts                             int64
+	n                      map[string]int64
+	errs, filtered, pruned map[string]int64
+	blocked, redirects     map[string]int64
+	elapsed                time.Duration
+	starts                 int64
 }
 
 // loadTotals reads the totals at New, starting a new crawl if the last
@@ -90,8 +93,8 @@ func (d *Dispatcher) loadTotals(ctx context.Context) error {
 			return fmt.Errorf("dispatcher: state totals: %w", err)
 		}
 	}
-	d.base = totals{n: map[string]int64{}, errs: map[string]int64{}, filtered: map[string]int64{}, blocked: map[string]int64{},
-		redirects: map[string]int64{}}
+	d.base = totals{n: map[string]int64{}, errs: map[string]int64{}, filtered: map[string]int64{}, pruned: map[string]int64{},
+		blocked: map[string]int64{}, redirects: map[string]int64{}}
 	t := &d.base
 	families := d.keyedTallies()
 	rows, err := s.conn.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE 'total.%'`)

@@ -330,6 +330,22 @@ func (s *Set) MatchFields() []string {
 	return sortedUnique(out)
 }
 
+// FieldsAt lists, sorted, the fields the mappings that run on rawURL
+// declare: those whose url_patterns match it and the generic ones, which
+// run on every page. A page gives no value of any other field.
+func (s *Set) FieldsAt(rawURL string) []string {
+	var out []string
+	for _, m := range s.Mappings() {
+		if !m.MatchURL(rawURL) {
+			continue
+		}
+		for _, f := range m.fields {
+			out = append(out, f.name)
+		}
+	}
+	return sortedUnique(out)
+}
+
 // Matches reports whether any mapping's url_patterns match rawURL, and the
 // highest Priority among those that do. Generic mappings (no url_patterns)
 // run on every page but do not count here: they say nothing about whether
