@@ -3,6 +3,8 @@
 package bench
 
 import (
+	"bytes"
+	"encoding/csv"
 	"fmt"
 	"os"
 	"os/exec"
@@ -246,4 +248,125 @@ func countFrontier(log []testweb.Request, oracle []string) frontierCounts {
 		}
 	}
 	return c
+}
+
+// BenchmarkFrontierLearn is issue 35's measurement of `mappings learn`:
+// the pages its depth search fetches to find the same teachers. The
+// people web of LEARN_HOSTS (100) hosts × LEARN_PAGES (4) profiles and
+// LEARN_RECORDS (300) records, as the learning acceptance test has it;
+// every fifth record teaches, with the values a correct crawl that
+// renders finds (testweb.PeopleTruth); `backfill mappings learn --depth
+// LEARN_DEPTH (2)` with no delay. Each build runs once, the base
+// (FRONTIER_BASE_BIN, when set) first, then the branch; it prints the
+// requests each made (robots.txt apart) and whether they learned the
+// same mappings.
+//
+//	cd bench && FRONTIER_BASE_BIN=/tmp/backfill-base go test -run '^$' -bench FrontierLearn -benchtime 1x -timeout 30m .
+func BenchmarkFrontierLearn(b *testing.B) {
+	hosts := envInt(b, "LEARN_HOSTS", 100)
+	pages := envInt(b, "LEARN_PAGES", 4)
+	nrec := envInt(b, "LEARN_RECORDS", 300)
+	depth := envInt(b, "LEARN_DEPTH", 2)
+	web, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: hosts, Pages: pages, Records: nrec})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer web.Close()
+	dir := b.TempDir()
+	teachers, n := peopleTeachers(b, web)
+	teachersCSV := writeFile(b, dir, "teachers.csv", teachers)
+	fmt.Printf("frontier-learn: people web of %d hosts × %d profiles, %d records, %d of them teachers, --depth %d; GOMAXPROCS %d\n",
+		hosts, pages, nrec, n, depth, runtime.GOMAXPROCS(0))
+
+	type build struct{ name, bin string }
+	var builds []build
+	if base := os.Getenv("FRONTIER_BASE_BIN"); base != "" {
+		builds = append(builds, build{"base", base})
+	}
+	builds = append(builds, build{"branch", goBuild(b, "..", "./cmd/backfill", filepath.Join(dir, "backfill"))})
+	learned := map[string]map[string]string{} // build → learned file → content
+	for _, bd := range builds {
+		b.Run(bd.name, func(b *testing.B) {
+			var c frontierCounts
+			var wall time.Duration
+			for i := 0; i < b.N; i++ {
+				out := filepath.Join(dir, fmt.Sprintf("%s-learned-%d", bd.name, i))
+				args := []string{"mappings", "learn", "--records", teachersCSV, "--fields", strings.Join(testweb.PeopleFields, ","),
+					"--depth", strconv.Itoa(depth), "-o", out, "--allow-loopback", "--delay", "0", "--contact", "https://backfill.invalid/bench"}
+				before := len(web.Log())
+				start := time.Now()
+				cmd := exec.Command(bd.bin, append(args, resolveFlags(web)...)...)
+				if msg, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%s: %v\n%s", bd.name, err, tail(msg))
+				}
+				wall = time.Since(start)
+				c = countFrontier(web.Log()[before:], nil)
+				learned[bd.name] = readDir(b, out)
+			}
+			b.ReportMetric(float64(c.pages), "pages")
+			fmt.Printf("frontier-learn: %-6s %4d requests for pages (%d homepages, %d team pages, %d profiles, %d indexes; %d answered 404) + %d robots.txt in %s; %d mapping files learned\n",
+				bd.name, c.pages, c.kinds["home"], c.kinds["team"], c.kinds["profile"], c.kinds["index"], c.notFound, c.robots,
+				wall.Round(time.Millisecond), len(learned[bd.name]))
+		})
+	}
+	if base, ok := learned["base"]; ok {
+		same := len(base) == len(learned["branch"])
+		for name, content := range base {
+			same = same && learned["branch"][name] == content
+		}
+		fmt.Printf("frontier-learn: branch and base learned the same mapping files: %v\n", same)
+	}
+}
+
+// peopleTeachers is the records CSV of a people web with every fifth
+// record teaching: the values a correct crawl that renders finds filled
+// in. It returns the CSV and the teachers' count.
+func peopleTeachers(b *testing.B, web *testweb.Web) ([]byte, int) {
+	known := testweb.PeopleTruth(web, testweb.PeopleCrawl{Depth: 2, Render: true})
+	rows, err := csv.NewReader(bytes.NewReader(testweb.PeopleRecords(web))).ReadAll()
+	if err != nil {
+		b.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	var out bytes.Buffer
+	w := csv.NewWriter(&out)
+	w.Write(rows[0])
+	n := 0
+	for i, r := range rows[1:] {
+		if i%5 != 0 {
+			continue
+		}
+		for f, v := range known[r[col["id"]]] {
+			if v != "" {
+				r[col[f]] = v
+			}
+		}
+		w.Write(r)
+		n++
+	}
+	w.Flush()
+	return out.Bytes(), n
+}
+
+// readDir reads every file of dir, by name.
+func readDir(b *testing.B, dir string) map[string]string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[e.Name()] = string(data)
+	}
+	return out
 }

@@ -117,7 +117,7 @@ func (d *Document) scan() {
 }
 
 // anchor is an a or area element with an href: the raw href and the
-// element, whose text (anchorText) is read once the tree is whole.
+// element, whose text (AnchorText) is read once the tree is whole.
 type anchor struct {
 	href string
 	node *html.Node

@@ -231,7 +231,7 @@ const maxBinaryExt = 5
 const MaxAnchorText = 96
 
 // outLinks collects every http(s) a/area href on the page, and the text
-// of the first anchor of each (anchorText). Pages repeat links (menus,
+// of the first anchor of each (AnchorText). Pages repeat links (menus,
 // "read more"), so raw hrefs that need the comparatively costly general
 // resolution are deduplicated before it.
 func outLinks(doc *Document) (out, texts []string) {
@@ -267,23 +267,24 @@ func outLinks(doc *Document) (out, texts []string) {
 			}
 			if seen.add(u) && !IsBinaryURL(u) {
 				out = append(out, u)
-				texts = append(texts, anchorText(a.node))
+				texts = append(texts, AnchorText(a.node))
 			}
 			continue
 		}
 		if seen.add(u) && !binaryPath(u[:pathEnd]) {
 			out = append(out, u)
-			texts = append(texts, anchorText(a.node))
+			texts = append(texts, AnchorText(a.node))
 		}
 	}
 	return out, texts
 }
 
-// anchorText is what an anchor says of where it leads: its text and the
-// alt text of its images, a space between the text of two nodes, white
-// space collapsed, at most MaxAnchorText bytes (cut at a rune's start).
-// Scripts and styles say nothing.
-func anchorText(n *html.Node) string {
+// AnchorText is what an anchor (an a or area element) says of where it
+// leads: its text and the alt text of its images, a space between the
+// text of two nodes, white space collapsed, at most MaxAnchorText bytes
+// (cut at a rune's start). Scripts and styles say nothing. The crawl's
+// links carry it (Extraction.Anchors), and learning reads it the same.
+func AnchorText(n *html.Node) string {
 	if n == nil {
 		return ""
 	}
