@@ -106,8 +106,8 @@ type PeopleOptions struct {
 	// a hash of its number, in steps of 10 ms (PeopleHostDelay says
 	// which), as the sites of a real crawl ask different delays.
 	CrawlDelayMax time.Duration
-	Latency    time.Duration // added before every response
-	Logger     *slog.Logger  // the HTTP server's own errors; nil discards
+	Latency       time.Duration // added before every response
+	Logger        *slog.Logger  // the HTTP server's own errors; nil discards
 	// Addr is the address to listen at; "" picks a free port on
 	// 127.0.0.1. A crawl that finds the hosts by DNS needs port 80.
 	Addr string
