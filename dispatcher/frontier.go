@@ -48,11 +48,14 @@ type task struct {
 	// urls.score); value is what it is expected to give, base the part
 	// of it no cue in memory explains (a task read back from the state
 	// has its level's worth), cues what each record that reached it in
-	// this window expects of it.
+	// this window expects of it. keep says rescoring never prunes it: a
+	// record's own link, or a task read back from the state, whose
+	// records' cues are not all in memory.
 	level int
 	value float64
 	base  float64
 	cues  []taskCue
+	keep  bool
 
 	// while leased: to whom, under which token, until when
 	lease cluster.Lease

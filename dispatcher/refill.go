@@ -69,7 +69,7 @@ func (d *Dispatcher) refillChunk(ctx context.Context) (n int, full bool, err err
 		}
 		t.matched, t.render = matched == 1, render == 1
 		t.base = levelValue(t.level)
-		t.value = t.base
+		t.value, t.keep = t.base, true
 		k := t.place()
 		d.w.cursor = &k
 		if d.w.queued[t.key] != nil || d.w.leased[t.key] != nil {

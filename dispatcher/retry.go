@@ -162,7 +162,7 @@ func (d *Dispatcher) requeueDone(ctx context.Context, key int64, norm string, de
 	d.queuedN++
 	t.url, t.matched, t.render = u.String, matched == 1, render == 1
 	t.base = levelValue(t.level)
-	t.value = t.base
+	t.value, t.keep = t.base, true
 	if t.host, t.domain = hostDomain(t.url); t.host == "" {
 		// refill drops it, saying why.
 		d.w.spilled, d.w.cursor = true, nil

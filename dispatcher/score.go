@@ -374,8 +374,9 @@ func (d *Dispatcher) relevel(ctx context.Context, t *task) error {
 // rescore scores the window's tasks again, every rescoreEvery, under what
 // the model has learned since they were queued: their levels follow, and
 // a task every record of which now finds it unlikely to pay, on enough
-// evidence, is pruned. Tasks read back from the state (their cues are not
-// in memory) and a record's own links keep theirs.
+// evidence, is pruned. A task read back from the state (the cues of its
+// records are not all in memory) and a record's own link are never
+// pruned (task.keep).
 func (d *Dispatcher) rescore(ctx context.Context, now time.Time) error {
 	if now.Sub(d.score.rescored) < rescoreEvery {
 		return nil
@@ -386,7 +387,7 @@ func (d *Dispatcher) rescore(ctx context.Context, now time.Time) error {
 		if len(t.cues) == 0 {
 			continue
 		}
-		v, unlikely := t.base, t.base == 0
+		v, unlikely := t.base, !t.keep
 		for i := range t.cues {
 			tc := &t.cues[i]
 			e := d.score.model.Score(tc.cue)

@@ -299,7 +299,7 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 		v := d.score.model.Score(d.ownCue(nil, r.norm, 0, linkscore.SourceOwn)).Value
 		t := &task{key: r.key, url: r.norm, host: host, domain: domain, depth: 0,
 			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(r.norm),
-			base: v, value: v, level: levelOf(v)}
+			base: v, value: v, level: levelOf(v), keep: true}
 		pending[r.key] = true
 		fresh = append(fresh, t)
 		links = append(links, seedLink{r.key, r.rec})
