@@ -33,6 +33,7 @@ type linkCand struct {
 	norm   string
 	cue    linkscore.Cue
 	parent int64
+	info   *linkInfo // whether a mapping matches it, with priority
 }
 
 // attachLinks records that the record rec (its seq) reached each of links
@@ -50,7 +51,8 @@ func (d *Dispatcher) attachLinks(ctx context.Context, links []string, rec int64,
 	}
 	cands := make([]linkCand, len(links))
 	for i, l := range links {
-		cands[i] = linkCand{norm: l, cue: d.ownCue(r, l, depth, source)}
+		info := d.infoOf(l)
+		cands[i] = linkCand{norm: l, cue: d.ownCue(r, l, info, depth, source), info: &info}
 	}
 	return d.attachCands(ctx, cands, rec, recN, depth)
 }
@@ -75,7 +77,7 @@ func (d *Dispatcher) attachPage(ctx context.Context, r *recState, it applyItem, 
 			d.pruned(ctx, PruneLastDepth, l, r, depth, c, nil)
 			continue
 		}
-		cands = append(cands, linkCand{norm: l, cue: c, parent: it.key})
+		cands = append(cands, linkCand{norm: l, cue: c, parent: it.key, info: &infos[i]})
 	}
 	n := r.queued
 	if err := d.attachCands(ctx, cands, r.seq, &r.queued, depth); err != nil {
@@ -172,9 +174,8 @@ func (d *Dispatcher) attachSome(ctx context.Context, cands []linkCand, rec int64
 			continue
 		}
 		hc.dirty = true
-		matched, prio := d.cfg.Mappings.Matches(norm)
 		t := &task{key: key, url: norm, host: host, domain: domain, depth: depth,
-			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(norm),
+			matched: c.info.matched, priority: c.info.priority, render: d.cfg.Mappings.NeedsRender(norm),
 			value: e.Value, level: levelOf(e.Value), cues: []taskCue{{rec: rec, cue: c.cue, value: e.Value}}}
 		d.nextSeq++
 		t.seq = rankedSeq(hc.n, d.nextSeq)

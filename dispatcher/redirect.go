@@ -99,7 +99,8 @@ func (d *Dispatcher) attachVia(ctx context.Context, norm string, r *recState, de
 	}
 	// The target stands for the page that sent the record there: it is
 	// remembered with that link's cue and source (score.go).
-	cue, parent := d.ownCue(r, norm, depth, linkscore.SourceNeutral), int64(0)
+	info := d.infoOf(norm)
+	cue, parent := d.ownCue(r, norm, info, depth, linkscore.SourceNeutral), int64(0)
 	if e := d.score.trail[trailKey{from, r.seq}]; e != nil {
 		cue, parent = e.cue, e.parent
 	}
@@ -125,9 +126,8 @@ func (d *Dispatcher) attachVia(ctx context.Context, norm string, r *recState, de
 	if host == "" {
 		return nil
 	}
-	matched, prio := d.cfg.Mappings.Matches(norm)
 	t := &task{key: key, url: norm, host: host, domain: domain, depth: depth, hops: hops,
-		matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(norm),
+		matched: info.matched, priority: info.priority, render: d.cfg.Mappings.NeedsRender(norm),
 		value: v, level: levelOf(v), cues: []taskCue{{rec: r.seq, cue: cue, value: v}}}
 	hc, err := d.hostCount(ctx, host)
 	if err != nil {

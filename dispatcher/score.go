@@ -172,8 +172,19 @@ func (s *scoring) barren(host string) bool {
 // per page for every record it is applied to.
 type linkInfo struct {
 	address, anchor string   // folded (linkscore.Address, linkscore.Fold)
-	fields          []string // the fields of the mappings that run on it (etl.Set.FieldsAt)
+	fields          []string // the fields of the mappings that run on it (etl.Set.Applies)
 	host            string
+	matched         bool // a mapping's url_patterns match it, with priority
+	priority        int
+}
+
+// infoOf is what the cues of link norm need of it, its address and
+// anchor aside (linkInfos and ownCue fold the address when a record's
+// words are to be looked for in it).
+func (d *Dispatcher) infoOf(norm string) linkInfo {
+	host, _ := splitURL(norm)
+	matched, prio, fields := d.cfg.Mappings.Applies(norm)
+	return linkInfo{fields: fields, host: host, matched: matched, priority: prio}
 }
 
 // linkInfos are the infos of res's links, made on first use.
@@ -183,8 +194,8 @@ func (d *Dispatcher) linkInfos(res *cachedResult) []linkInfo {
 	}
 	res.infos = make([]linkInfo, len(res.Links))
 	for i, l := range res.Links {
-		host, _ := splitURL(l)
-		res.infos[i] = linkInfo{address: linkscore.Address(l), fields: d.cfg.Mappings.FieldsAt(l), host: host}
+		res.infos[i] = d.infoOf(l)
+		res.infos[i].address = linkscore.Address(l)
 		if i < len(res.Anchors) && res.Anchors[i] != "" {
 			res.infos[i].anchor = linkscore.Fold(res.Anchors[i])
 		}
@@ -245,18 +256,16 @@ func (d *Dispatcher) cueOf(r *recState, keyWords, valueWords []string, info link
 }
 
 // ownCue is the cue of a record's own link, or of a link attached without
-// a page to judge it by (a refresh's, a redirect's first): its URL only.
-// With r nil it is any record's: Match says a mapping that runs on it
-// declares a target field.
-func (d *Dispatcher) ownCue(r *recState, norm string, depth int, source linkscore.Source) linkscore.Cue {
-	host, _ := splitURL(norm)
-	c := linkscore.Cue{Source: source, Last: depth >= d.cfg.Depth, Barren: d.score.barren(host)}
-	fields := d.cfg.Mappings.FieldsAt(norm)
+// a page to judge it by (a refresh's, a redirect's first): its URL norm
+// only (info is infoOf's). With r nil it is any record's: Match says a
+// mapping that runs on it declares a target field.
+func (d *Dispatcher) ownCue(r *recState, norm string, info linkInfo, depth int, source linkscore.Source) linkscore.Cue {
+	c := linkscore.Cue{Source: source, Last: depth >= d.cfg.Depth, Barren: d.score.barren(info.host)}
 	if r != nil {
-		c.Match = r.lacksAny(fields)
+		c.Match = r.lacksAny(info.fields)
 		c.Naming = linkscore.Name(r.keyWords(d.matchFields), linkscore.Address(norm), "")
 	} else {
-		for _, f := range fields {
+		for _, f := range info.fields {
 			if _, ok := slices.BinarySearch(d.targetFields, f); ok {
 				c.Match = true
 				break
@@ -430,7 +439,7 @@ func (d *Dispatcher) learn(it applyItem, r *recState, gave bool) {
 		if it.depth > 0 {
 			return // forgotten (trailCap), or reached in an earlier process
 		}
-		s.remember(k, d.ownCue(r, it.res.Source, 0, linkscore.SourceOwn), 0)
+		s.remember(k, d.ownCue(r, it.res.Source, d.infoOf(it.res.Source), 0, linkscore.SourceOwn), 0)
 		e = s.trail[k]
 	}
 	if !e.direct {

@@ -277,7 +277,7 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 			if k.state == stateQueued || d.w.queued[r.key] != nil {
 				// A record's own link: the task goes up by what it is
 				// worth to a record, and is never pruned.
-				c := d.ownCue(nil, r.norm, 0, linkscore.SourceOwn)
+				c := d.ownCue(nil, r.norm, d.infoOf(r.norm), 0, linkscore.SourceOwn)
 				if err := d.addCue(ctx, r.key, k.level, r.rec, c, d.score.model.Score(c).Value); err != nil {
 					return err
 				}
@@ -293,12 +293,12 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 			d.log.Debug("link without a host ignored", "url", r.norm, "record", r.rec)
 			continue
 		}
-		matched, prio := d.cfg.Mappings.Matches(r.norm)
 		// A record's own link, judged by its URL (ownCue): never pruned,
 		// so its worth is the task's base, not a cue rescore may drop.
-		v := d.score.model.Score(d.ownCue(nil, r.norm, 0, linkscore.SourceOwn)).Value
+		info := d.infoOf(r.norm)
+		v := d.score.model.Score(d.ownCue(nil, r.norm, info, 0, linkscore.SourceOwn)).Value
 		t := &task{key: r.key, url: r.norm, host: host, domain: domain, depth: 0,
-			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(r.norm),
+			matched: info.matched, priority: info.priority, render: d.cfg.Mappings.NeedsRender(r.norm),
 			base: v, value: v, level: levelOf(v), keep: true}
 		pending[r.key] = true
 		fresh = append(fresh, t)

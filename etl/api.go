@@ -334,16 +334,28 @@ func (s *Set) MatchFields() []string {
 // declare: those whose url_patterns match it and the generic ones, which
 // run on every page. A page gives no value of any other field.
 func (s *Set) FieldsAt(rawURL string) []string {
-	var out []string
+	_, _, fields := s.Applies(rawURL)
+	return fields
+}
+
+// Applies is Matches and FieldsAt of rawURL in one pass over the
+// mappings (each url_pattern tried once).
+func (s *Set) Applies(rawURL string) (matched bool, priority int, fields []string) {
 	for _, m := range s.Mappings() {
 		if !m.MatchURL(rawURL) {
 			continue
 		}
+		if !m.Generic() {
+			if !matched || m.Priority > priority {
+				priority = m.Priority
+			}
+			matched = true
+		}
 		for _, f := range m.fields {
-			out = append(out, f.name)
+			fields = append(fields, f.name)
 		}
 	}
-	return sortedUnique(out)
+	return matched, priority, sortedUnique(fields)
 }
 
 // Matches reports whether any mapping's url_patterns match rawURL, and the

@@ -158,6 +158,9 @@ func TestLoadExtensions(t *testing.T) {
 	if got := strings.Join(set.FieldsAt("https://anything.example/"), ","); got != "title" {
 		t.Errorf("FieldsAt(any page) = %s, want the generic mapping's title", got)
 	}
+	if ok, prio, fields := set.Applies("https://people.example/p/ada"); !ok || prio != 5 || len(fields) != 9 {
+		t.Errorf("Applies(a profile) = %v, %d, %q; want Matches' and FieldsAt's", ok, prio, fields)
+	}
 	if len(m.Fixtures()) != 1 || m.Fixtures()[0].Fields["name"][0] != "Ada Example" {
 		t.Errorf("fixtures not loaded: %+v", m.Fixtures())
 	}
