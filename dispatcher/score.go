@@ -50,7 +50,7 @@ const (
 	// the page they were found on); yieldCap the hosts whose yield is
 	// kept. Past them the oldest-looking half goes: the model only learns
 	// from fewer links.
-	trailCap = 1 << 18
+	trailCap = 1 << 16
 	yieldCap = 1 << 16
 
 	// rescoreEvery is how often the window's tasks are scored again under
