@@ -102,15 +102,69 @@ type hostYield struct {
 
 // scoring is the frontier's score state: the model and what it learns
 // from. Owned by the Dispatcher, used under its mutex.
+//
+// A link that gave its record nothing (directly, or through its links)
+// is told to the model only once the record has got a value from another
+// one (pending until then): a crawl visits the links of many records
+// side by side, and a record's one good link among many alike may well
+// come last for each of them, after all the others have failed. Told as
+// they come, those failures would teach the model that links like them
+// never pay before the first of them does, and prune the very links the
+// records need. A record that never gets a value teaches nothing of its
+// failures.
 type scoring struct {
 	model    *linkscore.Model
 	trail    map[trailKey]*trailEntry
 	yield    map[string]*hostYield
+	pending  map[int64][]failure // by record
+	npending int
 	rescored time.Time
 }
 
+// failure is a link's outcome not told to the model yet: its cue, and
+// whether it failed to lead on (onward) or to give (direct).
+type failure struct {
+	cue    linkscore.Cue
+	onward bool
+}
+
+// pendingCap bounds the failures waiting for their record's first value;
+// past it, the records' failures that wait longest are forgotten (the
+// model learns from fewer links).
+const pendingCap = 1 << 16
+
 func newScoring() *scoring {
-	return &scoring{model: linkscore.NewModel(), trail: make(map[trailKey]*trailEntry), yield: make(map[string]*hostYield)}
+	return &scoring{model: linkscore.NewModel(), trail: make(map[trailKey]*trailEntry), yield: make(map[string]*hostYield),
+		pending: make(map[int64][]failure)}
+}
+
+// failed keeps a failure of record rec's link until the record gets a
+// value (see scoring).
+func (s *scoring) failed(rec int64, c linkscore.Cue, onward bool) {
+	if s.npending >= pendingCap {
+		for r, fs := range s.pending { // map order: about random
+			delete(s.pending, r)
+			if s.npending -= len(fs); s.npending < pendingCap/2 {
+				break
+			}
+		}
+	}
+	s.pending[rec] = append(s.pending[rec], failure{cue: c, onward: onward})
+	s.npending++
+}
+
+// gained tells the model the failures of record rec's links, now that
+// another link gave it a value.
+func (s *scoring) gained(rec int64) {
+	for _, f := range s.pending[rec] {
+		if f.onward {
+			s.model.Onward(f.cue, false)
+		} else {
+			s.model.Direct(f.cue, false)
+		}
+	}
+	s.npending -= len(s.pending[rec])
+	delete(s.pending, rec)
 }
 
 // remember keeps a followed link's cue and source, unless the record
@@ -321,7 +375,7 @@ func (d *Dispatcher) taken(ctx context.Context, norm string, rec int64, depth in
 		id = r.id
 	}
 	d.log.Debug("link taken", "url", norm, "record", id, "depth", depth, "value", e.Value,
-		"direct", e.Direct, "onward", e.Onward, "level", levelOf(e.Value), "cue", c.String())
+		"direct", e.Direct, "onward", e.Onward, "score_level", levelOf(e.Value), "cue", c.String())
 }
 
 // addCue adds what record rec expects of the queued task key, in the
@@ -430,7 +484,8 @@ func (d *Dispatcher) rescore(ctx context.Context, now time.Time) error {
 
 // learn feeds the direct outcome of page it for record r back into the
 // model (gave: it gave r a value); for a page that gave, every link on
-// the trail that led there counts as having led to a value.
+// the trail that led there counts as having led to a value, and r's
+// failures so far are told (see scoring).
 func (d *Dispatcher) learn(it applyItem, r *recState, gave bool) {
 	s := d.score
 	k := trailKey{it.key, r.seq}
@@ -444,11 +499,16 @@ func (d *Dispatcher) learn(it applyItem, r *recState, gave bool) {
 	}
 	if !e.direct {
 		e.direct = true
-		s.model.Direct(e.cue, gave)
+		if gave {
+			s.model.Direct(e.cue, true)
+		} else {
+			s.failed(r.seq, e.cue, false)
+		}
 	}
 	if !gave {
 		return
 	}
+	s.gained(r.seq)
 	host, _ := splitURL(it.res.Source)
 	s.noteGave(host)
 	for hops := 0; e.parent != 0 && hops <= maxTrail; hops++ {
@@ -490,7 +550,7 @@ func (s *scoring) failedFor(key int64, recs []int64) {
 		if e := s.trail[k]; e != nil {
 			if !e.direct {
 				e.direct = true
-				s.model.Direct(e.cue, false)
+				s.failed(rec, e.cue, false)
 			}
 			s.finish(k)
 		}
@@ -508,7 +568,7 @@ func (s *scoring) finish(k trailKey) {
 		}
 		e.done = true
 		if e.tried && !e.led {
-			s.model.Onward(e.cue, false)
+			s.failed(k.rec, e.cue, true)
 		}
 		if e.parent == 0 {
 			return

@@ -211,21 +211,61 @@ func TestTrailLearning(t *testing.T) {
 			t.Errorf("link %d: %+v, want done, not led", k, e)
 		}
 	}
+	// Those failures wait for the record's next value: then they count.
+	if n := len(s.pending[1]); n != 4 {
+		t.Errorf("%d failures pending, want 4 (20 and 21 gave nothing, led nowhere)", n)
+	}
+	s.remember(trailKey{30, 1}, named, 0)
+	d.learn(applyItem{key: 30, depth: 1, res: res}, r, true)
+	if len(s.pending[1]) != 0 || s.npending != 0 {
+		t.Errorf("failures still pending after a value: %v", s.pending)
+	}
 
 	rates := map[string]linkscore.Rate{}
 	for _, rt := range s.model.Rates() {
 		rates[rt.Feature+"="+rt.Value] = rt
 	}
-	// Direct: own 10, 20 nothing; 11 failed; 12 gave; 21 nothing.
-	// Onward: own 10 led, own 20 did not; 21 did not.
+	// Direct: own 10, 20 nothing; 11 failed; 12 and 30 gave; 21
+	// nothing. Onward: own 10 led, own 20 did not; 21 did not.
 	if rt := rates["source=own"]; rt.DirectN != 2 || rt.DirectS != 0 || rt.OnwardN != 2 || rt.OnwardS != 1 {
 		t.Errorf("own links: %+v, want 2 direct (none gave), 2 onward (one led)", rt)
 	}
-	if rt := rates["naming=full"]; rt.DirectN != 1 || rt.DirectS != 1 {
-		t.Errorf("named links: %+v, want 1 direct that gave", rt)
+	if rt := rates["naming=full"]; rt.DirectN != 2 || rt.DirectS != 2 {
+		t.Errorf("named links: %+v, want 2 direct that gave", rt)
 	}
 	if rt := rates["naming=none"]; rt.DirectN != 2 || rt.DirectS != 0 || rt.OnwardN != 1 || rt.OnwardS != 0 {
 		t.Errorf("other links: %+v, want 2 direct, 1 onward, none succeeded", rt)
+	}
+}
+
+// TestFailuresWaitForAValue: records whose one good link, among several
+// alike, comes last for each of them do not teach the model that such
+// links never pay: their failures count only once the record has got a
+// value, and then the good link with them.
+func TestFailuresWaitForAValue(t *testing.T) {
+	d := &Dispatcher{score: newScoring(), cfg: Config{Depth: 1}}
+	s := d.score
+	alike := linkscore.Cue{Match: true, Naming: linkscore.NameNone, Source: linkscore.SourceNeutral, Fanout: linkscore.FanoutFew, Last: true}
+	res := &cachedResult{Source: "http://h.test/"}
+	const records, links = 40, 5
+	for rec := int64(1); rec <= records; rec++ {
+		r := &recState{seq: rec, targets: []string{"email"}, filled: map[string]store.Value{}}
+		for k := int64(1); k < links; k++ {
+			s.remember(trailKey{k, rec}, alike, 0)
+			d.learn(applyItem{key: k, depth: 1, res: res}, r, false)
+		}
+	}
+	if e := s.model.Score(alike); s.model.Unlikely(e) || e.Evidence != 0 {
+		t.Fatalf("after %d failures of records that got nothing yet: %+v, unlikely %v; want no evidence", records*(links-1), e, s.model.Unlikely(e))
+	}
+	for rec := int64(1); rec <= records; rec++ {
+		r := &recState{seq: rec, targets: []string{"email"}, filled: map[string]store.Value{}}
+		s.remember(trailKey{links, rec}, alike, 0)
+		d.learn(applyItem{key: links, depth: 1, res: res}, r, true)
+	}
+	e := s.model.Score(alike)
+	if s.model.Unlikely(e) || e.Evidence != records*links || e.Direct < 0.15 || e.Direct > 0.25 {
+		t.Errorf("after every record got its value: %+v, unlikely %v; want all %d links counted, direct near 1/%d", e, s.model.Unlikely(e), records*links, links)
 	}
 }
 
