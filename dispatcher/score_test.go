@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"bytes"
 	"container/heap"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,24 +17,10 @@ import (
 	"backfill/wire"
 )
 
-// lockedBuffer is a log sink safe for the dispatcher's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines are the JSON log lines whose msg is msg.
-func (l *lockedBuffer) lines(t *testing.T, msg string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// logLines are the JSON log lines of l whose msg is msg.
+func logLines(t *testing.T, l *syncBuffer, msg string) []map[string]any {
 	var out []map[string]any
-	for _, line := range strings.Split(l.b.String(), "\n") {
+	for _, line := range strings.Split(l.String(), "\n") {
 		if line == "" {
 			continue
 		}
@@ -83,7 +67,7 @@ func TestFrontierPrunesAtLastDepth(t *testing.T) {
 		other  = "https://b.example/people/zed-null"
 		anchor = "Ann Lee's profile"
 	)
-	var logs lockedBuffer
+	var logs syncBuffer
 	e := newEnvSet(t, t.TempDir(), profileSet(t), func(c *Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
@@ -108,13 +92,13 @@ func TestFrontierPrunesAtLastDepth(t *testing.T) {
 	if n := int64(len(st.requests)); e.sum.Requests != n || e.sum.RequestsPerComplete != float64(n) {
 		t.Errorf("requests %d, %.1f per complete record; want %d", e.sum.Requests, e.sum.RequestsPerComplete, n)
 	}
-	pruned := logs.lines(t, "link pruned")
+	pruned := logLines(t, &logs, "link pruned")
 	if len(pruned) != 1 || pruned[0]["url"] != about || pruned[0]["reason"] != PruneLastDepth || pruned[0]["record"] != "r1" ||
 		!strings.Contains(pruned[0]["cue"].(string), "no-match") {
 		t.Errorf("link pruned lines %v, want one for %s, reason %s, with its cue", pruned, about, PruneLastDepth)
 	}
 	taken := map[string]map[string]any{}
-	for _, l := range logs.lines(t, "link taken") {
+	for _, l := range logLines(t, &logs, "link taken") {
 		taken[l["url"].(string)] = l
 	}
 	if l := taken[ann]; l == nil || !strings.Contains(l["cue"].(string), "naming=full") || l["value"].(float64) <= 0 {

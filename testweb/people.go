@@ -736,9 +736,18 @@ func (s *peopleSite) page(host int, p string) peoplePage {
 
 // reaches reports whether a correct crawl c from link finds the profile of
 // person target with its values showing: breadth first to c.Depth, every
-// page's links followed, nothing disallowed or on a down host fetched.
+// page's links followed, nothing disallowed or on a down host fetched
+// (shortestPath), and a JavaScript profile showing its values only when
+// c.Render. A person has one profile.
 func (s *peopleSite) reaches(link string, target int, c PeopleCrawl, down map[string]bool) bool {
-	seen := map[string]bool{link: true}
+	return s.shortestPath(link, target, c, down) != nil && (c.Render || s.person(target).layout != LayoutJS)
+}
+
+// shortestPath is the pages from link to target's profile, both included,
+// on the first shortest path breadth first finds within c.Depth; nil when
+// there is none.
+func (s *peopleSite) shortestPath(link string, target int, c PeopleCrawl, down map[string]bool) []string {
+	parent := map[string]string{link: ""}
 	level := []string{link}
 	for depth := 0; depth <= c.Depth && len(level) > 0; depth++ {
 		var next []string
@@ -751,19 +760,23 @@ func (s *peopleSite) reaches(link string, target int, c PeopleCrawl, down map[st
 			if !pg.exists || pg.disallowed {
 				continue
 			}
-			if pg.person == target && (c.Render || s.person(target).layout != LayoutJS) {
-				return true
+			if pg.person == target {
+				var path []string
+				for v := u; v != ""; v = parent[v] {
+					path = append(path, v)
+				}
+				return path
 			}
 			for _, l := range pg.links {
-				if !seen[l] {
-					seen[l] = true
+				if _, seen := parent[l]; !seen {
+					parent[l] = u
 					next = append(next, l)
 				}
 			}
 		}
 		level = next
 	}
-	return false
+	return nil
 }
 
 // split parses "http://folk-NNNN.example/path" into the host index and

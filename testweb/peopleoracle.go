@@ -60,39 +60,3 @@ func PeopleOracleOf(w *Web, c PeopleCrawl) PeopleOracle {
 	o.Requests = len(o.Pages) + o.Robots
 	return o
 }
-
-// shortestPath is the pages from link to target's profile, both included,
-// on the first shortest path breadth first finds within c.Depth; nil when
-// there is none.
-func (s *peopleSite) shortestPath(link string, target int, c PeopleCrawl, down map[string]bool) []string {
-	parent := map[string]string{link: ""}
-	level := []string{link}
-	for depth := 0; depth <= c.Depth && len(level) > 0; depth++ {
-		var next []string
-		for _, u := range level {
-			host, p, ok := s.split(u)
-			if !ok || down[peopleHost(host)] {
-				continue
-			}
-			pg := s.page(host, p)
-			if !pg.exists || pg.disallowed {
-				continue
-			}
-			if pg.person == target {
-				var path []string
-				for v := u; v != ""; v = parent[v] {
-					path = append(path, v)
-				}
-				return path
-			}
-			for _, l := range pg.links {
-				if _, seen := parent[l]; !seen {
-					parent[l] = u
-					next = append(next, l)
-				}
-			}
-		}
-		level = next
-	}
-	return nil
-}
