@@ -116,6 +116,9 @@ func FuzzDecode(f *testing.F) {
 	if b, err := Encode(KindResult, &Result{TaskID: "t", TextHash: make([]byte, 16), Simhash: 1 << 63, Words: 40}); err == nil {
 		f.Add(b)
 	}
+	if b, err := Encode(KindResult, &Result{TaskID: "t", Links: []Link{{URL: "http://a.example/p/1", Parsed: true, Text: "Ána Lee"}}}); err == nil {
+		f.Add(b) // a link's anchor text
+	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		kind, v, err := Decode(frame)
 		if err != nil {
