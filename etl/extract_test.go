@@ -135,6 +135,7 @@ func TestAnchorText(t *testing.T) {
 		{`Chloé  Kamiro`, "Chloé Kamiro"},
 		{long, long[:MaxAnchorText]},
 		{"x" + long, "x" + long[:MaxAnchorText-2]},
+		{strings.Repeat("a", MaxAnchorText-1) + " b", strings.Repeat("a", MaxAnchorText-1)}, // no room for the word: no space either
 	} {
 		page := `<html><body><p><a href="/to">` + c.anchor + `</a></p></body></html>`
 		for name, parse := range map[string]HTMLParser{"fast": ParserFast, "html.Parse": ParserStandard} {

@@ -294,22 +294,27 @@ func AnchorText(n *html.Node) string {
 		return c.Data
 	}
 	var b strings.Builder
-	space := false
+	space, full := false, false
 	add := func(s string) {
 		for _, r := range s {
-			if b.Len() >= MaxAnchorText {
+			if full {
 				return
 			}
 			if unicode.IsSpace(r) {
 				space = b.Len() > 0
 				continue
 			}
+			n := utf8.RuneLen(r)
+			if space {
+				n++
+			}
+			if b.Len()+n > MaxAnchorText {
+				full = true
+				return
+			}
 			if space {
 				b.WriteByte(' ')
 				space = false
-			}
-			if b.Len()+utf8.RuneLen(r) > MaxAnchorText {
-				return
 			}
 			b.WriteRune(r)
 		}
@@ -317,7 +322,7 @@ func AnchorText(n *html.Node) string {
 	}
 	var walk func(*html.Node)
 	walk = func(n *html.Node) {
-		for c := n.FirstChild; c != nil && b.Len() < MaxAnchorText; c = c.NextSibling {
+		for c := n.FirstChild; c != nil && !full; c = c.NextSibling {
 			switch {
 			case c.Type == html.TextNode:
 				add(c.Data)
