@@ -45,8 +45,9 @@
 // state.db in Config.StateDir holds, in the lean schema of schema.go: the
 // seen-URL store and frontier in one table (urls: per URL, keyed by 8
 // bytes of its hash, first seen, last crawled, outcome class and status,
-// failed fetches in a row, cached extraction, depth, priority and state
-// queued/done/dropped; the URL's text only while it may be sent again),
+// failed fetches in a row, cached extraction, depth, priority, score
+// level and state queued/done/dropped; the URL's text only while it may
+// be sent again),
 // links (which record reached which URL at which depth), the records'
 // crawl state (id, line, own links, match-key values, target set, filled
 // values with provenance, complete), the malformed input lines (their
