@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"backfill/linkscore"
 )
 
 // attachChunk is how many URLs attachLinks looks up, or inserts, with one
@@ -17,41 +19,105 @@ const attachChunk = 64
 // and of one record's link to it.
 type knownURL struct {
 	state, depth int
+	level        int // its score level while queued
 	last         int64
 	class        string
 	result       []byte
 	recDepth     sql.NullInt64 // depth at which the record reached the URL before
 }
 
+// linkCand is a link to attach to a record: its normalized URL, what is
+// known of it for the record (score.go) and the page it was found on (0:
+// none).
+type linkCand struct {
+	norm   string
+	cue    linkscore.Cue
+	parent int64
+	info   *linkInfo // whether a mapping matches it, with priority
+}
+
 // attachLinks records that the record rec (its seq) reached each of links
-// (normalized URLs) at depth. A URL new to the crawl is queued; one
-// already crawled has its cached extraction applied to rec (queued as
-// work); one queued or leased just gains rec. recN is the record's count
-// of tasks queued, for its budget.
+// (normalized URLs) at depth, links found on no page (a record's own, a
+// refresh's), judged by their URL alone (ownCue). A URL new to the crawl
+// is queued; one already crawled has its cached extraction applied to rec
+// (queued as work); one queued or leased just gains rec. recN is the
+// record's count of tasks queued, for its budget.
 func (d *Dispatcher) attachLinks(ctx context.Context, links []string, rec int64, recN *int, depth int) error {
 	links = d.keepLinks(links, depth)
-	for len(links) > 0 {
-		n := min(len(links), attachChunk)
-		if err := d.attachSome(ctx, links[:n], rec, recN, depth); err != nil {
+	r := d.recCache[rec]
+	source := linkscore.SourceOwn
+	if depth > 0 {
+		source = linkscore.SourceNeutral
+	}
+	cands := make([]linkCand, len(links))
+	for i, l := range links {
+		info := d.infoOf(l)
+		cands[i] = linkCand{norm: l, cue: d.ownCue(r, l, info, depth, source), info: &info}
+	}
+	return d.attachCands(ctx, cands, rec, recN, depth)
+}
+
+// attachPage records that the record r reached the links of page it at
+// depth (it.depth + 1), with what is known of each for r (its cue): the
+// page was source to it. A link at the depth limit whose page cannot
+// give r a value is pruned here (PruneLastDepth); the others go to
+// attachCands, which prunes those not worth a request.
+func (d *Dispatcher) attachPage(ctx context.Context, r *recState, it applyItem, source linkscore.Source, depth int) error {
+	links := it.res.Links
+	infos := d.linkInfos(it.res)
+	keyWords, valueWords := r.keyWords(d.matchFields), r.valueWords(d.matchFields)
+	cands := make([]linkCand, 0, len(links))
+	for i, l := range links {
+		if why := d.filter.check(l, depth); why != "" {
+			d.run.filtered[why]++
+			continue
+		}
+		c := d.cueOf(r, keyWords, valueWords, infos[i], source, len(links), depth)
+		if c.Last && !c.Match {
+			d.pruned(ctx, PruneLastDepth, l, r, depth, c, nil)
+			continue
+		}
+		cands = append(cands, linkCand{norm: l, cue: c, parent: it.key, info: &infos[i]})
+	}
+	n := r.queued
+	if err := d.attachCands(ctx, cands, r.seq, &r.queued, depth); err != nil {
+		return err
+	}
+	if r.queued != n {
+		r.dirty = true // the budget count is kept with the record
+	}
+	return nil
+}
+
+// attachCands attaches links, attachChunk at a time.
+func (d *Dispatcher) attachCands(ctx context.Context, cands []linkCand, rec int64, recN *int, depth int) error {
+	for len(cands) > 0 {
+		n := min(len(cands), attachChunk)
+		if err := d.attachSome(ctx, cands[:n], rec, recN, depth); err != nil {
 			return err
 		}
-		links = links[n:]
+		cands = cands[n:]
 	}
 	return nil
 }
 
 // attachSome attaches at most attachChunk links: one lookup for those the
-// seen store may hold, then one insert per table for the new ones.
-func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, recN *int, depth int) error {
-	keys := make([]int64, 0, len(links))
-	norms := make([]string, 0, len(links))
-	for _, norm := range links {
-		key := urlKey(norm)
+// seen store may hold, then one insert per table for the new ones. A link
+// that would cost a request (a URL new to the crawl, or one to fetch
+// again) is pruned when the record is not expected to get anything from
+// it (pruneWhy); one whose page is cached, queued or on its way costs
+// nothing more and is always attached. A record's own links are never
+// pruned.
+func (d *Dispatcher) attachSome(ctx context.Context, cands []linkCand, rec int64, recN *int, depth int) error {
+	keys := make([]int64, 0, len(cands))
+	kept := make([]linkCand, 0, len(cands))
+	for _, c := range cands {
+		key := urlKey(c.norm)
 		if slices.Contains(keys, key) {
 			continue
 		}
 		keys = append(keys, key)
-		norms = append(norms, norm)
+		kept = append(kept, c)
 	}
 	known, err := d.lookupURLs(ctx, keys, rec)
 	if err != nil {
@@ -60,14 +126,31 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 	var fresh []*task
 	var knownLinks []seedLink // links to known URLs, put with one statement
 	for i, key := range keys {
-		norm := norms[i]
+		c := kept[i]
+		norm := c.norm
+		e := d.score.model.Score(c.cue)
 		if k, ok := known[key]; ok {
 			if k.recDepth.Valid && int(k.recDepth.Int64) <= depth {
 				continue // already reached by this record, no farther away
 			}
+			if depth > 0 && d.refetches(k) {
+				if why := d.pruneWhy(c.cue, e); why != "" {
+					d.prunedRec(ctx, why, norm, rec, depth, c.cue, &e)
+					continue
+				}
+			}
 			knownLinks = append(knownLinks, seedLink{key, rec})
+			d.score.remember(trailKey{key, rec}, c.cue, c.parent)
+			if k.last > 0 && k.class != "" && !d.refetches(k) {
+				d.score.failedFor(key, []int64{rec}) // it failed before: done with
+			}
 			if err := d.revisit(ctx, key, norm, rec, depth, nil, k); err != nil {
 				return err
+			}
+			if k.state == stateQueued || d.w.queued[key] != nil {
+				if err := d.addCue(ctx, key, k.level, rec, c.cue, e.Value); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -75,6 +158,12 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 		if host == "" {
 			d.log.Debug("link without a host ignored", "url", norm, "record", rec)
 			continue
+		}
+		if depth > 0 {
+			if why := d.pruneWhy(c.cue, e); why != "" {
+				d.prunedRec(ctx, why, norm, rec, depth, c.cue, &e)
+				continue
+			}
 		}
 		hc, err := d.hostCount(ctx, host)
 		if err != nil {
@@ -85,12 +174,14 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 			continue
 		}
 		hc.dirty = true
-		matched, prio := d.cfg.Mappings.Matches(norm)
 		t := &task{key: key, url: norm, host: host, domain: domain, depth: depth,
-			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(norm)}
+			matched: c.info.matched, priority: c.info.priority, render: d.cfg.Mappings.NeedsRender(norm),
+			value: e.Value, level: levelOf(e.Value), cues: []taskCue{{rec: rec, cue: c.cue, value: e.Value}}}
 		d.nextSeq++
 		t.seq = rankedSeq(hc.n, d.nextSeq)
 		fresh = append(fresh, t)
+		d.score.remember(trailKey{key, rec}, c.cue, c.parent)
+		d.taken(ctx, norm, rec, depth, c.cue, e)
 	}
 	if err := d.insertLinks(ctx, knownLinks, depth); err != nil {
 		return err
@@ -106,6 +197,16 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 		d.w.add(t, false)
 	}
 	return nil
+}
+
+// refetches reports whether attaching a record to the known URL k would
+// cost a request: revisit queues it again rather than applying a cached
+// extraction or joining a task queued or on its way.
+func (d *Dispatcher) refetches(k knownURL) bool {
+	if k.last > 0 && !d.stale(k.last) {
+		return false
+	}
+	return k.state == stateDone || k.state == stateDropped
 }
 
 // lookupURLs returns what the state knows of the URLs among keys that
@@ -125,7 +226,7 @@ func (d *Dispatcher) lookupURLs(ctx context.Context, keys []int64, rec int64) (m
 		return known, nil
 	}
 	st, err := d.st.stmtN(ctx, "urlGet", len(maybe)-1, func(n int) string {
-		return `SELECT u.key, u.state, u.depth, u.last_crawled, u.class, u.result,
+		return `SELECT u.key, u.state, u.depth, u.score, u.last_crawled, u.class, u.result,
 			(SELECT depth FROM links WHERE url = u.key AND rec = ?)
 			FROM urls u WHERE u.key IN (` + placeholders(n, "?") + `)`
 	})
@@ -140,7 +241,7 @@ func (d *Dispatcher) lookupURLs(ctx context.Context, keys []int64, rec int64) (m
 	for rows.Next() {
 		var key int64
 		var k knownURL
-		if err := rows.Scan(&key, &k.state, &k.depth, &k.last, &k.class, &k.result, &k.recDepth); err != nil {
+		if err := rows.Scan(&key, &k.state, &k.depth, &k.level, &k.last, &k.class, &k.result, &k.recDepth); err != nil {
 			return nil, fmt.Errorf("dispatcher: state urls: %w", err)
 		}
 		known[key] = k
@@ -191,7 +292,7 @@ func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec in
 				return fmt.Errorf("dispatcher: state cached result of %s: %w", norm, err)
 			}
 			d.run.reused++
-			it := applyItem{rec: rec, res: res, depth: depth, via: via}
+			it := applyItem{rec: rec, key: key, res: res, depth: depth, via: via}
 			if res.JSOnly { // a shell's static result: it may want rendering now
 				it.lateKey, it.late = key, true
 			}

@@ -26,6 +26,8 @@ type recState struct {
 	beyond   bool              // a link left at the depth limit is noted (noteBeyond)
 	changed  map[string]bool   // fields whose value the store has not seen yet
 	keys     map[string]string // etl.MatchKey of known values, see matchKey
+	words    []string          // the words of its match keys, see keyWords
+	wordsOK  bool
 	// prior holds, for each field a refresh is re-checking, the value it
 	// had before (see refresh.go): the value found now is measured
 	// against it for the field's History.

@@ -212,6 +212,18 @@ type Summary struct {
 	// certificate failed verification, under the supervisors'
 	// --insecure-tls: each of their values says so in its provenance.
 	InsecureTLS int64 `json:"insecure_tls"`
+
+	// Pruned counts the links not followed for a record because they
+	// could not pay, by reason (the Prune* constants; a link of a page
+	// counts once for each record that left it). Requests counts the
+	// requests made for the tasks answered (a page and the redirects
+	// followed on its host; the supervisors' robots.txt and soft-404
+	// probes are theirs), and RequestsPerComplete divides them by the
+	// records the crawl completed (a page filled their last target;
+	// those with nothing to fill are not counted).
+	Pruned              map[string]int64 `json:"pruned"`
+	Requests            int64            `json:"requests"`
+	RequestsPerComplete float64          `json:"requests_per_complete"`
 	// Duplicates counts the fetched pages whose text was already seen at
 	// another URL (the same, or within a few simhash bits): their values
 	// were applied but their links not expanded.
@@ -409,6 +421,10 @@ type Dispatcher struct {
 	filter      *linkFilter
 	badTopSites int
 
+	// the frontier's score: the run's model and what it learns from
+	// (score.go; what it pruned is counted in run)
+	score *scoring
+
 	// the content-seen test (set up by resume; the duplicates it finds
 	// are counted in run)
 	seen *contentSeen
@@ -448,10 +464,12 @@ type runCounts struct {
 	pages, reused, late, expired, fieldErrs, refused, keyRefused, adopted int64
 	disagreeing                                                           int64
 	forged                                                                int64 // answers and registrations forged (cluster.Forged)
-	errs, filtered                                                        map[string]int64
+	errs, filtered, pruned                                                map[string]int64
 	blocked                                                               map[string]int64 // blocked-address errors by fetch.RefusalOf
 	redirects                                                             map[string]int64 // redirects to other hosts by outcome (wire.Redirect*; redirect.go)
 	linkFarms, duplicates                                                 int64
+	requests                                                              int64 // requests made for tasks answered: the page and its redirects on its host
+	completed                                                             int64 // records a page completed
 	renderRetried, renderWanted                                           int64
 	wantedRender                                                          map[int64]bool // pages counted in renderWanted
 	// freshness: see Summary
@@ -469,8 +487,8 @@ type runCounts struct {
 
 // newRunCounts are zero counts.
 func newRunCounts() runCounts {
-	return runCounts{errs: make(map[string]int64), filtered: make(map[string]int64), blocked: make(map[string]int64),
-		redirects: make(map[string]int64)}
+	return runCounts{errs: make(map[string]int64), filtered: make(map[string]int64), pruned: make(map[string]int64),
+		blocked: make(map[string]int64), redirects: make(map[string]int64)}
 }
 
 // New opens (or creates) the state in cfg.StateDir, binds the intake and
@@ -574,6 +592,7 @@ func New(cfg Config) (*Dispatcher, error) {
 
 		filter:      filter,
 		badTopSites: nbad,
+		score:       newScoring(),
 		started:     time.Now(),
 		led:         led,
 		checks:      newRechecks(),

@@ -47,8 +47,9 @@
 // state.db in Config.StateDir holds, in the lean schema of schema.go: the
 // seen-URL store and frontier in one table (urls: per URL, keyed by 8
 // bytes of its hash, first seen, last crawled, outcome class and status,
-// failed fetches in a row, cached extraction, depth, priority and state
-// queued/done/dropped; the URL's text only while it may be sent again),
+// failed fetches in a row, cached extraction, depth, priority, score
+// level and state queued/done/dropped; the URL's text only while it may
+// be sent again),
 // links (which record reached which URL at which depth), the records'
 // crawl state (id, line, own links, match-key values, target set, filled
 // values with provenance, complete), the malformed input lines (their
@@ -72,15 +73,51 @@
 // figures.
 //
 // Only a bounded window of queued tasks (windowCap) lives in memory, grouped
-// by host and ordered: pages some mapping's url_patterns match first (higher
-// mapping priority first), then shallower, then round-robin over hosts
-// (every host's first queued page, then every host's second, …), then
-// first come first served. The rest stays in SQLite and is read back in
-// that order as the window drains; a better task arriving at a full window
-// takes the place of its last one. An index page brings all its host's
-// links at once, so first come first served alone would fill the window
-// with a few hosts' pages, and with a Crawl-delay the crawl would run at
-// those few hosts' pace.
+// by host and ordered: higher mapping priority first, then the higher
+// score level (see Frontier order), then shallower, then round-robin over
+// hosts (every host's first queued page, then every host's second, …),
+// then first come first served. The rest stays in SQLite and is read back
+// in that order as the window drains; a better task arriving at a full
+// window takes the place of its last one. An index page brings all its
+// host's links at once, so first come first served alone would fill the
+// window with a few hosts' pages, and with a Crawl-delay the crawl would
+// run at those few hosts' pace.
+//
+// # Frontier order
+//
+// Every link a record reaches is scored for it before it costs a request
+// (score.go, with package linkscore): its cue says whether a mapping that
+// runs on its URL declares a field the record lacks, how much of the
+// record's match-key words its address or anchor text holds (the anchor
+// text comes with the link from the supervisor, wire.Link.Text, and is
+// kept with the page's cached extraction), what the page it was found on
+// was to the record (its own link, a page that gave it values, one about
+// someone else, or neither) and how many links that page had, whether it
+// is at the depth limit, and whether its host has given nothing in
+// barrenPages pages. The run's model (linkscore.Model) says what the link
+// is expected to give (its value: the chance that its page gives the
+// record a value, or leads to one), learned from the crawl's own pages:
+// apply feeds each page's direct outcome back, and a trail of the links
+// each record followed (their cues and the pages they came from, bounded
+// by trailCap) credits the links that led to a value, or counts those
+// whose links all came to nothing. A task is worth the sum of its
+// records' values; its level (levelOf) orders the frontier and is kept
+// in the state (urls.score). Each host's queue is so ordered; the
+// per-host delay (pace.go), the in-flight limit and the round-robin across
+// hosts are unchanged. Every rescoreEvery the window's tasks are scored
+// again under what the model has learned.
+//
+// A link that cannot pay is pruned for its record, counted by reason in
+// Summary.Pruned (the Prune* constants) and logged at debug level with
+// its cue, as each link taken is with its value: at the depth limit, one
+// whose page no mapping that runs on it could take a missing field from;
+// one to a barren host that does not name the record; and one the model
+// finds unlikely on enough evidence (a queued task whose every record
+// finds it so leaves the frontier at the next rescoring). A link whose
+// page is cached, queued or leased costs nothing and is always attached;
+// a record's own links are never pruned. Summary.Requests counts the
+// requests made for pages, and RequestsPerComplete divides them by the
+// records completed. docs/frontier.md tells users how to read it.
 //
 // # Supervisors
 //

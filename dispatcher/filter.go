@@ -229,11 +229,12 @@ func hostName(host string) string {
 // hundred domains but hundreds of hosts); the page's own domain is left
 // out of the host count, so a site's directory of its own subdomains (a
 // university's departments) is not a farm. Links refused here are counted
-// in d.run.filtered.
-func (d *Dispatcher) pageLinks(page string, links []wire.Link) []string {
-	var out []string
+// in d.run.filtered. texts are the links' anchor texts by index, up to
+// the last link that has one (nil when none has).
+func (d *Dispatcher) pageLinks(page string, links []wire.Link) (out, texts []string) {
 	seen := make(map[string]bool)
 	hosts := make(map[string]bool)
+	last := 0 // links up to the last with a text
 	for _, link := range links {
 		if len(out) >= maxLinks {
 			break
@@ -255,12 +256,20 @@ func (d *Dispatcher) pageLinks(page string, links []wire.Link) []string {
 		}
 		seen[n] = true
 		out = append(out, n)
+		texts = append(texts, link.Text)
+		if link.Text != "" {
+			last = len(out)
+		}
 		host, _ := splitURL(n)
 		hosts[hostName(host)] = true
 	}
+	texts = texts[:last:last]
+	if last == 0 {
+		texts = nil
+	}
 	fan := d.filter.fanout
 	if fan <= 0 || len(hosts) <= fan {
-		return out // neither count can pass the number of hosts
+		return out, texts // neither count can pass the number of hosts
 	}
 	_, own := hostDomain(page)
 	domains := make(map[string]bool)
@@ -273,12 +282,12 @@ func (d *Dispatcher) pageLinks(page string, links []wire.Link) []string {
 		}
 	}
 	if len(domains) <= fan && len(foreign) <= fan {
-		return out
+		return out, texts
 	}
 	d.run.filtered[FilterLinkFarm] += int64(len(out))
 	d.run.linkFarms++
 	d.log.Debug("link farm not expanded", "url", page, "links", len(out), "domains", len(domains), "other_hosts", len(foreign))
-	return nil
+	return nil, nil
 }
 
 // keepLinks returns the links check lets through at depth, counting the

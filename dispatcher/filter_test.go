@@ -322,7 +322,7 @@ func TestPageLinks(t *testing.T) {
 			if tt.fanout != 0 {
 				d.filter.fanout = tt.fanout
 			}
-			got := d.pageLinks("https://www.page.example/", tt.links)
+			got, _ := d.pageLinks("https://www.page.example/", tt.links)
 			if len(got) != tt.want {
 				t.Errorf("kept %d links, want %d", len(got), tt.want)
 			}

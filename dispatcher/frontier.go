@@ -27,8 +27,8 @@ const (
 
 // cursorKey is a place in the frontier order (see task.before).
 type cursorKey struct {
-	matched  bool
 	priority int
+	level    int
 	depth    int
 	seq      int64
 }
@@ -44,6 +44,19 @@ type task struct {
 	seq               int64
 	hops              int // redirects across hosts that led here (redirect.go)
 
+	// The task's score (score.go): level orders it (the state keeps it,
+	// urls.score); value is what it is expected to give, base the part
+	// of it no cue in memory explains (a task read back from the state
+	// has its level's worth), cues what each record that reached it in
+	// this window expects of it. keep says rescoring never prunes it: a
+	// record's own link, or a task read back from the state, whose
+	// records' cues are not all in memory.
+	level int
+	value float64
+	base  float64
+	cues  []taskCue
+	keep  bool
+
 	// while leased: to whom, under which token, until when
 	lease cluster.Lease
 	// check, for a re-check of the page (recheck.go): what it checks. Such
@@ -57,20 +70,22 @@ type task struct {
 
 // place is t's place in frontier order.
 func (t *task) place() cursorKey {
-	return cursorKey{matched: t.matched, priority: t.priority, depth: t.depth, seq: t.seq}
+	return cursorKey{priority: t.priority, level: t.level, depth: t.depth, seq: t.seq}
 }
 
-// before is the frontier order: pages some mapping matches first (higher
-// mapping priority first), then shallower, then first come first served.
+// before is the frontier order: higher mapping priority first, then the
+// higher score level (what the task is expected to give its records,
+// score.go), then shallower, then round-robin over hosts and first come
+// first served (seq, see rankedSeq).
 func (t *task) before(u *task) bool { return t.place().before(u) }
 
 // before reports that the place c comes before task t in frontier order.
 func (c cursorKey) before(t *task) bool {
-	if c.matched != t.matched {
-		return c.matched
-	}
 	if c.priority != t.priority {
 		return c.priority > t.priority
+	}
+	if c.level != t.level {
+		return c.level > t.level
 	}
 	if c.depth != t.depth {
 		return c.depth < t.depth
@@ -80,8 +95,8 @@ func (c cursorKey) before(t *task) bool {
 
 // A fresh task's seq is its host's count of queued tasks (its rank: 1 for
 // the host's first) above a counter that only grows, so that among tasks
-// of equal match, priority and depth the frontier goes round-robin over
-// hosts — every host's first page, then every host's second — rather
+// of equal priority, score level and depth the frontier goes round-robin
+// over hosts — every host's first page, then every host's second — rather
 // than host by host in the order their links were found. The window
 // (windowCap tasks) then holds pages of many hosts, not the whole queue
 // of the few whose index came first, and hosts waiting out a Crawl-delay
@@ -432,7 +447,7 @@ func (w *window) remove(key int64) {
 	w.forget(q)
 }
 
-// reprioritize restores heap order after t's depth changed.
+// reprioritize restores heap order after t's depth or level changed.
 func (w *window) reprioritize(t *task) {
 	if t.hq == nil {
 		return

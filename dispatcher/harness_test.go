@@ -19,6 +19,7 @@ import (
 type page struct {
 	fields []wire.Field
 	links  []string
+	texts  map[string]string // anchor texts of links, by URL
 	class  string
 	status int // with class: the HTTP status of a bad-status failure
 }
@@ -53,7 +54,13 @@ func loadSet(t *testing.T) *etl.Set {
 
 func newEnv(t *testing.T, dir string, tweak func(*Config)) *env {
 	t.Helper()
-	e := &env{t: t, dir: dir, set: loadSet(t)}
+	return newEnvSet(t, dir, loadSet(t), tweak)
+}
+
+// newEnvSet is newEnv with the mapping set set.
+func newEnvSet(t *testing.T, dir string, set *etl.Set, tweak func(*Config)) *env {
+	t.Helper()
+	e := &env{t: t, dir: dir, set: set}
 	st, err := store.Open(context.Background(), filepath.Join(dir, "out.db"))
 	if err != nil {
 		t.Fatalf("store: %v", err)
@@ -208,7 +215,7 @@ func (s *testSup) answer(task wire.Task, web map[string]page) {
 		res.Status = 200
 		res.Fields = p.fields
 		for _, l := range p.links {
-			res.Links = append(res.Links, wire.Link{URL: l})
+			res.Links = append(res.Links, wire.Link{URL: l, Text: p.texts[l]})
 		}
 	}
 	if s.pace != nil {

@@ -12,6 +12,7 @@ import (
 	"backfill/cluster"
 	"backfill/etl"
 	"backfill/fetch"
+	"backfill/linkscore"
 	"backfill/wire"
 )
 
@@ -27,6 +28,10 @@ type cachedResult struct {
 	Source string       `json:"s"`
 	Fields []wire.Field `json:"f,omitempty"`
 	Links  []string     `json:"l,omitempty"`
+	// Anchors are the anchor texts of Links, by index (wire.Link.Text),
+	// up to the last link that has one; the frontier's cues compare them
+	// with what a record knows (score.go).
+	Anchors []string `json:"a,omitempty"`
 	// A page whose HTML was a JavaScript shell (wire.Result.JSOnly) keeps
 	// the sign and the mappings that matched it, so that a record reaching
 	// it later can still have it rendered (see renderLate).
@@ -50,6 +55,8 @@ type cachedResult struct {
 	// TLS is the certificate problem of the page's connection, fetched
 	// anyway under --insecure-tls (wire.Result.TLSError).
 	TLS string `json:"t,omitempty"`
+
+	infos []linkInfo // the links' cue inputs, made on first use (score.go)
 }
 
 // applyItem is a page to apply to a record at a depth. late is set when
@@ -57,6 +64,7 @@ type cachedResult struct {
 // need rendering for this record.
 type applyItem struct {
 	rec     int64 // the record's seq
+	key     int64 // the page, as the record reached it (its urlKey)
 	res     *cachedResult
 	depth   int
 	via     []string // the redirects across hosts by which the record reached the page
@@ -102,10 +110,12 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	if it.res.Redirect != "" {
 		return d.followRedirect(ctx, r, it)
 	}
+	defer d.applied(it, r)
 	ok, why := attributable(r, it.res, it.depth)
 	if !ok {
 		// The page describes someone else: no values. The refusal is
 		// kept for the record's outcome (outcomes.go).
+		d.learn(it, r, false)
 		if r.complete {
 			return nil
 		}
@@ -116,7 +126,8 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 			return d.noteBeyond(ctx, r, it.res.Links, it.depth+1)
 		}
 		d.run.disagreeing++
-		return d.attachRecordLinks(ctx, r, it.res.Links, it.depth+1)
+		d.tried(it, r)
+		return d.attachPage(ctx, r, it, linkscore.SourceRefused, it.depth+1)
 	}
 	wasPartial := !r.complete && len(r.filled) > 0
 	var fresh []string // target fields the page may fill for the first time
@@ -125,6 +136,8 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 			fresh = append(fresh, f.Name)
 		}
 	}
+	gave := gives(r, it.res)
+	d.learn(it, r, gave)
 	merge(r, it.res, it.depth, it.via, time.Now().UTC())
 	for _, name := range fresh {
 		if _, ok := r.filled[name]; ok {
@@ -139,6 +152,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		r.complete = true
 		r.dirty = true
 		d.nComplete++
+		d.run.completed++
 		d.settled.add(r.id, r.filled)
 		d.log.Debug("record complete", "record", r.id, "url", it.res.Source, "fields", len(r.filled), "depth", it.depth)
 		if wasPartial {
@@ -155,20 +169,12 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	if it.depth+1 > d.cfg.Depth {
 		return d.noteBeyond(ctx, r, it.res.Links, it.depth+1)
 	}
-	return d.attachRecordLinks(ctx, r, it.res.Links, it.depth+1)
-}
-
-// attachRecordLinks attaches a page's links to the record r at depth,
-// charging its budget.
-func (d *Dispatcher) attachRecordLinks(ctx context.Context, r *recState, links []string, depth int) error {
-	n := r.queued
-	if err := d.attachLinks(ctx, links, r.seq, &r.queued, depth); err != nil {
-		return err
+	source := linkscore.SourceNeutral
+	if gave {
+		source = linkscore.SourceGave
 	}
-	if r.queued != n {
-		r.dirty = true // the budget count is kept with the record
-	}
-	return nil
+	d.tried(it, r)
+	return d.attachPage(ctx, r, it, source, it.depth+1)
 }
 
 // resultBatch bounds the results commitResults takes at once: their
@@ -218,6 +224,9 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 	if err := d.markDone(ctx, done); err != nil {
 		return err
 	}
+	if err := d.learnFailed(ctx, done); err != nil {
+		return err
+	}
 	work, err := d.resultRecords(ctx, done)
 	if err != nil {
 		return err
@@ -237,7 +246,7 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 			return err
 		}
 	}
-	return nil
+	return d.rescore(ctx, now)
 }
 
 // prepareResult judges a Result from from against its task's lease
@@ -284,6 +293,9 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 		return doneResult{}, false, d.forged(from, r.Supervisor, why, now)
 	}
 	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
+	if requested(r.Class) {
+		d.run.requests += 1 + int64(len(r.Chain))
+	}
 	d.w.notePace(t.host, r, now)
 	if t.check != nil {
 		// A re-check (recheck.go): compared, never kept.
@@ -329,7 +341,8 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 			}
 			res.Fields = append(res.Fields, f)
 		}
-		res.Links = d.pageLinks(t.url, r.Links)
+		res.Links, res.Anchors = d.pageLinks(t.url, r.Links)
+		d.score.notePage(t.host)
 		if r.JSOnly && !t.render {
 			res.JSOnly, res.Mappings = true, r.Mappings
 		}
@@ -346,7 +359,7 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 			// links were expanded from the first page already. The cached
 			// result keeps none, so a record reaching this URL later does
 			// not expand them either.
-			res.Links = nil
+			res.Links, res.Anchors = nil, nil
 		}
 	} else if r.Class != "" {
 		d.run.errs[r.Class]++
@@ -409,6 +422,48 @@ func (d *Dispatcher) dropQuarantined(done []doneResult) []doneResult {
 		d.w.add(dr.t, true)
 	}
 	return kept
+}
+
+// learnFailed tells the frontier's model that the failed pages of done
+// gave the records that reached them nothing.
+func (d *Dispatcher) learnFailed(ctx context.Context, done []doneResult) error {
+	for _, dr := range done {
+		if dr.r.Class == "" {
+			continue
+		}
+		rows, err := query(ctx, d.st.q.urlRecords, dr.t.key)
+		if err != nil {
+			return err
+		}
+		var recs []int64
+		for rows.Next() {
+			var rec int64
+			var depth int
+			if err := rows.Scan(&rec, &depth); err != nil {
+				rows.Close()
+				return fmt.Errorf("dispatcher: state links: %w", err)
+			}
+			recs = append(recs, rec)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("dispatcher: state links: %w", err)
+		}
+		d.score.failedFor(dr.t.key, recs)
+	}
+	return nil
+}
+
+// requested reports whether a task answered with class reached its host:
+// not when robots.txt, the blacklist or the address guard refused it, nor
+// when its name did not resolve.
+func requested(class string) bool {
+	switch fetch.Class(class) {
+	case fetch.ClassRobots, fetch.ClassRobotsUnavailable, fetch.ClassBlocked, fetch.ClassBlacklisted,
+		fetch.ClassURL, fetch.ClassDNS, fetch.ClassDNSTimeout, fetch.ClassCanceled:
+		return false
+	}
+	return true
 }
 
 // markDone writes the pages' outcomes to the seen store, rowChunk rows a
@@ -488,6 +543,7 @@ func (d *Dispatcher) linkRecords(ctx context.Context, pages []int64) (map[int64]
 					return nil, fmt.Errorf("dispatcher: state links: redirect chain of record %d: %w", it.rec, err)
 				}
 			}
+			it.key = key
 			work[key] = append(work[key], it)
 		}
 		rows.Close()

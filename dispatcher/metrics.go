@@ -80,6 +80,13 @@ var (
 		"The most requests ever in flight to one host at once, over every supervisor (politeness allows 1).", nil, nil)
 	descRepeated = prometheus.NewDesc("backfill_requests_repeated_total",
 		"Requests that went out again without being asked (nothing below the politeness rules may retry: 0).", nil, nil)
+	descRequests = prometheus.NewDesc("backfill_page_requests_total",
+		"Requests made for the tasks answered: a page and the redirects followed on its host (robots.txt and soft-404 probes aside).", nil, nil)
+	descPerComplete = prometheus.NewDesc("backfill_requests_per_complete_record",
+		"Requests for pages per record a page completed, over the crawl.", nil, nil)
+	descPruned = prometheus.NewDesc("backfill_links_pruned_total",
+		"Links not followed for a record because they could not pay, by reason (last-depth, barren-host, unlikely); one per record that left them.",
+		[]string{"reason"}, nil)
 )
 
 // metricsView is what one scrape reads, copied under the mutex.
@@ -97,6 +104,7 @@ type metricsView struct {
 	joined                      int64
 	members                     []MemberStatus
 	polite                      Politeness
+	score                       FrontierStatus
 }
 
 // collector reads the dispatcher's counters when scraped.
@@ -111,7 +119,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		descHostQueues, descLeased, descWaitingRender, descExpired, descLate, descForged, descQuarantined, descRechecks, descPurged, descRefused, descPagesDone, descReused,
 		descFailed, descFilled, descStoreWritten, descStoreErrors, descMembers, descJoined, descLost,
 		descMemberInFlight, descMemberRate, descMemberHeartbeat, descRobotsOutcomes,
-		descRedirects, descHostInFlightMax, descRepeated} {
+		descRedirects, descHostInFlightMax, descRepeated, descRequests, descPerComplete, descPruned} {
 		ch <- d
 	}
 	c.d.ob.seconds.Describe(ch)
@@ -131,6 +139,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		forged: d.total(&d.run.forged), quarantined: d.members.Quarantine().Len(),
 		rechecks: d.recheckCounts(), refused: d.members.Refusals().Counts(),
 		polite: d.politeness(),
+		score:  d.frontierStatus(),
 	}
 	for _, m := range d.members.All() {
 		v.members = append(v.members, m.status())
@@ -194,4 +203,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descHostInFlightMax, float64(v.polite.HostInFlight))
 	counter(descRepeated, v.polite.Repeated)
+	counter(descRequests, v.score.Requests)
+	gauge(descPerComplete, v.score.RequestsPerComplete)
+	for reason, n := range v.score.Pruned {
+		counter(descPruned, n, reason)
+	}
 }

@@ -317,5 +317,12 @@ func (d *Dispatcher) reapply(ctx context.Context, r *recState) error {
 			return fmt.Errorf("dispatcher: state links of %q: %w", r.id, err)
 		}
 	}
-	return d.attachRecordLinks(ctx, r, links, 0)
+	n := r.queued
+	if err := d.attachLinks(ctx, links, r.seq, &r.queued, 0); err != nil {
+		return err
+	}
+	if r.queued != n {
+		r.dirty = true // the budget count is kept with the record
+	}
+	return nil
 }

@@ -151,6 +151,11 @@ func (d *Dispatcher) dropTasks(ctx context.Context, rec int64) error {
 			return fmt.Errorf("dispatcher: state: %w", err)
 		}
 		if wanted == 1 {
+			if t := d.w.queued[id]; t != nil {
+				if err := d.dropCue(ctx, t, rec); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if _, err := exec(ctx, d.st.q.urlDrop, id); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"backfill/etl"
 	"backfill/fetch"
+	"backfill/linkscore"
 	"backfill/wire"
 )
 
@@ -79,14 +80,14 @@ func (d *Dispatcher) followRedirect(ctx context.Context, r *recState, it applyIt
 		d.run.redirects[wire.RedirectLoop]++
 		return nil
 	}
-	return d.attachVia(ctx, it.res.Redirect, r, it.depth, via, it.res.Hops)
+	return d.attachVia(ctx, it.res.Redirect, r, it.depth, via, it.res.Hops, it.key)
 }
 
 // attachVia attaches one URL, reached through redirects (via, first to
-// last; hops across hosts), to the record r at depth: as attachSome
-// attaches a page's links, but one at a time and with the chain kept on
-// the link.
-func (d *Dispatcher) attachVia(ctx context.Context, norm string, r *recState, depth int, via []string, hops int) error {
+// last; hops across hosts) from the page from, to the record r at depth:
+// as attachSome attaches a page's links, but one at a time and with the
+// chain kept on the link.
+func (d *Dispatcher) attachVia(ctx context.Context, norm string, r *recState, depth int, via []string, hops int, from int64) error {
 	viaText, err := json.Marshal(via)
 	if err != nil {
 		return fmt.Errorf("dispatcher: redirect chain: %w", err)
@@ -96,6 +97,16 @@ func (d *Dispatcher) attachVia(ctx context.Context, norm string, r *recState, de
 	if err != nil {
 		return err
 	}
+	// The target stands for the page that sent the record there: it is
+	// remembered with that link's cue and source (score.go).
+	info := d.infoOf(norm)
+	cue, parent := d.ownCue(r, norm, info, depth, linkscore.SourceNeutral), int64(0)
+	if e := d.score.trail[trailKey{from, r.seq}]; e != nil {
+		cue, parent = e.cue, e.parent
+	}
+	d.score.remember(trailKey{key, r.seq}, cue, parent)
+	d.score.finish(trailKey{from, r.seq}) // the target takes its place
+	v := d.score.model.Score(cue).Value
 	if k, ok := known[key]; ok {
 		if k.recDepth.Valid && int(k.recDepth.Int64) <= depth {
 			return nil // already reached by this record, no farther away
@@ -103,15 +114,21 @@ func (d *Dispatcher) attachVia(ctx context.Context, norm string, r *recState, de
 		if err := d.insertVia(ctx, key, r.seq, depth, viaText); err != nil {
 			return err
 		}
-		return d.revisit(ctx, key, norm, r.seq, depth, via, k)
+		if err := d.revisit(ctx, key, norm, r.seq, depth, via, k); err != nil {
+			return err
+		}
+		if k.state == stateQueued || d.w.queued[key] != nil {
+			return d.addCue(ctx, key, k.level, r.seq, cue, v)
+		}
+		return nil
 	}
 	host, domain := hostDomain(norm)
 	if host == "" {
 		return nil
 	}
-	matched, prio := d.cfg.Mappings.Matches(norm)
 	t := &task{key: key, url: norm, host: host, domain: domain, depth: depth, hops: hops,
-		matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(norm)}
+		matched: info.matched, priority: info.priority, render: d.cfg.Mappings.NeedsRender(norm),
+		value: v, level: levelOf(v), cues: []taskCue{{rec: r.seq, cue: cue, value: v}}}
 	hc, err := d.hostCount(ctx, host)
 	if err != nil {
 		return err

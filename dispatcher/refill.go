@@ -51,7 +51,7 @@ func (d *Dispatcher) refill(ctx context.Context) error {
 func (d *Dispatcher) refillChunk(ctx context.Context) (n int, full bool, err error) {
 	var rows *sql.Rows
 	if c := d.w.cursor; c != nil {
-		rows, err = query(ctx, d.st.q.refillAfter, b2i(c.matched), c.priority, c.depth, c.seq, refillChunk)
+		rows, err = query(ctx, d.st.q.refillAfter, c.priority, c.level, c.depth, c.seq, refillChunk)
 	} else {
 		rows, err = query(ctx, d.st.q.refill, refillChunk)
 	}
@@ -64,10 +64,12 @@ func (d *Dispatcher) refillChunk(ctx context.Context) (n int, full bool, err err
 		t := &task{}
 		var u sql.NullString
 		var matched, render int
-		if err := rows.Scan(&t.key, &u, &t.depth, &matched, &t.priority, &render, &t.seq, &t.hops); err != nil {
+		if err := rows.Scan(&t.key, &u, &t.depth, &matched, &t.priority, &render, &t.seq, &t.hops, &t.level); err != nil {
 			return n, false, fmt.Errorf("dispatcher: state refill: %w", err)
 		}
 		t.matched, t.render = matched == 1, render == 1
+		t.base = levelValue(t.level)
+		t.value, t.keep = t.base, true
 		k := t.place()
 		d.w.cursor = &k
 		if d.w.queued[t.key] != nil || d.w.leased[t.key] != nil {

@@ -19,21 +19,21 @@ func TestRefillCursor(t *testing.T) {
 	d := &Dispatcher{st: st, w: newWindow()}
 	put := func(tk *task) {
 		t.Helper()
-		if _, err := st.conn.ExecContext(ctx, `INSERT INTO urls(key, url, depth, matched, priority, render, seq, state, first_seen)
-			VALUES (?, ?, ?, ?, ?, 0, ?, 0, 0)`, tk.key, tk.url, tk.depth, b2i(tk.matched), tk.priority, tk.seq); err != nil {
+		if _, err := st.conn.ExecContext(ctx, `INSERT INTO urls(key, url, depth, matched, priority, render, seq, state, first_seen, score)
+			VALUES (?, ?, ?, 0, ?, 0, ?, 0, 0, ?)`, tk.key, tk.url, tk.depth, tk.priority, tk.seq, tk.level); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mk := func(seq int64, depth int, matched bool) *task {
+	mk := func(seq int64, depth, level int) *task {
 		return &task{key: seq, url: fmt.Sprintf("http://a.test/%d", seq), host: "a.test", domain: "a.test",
-			depth: depth, matched: matched, seq: seq}
+			depth: depth, level: level, seq: seq}
 	}
 
 	// More than one chunk, in a mixed order: read back whole, cursor at
 	// the last task in frontier order.
 	n := refillChunk + 100
 	for i := range n {
-		put(mk(int64(i+1), 1+i%2, i%3 == 0))
+		put(mk(int64(i+1), 1+i%2, b2i(i%3 == 0)))
 	}
 	d.w.spilled = true
 	if err := d.refill(ctx); err != nil {
@@ -42,8 +42,8 @@ func TestRefillCursor(t *testing.T) {
 	if got := len(d.w.queued); got != n || d.w.spilled {
 		t.Fatalf("after first refill: %d queued, spilled %v; want %d, false", got, d.w.spilled, n)
 	}
-	if c := d.w.cursor; c == nil || c.matched || c.depth != 2 || c.seq != int64(n) {
-		t.Fatalf("cursor %+v, want the last task in order (unmatched, depth 2, seq %d)", c, n)
+	if c := d.w.cursor; c == nil || c.level != 0 || c.depth != 2 || c.seq != int64(n) {
+		t.Fatalf("cursor %+v, want the last task in order (level 0, depth 2, seq %d)", c, n)
 	}
 
 	// Those are done; the window fills up with windowCap others (depth
@@ -58,7 +58,7 @@ func TestRefillCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range windowCap {
-		tk := mk(int64(n+10+i), 1, false)
+		tk := mk(int64(n+10+i), 1, 0)
 		put(tk)
 		if !d.w.add(tk, false) {
 			t.Fatalf("task %d of %d not added", i, windowCap)
@@ -68,10 +68,10 @@ func TestRefillCursor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As if a refill had read them: the cursor is at the last.
-	last := mk(int64(n+10+windowCap-1), 1, false)
+	last := mk(int64(n+10+windowCap-1), 1, 0)
 	k := last.place()
 	d.w.cursor = &k
-	early, late := mk(int64(n+1), 0, false), mk(int64(n+2), 3, false)
+	early, late := mk(int64(n+1), 0, 0), mk(int64(n+2), 3, 0)
 	put(late)
 	if d.w.add(late, false) {
 		t.Fatalf("task %d, last in frontier order, added to a full window", late.key)
@@ -83,7 +83,7 @@ func TestRefillCursor(t *testing.T) {
 	if d.w.queued[last.key] != nil || len(d.w.queued) != windowCap || !d.w.spilled {
 		t.Fatalf("the window's last task %d stayed (%d queued, spilled %v)", last.key, len(d.w.queued), d.w.spilled)
 	}
-	if c := d.w.cursor; c == nil || !c.before(last) || c.before(mk(last.seq-1, 1, false)) {
+	if c := d.w.cursor; c == nil || !c.before(last) || c.before(mk(last.seq-1, 1, 0)) {
 		t.Fatalf("cursor %+v, want just before the task given up (%+v)", c, last.place())
 	}
 

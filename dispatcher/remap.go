@@ -180,7 +180,8 @@ func (d *Dispatcher) reextract(ctx context.Context, key int64, p store.Page, dup
 	}
 	d.run.reextracted++
 	res := old
-	res.Fields, res.Links, res.JSOnly, res.Mappings = nil, nil, false, nil
+	res.Fields, res.Links, res.Anchors, res.JSOnly, res.Mappings = nil, nil, nil, false, nil
+	res.infos = nil
 	if ex := d.cfg.Mappings.Extract(p.Address(), p.Body, p.ContentType); ex != nil {
 		for _, f := range ex.Fields {
 			if f.Field != "" && len(f.Values) > 0 {
@@ -189,7 +190,7 @@ func (d *Dispatcher) reextract(ctx context.Context, key int64, p store.Page, dup
 		}
 		d.run.fieldErrs += int64(len(ex.Errors))
 		if !dup {
-			res.Links = d.pageLinks(old.Source, wire.MergeLinks(ex.Links, ex.OutLinks, wire.MaxResultLinks))
+			res.Links, res.Anchors = d.pageLinks(old.Source, wire.MergeLinks(ex.Links, ex.OutLinks, ex.Anchors, wire.MaxResultLinks))
 		}
 		if ex.JSOnly && !p.Rendered {
 			res.JSOnly, res.Mappings = true, ex.Mappings

@@ -156,11 +156,13 @@ func (d *Dispatcher) requeueDone(ctx context.Context, key int64, norm string, de
 	t := &task{key: key, depth: depth, seq: d.nextSeq}
 	var u sql.NullString
 	var matched, render int
-	if err := d.st.q.urlRequeue.QueryRowContext(ctx, d.nextSeq, depth, arg, key).Scan(&u, &matched, &t.priority, &render); err != nil {
+	if err := d.st.q.urlRequeue.QueryRowContext(ctx, d.nextSeq, depth, arg, key).Scan(&u, &matched, &t.priority, &render, &t.level); err != nil {
 		return false, fmt.Errorf("dispatcher: state requeue: %w", err)
 	}
 	d.queuedN++
 	t.url, t.matched, t.render = u.String, matched == 1, render == 1
+	t.base = levelValue(t.level)
+	t.value, t.keep = t.base, true
 	if t.host, t.domain = hostDomain(t.url); t.host == "" {
 		// refill drops it, saying why.
 		d.w.spilled, d.w.cursor = true, nil

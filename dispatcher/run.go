@@ -651,10 +651,14 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 		FieldErrors: d.total(&d.run.fieldErrs),
 		Waiting:     d.w.waitingRender(),
 		Filtered:    sumMaps(d.base.filtered, d.run.filtered),
-		LinkFarms:   d.total(&d.run.linkFarms),
-		Duplicates:  d.total(&d.run.duplicates),
-		BadTopSites: d.badTopSites,
-		Elapsed:     d.elapsed(),
+		Pruned:      sumMaps(d.base.pruned, d.run.pruned),
+		Requests:    d.total(&d.run.requests),
+
+		RequestsPerComplete: d.requestsPerComplete(),
+		LinkFarms:           d.total(&d.run.linkFarms),
+		Duplicates:          d.total(&d.run.duplicates),
+		BadTopSites:         d.badTopSites,
+		Elapsed:             d.elapsed(),
 
 		Retried:        maps.Clone(d.retried),
 		RetryKept:      d.retryKept,

@@ -55,7 +55,8 @@ import (
 //
 // Version 5 adds urls.found (schemaV5), version 6 what the outcomes say
 // of the links a record did not follow (schemaV6), version 7 urls.hops
-// and links.via (schemaV7), version 8 who answered each page (schemaV8).
+// and links.via (schemaV7), version 8 who answered each page (schemaV8),
+// version 9 urls.score and the frontier order by it (schemaV9).
 //
 // Versions 1 to 3 are the schema of earlier builds; a state they wrote is
 // converted in place.
@@ -69,6 +70,7 @@ var stateSchema = []sqlitedb.Migration{
 	{SQL: schemaV6},
 	{SQL: schemaV7},
 	{SQL: schemaV8},
+	{SQL: schemaV9},
 }
 
 // schemaV1 is the state of earlier builds (user_version 0, tables
@@ -341,6 +343,18 @@ var schemaV8 = []string{
 		key  TEXT NOT NULL UNIQUE,
 		name TEXT NOT NULL)`,
 	`ALTER TABLE urls ADD COLUMN member INTEGER`,
+}
+
+// schemaV9 orders the frontier by score (score.go): urls.score is a
+// queued task's score level, and urls_ready orders by mapping priority,
+// then score, then depth and seq, where it ordered pages a mapping
+// matches first. Tasks queued by an earlier build keep their order: those
+// a mapping matches a level above the others.
+var schemaV9 = []string{
+	`ALTER TABLE urls ADD COLUMN score INTEGER NOT NULL DEFAULT 0`,
+	`UPDATE urls SET score = 2 + matched WHERE state = 0`,
+	`DROP INDEX urls_ready`,
+	`CREATE INDEX urls_ready ON urls(priority DESC, score DESC, depth, seq) WHERE state = 0`,
 }
 
 func init() {

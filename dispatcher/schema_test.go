@@ -54,8 +54,8 @@ func TestStateMigrationFromV3(t *testing.T) {
 	}
 	defer st.close()
 	var v int
-	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 8 {
-		t.Errorf("user_version %d (%v), want %d = 8", v, err, len(stateSchema))
+	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 9 {
+		t.Errorf("user_version %d (%v), want %d = 9", v, err, len(stateSchema))
 	}
 	checks := []struct {
 		q    string
@@ -162,8 +162,8 @@ func TestStateMigrationFromV4(t *testing.T) {
 	}
 	defer st.close()
 	var v int
-	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 8 {
-		t.Errorf("user_version %d (%v), want %d = 8", v, err, len(stateSchema))
+	if err := st.conn.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil || v != len(stateSchema) || v != 9 {
+		t.Errorf("user_version %d (%v), want %d = 9", v, err, len(stateSchema))
 	}
 	for i, q := range tables {
 		if got := dump(st.conn, q); !slices.Equal(got, before[i]) {
@@ -173,6 +173,14 @@ func TestStateMigrationFromV4(t *testing.T) {
 	// Version 6: no redirect chains, no hops, in a state of before.
 	if got := dump(st.conn, `SELECT COUNT(*) FROM links WHERE via IS NOT NULL UNION ALL SELECT COUNT(*) FROM urls WHERE hops != 0`); !slices.Equal(got, []string{"0", "0"}) {
 		t.Errorf("links with a chain, urls with hops after the migration: %q, want none", got)
+	}
+	// Version 8: queued tasks keep their order, those a mapping matches
+	// a score level above the others; the frontier's index orders by it.
+	if got := dump(st.conn, `SELECT COUNT(*) FROM urls WHERE state = 0 AND score != 2 + matched UNION ALL SELECT COUNT(*) FROM urls WHERE state != 0 AND score != 0`); !slices.Equal(got, []string{"0", "0"}) {
+		t.Errorf("urls whose score is not their old order after the migration: %q, want none", got)
+	}
+	if got := dump(st.conn, `SELECT sql FROM sqlite_master WHERE name = 'urls_ready'`); len(got) != 1 || !strings.Contains(got[0], "priority DESC, score DESC, depth, seq") {
+		t.Errorf("urls_ready after the migration: %q", got)
 	}
 	found := dump(st.conn, `SELECT key FROM urls WHERE found = 1`)
 	if want := []string{fmt.Sprint(page(1))}; !slices.Equal(found, want) {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"backfill/linkscore"
 	"backfill/store"
 )
 
@@ -273,6 +274,14 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 			if err := d.revisit(ctx, r.key, r.norm, r.rec, 0, nil, k); err != nil {
 				return err
 			}
+			if k.state == stateQueued || d.w.queued[r.key] != nil {
+				// A record's own link: the task goes up by what it is
+				// worth to a record, and is never pruned.
+				c := d.ownCue(nil, r.norm, d.infoOf(r.norm), 0, linkscore.SourceOwn)
+				if err := d.addCue(ctx, r.key, k.level, r.rec, c, d.score.model.Score(c).Value); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if pending[r.key] {
@@ -284,9 +293,13 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 			d.log.Debug("link without a host ignored", "url", r.norm, "record", r.rec)
 			continue
 		}
-		matched, prio := d.cfg.Mappings.Matches(r.norm)
+		// A record's own link, judged by its URL (ownCue): never pruned,
+		// so its worth is the task's base, not a cue rescore may drop.
+		info := d.infoOf(r.norm)
+		v := d.score.model.Score(d.ownCue(nil, r.norm, info, 0, linkscore.SourceOwn)).Value
 		t := &task{key: r.key, url: r.norm, host: host, domain: domain, depth: 0,
-			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(r.norm)}
+			matched: info.matched, priority: info.priority, render: d.cfg.Mappings.NeedsRender(r.norm),
+			base: v, value: v, level: levelOf(v), keep: true}
 		pending[r.key] = true
 		fresh = append(fresh, t)
 		links = append(links, seedLink{r.key, r.rec})
@@ -414,15 +427,15 @@ func (d *Dispatcher) insertURLs(ctx context.Context, ts []*task) error {
 		part := sorted[:size]
 		sorted = sorted[size:]
 		st, err := d.st.stmtN(ctx, "urlIns", len(part), func(n int) string {
-			return `INSERT INTO urls(key, url, depth, matched, priority, render, seq, state, first_seen, hops) VALUES ` +
-				placeholders(n, "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?)")
+			return `INSERT INTO urls(key, url, depth, matched, priority, render, seq, state, first_seen, hops, score) VALUES ` +
+				placeholders(n, "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)")
 		})
 		if err != nil {
 			return err
 		}
-		args := make([]any, 0, 9*len(part))
+		args := make([]any, 0, 10*len(part))
 		for _, t := range part {
-			args = append(args, t.key, t.url, t.depth, b2i(t.matched), t.priority, b2i(t.render), t.seq, now, t.hops)
+			args = append(args, t.key, t.url, t.depth, b2i(t.matched), t.priority, b2i(t.render), t.seq, now, t.hops, t.level)
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("dispatcher: state urls: %w", err)

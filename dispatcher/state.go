@@ -22,7 +22,7 @@ const (
 	stateQueued  = 0
 	stateLeased  = 1 // written by earlier builds; New queues such tasks again
 	stateDone    = 2
-	stateDropped = 3 // every record that wanted it is complete
+	stateDropped = 3 // every record that wanted it is complete, or the frontier pruned it (score.go)
 )
 
 // state is the SQLite state database. It holds one connection; every use
@@ -77,7 +77,7 @@ type stmts struct {
 	urlDrop, urlCached, urlValid, urlState              *sql.Stmt
 	urlRequeue, urlRender, urlDepth, urlWanted          *sql.Stmt
 	urlRecords, recordTasks, ownLinks, linkPut, linkVia *sql.Stmt
-	refill, refillAfter, failedPages                    *sql.Stmt
+	refill, refillAfter, failedPages, urlScore          *sql.Stmt
 	hostGet                                             *sql.Stmt
 	priorPut, priorGet, priorOpen, priorClose           *sql.Stmt
 	filledRecords, fpIns, fpAll                         *sql.Stmt
@@ -123,7 +123,7 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.urlCached, `SELECT class, result, etag, last_modified FROM urls WHERE key = ?`},
 		{&q.urlValid, `SELECT etag, last_modified FROM urls WHERE key = ? AND class = '' AND result IS NOT NULL`},
 		{&q.urlRequeue, `UPDATE urls SET state = 0, seq = ?, depth = ?, url = COALESCE(?, url) WHERE key = ?
-			RETURNING url, matched, priority, render`},
+			RETURNING url, matched, priority, render, score`},
 		{&q.urlRender, `UPDATE urls SET state = 0, render = 1, seq = ?, url = COALESCE(url, ?) WHERE key = ?`},
 		{&q.urlState, `SELECT state FROM urls WHERE key = ?`},
 		{&q.urlDepth, `UPDATE urls SET depth = ? WHERE key = ? AND depth > ?`},
@@ -142,14 +142,15 @@ func (q *stmts) stmtSQL() []struct {
 			FROM urls INDEXED BY urls_failed
 			WHERE state = 2 AND class != '' AND key > ?2 AND last_crawled < ?1 AND url IS NOT NULL
 			ORDER BY key LIMIT ?3`},
-		{&q.refill, `SELECT key, url, depth, matched, priority, render, seq, hops FROM urls WHERE state = 0 ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?`},
-		// refillAfter reads on after a place in the order (matched,
-		// priority, depth, seq); its terms use only the columns of
+		{&q.refill, `SELECT key, url, depth, matched, priority, render, seq, hops, score FROM urls WHERE state = 0 ORDER BY priority DESC, score DESC, depth, seq LIMIT ?`},
+		// refillAfter reads on after a place in the order (priority,
+		// score, depth, seq); its terms use only the columns of
 		// urls_ready, so the rows before the place are passed over in the
 		// index.
-		{&q.refillAfter, `SELECT key, url, depth, matched, priority, render, seq, hops FROM urls WHERE state = 0
-			AND (matched < ?1 OR (matched = ?1 AND (priority < ?2 OR (priority = ?2 AND (depth > ?3 OR (depth = ?3 AND seq > ?4))))))
-			ORDER BY matched DESC, priority DESC, depth, seq LIMIT ?5`},
+		{&q.refillAfter, `SELECT key, url, depth, matched, priority, render, seq, hops, score FROM urls WHERE state = 0
+			AND (priority < ?1 OR (priority = ?1 AND (score < ?2 OR (score = ?2 AND (depth > ?3 OR (depth = ?3 AND seq > ?4))))))
+			ORDER BY priority DESC, score DESC, depth, seq LIMIT ?5`},
+		{&q.urlScore, `UPDATE urls SET score = ? WHERE key = ?`},
 		{&q.hostGet, `SELECT queued FROM hosts WHERE host = ?`},
 
 		{&q.priorPut, `INSERT INTO prior(rec, field, value, open) VALUES(?, ?, ?, 1) ON CONFLICT(rec, field) DO UPDATE SET value = excluded.value, open = 1`},

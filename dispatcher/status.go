@@ -95,6 +95,9 @@ type Status struct {
 	// Politeness: redirects by outcome, the most requests in flight to
 	// one host, requests repeated (see Politeness).
 	Politeness
+	// Frontier: requests per completed record, links pruned and why, and
+	// what the frontier's model learned (see FrontierStatus).
+	Frontier FrontierStatus `json:"frontier"`
 }
 
 // MemberStatus is one supervisor as the dispatcher sees it. Fetched,
@@ -210,6 +213,7 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 	s.SlowHosts, s.Backoff = d.memberHosts()
 	s.DNS = d.dnsTotal()
 	s.Politeness = d.politeness()
+	s.Frontier = d.frontierStatus()
 	return s
 }
 

@@ -12,7 +12,7 @@ import (
 // the next resumes from the state. The summary and the status describe the
 // whole crawl, so its counters are kept in the state's meta table as
 // totals ("total.<name>", and for counters by key "total.errors.<class>",
-// "total.filtered.<why>", "total.blocked.<refusal>",
+// "total.filtered.<why>", "total.pruned.<why>", "total.blocked.<refusal>",
 // "total.redirects.<outcome>"),
 // written with every commit: the totals of the processes before, plus
 // this one's counters. A crawl ends when a Run finishes with no work left
@@ -28,6 +28,7 @@ const (
 	totalPrefix  = "total."
 	errorsPrefix = totalPrefix + "errors."
 	filterPrefix = totalPrefix + "filtered."
+	prunePrefix  = totalPrefix + "pruned."
 	blockPrefix  = totalPrefix + "blocked."
 	redirPrefix  = totalPrefix + "redirects."
 )
@@ -44,6 +45,7 @@ func (d *Dispatcher) keyedTallies() []keyed {
 	return []keyed{
 		{errorsPrefix, d.run.errs, d.base.errs},
 		{filterPrefix, d.run.filtered, d.base.filtered},
+		{prunePrefix, d.run.pruned, d.base.pruned},
 		{blockPrefix, d.run.blocked, d.base.blocked},
 		{redirPrefix, d.run.redirects, d.base.redirects},
 	}
@@ -71,15 +73,17 @@ func (d *Dispatcher) tallies() []tally {
 		{"rechecked", &r.rechecked}, {"recheck_agreed", &r.recheckAgreed}, {"recheck_disputed", &r.recheckDisputed},
 		{"recheck_unsettled", &r.recheckUnsettled}, {"recheck_failed", &r.recheckFailed}, {"recheck_dropped", &r.recheckDropped},
 		{"contradicted", &r.contradicted}, {"liars", &r.liars}, {"purged", &r.purged},
+		{"requests", &r.requests}, {"completed", &r.completed},
 	}
 }
 
 // totals are what the processes before this one counted.
 type totals struct {
-	n                                  map[string]int64
-	errs, filtered, blocked, redirects map[string]int64
-	elapsed                            time.Duration
-	starts                             int64
+	n                      map[string]int64
+	errs, filtered, pruned map[string]int64
+	blocked, redirects     map[string]int64
+	elapsed                time.Duration
+	starts                 int64
 }
 
 // loadTotals reads the totals at New, starting a new crawl if the last
@@ -95,8 +99,8 @@ func (d *Dispatcher) loadTotals(ctx context.Context) error {
 			return fmt.Errorf("dispatcher: state totals: %w", err)
 		}
 	}
-	d.base = totals{n: map[string]int64{}, errs: map[string]int64{}, filtered: map[string]int64{}, blocked: map[string]int64{},
-		redirects: map[string]int64{}}
+	d.base = totals{n: map[string]int64{}, errs: map[string]int64{}, filtered: map[string]int64{}, pruned: map[string]int64{},
+		blocked: map[string]int64{}, redirects: map[string]int64{}}
 	t := &d.base
 	families := d.keyedTallies()
 	rows, err := s.conn.QueryContext(ctx, `SELECT key, value FROM meta WHERE key LIKE 'total.%'`)

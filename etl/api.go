@@ -99,6 +99,14 @@ type Extraction struct {
 	OutLinks []string      // every http(s) link on the page (a/area href): absolute, normalized, deduplicated, binary file types removed
 	Errors   []FieldError  // processors that failed; other fields went on
 
+	// Anchors holds, for each of OutLinks, the text of its first anchor
+	// (text and image alt text, white space collapsed, at most
+	// MaxAnchorText bytes; "" for none): what the page says of where the
+	// link leads, which the crawl's frontier compares with what a record
+	// knows. Not shown with the extraction (it is not something the
+	// mappings found).
+	Anchors []string `json:"-"`
+
 	// JSOnly says the page looks like a shell whose content JavaScript
 	// writes (see JSOnly). It is looked for only when a rendering could
 	// add something: a mapping with url_patterns and render auto matched
@@ -320,6 +328,34 @@ func (s *Set) MatchFields() []string {
 		}
 	}
 	return sortedUnique(out)
+}
+
+// FieldsAt lists, sorted, the fields the mappings that run on rawURL
+// declare: those whose url_patterns match it and the generic ones, which
+// run on every page. A page gives no value of any other field.
+func (s *Set) FieldsAt(rawURL string) []string {
+	_, _, fields := s.Applies(rawURL)
+	return fields
+}
+
+// Applies is Matches and FieldsAt of rawURL in one pass over the
+// mappings (each url_pattern tried once).
+func (s *Set) Applies(rawURL string) (matched bool, priority int, fields []string) {
+	for _, m := range s.Mappings() {
+		if !m.MatchURL(rawURL) {
+			continue
+		}
+		if !m.Generic() {
+			if !matched || m.Priority > priority {
+				priority = m.Priority
+			}
+			matched = true
+		}
+		for _, f := range m.fields {
+			fields = append(fields, f.name)
+		}
+	}
+	return matched, priority, sortedUnique(fields)
 }
 
 // Matches reports whether any mapping's url_patterns match rawURL, and the

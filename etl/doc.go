@@ -40,7 +40,8 @@
 //
 //	ex := set.Extract("https://site.example/people/ada", body, "text/html")
 //	// ex.Fields: values per mapping field; ex.Links: from url_parsers;
-//	// ex.OutLinks: every http(s) link on the page; ex.Errors: what failed.
+//	// ex.OutLinks: every http(s) link on the page, ex.Anchors the text of
+//	// each one's anchor (AnchorText); ex.Errors: what failed.
 //
 // A processor that fails on a page leaves a FieldError and the other
 // fields go on; a panic inside a mapping is recovered and reported the same

@@ -35,7 +35,7 @@ type Document struct {
 	scanned  bool                    // scan has run
 	meta     map[string][]string     // <meta> contents by lower-cased name/property/itemprop
 	ldTexts  []string                // bodies of application/ld+json scripts
-	hrefs    []string                // a/area href values, raw, in document order
+	hrefs    []anchor                // a/area elements with an href, in document order
 	prefix   string                  // normalized scheme://host of Base, for resolve
 	prefixOK int8                    // 0 not computed, 1 usable, -1 not usable
 	byTag    map[string][]*html.Node // elements by tag name, for xpathPlan
@@ -116,15 +116,22 @@ func (d *Document) scan() {
 	}
 }
 
+// anchor is an a or area element with an href: the raw href and the
+// element, whose text (AnchorText) is read once the tree is whole.
+type anchor struct {
+	href string
+	node *html.Node
+}
+
 // noteElement adds what scan takes from an element besides the plan's
-// lists: an a or area element's href to hrefs, a meta or script element
-// to special, for scanSpecial to read once the tree is whole. The fast
-// parser calls it as it makes each element, scan on a walked tree.
-func noteElement(n *html.Node, hrefs *[]string, special *[]*html.Node) {
+// lists: an a or area element with an href to hrefs, a meta or script
+// element to special, for scanSpecial to read once the tree is whole. The
+// fast parser calls it as it makes each element, scan on a walked tree.
+func noteElement(n *html.Node, hrefs *[]anchor, special *[]*html.Node) {
 	switch n.DataAtom {
 	case atom.A, atom.Area:
 		if href, ok := hrefOf(n); ok {
-			*hrefs = append(*hrefs, href)
+			*hrefs = append(*hrefs, anchor{href, n})
 		}
 	case atom.Meta, atom.Script:
 		*special = append(*special, n)

@@ -94,7 +94,7 @@ func (s *Set) extract(pageURL string, body []byte, contentType string, o extract
 	}
 	ex.Links = dedupe(links)
 	if follow && doc.Root != nil {
-		ex.OutLinks = outLinks(doc)
+		ex.OutLinks, ex.Anchors = outLinks(doc)
 	}
 	return ex
 }
@@ -313,6 +313,7 @@ func (t *detacher) extraction(ex *Extraction) {
 	}
 	t.all(ex.Links)
 	t.all(ex.OutLinks)
+	t.all(ex.Anchors)
 	for i := range ex.Errors {
 		e := &ex.Errors[i]
 		t.one(&e.Mapping)

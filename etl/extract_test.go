@@ -118,6 +118,36 @@ func TestExtractRecoversPanics(t *testing.T) {
 	}
 }
 
+// TestAnchorText: what an anchor says of its link is its text and its
+// images' alt text, white space collapsed, scripts and styles left out,
+// cut at MaxAnchorText bytes on a rune's start; the fast parser's tree
+// and html.Parse's say the same.
+func TestAnchorText(t *testing.T) {
+	long := strings.Repeat("é", MaxAnchorText) // two bytes a rune
+	for _, c := range []struct{ anchor, want string }{
+		{`Ada Lovelace`, "Ada Lovelace"},
+		{"  Ada \n\t Lovelace ", "Ada Lovelace"},
+		{`<span>Ada</span> <b>Lovelace</b>`, "Ada Lovelace"},
+		{`<span>Ada</span><b>Lovelace</b>`, "Ada Lovelace"}, // elements part words
+		{`<img src="/p.png" alt="Portrait of Ada"> profile`, "Portrait of Ada profile"},
+		{`<script>var x = 1</script>About <style>a{}</style>me`, "About me"},
+		{``, ""},
+		{`<img src="/p.png">`, ""},
+		{`Chloé  Kamiro`, "Chloé Kamiro"},
+		{long, long[:MaxAnchorText]},
+		{"x" + long, "x" + long[:MaxAnchorText-2]},
+		{strings.Repeat("a", MaxAnchorText-1) + " b", strings.Repeat("a", MaxAnchorText-1)}, // no room for the word: no space either
+	} {
+		page := `<html><body><p><a href="/to">` + c.anchor + `</a></p></body></html>`
+		for name, parse := range map[string]HTMLParser{"fast": ParserFast, "html.Parse": ParserStandard} {
+			ex := (&Set{}).WithHTMLParser(parse).Extract("https://site.example/", []byte(page), "text/html")
+			if len(ex.Anchors) != 1 || ex.Anchors[0] != c.want {
+				t.Errorf("%s: anchor %q: text %q, want %q", name, c.anchor, ex.Anchors, c.want)
+			}
+		}
+	}
+}
+
 func TestOutLinks(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`<base href="/sub/"><a href="a">a</a><a href="a#frag">dup</a><a href="HTTP://Host.Example:80/x">x</a>`)
@@ -127,6 +157,10 @@ func TestOutLinks(t *testing.T) {
 	want := []string{"https://site.example/sub/a", "http://host.example/x", "https://site.example/area", "https://site.example/sub/page.html"}
 	if fmt.Sprint(ex.OutLinks) != fmt.Sprint(want) {
 		t.Errorf("OutLinks = %q\nwant %q", ex.OutLinks, want)
+	}
+
+	if len(ex.Anchors) != len(ex.OutLinks) || fmt.Sprint(ex.Anchors) != fmt.Sprint([]string{"a", "x", "", "ok"}) {
+		t.Errorf("Anchors = %q, want the first anchor's text of each link", ex.Anchors)
 	}
 
 	b.Reset()

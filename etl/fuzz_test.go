@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // FuzzLoad feeds arbitrary bytes to the mapping loader: it must return a
@@ -89,6 +90,14 @@ func FuzzExtract(f *testing.F) {
 		for _, l := range append(append([]string{}, ex.Links...), ex.OutLinks...) {
 			if n, err := NormalizeURL(l); err != nil || n != l {
 				t.Fatalf("link %q is not normalized (%q, %v)", l, n, err)
+			}
+		}
+		if ex.OutLinks != nil && len(ex.Anchors) != len(ex.OutLinks) {
+			t.Fatalf("%d anchor texts for %d links", len(ex.Anchors), len(ex.OutLinks))
+		}
+		for _, a := range ex.Anchors {
+			if len(a) > MaxAnchorText || !utf8.ValidString(a) || strings.TrimSpace(a) != a {
+				t.Fatalf("anchor text %q: over %d bytes, not UTF-8 or not trimmed", a, MaxAnchorText)
 			}
 		}
 	})

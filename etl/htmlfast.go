@@ -45,7 +45,7 @@ type arena struct {
 	attrs []html.Attribute
 	// What the parser collects for Document.scan: the a and area hrefs,
 	// the meta and script elements, the plan tags' elements.
-	hrefs    []string
+	hrefs    []anchor
 	special  []*html.Node
 	tagLists [][]*html.Node
 	// Link collection (outLinks) of the page's document.
@@ -234,7 +234,7 @@ type fastParser struct {
 	names      *[256]nameEntry // the arena's name cache
 	plan       *scanPlan       // what collect collects, into:
 	lists      [][]*html.Node
-	hrefs      []string
+	hrefs      []anchor
 	special    []*html.Node
 	low        []byte
 	textBuf    map[*html.Node][]byte

@@ -60,7 +60,7 @@ func checkFastParse(t *testing.T, page []byte) bool {
 	}
 	// What the parser collected for Document.scan is what a walk of the
 	// tree finds, in document order.
-	var hrefs []string
+	var hrefs []anchor
 	var special []*html.Node
 	lists := make([][]*html.Node, len(collectPlan.tags))
 	walk(fast, func(n *html.Node) bool {
@@ -75,7 +75,7 @@ func checkFastParse(t *testing.T, page []byte) bool {
 		switch n.DataAtom {
 		case atom.A, atom.Area:
 			if h, ok := hrefOf(n); ok {
-				hrefs = append(hrefs, h)
+				hrefs = append(hrefs, anchor{h, n})
 			}
 		case atom.Meta, atom.Script:
 			special = append(special, n)

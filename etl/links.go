@@ -7,9 +7,13 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"backfill/hostname"
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // MaxURLLength is the longest URL the project accepts.
@@ -232,28 +236,35 @@ func binaryPath(u string) bool {
 // maxBinaryExt is the length of binaryExt's longest extension.
 const maxBinaryExt = 5
 
-// outLinks collects every http(s) a/area href on the page. Pages repeat
-// links (menus, "read more"), so raw hrefs that need the comparatively
-// costly general resolution are deduplicated before it.
-func outLinks(doc *Document) []string {
+// MaxAnchorText bounds the anchor text kept for a link: enough for a
+// name or a title, which is what the crawl compares it with.
+const MaxAnchorText = 96
+
+// outLinks collects every http(s) a/area href on the page, and the text
+// of the first anchor of each (AnchorText). Pages repeat links (menus,
+// "read more"), so raw hrefs that need the comparatively costly general
+// resolution are deduplicated before it.
+func outLinks(doc *Document) (out, texts []string) {
 	doc.scan()
-	out := make([]string, 0, min(len(doc.hrefs), MaxOutLinks))
+	out = make([]string, 0, min(len(doc.hrefs), MaxOutLinks))
+	texts = make([]string, 0, cap(out))
 	seenRaw, seen := doc.linkSets()
 	seen.reset(len(doc.hrefs))
 	// Room for the root-relative links the fast path builds, in one
 	// allocation.
 	pre, _ := doc.rootPrefix()
 	room := 0
-	for _, h := range doc.hrefs {
-		if len(h) > 0 && h[0] == '/' && (len(h) == 1 || h[1] != '/') {
+	for _, a := range doc.hrefs {
+		if h := a.href; len(h) > 0 && h[0] == '/' && (len(h) == 1 || h[1] != '/') {
 			room += len(pre) + len(h)
 		}
 	}
 	doc.reserve(room)
-	for _, h := range doc.hrefs {
+	for _, a := range doc.hrefs {
 		if len(out) >= MaxOutLinks {
 			break
 		}
+		h := a.href
 		u, pathEnd, ok := doc.fastResolvePath(h)
 		if !ok {
 			// The general resolution costs a parse: once per raw href.
@@ -266,14 +277,94 @@ func outLinks(doc *Document) []string {
 			}
 			if seen.add(u) && !IsBinaryURL(u) {
 				out = append(out, u)
+				texts = append(texts, AnchorText(a.node))
 			}
 			continue
 		}
 		if seen.add(u) && !binaryPath(u[:pathEnd]) {
 			out = append(out, u)
+			texts = append(texts, AnchorText(a.node))
 		}
 	}
-	return out
+	return out, texts
+}
+
+// AnchorText is what an anchor (an a or area element) says of where it
+// leads: its text and the alt text of its images, a space between the
+// text of two nodes, white space collapsed, at most MaxAnchorText bytes
+// (cut at a rune's start). Scripts and styles say nothing. The crawl's
+// links carry it (Extraction.Anchors), and learning reads it the same.
+func AnchorText(n *html.Node) string {
+	if n == nil {
+		return ""
+	}
+	// The common anchor holds one text node: taken as it is when it
+	// needs no collapsing.
+	if c := n.FirstChild; c != nil && c.NextSibling == nil && c.Type == html.TextNode && len(c.Data) <= MaxAnchorText && isCollapsed(c.Data) {
+		return c.Data
+	}
+	var b strings.Builder
+	space, full := false, false
+	add := func(s string) {
+		for _, r := range s {
+			if full {
+				return
+			}
+			if unicode.IsSpace(r) {
+				space = b.Len() > 0
+				continue
+			}
+			n := utf8.RuneLen(r)
+			if space {
+				n++
+			}
+			if b.Len()+n > MaxAnchorText {
+				full = true
+				return
+			}
+			if space {
+				b.WriteByte(' ')
+				space = false
+			}
+			b.WriteRune(r)
+		}
+		space = b.Len() > 0
+	}
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil && !full; c = c.NextSibling {
+			switch {
+			case c.Type == html.TextNode:
+				add(c.Data)
+			case c.Type != html.ElementNode || c.DataAtom == atom.Script || c.DataAtom == atom.Style:
+			case c.DataAtom == atom.Img:
+				for _, at := range c.Attr {
+					if at.Key == "alt" && at.Namespace == "" {
+						add(at.Val)
+					}
+				}
+			default:
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+// isCollapsed reports whether s has no white space to collapse: none at
+// its ends and only single spaces inside.
+func isCollapsed(s string) bool {
+	prev := byte(' ')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ' && prev == ' ', c == '\t', c == '\n', c == '\r', c == '\f', c >= utf8.RuneSelf:
+			return false
+		}
+		prev = c
+	}
+	return prev != ' ' || s == ""
 }
 
 // addNew adds s to set and reports whether it was not there: one hash

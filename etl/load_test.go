@@ -151,6 +151,16 @@ func TestLoadExtensions(t *testing.T) {
 	if ok, _ := set.Matches("https://anything.example/"); ok {
 		t.Error("a generic mapping made an arbitrary URL match")
 	}
+	// The fields a page may give: its mappings' and the generic ones'.
+	if got, want := strings.Join(set.FieldsAt("https://people.example/p/ada"), ","), "born,broken,email,followers,name,phone,tags,title,website"; got != want {
+		t.Errorf("FieldsAt(a profile) = %s, want %s", got, want)
+	}
+	if got := strings.Join(set.FieldsAt("https://anything.example/"), ","); got != "title" {
+		t.Errorf("FieldsAt(any page) = %s, want the generic mapping's title", got)
+	}
+	if ok, prio, fields := set.Applies("https://people.example/p/ada"); !ok || prio != 5 || len(fields) != 9 {
+		t.Errorf("Applies(a profile) = %v, %d, %q; want Matches' and FieldsAt's", ok, prio, fields)
+	}
 	if len(m.Fixtures()) != 1 || m.Fixtures()[0].Fields["name"][0] != "Ada Example" {
 		t.Errorf("fixtures not loaded: %+v", m.Fixtures())
 	}

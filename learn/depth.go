@@ -9,6 +9,9 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"backfill/etl"
+	"backfill/linkscore"
 )
 
 // The depth search finds a teacher's page where the crawl would: within
@@ -26,15 +29,26 @@ import (
 // group's learned match key reads the teacher's name on it (weak; see
 // learnGroups). A teacher whose match key is unknown has no page unless
 // one shows nearly all its values (enough).
+//
+// Within a level the search goes best first, with the crawl's scoring
+// (package linkscore): a link whose address or anchor text names an open
+// teacher (linkscore.Name: all or some of the words of its match key) is
+// fetched before the others, which are fetched only for the teachers
+// still open once those are scored; and of those, a link the search's
+// own model (linkscore.Model, taught by the pages it scores: which links
+// led to a page that names its teacher and shows a value of it, directly
+// or through their links) finds unlikely to, on enough evidence, is not
+// fetched at all (counted in Result.Pruned).
 
 // reachedPage is a page of the depth search. Its parsed document is
 // kept while the page is scored and dropped after (a search reads many
-// pages of 150 KB); its links stay.
+// pages of 150 KB); its links and their anchor texts stay.
 type reachedPage struct {
 	job    *fetchJob
 	doc    *doc
 	links  []string
-	parsed bool // links were read
+	texts  []string // the links' anchor texts, folded (linkscore.Fold)
+	parsed bool     // links were read
 }
 
 // parse returns the page's document, parsing it again when it was
@@ -44,7 +58,8 @@ func (rp *reachedPage) parse() *doc {
 		rp.doc = parseDoc(rp.job.page)
 	}
 	if !rp.parsed {
-		rp.links, rp.parsed = rp.doc.anchors(), true
+		rp.links, rp.texts = rp.doc.anchors()
+		rp.parsed = true
 	}
 	return rp.doc
 }
@@ -80,6 +95,30 @@ type depthSearch struct {
 	perHost map[string]int          // pages asked of each host
 	best    []teacherHit
 	open    []bool // the teacher's links are still followed
+
+	// The scoring of links (see above): each teacher's match-key words
+	// and other values' words, the model, and what it learns from: the
+	// cue of each link of this level and the last, by URL and teacher,
+	// and the links whose page named its teacher and showed a value.
+	words, valueWords [][]string
+	model             *linkscore.Model
+	cues, lastCues    map[reachKey]linkscore.Cue
+	gave              map[reachKey]bool
+}
+
+// reach is how a teacher reached a URL of a level: from which page ("":
+// its own link), with what anchor text (folded), on a page of how many
+// links.
+type reach struct {
+	from   string
+	anchor string
+	fanout int
+}
+
+// reachKey is a URL as one teacher reached it.
+type reachKey struct {
+	url     string
+	teacher int
 }
 
 // searchDepth fetches the pages within opts.Depth links of the teachers'
@@ -88,18 +127,28 @@ type depthSearch struct {
 func searchDepth(ctx context.Context, teachers []Teacher, links [][]string, known [][]string, kinds map[string]kind, src Source, opts Options, res *Result) (*depthSearch, error) {
 	s := &depthSearch{ctx: ctx, teachers: teachers, known: known, kinds: kinds, src: src, opts: opts, res: res,
 		pages: map[string]*reachedPage{}, perHost: map[string]int{},
-		best: make([]teacherHit, len(teachers)), open: make([]bool, len(teachers))}
-	level := map[string]map[int]bool{}
+		best: make([]teacherHit, len(teachers)), open: make([]bool, len(teachers)),
+		words: make([][]string, len(teachers)), valueWords: make([][]string, len(teachers)),
+		model: linkscore.NewModel(), gave: map[reachKey]bool{}}
+	level := map[string]map[int]reach{}
 	for t, ls := range links {
 		if len(known[t]) == 0 {
 			continue
 		}
 		s.open[t] = true
+		s.words[t] = linkscore.Words(s.keyOf(t))
+		var vals []string
+		for _, f := range known[t] {
+			if f != opts.MatchKey {
+				vals = append(vals, teachers[t].Values[f])
+			}
+		}
+		s.valueWords[t] = linkscore.Words(vals...)
 		for _, l := range ls {
 			if level[l] == nil {
-				level[l] = map[int]bool{}
+				level[l] = map[int]reach{}
 			}
-			level[l][t] = true
+			level[l][t] = reach{}
 		}
 	}
 	for depth := 0; depth <= opts.Depth && len(level) > 0; depth++ {
@@ -108,22 +157,134 @@ func searchDepth(ctx context.Context, teachers []Teacher, links [][]string, know
 			urls = append(urls, u)
 		}
 		sort.Strings(urls)
-		// The pages of hosts that many of the teachers' links reach come
-		// first, as a site's pages: a teacher they satisfy has the rest
-		// (its own website, a social profile) left alone.
-		first, rest := s.shared(urls, level)
-		if err := s.visit(depth, first, level); err != nil {
-			return nil, err
+		s.lastCues, s.cues = s.cues, s.levelCues(depth, urls, level)
+		// Links that name a teacher first (a teacher's own links all at
+		// once: they were given, not found); the others for the teachers
+		// those left open, less the unlikely.
+		tiers := [][]string{urls}
+		if depth > 0 {
+			named, others := s.named(urls, level)
+			tiers = [][]string{named, others}
 		}
-		if err := s.visit(depth, s.wanted(rest, level), level); err != nil {
-			return nil, err
+		for i, tier := range tiers {
+			tier = s.wanted(tier, level)
+			if i > 0 {
+				tier = s.likely(tier, level)
+			}
+			// The pages of hosts that many of the teachers' links reach
+			// come first, as a site's pages: a teacher they satisfy has
+			// the rest (its own website, a social profile) left alone.
+			first, rest := s.shared(tier, level)
+			if err := s.visit(depth, first, level); err != nil {
+				return nil, err
+			}
+			if err := s.visit(depth, s.wanted(rest, level), level); err != nil {
+				return nil, err
+			}
 		}
+		s.learnOnward(level)
 		if depth == opts.Depth {
 			break
 		}
 		level = s.next(urls, level)
 	}
 	return s, nil
+}
+
+// levelCues are the cues of a level's links, by URL and teacher.
+func (s *depthSearch) levelCues(depth int, urls []string, level map[string]map[int]reach) map[reachKey]linkscore.Cue {
+	cues := map[reachKey]linkscore.Cue{}
+	for _, u := range urls {
+		address := linkscore.Address(u)
+		for t, r := range level[u] {
+			c := linkscore.Cue{
+				Match:  true, // no mapping yet: any page may be the teacher's
+				Naming: linkscore.Name(s.words[t], address, r.anchor),
+				Values: linkscore.Holds(s.valueWords[t], address, r.anchor),
+				Source: linkscore.SourceOwn,
+				Fanout: linkscore.FanoutOf(r.fanout),
+				Last:   depth == s.opts.Depth,
+			}
+			if r.from != "" {
+				c.Source = linkscore.SourceNeutral
+				if s.gave[reachKey{r.from, t}] {
+					c.Source = linkscore.SourceGave
+				}
+			}
+			cues[reachKey{u, t}] = c
+		}
+	}
+	return cues
+}
+
+// named splits a level's URLs into those whose address or anchor text
+// names an open teacher that reached them, and the others.
+func (s *depthSearch) named(urls []string, level map[string]map[int]reach) (named, others []string) {
+	for _, u := range urls {
+		n := false
+		for t := range level[u] {
+			if c := s.cues[reachKey{u, t}]; s.open[t] && (c.Naming == linkscore.NameFull || c.Naming == linkscore.NamePart) {
+				n = true
+				break
+			}
+		}
+		if n {
+			named = append(named, u)
+		} else {
+			others = append(others, u)
+		}
+	}
+	return named, others
+}
+
+// likely drops the URLs every open teacher that reached them finds
+// unlikely to lead to its page (linkscore.Model.Unlikely), counting them
+// in Result.Pruned.
+func (s *depthSearch) likely(urls []string, level map[string]map[int]reach) []string {
+	out := urls[:0]
+	for _, u := range urls {
+		keep := false
+		for t := range level[u] {
+			if s.open[t] && !s.model.Unlikely(s.model.Score(s.cues[reachKey{u, t}])) {
+				keep = true
+				break
+			}
+		}
+		if keep {
+			out = append(out, u)
+		} else {
+			s.res.Pruned++
+		}
+	}
+	return out
+}
+
+// learnOnward tells the model, once a level is done, which links of the
+// level before led to a page that named their teacher and showed a value
+// of it, and which did not.
+func (s *depthSearch) learnOnward(level map[string]map[int]reach) {
+	led := map[reachKey]bool{}
+	for u, ts := range level {
+		for t, r := range ts {
+			if r.from == "" {
+				continue
+			}
+			k := reachKey{r.from, t}
+			led[k] = led[k] || s.gave[reachKey{u, t}]
+		}
+	}
+	keys := make([]reachKey, 0, len(led))
+	for k := range led {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].url < keys[j].url || keys[i].url == keys[j].url && keys[i].teacher < keys[j].teacher
+	})
+	for _, k := range keys {
+		if c, ok := s.lastCues[k]; ok {
+			s.model.Onward(c, led[k])
+		}
+	}
 }
 
 // hostOf is the lower-cased host of a URL, "" when it does not parse.
@@ -136,7 +297,7 @@ func hostOf(u string) string {
 
 // shared splits a level's URLs into those of hosts that at least
 // Options.MinTeachers teachers reach, and the rest.
-func (s *depthSearch) shared(urls []string, level map[string]map[int]bool) (first, rest []string) {
+func (s *depthSearch) shared(urls []string, level map[string]map[int]reach) (first, rest []string) {
 	reach := map[string]map[int]bool{}
 	for _, u := range urls {
 		h := hostOf(u)
@@ -158,7 +319,7 @@ func (s *depthSearch) shared(urls []string, level map[string]map[int]bool) (firs
 }
 
 // wanted keeps the URLs some open teacher reaches.
-func (s *depthSearch) wanted(urls []string, level map[string]map[int]bool) []string {
+func (s *depthSearch) wanted(urls []string, level map[string]map[int]reach) []string {
 	out := urls[:0]
 	for _, u := range urls {
 		for t := range level[u] {
@@ -173,7 +334,7 @@ func (s *depthSearch) wanted(urls []string, level map[string]map[int]bool) []str
 
 // visit fetches the pages of urls not had yet and scores each for the
 // open teachers that reached it.
-func (s *depthSearch) visit(depth int, urls []string, level map[string]map[int]bool) error {
+func (s *depthSearch) visit(depth int, urls []string, level map[string]map[int]reach) error {
 	hosts, jobs := s.jobs(depth, urls)
 	if err := fetchAll(s.ctx, s.src, hosts, jobs, s.opts); err != nil {
 		return err
@@ -199,7 +360,9 @@ func (s *depthSearch) visit(depth int, urls []string, level map[string]map[int]b
 		rp.parse()
 		for t := range level[u] {
 			if s.open[t] {
-				s.score(t, rp)
+				gave := s.score(t, rp)
+				s.gave[reachKey{u, t}] = gave
+				s.model.Direct(s.cues[reachKey{u, t}], gave)
 			}
 		}
 		rp.release()
@@ -242,7 +405,7 @@ func (s *depthSearch) jobs(depth int, urls []string) ([]string, [][]fetchJob) {
 
 // keep records what came of a fetch: the page parsed, or the failure,
 // counted against the teachers whose own link it was.
-func (s *depthSearch) keep(depth int, j *fetchJob, level map[string]map[int]bool) {
+func (s *depthSearch) keep(depth int, j *fetchJob, level map[string]map[int]reach) {
 	s.pages[j.url] = &reachedPage{job: j}
 	if j.err == nil {
 		return
@@ -263,13 +426,14 @@ func (s *depthSearch) keep(depth int, j *fetchJob, level map[string]map[int]bool
 
 // score finds which known values of teacher t page rp shows, and keeps
 // the page as t's best when it names t and shows more than the best so
-// far.
-func (s *depthSearch) score(t int, rp *reachedPage) {
+// far. It reports whether the page names t and shows a value of it: what
+// the search's model learns from.
+func (s *depthSearch) score(t int, rp *reachedPage) bool {
 	key := s.keyOf(t)
 	if key != "" && len(rp.doc.locate(s.kinds[s.opts.MatchKey], key)) == 0 {
 		// A page that does not name the teacher is not its page,
 		// whatever else it shows.
-		return
+		return false
 	}
 	var found []string
 	for _, f := range s.known[t] {
@@ -280,6 +444,7 @@ func (s *depthSearch) score(t int, rp *reachedPage) {
 	if b := &s.best[t]; b.page == nil && (key != "" || len(found) > 0) || len(found) > len(b.found) {
 		*b = teacherHit{page: rp, found: found}
 	}
+	return len(found) > 0
 }
 
 // keyOf is teacher t's match key, "" when unknown.
@@ -291,9 +456,10 @@ func (s *depthSearch) keyOf(t int) string {
 }
 
 // next is the following level: the links of this level's pages, each
-// with the open teachers that reached it.
-func (s *depthSearch) next(urls []string, level map[string]map[int]bool) map[string]map[int]bool {
-	next := map[string]map[int]bool{}
+// with the open teachers that reached it and how (the first page, in URL
+// order, that reached it for the teacher).
+func (s *depthSearch) next(urls []string, level map[string]map[int]reach) map[string]map[int]reach {
+	next := map[string]map[int]reach{}
 	for _, u := range urls {
 		rp := s.pages[u]
 		if rp == nil || !rp.parsed {
@@ -303,11 +469,13 @@ func (s *depthSearch) next(urls []string, level map[string]map[int]bool) map[str
 			if !s.open[t] {
 				continue
 			}
-			for _, l := range rp.links {
+			for i, l := range rp.links {
 				if next[l] == nil {
-					next[l] = map[int]bool{}
+					next[l] = map[int]reach{}
 				}
-				next[l][t] = true
+				if _, ok := next[l][t]; !ok {
+					next[l][t] = reach{from: u, anchor: rp.texts[i], fanout: len(rp.links)}
+				}
 			}
 		}
 	}
@@ -357,12 +525,13 @@ func (s *depthSearch) untaught(t int) Untaught {
 }
 
 // anchors are the page's links a crawl follows: every <a href>, resolved,
-// http(s) only, without fragments, each once.
-func (d *doc) anchors() []string {
+// http(s) only, without fragments, each once; and the text of the first
+// anchor of each (etl.AnchorText), folded as the crawl folds it
+// (linkscore.Fold).
+func (d *doc) anchors() (out, texts []string) {
 	if d.root == nil || d.base == nil {
-		return nil
+		return nil, nil
 	}
-	var out []string
 	seen := map[string]bool{}
 	var walk func(n *html.Node)
 	walk = func(n *html.Node) {
@@ -373,6 +542,7 @@ func (d *doc) anchors() []string {
 					if s := u.String(); !seen[s] {
 						seen[s] = true
 						out = append(out, s)
+						texts = append(texts, linkscore.Fold(etl.AnchorText(n)))
 					}
 				}
 			}
@@ -382,7 +552,7 @@ func (d *doc) anchors() []string {
 		}
 	}
 	walk(d.root)
-	return out
+	return out, texts
 }
 
 // nonKey counts the fields besides the match key.

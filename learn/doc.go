@@ -26,7 +26,11 @@
 //     links of its own links instead (depth.go): level by level through
 //     the same Source, the pages of hosts many teachers reach first, a
 //     teacher followed no further once a page shows all it knows, a
-//     page's parsed document let go once the page is scored. Its page
+//     page's parsed document let go once the page is scored. Within a
+//     level it goes best first with the crawl's scoring (package
+//     linkscore): links whose address or anchor text names an open
+//     teacher first, the others only for teachers still open, less those
+//     its model, taught by the pages it scores, finds unlikely. Its page
 //     is the one that names it (shows its match key) and shows the most
 //     of its other values, and it is its page for the fields it shows:
 //     one showing most of them teaches, one showing a value or two

@@ -221,7 +221,11 @@ type Result struct {
 	// DeepFailed counts the pages reached by links (not a teacher's own)
 	// that could not be had: disallowed, missing, failed.
 	DeepFailed int
-	Options    Options
+	// Pruned counts the links the depth search did not follow because
+	// its model found them unlikely to lead to a teacher's page (see
+	// depth.go).
+	Pruned  int
+	Options Options
 }
 
 // Untaught is a teacher that taught nothing, and why: no page within

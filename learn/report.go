@@ -67,6 +67,9 @@ func (r *Result) Report(w io.Writer) {
 		}
 	}
 	r.reportUntaught(w)
+	if r.Pruned > 0 {
+		fmt.Fprintf(w, "\n%d link(s) not followed: of links like them, none led to a page naming its teacher\n", r.Pruned)
+	}
 	if r.DeepFailed > 0 {
 		fmt.Fprintf(w, "\n%d page(s) reached by links could not be had (disallowed by robots.txt, missing or failing); they are not teacher pages\n", r.DeepFailed)
 	}

@@ -668,7 +668,7 @@ func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
 	for _, e := range ex.Errors {
 		res.FieldErrs = append(res.FieldErrs, e.String())
 	}
-	res.Links = wire.MergeLinks(ex.Links, ex.OutLinks, wire.MaxResultLinks)
+	res.Links = wire.MergeLinks(ex.Links, ex.OutLinks, ex.Anchors, wire.MaxResultLinks)
 	if !p.render {
 		res.JSOnly = ex.JSOnly
 		if ex.JSOnly && s.docs != nil {
@@ -754,7 +754,7 @@ func approxSize(r *wire.Result) int {
 		}
 	}
 	for _, l := range r.Links {
-		n += len(l.URL) + 16
+		n += len(l.URL) + len(l.Text) + 16
 	}
 	for _, e := range r.FieldErrs {
 		n += len(e) + 4

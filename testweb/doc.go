@@ -56,7 +56,9 @@
 // PeopleRecords returns the records and PeopleTruth what a correct crawl
 // of them ends with, at a depth, with or without rendering and with hosts
 // down, computed from the model that serves the pages (people.go) and
-// writes them (peoplepages.go).
+// writes them (peoplepages.go); PeopleOracleOf the fewest requests a
+// crawler that knows the web makes for it (peopleoracle.go). Its hosts
+// ask one Crawl-delay, or each its own in a range (PeopleHostDelay).
 //
 // SetDown takes a host of any web down in what Resolve returns (its
 // connections are refused) and brings it back, for crawls that fail and

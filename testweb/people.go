@@ -101,8 +101,13 @@ type PeopleOptions struct {
 	// CrawlDelay, when positive, is written into every host's robots.txt
 	// (fractions of a second kept, e.g. 0.05).
 	CrawlDelay time.Duration
-	Latency    time.Duration // added before every response
-	Logger     *slog.Logger  // the HTTP server's own errors; nil discards
+	// CrawlDelayMax, when above CrawlDelay, spreads the hosts' delays
+	// over [CrawlDelay, CrawlDelayMax]: each host asks its own, fixed by
+	// a hash of its number, in steps of 10 ms (PeopleHostDelay says
+	// which), as the sites of a real crawl ask different delays.
+	CrawlDelayMax time.Duration
+	Latency       time.Duration // added before every response
+	Logger        *slog.Logger  // the HTTP server's own errors; nil discards
 	// Addr is the address to listen at; "" picks a free port on
 	// 127.0.0.1. A crawl that finds the hosts by DNS needs port 80.
 	Addr string
@@ -149,6 +154,8 @@ func StartPeople(opts PeopleOptions) (*Web, error) {
 		return nil, fmt.Errorf("testweb: negative latency %s", opts.Latency)
 	case opts.CrawlDelay < 0:
 		return nil, fmt.Errorf("testweb: negative Crawl-delay %s", opts.CrawlDelay)
+	case opts.CrawlDelayMax != 0 && opts.CrawlDelayMax < opts.CrawlDelay:
+		return nil, fmt.Errorf("testweb: Crawl-delay range %s..%s is empty", opts.CrawlDelay, opts.CrawlDelayMax)
 	}
 	s := newPeopleSite(opts)
 	w, err := start(s, opts.Addr, opts.Latency, opts.Logger)
@@ -422,7 +429,7 @@ type peopleSite struct {
 	hostCount, pageCount int
 	deadSites            int
 	structured           bool
-	robots               []byte
+	delayMin, delayMax   time.Duration // the hosts' Crawl-delays (see delay)
 
 	records []peopleRecord
 	private map[int]bool        // people whose only profile is under /private/
@@ -434,14 +441,45 @@ type peopleSite struct {
 
 func peopleHost(i int) string { return fmt.Sprintf("folk-%04d.example", i+1) }
 
-func newPeopleSite(o PeopleOptions) *peopleSite {
-	robots := "User-agent: *\n"
-	if o.CrawlDelay > 0 {
-		robots += "Crawl-delay: " + strconv.FormatFloat(o.CrawlDelay.Seconds(), 'f', -1, 64) + "\n"
+// delayStep is the grain of the delays a people web spreads over a range.
+const delayStep = 10 * time.Millisecond
+
+// delay is the Crawl-delay host asks (0: none).
+func (s *peopleSite) delay(host int) time.Duration {
+	if s.delayMax <= s.delayMin {
+		return s.delayMin
 	}
-	robots += "Disallow: /private/\n"
+	steps := uint64((s.delayMax-s.delayMin)/delayStep) + 1
+	return s.delayMin + time.Duration(mix(uint64(host)*7+5)%steps)*delayStep
+}
+
+// robots is host's robots.txt.
+func (s *peopleSite) robots(host int) []byte {
+	robots := "User-agent: *\n"
+	if d := s.delay(host); d > 0 {
+		robots += "Crawl-delay: " + strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "\n"
+	}
+	return []byte(robots + "Disallow: /private/\n")
+}
+
+// PeopleHostDelay returns the Crawl-delay the host (a name such as
+// folk-0001.example) of a web started by StartPeople asks; 0 for any
+// other host or web.
+func PeopleHostDelay(w *Web, host string) time.Duration {
+	if w == nil || w.people == nil {
+		return 0
+	}
+	h := w.people.hostIndex(canonicalHost(host))
+	if h < 0 {
+		return 0
+	}
+	return w.people.delay(h)
+}
+
+func newPeopleSite(o PeopleOptions) *peopleSite {
 	s := &peopleSite{
-		hostCount: o.Hosts, pageCount: o.Pages, deadSites: o.DeadSites, structured: o.Structured, robots: []byte(robots),
+		hostCount: o.Hosts, pageCount: o.Pages, deadSites: o.DeadSites, structured: o.Structured,
+		delayMin: o.CrawlDelay, delayMax: max(o.CrawlDelayMax, o.CrawlDelay),
 		private: make(map[int]bool),
 		seeAlso: make(map[int][]int),
 		homes:   make(map[string][]string),
@@ -698,9 +736,18 @@ func (s *peopleSite) page(host int, p string) peoplePage {
 
 // reaches reports whether a correct crawl c from link finds the profile of
 // person target with its values showing: breadth first to c.Depth, every
-// page's links followed, nothing disallowed or on a down host fetched.
+// page's links followed, nothing disallowed or on a down host fetched
+// (shortestPath), and a JavaScript profile showing its values only when
+// c.Render. A person has one profile.
 func (s *peopleSite) reaches(link string, target int, c PeopleCrawl, down map[string]bool) bool {
-	seen := map[string]bool{link: true}
+	return s.shortestPath(link, target, c, down) != nil && (c.Render || s.person(target).layout != LayoutJS)
+}
+
+// shortestPath is the pages from link to target's profile, both included,
+// on the first shortest path breadth first finds within c.Depth; nil when
+// there is none.
+func (s *peopleSite) shortestPath(link string, target int, c PeopleCrawl, down map[string]bool) []string {
+	parent := map[string]string{link: ""}
 	level := []string{link}
 	for depth := 0; depth <= c.Depth && len(level) > 0; depth++ {
 		var next []string
@@ -713,19 +760,23 @@ func (s *peopleSite) reaches(link string, target int, c PeopleCrawl, down map[st
 			if !pg.exists || pg.disallowed {
 				continue
 			}
-			if pg.person == target && (c.Render || s.person(target).layout != LayoutJS) {
-				return true
+			if pg.person == target {
+				var path []string
+				for v := u; v != ""; v = parent[v] {
+					path = append(path, v)
+				}
+				return path
 			}
 			for _, l := range pg.links {
-				if !seen[l] {
-					seen[l] = true
+				if _, seen := parent[l]; !seen {
+					parent[l] = u
 					next = append(next, l)
 				}
 			}
 		}
 		level = next
 	}
-	return false
+	return nil
 }
 
 // split parses "http://folk-NNNN.example/path" into the host index and
@@ -772,7 +823,7 @@ func (s *peopleSite) serve(hostName, p string) (response, bool) {
 	}
 	switch {
 	case p == "/robots.txt":
-		return response{status: http.StatusOK, ctype: textType, body: s.robots}, true
+		return response{status: http.StatusOK, ctype: textType, body: s.robots(host)}, true
 	case p == "/favicon.ico":
 		return response{status: http.StatusOK, ctype: "image/x-icon", body: peopleIcon}, true
 	case strings.HasPrefix(p, "/img/") && strings.HasSuffix(p, ".png"):

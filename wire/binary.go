@@ -68,6 +68,7 @@ const (
 
 	linkURL    = 1
 	linkParsed = 2
+	linkText   = 3
 )
 
 // enc appends fields to a buffer. Zero values are left out.
@@ -258,6 +259,7 @@ func encodeResult(r *Result) []byte {
 		sub = sub[:0]
 		sub.string(linkURL, l.URL)
 		sub.bool(linkParsed, l.Parsed)
+		sub.string(linkText, l.Text)
 		e.bytes(resLink, sub)
 	}
 	for _, fe := range r.FieldErrs {
@@ -427,6 +429,8 @@ func decodeLink(outer dec) (Link, error) {
 		case linkParsed:
 			v, err = d.int()
 			l.Parsed = v != 0
+		case linkText:
+			l.Text, err = d.str()
 		}
 		if err != nil {
 			return l, err

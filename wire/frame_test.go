@@ -27,7 +27,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{KindTask, &Task{ID: "t1", Lease: 7, URL: "http://a.example/", Host: "a.example", Depth: 1}},
 		{KindResult, &Result{TaskID: "t1", Lease: 7, Supervisor: "s1", URL: "http://a.example/", Status: 200, FetchedAt: at,
 			Fields: []Field{{Mapping: "m", Name: "name", Values: []string{"Ána"}, Match: true}},
-			Links:  []Link{{URL: "http://b.example/", Parsed: true}}}},
+			Links:  []Link{{URL: "http://b.example/", Parsed: true}, {URL: "http://b.example/ada", Text: "Ada Lovelace"}}}},
 		{KindResult, &Result{TaskID: "t2", Lease: 8, URL: "http://c.example/", Status: 200, FetchedAt: at,
 			TextHash: []byte{0: 0xde, 7: 0xad, 15: 0xff}, Simhash: 1<<63 | 0xfeed, Words: 512}},
 		{KindResult, &Result{TaskID: "t3", Lease: 9, URL: "http://d.example/", Status: 200, FetchedAt: at, Mappings: []string{"m"}, JSOnly: true}},
@@ -117,6 +117,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{0, 0})
 	if b, err := Encode(KindResult, &Result{TaskID: "t", TextHash: make([]byte, 16), Simhash: 1 << 63, Words: 40}); err == nil {
 		f.Add(b)
+	}
+	if b, err := Encode(KindResult, &Result{TaskID: "t", Links: []Link{{URL: "http://a.example/p/1", Parsed: true, Text: "Ána Lee"}}}); err == nil {
+		f.Add(b) // a link's anchor text
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		kind, v, err := Decode(frame)

@@ -385,6 +385,11 @@ type Field struct {
 type Link struct {
 	URL    string `json:"url"`
 	Parsed bool   `json:"parsed,omitempty"` // yielded by a mapping's url_parsers
+	// Text is what the page's anchor says of the link (etl's
+	// Extraction.Anchors: at most etl.MaxAnchorText bytes), which the
+	// dispatcher's frontier compares with what a record knows; "" when
+	// the page has no anchor text for it.
+	Text string `json:"text,omitempty"`
 }
 
 // MaxResultLinks bounds the links one Result carries, parsed links
@@ -393,15 +398,31 @@ type Link struct {
 const MaxResultLinks = 10000
 
 // MergeLinks lists parsed links (Parsed) then other outbound links, each
-// URL once, at most limit of them.
-func MergeLinks(parsed, out []string, limit int) []Link {
+// URL once, at most limit of them, each with its anchor text (texts[i]
+// is out[i]'s; a parsed link takes the text of the same URL among out).
+func MergeLinks(parsed, out, texts []string, limit int) []Link {
 	if len(parsed)+len(out) == 0 {
 		return nil
+	}
+	text := func(i int) string {
+		if i < len(texts) {
+			return texts[i]
+		}
+		return ""
+	}
+	var outText map[string]string
+	if len(parsed) > 0 && len(texts) > 0 {
+		outText = make(map[string]string, len(out))
+		for i, l := range out {
+			if t := text(i); t != "" {
+				outText[l] = t
+			}
+		}
 	}
 	seen := make(map[string]bool, len(parsed)+len(out))
 	links := make([]Link, 0, min(len(parsed)+len(out), limit))
 	for i, list := range [][]string{parsed, out} {
-		for _, l := range list {
+		for j, l := range list {
 			if len(links) >= limit {
 				return links
 			}
@@ -409,7 +430,13 @@ func MergeLinks(parsed, out []string, limit int) []Link {
 				continue
 			}
 			seen[l] = true
-			links = append(links, Link{URL: l, Parsed: i == 0})
+			link := Link{URL: l, Parsed: i == 0}
+			if i == 0 {
+				link.Text = outText[l]
+			} else {
+				link.Text = text(j)
+			}
+			links = append(links, link)
 		}
 	}
 	return links

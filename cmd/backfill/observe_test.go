@@ -109,9 +109,19 @@ func TestDemoObserved(t *testing.T) {
 		{"backfill_pages_total", float64(st.Pages)},
 		{"backfill_members", 2},
 		{"backfill_members_joined_total", 2},
+		{"backfill_page_requests_total", float64(st.Frontier.Requests)},
+		{"backfill_requests_per_complete_record", st.Frontier.RequestsPerComplete},
 	} {
 		if got := sum(fam, c.name, nil); got != c.want {
 			t.Errorf("%s = %v, the status says %v", c.name, got, c.want)
+		}
+	}
+	if st.Frontier.Requests < st.Pages || st.Frontier.RequestsPerComplete <= 0 {
+		t.Errorf("frontier status %+v for %d pages: want a request at least for each page, and some per complete record", st.Frontier, st.Pages)
+	}
+	for reason, n := range st.Frontier.Pruned {
+		if got := sum(fam, "backfill_links_pruned_total", map[string]string{"reason": reason}); got != float64(n) {
+			t.Errorf("backfill_links_pruned_total{reason=%q} = %v, the status says %d", reason, got, n)
 		}
 	}
 	// Every page request is counted once by status class and observed

@@ -158,6 +158,13 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 	if line := politenessLine(s.Politeness); line != "" {
 		fmt.Fprintf(w, "polite     %s\n", strings.TrimPrefix(line, "politeness: "))
 	}
+	if f := s.Frontier; f.Requests > 0 || len(f.Pruned) > 0 {
+		fmt.Fprintf(w, "frontier   %d requests for pages, %.1f per complete record", f.Requests, f.RequestsPerComplete)
+		if len(f.Pruned) > 0 {
+			fmt.Fprintf(w, "  links pruned: %s", countsLine(f.Pruned))
+		}
+		fmt.Fprintln(w)
+	}
 	if len(s.Errors) > 0 {
 		fmt.Fprint(w, "errors    ")
 		for _, k := range slices.Sorted(maps.Keys(s.Errors)) {
@@ -209,6 +216,20 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 		for _, r := range s.RefusedMembers {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Category, cmp.Or(r.Member, "-"), cmp.Or(r.Address, "?"), cmp.Or(r.Key, "-"),
 				r.Count, r.Last.Local().Format(time.TimeOnly), r.Why)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(s.Frontier.Learned) > 0 {
+		// What the frontier's score goes by: of the links with each cue
+		// seen so far, how many gave their record a value themselves, and
+		// how many led to one through their own links.
+		fmt.Fprintf(w, "\nlinks learned from (gave a value / observed)\n")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "CUE\tVALUE\tDIRECT\tONWARD")
+		for _, r := range s.Frontier.Learned {
+			fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d/%d\n", r.Feature, r.Value, r.DirectS, r.DirectN, r.OnwardS, r.OnwardN)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/linkscore"
 	"backfill/wire"
 )
 
@@ -26,15 +27,17 @@ func TestStatusHelp(t *testing.T) {
 	}
 }
 
-// TestStatusShowsRefusedPeersAndRestarts prints a status with a restart
-// and refused handshakes.
+// TestStatusShowsRefusedPeersAndRestarts prints a status with a restart,
+// refused handshakes and what the frontier's score did.
 func TestStatusShowsRefusedPeersAndRestarts(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
 	st := dispatcher.Status{Dispatcher: "d", Run: "r", Endpoint: "tcp://127.0.0.1:5550", State: dispatcher.StateRunning,
 		Started: now, Updated: now, Records: 3, Restarts: 2, Pages: 40, ElapsedSeconds: 20, PagesPerSec: 2,
 		Refused: []wire.Refusal{{Reason: wire.RefusedKey, Address: "10.0.0.9", Key: "K3y", Count: 7, First: now, Last: now},
-			{Reason: wire.RefusedPlaintext, Count: 2, First: now, Last: now}}}
+			{Reason: wire.RefusedPlaintext, Count: 2, First: now, Last: now}},
+		Frontier: dispatcher.FrontierStatus{Requests: 52, RequestsPerComplete: 2.5, Pruned: map[string]int64{dispatcher.PruneLastDepth: 9},
+			Learned: []linkscore.Rate{{Feature: "naming", Value: "full", DirectN: 20, DirectS: 17, OnwardN: 3, OnwardS: 1}}}}
 	b, _ := json.Marshal(st)
 	if err := os.WriteFile(filepath.Join(dir, dispatcher.StatusFile), b, 0o644); err != nil {
 		t.Fatal(err)
@@ -48,7 +51,8 @@ func TestStatusShowsRefusedPeersAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"40 (2.0/s over 20s)", "(the whole crawl: 2 restart(s))", "refused handshakes (2 peers)",
-		"10.0.0.9", "K3y", "key not authorized", "no key (a plaintext client)"} {
+		"10.0.0.9", "K3y", "key not authorized", "no key (a plaintext client)",
+		"52 requests for pages, 2.5 per complete record  links pruned: last-depth=9", "naming  full   17/20   1/3"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("status lacks %q:\n%s", want, out.String())
 		}

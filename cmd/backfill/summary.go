@@ -127,6 +127,12 @@ func printSummary(w io.Writer, s *dispatcher.Summary) {
 	if s.Duplicates > 0 {
 		fmt.Fprintf(w, "duplicate pages (text already seen at another URL; values applied, links not followed): %d\n", s.Duplicates)
 	}
+	if s.Requests > 0 {
+		fmt.Fprintf(w, "requests for pages: %d  per complete record: %.1f\n", s.Requests, s.RequestsPerComplete)
+	}
+	if len(s.Pruned) > 0 {
+		fmt.Fprintf(w, "links pruned (could not pay; one per record that left them): %s\n", countsLine(s.Pruned))
+	}
 	if len(s.Filtered) > 0 || s.BadTopSites > 0 {
 		fmt.Fprintf(w, "links not followed: %s  (link farms: %d, malformed top-sites lines: %d)\n",
 			countsLine(s.Filtered), s.LinkFarms, s.BadTopSites)
