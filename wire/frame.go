@@ -122,6 +122,11 @@ func Decode(frame []byte) (Kind, any, error) {
 	if n, ok := v.(interface{ normalize() }); ok {
 		n.normalize()
 	}
+	if c, ok := v.(interface{ check() error }); ok {
+		if err := c.check(); err != nil {
+			return 0, nil, fmt.Errorf("%w: %s body: %v", ErrBadFrame, kind, err)
+		}
+	}
 	return kind, v, nil
 }
 

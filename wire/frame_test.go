@@ -78,6 +78,9 @@ func TestDecodeRefusesBadFrames(t *testing.T) {
 		{"empty", nil, "too short"},
 		{"one byte", []byte{Version}, "too short"},
 		{"wrong version", append([]byte{Version + 1}, task[1:]...), "version"},
+		// Year 0 an hour east of Greenwich is year -1 in UTC, which no
+		// timestamp can be written in: found by FuzzDecode.
+		{"time out of range", append([]byte{Version, byte(KindSurveyResult)}, `{"at":"0000-01-01T00:00:00+01:00"}`...), "out of range"},
 		{"old version", append([]byte{1}, task[1:]...), "version"},
 		{"unknown kind", []byte{Version, 200, '{', '}'}, "unknown kind"},
 		{"zero kind", []byte{Version, 0, '{', '}'}, "unknown kind"},

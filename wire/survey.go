@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -157,6 +158,27 @@ func (r *SurveyResult) normalize() {
 			w.Headers = nil
 		}
 	}
+}
+
+// check refuses times that are valid in their own zone but fall outside
+// the years a timestamp can be written in once taken to UTC (year 0
+// east of Greenwich is year -1): such a result could not be passed on.
+func (r *SurveyResult) check() error {
+	if !writable(r.At) {
+		return fmt.Errorf("time %v out of range", r.At)
+	}
+	for _, w := range r.Web {
+		if !writable(w.CertExpiry) {
+			return fmt.Errorf("certificate expiry %v out of range", w.CertExpiry)
+		}
+	}
+	return nil
+}
+
+// writable reports whether t can be written as an RFC 3339 timestamp.
+func writable(t time.Time) bool {
+	y := t.Year()
+	return y >= 0 && y <= 9999
 }
 
 func nilIfEmpty[T any](s []T) []T {
