@@ -255,9 +255,7 @@ func TestBusyServer(t *testing.T) {
 // two queries each (the fewest such a path allows), the cut its first
 // losses caused is undone, and the loss is seen for what it is.
 func TestLossyServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("retries lost queries: takes a few seconds")
-	}
+	proctest.Short(t, "retries lost queries: takes a few seconds")
 	s := startServer(t)
 	s.Lose(0.5, 7)
 	const n = 300

@@ -17,10 +17,11 @@ import (
 )
 
 // remapMapping is the mapping of the remap test: pattern is its
-// url_pattern; with parser, a url_parser takes the contact page's
-// address out of a data attribute (no <a> links there, so a crawl
-// follows it only through the mapping).
-func remapMapping(pattern string, parser bool) string {
+// url_pattern, titleClass the class its title's XPath looks for; with
+// parser, a url_parser takes the contact page's address out of a data
+// attribute (no <a> links there, so a crawl follows it only through the
+// mapping).
+func remapMapping(pattern, titleClass string, parser bool) string {
 	parsers := ""
 	if parser {
 		parsers = `"url_parsers": [{"processors": [{"type": "xpath", "parameters": {"expression": "//div/@data-contact"}}]}],`
@@ -31,15 +32,15 @@ func remapMapping(pattern string, parser bool) string {
   ` + parsers + `
   "fields": [
     {"name": "name", "match": true, "processors": [{"type": "xpath", "parameters": {"expression": "//h1/text()"}}, {"type": "trim"}]},
-    {"name": "title", "processors": [{"type": "xpath", "parameters": {"expression": "//p[@class='title']/text()"}}, {"type": "trim"}]},
+    {"name": "title", "processors": [{"type": "xpath", "parameters": {"expression": "//p[@class='` + titleClass + `']/text()"}}, {"type": "trim"}]},
     {"name": "email", "processors": [{"type": "xpath", "parameters": {"expression": "//span[@class='email']/text()"}}, {"type": "trim"}]}
   ]
 }`
 }
 
 // TestMappingsChangedReextractsKeptPages is the mapping author's loop:
-// a crawl with a mapping whose url_pattern is mistyped fills nothing;
-// the pattern fixed (and a url_parser added), a rerun on the same state
+// a crawl with a mapping whose title XPath is mistyped fills nothing;
+// the XPath fixed (and a url_parser added), a rerun on the same state
 // fills the titles from the pages the first run kept, asking their hosts
 // nothing (the server's log shows no request for them), and fetches only
 // the contact pages the new url_parser leads to; the summary says how
@@ -90,7 +91,9 @@ func TestMappingsChangedReextractsKeptPages(t *testing.T) {
 		return out
 	}
 
-	writeMapping(remapMapping(`^http://[a-z]+\\.example/abuot$`, false)) // mistyped
+	// The pattern matches the about pages, so the crawl fetches them (at
+	// the depth limit a page no mapping runs on is not worth a request).
+	writeMapping(remapMapping(`^http://[a-z]+\\.example/`, "titel", false)) // mistyped
 	first, out := run("first")
 	if first.Complete != 0 || first.Pages != 4 || first.Remap.Changed {
 		t.Fatalf("first run: %d complete, %d pages, remap %+v; want 0, 4 (each site's home and about page), none\n%s", first.Complete, first.Pages, first.Remap, out)
@@ -100,7 +103,7 @@ func TestMappingsChangedReextractsKeptPages(t *testing.T) {
 	}
 	firstLog := len(web.Log())
 
-	writeMapping(remapMapping(`^http://[a-z]+\\.example/`, true))
+	writeMapping(remapMapping(`^http://[a-z]+\\.example/`, "title", true))
 	second, out := run("second")
 	if got := fmt.Sprint(pagesAsked(firstLog)); got != "[ann.example/contact bob.example/contact]" {
 		t.Errorf("the rerun asked for %s; want only the contact pages the new url_parser leads to (the pages fetched before come from the kept pages)", got)
