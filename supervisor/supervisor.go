@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +17,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"backfill/backoff"
 	"backfill/etl"
 	"backfill/fetch"
 	"backfill/resolver"
@@ -292,11 +291,46 @@ type Supervisor struct {
 // New checks cfg, binds the task socket and dials the dispatcher (which
 // need not be up yet: ZeroMQ connects in the background).
 func New(cfg Config) (*Supervisor, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("supervisor", cfg.Name)
+	hs := newHealth(log, cfg.MaxBackoff, cfg.BackoffMin, cfg.Blacklist, cfg.MaxHosts)
+	cfg.Fetch = cfg.fetchConfig(hs)
+	in, out, err := cfg.sockets()
+	if err != nil {
+		return nil, err
+	}
+	var rend *renderer
+	if cfg.Render != nil {
+		// Started here, not in Run: a node that cannot render says so at
+		// once instead of registering as render-capable.
+		rend, err = newRenderer(context.Background(), renderConfig(*cfg.Render, cfg.Fetch, log))
+		if err != nil {
+			in.Close()
+			out.Close()
+			return nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
+		}
+	}
+	s := newSupervisor(cfg, log, hs, in, out, rend)
+	if u, err := url.Parse(s.advert); err == nil && (strings.HasPrefix(u.Host, "0.0.0.0:") || strings.HasPrefix(u.Host, "[::]:")) {
+		log.Warn("advertised endpoint is a wildcard address the dispatcher cannot dial; set Advertise", "endpoint", s.advert)
+	}
+	return s, nil
+}
+
+// withDefaults checks cfg and fills its zero fields with the defaults.
+func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Mappings == nil {
-		return nil, errors.New("supervisor: no mappings")
+		return cfg, errors.New("supervisor: no mappings")
 	}
 	if cfg.Dispatcher == "" {
-		return nil, errors.New("supervisor: no dispatcher endpoint")
+		return cfg, errors.New("supervisor: no dispatcher endpoint")
 	}
 	for _, d := range []struct {
 		name string
@@ -311,11 +345,11 @@ func New(cfg Config) (*Supervisor, error) {
 		{"robots.txt retry", cfg.RobotsRetry},
 	} {
 		if d.v < 0 {
-			return nil, fmt.Errorf("supervisor: %s %v is negative", d.name, d.v)
+			return cfg, fmt.Errorf("supervisor: %s %v is negative", d.name, d.v)
 		}
 	}
 	if cfg.Workers < 0 || cfg.Capacity < 0 || cfg.MaxHosts < 0 {
-		return nil, fmt.Errorf("supervisor: workers %d, capacity %d and max hosts %d must not be negative", cfg.Workers, cfg.Capacity, cfg.MaxHosts)
+		return cfg, fmt.Errorf("supervisor: workers %d, capacity %d and max hosts %d must not be negative", cfg.Workers, cfg.Capacity, cfg.MaxHosts)
 	}
 	if cfg.Name == "" {
 		h, err := os.Hostname()
@@ -324,97 +358,74 @@ func New(cfg Config) (*Supervisor, error) {
 		}
 		cfg.Name = fmt.Sprintf("%s-%d", h, os.Getpid())
 	}
-	if cfg.Listen == "" {
-		cfg.Listen = "tcp://127.0.0.1:*"
-	}
-	if cfg.Workers == 0 {
-		cfg.Workers = DefaultWorkers
-	}
-	if cfg.Capacity == 0 {
-		cfg.Capacity = DefaultCapacityPer * cfg.Workers
-	}
-	if cfg.MaxHosts == 0 {
-		cfg.MaxHosts = DefaultMaxHosts
-	}
-	cfg.MaxHosts = max(cfg.MaxHosts, cfg.Capacity)
+	cfg.Listen = cmp.Or(cfg.Listen, "tcp://127.0.0.1:*")
+	cfg.Workers = cmp.Or(cfg.Workers, DefaultWorkers)
+	cfg.Capacity = cmp.Or(cfg.Capacity, DefaultCapacityPer*cfg.Workers)
+	cfg.MaxHosts = max(cmp.Or(cfg.MaxHosts, DefaultMaxHosts), cfg.Capacity)
 	switch {
 	case cfg.DefaultDelay == 0:
 		cfg.DefaultDelay = DefaultDelay
 	case cfg.DefaultDelay < 0:
 		cfg.DefaultDelay = 0 // NoDelay
 	}
-	if cfg.MaxCrawlDelay == 0 {
-		cfg.MaxCrawlDelay = DefaultMaxCrawlDelay
-	}
-	if cfg.RobotsTTL == 0 {
-		cfg.RobotsTTL = DefaultRobotsTTL
-	}
-	cfg.RobotsTTL = min(cfg.RobotsTTL, MaxRobotsTTL)
-	if cfg.Heartbeat == 0 {
-		cfg.Heartbeat = DefaultHeartbeat
-	}
-	if cfg.HelloMax == 0 {
-		cfg.HelloMax = DefaultHelloMax
-	}
-	if cfg.MaxBackoff == 0 {
-		cfg.MaxBackoff = DefaultMaxBackoff
-	}
-	if cfg.BackoffMin == 0 {
-		cfg.BackoffMin = DefaultBackoffMin
-	}
-	if cfg.RobotsRetry == 0 {
-		cfg.RobotsRetry = DefaultRobotsRetry
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	log = log.With("supervisor", cfg.Name)
-	cache := cfg.Cache
-	if cache == nil {
-		cache = newMemCache(cfg.MaxHosts, lastCrawlHorizon(cfg))
-	}
-	hs := newHealth(log, cfg.MaxBackoff, cfg.BackoffMin, cfg.Blacklist, cfg.MaxHosts)
-	cfg.Fetch.Deny = append(slices.Clip(cfg.Fetch.Deny), cfg.Blacklist.Prefixes...)
-	if cfg.Fetch.MaxTransportHosts == 0 {
-		cfg.Fetch.MaxTransportHosts = cfg.MaxHosts
-	}
-	if user := cfg.Fetch.DenyAddr; user != nil {
-		cfg.Fetch.DenyAddr = func(ap netip.AddrPort) string {
+	cfg.MaxCrawlDelay = cmp.Or(cfg.MaxCrawlDelay, DefaultMaxCrawlDelay)
+	cfg.RobotsTTL = min(cmp.Or(cfg.RobotsTTL, DefaultRobotsTTL), MaxRobotsTTL)
+	cfg.Heartbeat = cmp.Or(cfg.Heartbeat, DefaultHeartbeat)
+	cfg.HelloMax = cmp.Or(cfg.HelloMax, DefaultHelloMax)
+	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, DefaultMaxBackoff)
+	cfg.BackoffMin = cmp.Or(cfg.BackoffMin, DefaultBackoffMin)
+	cfg.RobotsRetry = cmp.Or(cfg.RobotsRetry, DefaultRobotsRetry)
+	return cfg, nil
+}
+
+// fetchConfig is the fetcher's configuration: the user's, with the
+// blacklist's ranges denied at dial time, the addresses the health
+// registry blacklists during the run refused too, and the names
+// resolved through the shared cache.
+func (cfg Config) fetchConfig(hs *health) fetch.Config {
+	fc := cfg.Fetch
+	fc.Deny = append(slices.Clip(fc.Deny), cfg.Blacklist.Prefixes...)
+	fc.MaxTransportHosts = cmp.Or(fc.MaxTransportHosts, cfg.MaxHosts)
+	if user := fc.DenyAddr; user != nil {
+		fc.DenyAddr = func(ap netip.AddrPort) string {
 			if why := user(ap); why != "" {
 				return why
 			}
 			return hs.addrRefused(ap)
 		}
 	} else {
-		cfg.Fetch.DenyAddr = hs.addrRefused
+		fc.DenyAddr = hs.addrRefused
 	}
 	if cfg.Names != nil {
-		cfg.Fetch.Names = cfg.Names
+		fc.Names = cfg.Names
 	}
+	return fc
+}
+
+// sockets binds the task socket and dials the dispatcher's intake, with
+// the cluster's keys.
+func (cfg Config) sockets() (*wire.Receiver, *wire.Sender, error) {
 	var fromDispatcher []string
 	if cfg.DispatcherKey != "" {
 		fromDispatcher = []string{cfg.DispatcherKey}
 	}
 	in, err := wire.ListenSecure(cfg.Listen, wire.Security{Keys: cfg.Keys, Authorized: fromDispatcher, Insecure: cfg.Insecure})
 	if err != nil {
-		return nil, fmt.Errorf("supervisor %s: task socket: %w", cfg.Name, err)
+		return nil, nil, fmt.Errorf("supervisor %s: task socket: %w", cfg.Name, err)
 	}
 	out, err := wire.DialSecure(cfg.Dispatcher, wire.Security{Keys: cfg.Keys, ServerKey: cfg.DispatcherKey, Insecure: cfg.Insecure})
 	if err != nil {
 		in.Close()
-		return nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
+		return nil, nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
 	}
-	var rend *renderer
-	if cfg.Render != nil {
-		// Started here, not in Run: a node that cannot render says so at
-		// once instead of registering as render-capable.
-		rend, err = newRenderer(context.Background(), renderConfig(*cfg.Render, cfg.Fetch, log))
-		if err != nil {
-			in.Close()
-			out.Close()
-			return nil, fmt.Errorf("supervisor %s: %w", cfg.Name, err)
-		}
+	return in, out, nil
+}
+
+// newSupervisor puts the parts together.
+func newSupervisor(cfg Config, log *slog.Logger, hs *health, in *wire.Receiver, out *wire.Sender, rend *renderer) *Supervisor {
+	cache := cfg.Cache
+	if cache == nil {
+		cache = newMemCache(cfg.MaxHosts, lastCrawlHorizon(cfg))
 	}
 	s := &Supervisor{
 		cfg:      cfg,
@@ -422,7 +433,7 @@ func New(cfg Config) (*Supervisor, error) {
 		started:  time.Now().UTC(),
 		token:    robots.ProductToken(cfg.Fetch.UserAgent),
 		endpoint: in.Endpoint(),
-		advert:   cfg.Advertise,
+		advert:   cmp.Or(cfg.Advertise, in.Endpoint()),
 		digest:   cfg.Mappings.Digest(),
 		in:       in,
 		out:      out,
@@ -452,13 +463,7 @@ func New(cfg Config) (*Supervisor, error) {
 		s.lookups = newLookups(cfg.Names, s.fetcher, s.sched, hs.refused)
 		s.sched.names = s.lookups
 	}
-	if s.advert == "" {
-		s.advert = s.endpoint
-	}
-	if u, err := url.Parse(s.advert); err == nil && (strings.HasPrefix(u.Host, "0.0.0.0:") || strings.HasPrefix(u.Host, "[::]:")) {
-		log.Warn("advertised endpoint is a wildcard address the dispatcher cannot dial; set Advertise", "endpoint", s.advert)
-	}
-	return s, nil
+	return s
 }
 
 // Endpoint is the bound task endpoint, with the port resolved.
@@ -597,106 +602,6 @@ func (s *Supervisor) failedTotal() int64 {
 	return n
 }
 
-// hello is what the supervisor says about itself in Hello and Heartbeat.
-func (s *Supervisor) hello() wire.Hello {
-	return wire.Hello{
-		Supervisor: s.cfg.Name,
-		Endpoint:   s.advert,
-		Capacity:   s.cfg.Capacity,
-		Render:     s.render != nil,
-		Mappings:   s.digest,
-		Started:    s.started,
-		Key:        s.cfg.Keys.Public,
-		Survey:     s.cfg.Prober != nil,
-		MaxRequest: s.maxRequest(),
-		Busy:       s.inFlight.hosts(),
-	}
-}
-
-// maxRequest is the longest one request may take here: the fetcher's
-// deadline.
-func (s *Supervisor) maxRequest() time.Duration {
-	if s.cfg.Fetch.Timeout > 0 {
-		return s.cfg.Fetch.Timeout
-	}
-	return fetch.DefaultTimeout
-}
-
-// receive owns the task socket: it reads Welcomes, Tasks and Byes until
-// ctx is done. A socket that fails is fatal: Run stops with its error. A
-// Bye ends it with errDone under Config.ExitWhenDone; otherwise talk goes
-// back to waiting for a dispatcher.
-func (s *Supervisor) receive(ctx context.Context) error {
-	for ctx.Err() == nil {
-		kind, v, err := s.in.Recv(recvPoll)
-		switch {
-		case errors.Is(err, wire.ErrTimeout):
-			continue
-		case errors.Is(err, wire.ErrBadFrame):
-			s.log.Warn("bad frame on task socket dropped", "error", err)
-			continue
-		case err != nil:
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("supervisor %s: task socket: %w", s.cfg.Name, err)
-		}
-		switch kind {
-		case wire.KindWelcome:
-			w := v.(*wire.Welcome)
-			if w.Member != "" && w.Member != s.cfg.Name {
-				// A secured dispatcher knows a member by its key's name.
-				s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run, "as", w.Member)
-			} else {
-				s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run)
-			}
-			s.newDispatcher(w.Gen)
-			s.renewed(w.Seq, w.Lease)
-			s.markRegistered()
-			s.resendAnswers(ctx)
-		case wire.KindRenew:
-			r := v.(*wire.Renew)
-			s.renewed(r.Seq, r.Lease)
-		case wire.KindTask:
-			s.markRegistered()
-			s.accept(ctx, v.(*wire.Task))
-		case wire.KindSurveyTask:
-			s.markRegistered()
-			s.acceptSurvey(ctx, v.(*wire.SurveyTask))
-		case wire.KindBye:
-			b := v.(*wire.Bye)
-			if s.cfg.ExitWhenDone {
-				s.log.Info("the dispatcher's run is finished; exiting", "dispatcher", b.Dispatcher, "run", b.Run)
-				return errDone
-			}
-			s.log.Info("the dispatcher's run is finished; waiting for its next run", "dispatcher", b.Dispatcher, "run", b.Run)
-			s.registered.Store(false)
-			// No host is held until the next run: nothing to fence.
-			s.fence.grant(0, 0)
-			// Task IDs are stable within a run only: the next run's
-			// tasks ask afresh.
-			s.answers.clear()
-			select {
-			case s.bye <- struct{}{}:
-			default:
-			}
-		default:
-			s.log.Warn("unexpected message on task socket dropped", "kind", kind.String())
-		}
-	}
-	return nil
-}
-
-// markRegistered notes that the dispatcher knows us: a Welcome, or a Task
-// (a dispatcher only sends tasks to members).
-func (s *Supervisor) markRegistered() {
-	s.registered.Store(true)
-	select {
-	case s.welcome <- struct{}{}:
-	default:
-	}
-}
-
 // accept queues a task on its host, or answers it at once when its URL is
 // unusable.
 func (s *Supervisor) accept(ctx context.Context, t *wire.Task) {
@@ -743,174 +648,6 @@ func taskHost(raw string) (string, error) {
 	return fetch.HostKey(u), nil
 }
 
-// talk owns the outgoing side's schedule: Hello with back-off until the
-// dispatcher answers, then a Heartbeat every interval. Workers send Results
-// on the same Sender themselves (it is safe for concurrent use).
-func (s *Supervisor) talk(ctx context.Context) {
-	if !s.register(ctx, false) {
-		return
-	}
-	tick := time.NewTicker(s.cfg.Heartbeat)
-	defer tick.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.bye:
-			// Its run is over: no heartbeats to a dispatcher that is
-			// gone, only a quiet Hello now and then for the next one.
-			if !s.register(ctx, true) {
-				return
-			}
-			failing = false
-			continue
-		case <-tick.C:
-		}
-		err := s.send(ctx, wire.KindHeartbeat, s.heartbeat(), s.cfg.Heartbeat)
-		s.fenceCheck(time.Now())
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil && !failing:
-			failing = true
-			s.log.Warn("dispatcher not taking heartbeats; still trying", "dispatcher", s.cfg.Dispatcher, "error", err)
-		case err == nil && failing:
-			failing = false
-			s.log.Info("dispatcher taking heartbeats again", "dispatcher", s.cfg.Dispatcher)
-		}
-	}
-}
-
-// register sends Hello until a Welcome arrives, backing off from 200ms,
-// doubling, up to HelloMax, with jitter (so supervisors that started
-// together do not call together). It reports false when ctx ended first.
-// It says so when the dispatcher does not answer: at once, with a hint at
-// the keys after the first few attempts, and then only now and then, or
-// never when quiet (waiting for a dispatcher's next run).
-func (s *Supervisor) register(ctx context.Context, quiet bool) bool {
-	pause := backoff.New(min(helloStart, s.cfg.HelloMax), s.cfg.HelloMax)
-	answer := min(helloAnswer, s.cfg.HelloMax)
-	for attempt := 1; ; attempt++ {
-		h := s.hello()
-		h.Seq = s.fence.sending(time.Now())
-		err := s.send(ctx, wire.KindHello, h, answer)
-		if ctx.Err() != nil {
-			return false
-		}
-		if err == nil && s.awaitWelcome(ctx, answer) {
-			return true
-		}
-		if s.registered.Load() {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		wait := pause.Next()
-		s.noAnswer(attempt, quiet, wait, err)
-		if s.awaitWelcome(ctx, wait) {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-	}
-}
-
-// hintAfter is the attempt after which a supervisor that gets no answer
-// says what to check; noAnswerEvery is how often it says so again.
-const (
-	hintAfter     = 3
-	noAnswerEvery = 20
-)
-
-// noAnswer reports a Hello left unanswered. A CURVE handshake the
-// dispatcher refuses looks exactly like a dispatcher that is not there,
-// so with keys the hint names both.
-func (s *Supervisor) noAnswer(attempt int, quiet bool, wait time.Duration, err error) {
-	wait = wait.Round(time.Millisecond)
-	args := []any{"dispatcher", s.cfg.Dispatcher, "retry_in", wait, "attempts", attempt}
-	if err != nil {
-		args = append(args, "error", err)
-	}
-	switch {
-	case quiet:
-		s.log.Debug("waiting for the dispatcher's next run", args...)
-	case attempt == hintAfter && !s.cfg.Keys.IsZero():
-		args = append(args, "our_key", s.cfg.Keys.Public, "dispatcher_key", s.cfg.DispatcherKey)
-		s.log.Warn(fmt.Sprintf("no answer from %s: check the dispatcher's public key and that ours is authorised", s.cfg.Dispatcher), args...)
-	case attempt == hintAfter:
-		s.log.Warn(fmt.Sprintf("no answer from %s: check that the dispatcher runs there and that this host can reach it", s.cfg.Dispatcher), args...)
-	case attempt == 1 || attempt%noAnswerEvery == 0:
-		s.log.Warn(fmt.Sprintf("dispatcher not answering at %s; retrying in %v", s.cfg.Dispatcher, wait), args...)
-	default:
-		s.log.Debug("dispatcher not answering", args...)
-	}
-}
-
-// awaitWelcome waits up to d for a Welcome.
-func (s *Supervisor) awaitWelcome(ctx context.Context, d time.Duration) bool {
-	if s.registered.Load() {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-s.welcome:
-		return true
-	case <-t.C:
-		return s.registered.Load()
-	case <-ctx.Done():
-		return false
-	}
-}
-
-func (s *Supervisor) heartbeat() wire.Heartbeat {
-	held, _ := s.sched.counts()
-	hb := wire.Heartbeat{
-		Hello:    s.hello(),
-		InFlight: held,
-		Fetched:  s.fetched.Load(),
-		Failed:   s.failedTotal(),
-		RSS:      rss(),
-		At:       time.Now().UTC(),
-		Surveys:  s.surveyHeld.list(),
-		DNS:      s.dnsStats(),
-
-		HostInFlight: s.inFlight.max(),
-		Repeated:     s.repeated(),
-		Retried:      s.unansweredRetries.Load(),
-	}
-	hb.Seq = s.fence.sending(time.Now())
-	if s.render != nil {
-		rs := s.render.Stats()
-		hb.RenderRSS = renderMemory(rs)
-		hb.Rendered = rs.Rendered
-	}
-	for i, name := range robotsOutcomes {
-		if n := s.meter.robots[i].Load(); n > 0 {
-			if hb.Robots == nil {
-				hb.Robots = make(map[string]int64, len(robotsOutcomes))
-			}
-			hb.Robots[name] = n
-		}
-	}
-	hb.Hosts = s.paces.report()
-	hb.Backoff = s.health.backoffs(time.Now(), reportBackoff)
-	return hb
-}
-
-// renderMemory is what a heartbeat reports of the browser's memory: the
-// proportional set size of its process tree (its real cost), else the
-// resident set size where the kernel has no PSS.
-func renderMemory(st RenderStats) uint64 {
-	if st.PSS > 0 {
-		return st.PSS
-	}
-	return st.RSS
-}
-
 // renderConfig fills the zero fields of a render node's RenderConfig from
 // the supervisor's fetch settings, so the browser identifies itself as the
 // fetcher does and keeps as much of a page.
@@ -925,186 +662,6 @@ func renderConfig(rc RenderConfig, fc fetch.Config, log *slog.Logger) RenderConf
 		rc.Logger = log
 	}
 	return rc
-}
-
-// send tries to queue one message for up to total, in short attempts so a
-// shutdown is noticed quickly and other senders get their turn on the
-// shared Sender.
-func (s *Supervisor) send(ctx context.Context, kind wire.Kind, v any, total time.Duration) error {
-	deadline := time.Now().Add(total)
-	for {
-		slice := min(sendSlice, time.Until(deadline))
-		if slice <= 0 {
-			slice = time.Millisecond
-		}
-		err := s.out.Send(kind, v, slice)
-		if err == nil || !errors.Is(err, wire.ErrTimeout) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !time.Now().Before(deadline) {
-			return err
-		}
-	}
-}
-
-// sendResult sends one Result; one that cannot be sent is counted and
-// left to the lease.
-func (s *Supervisor) sendResult(ctx context.Context, r *wire.Result) {
-	err := s.send(ctx, wire.KindResult, r, resultTimeout)
-	if err == nil {
-		return
-	}
-	if ctx.Err() != nil {
-		return // shutting down: the lease covers it
-	}
-	// While the dispatcher is away every result fails alike: say it the
-	// first time and every hundredth after.
-	if n := s.unsent.Add(1); n == 1 || n%100 == 0 {
-		s.log.Warn("result not sent; its lease will re-send the task", "task", r.TaskID, "url", r.URL, "class", r.Class, "error", err, "unsent", n)
-	}
-}
-
-// lastCrawlBatcher is a host cache that writes many last-crawl times at
-// once (the SQLite store does, in one transaction).
-type lastCrawlBatcher interface {
-	PutLastCrawls(ctx context.Context, times map[string]time.Time) error
-}
-
-// recordLastCrawl buffers the end of a request to host for the cache. The
-// supervisor keeps the times of the hosts it crawls in memory (the
-// scheduler's host state), which is what its own politeness runs on; the
-// cache is for whoever crawls the host next. Writing it on every request
-// put one write transaction per page on the store's single writer, which
-// every worker then queued for; flushLoop writes the buffer in one batch
-// per lastCrawlFlush instead. The buffer holds at most one entry per host
-// crawled within one interval.
-func (s *Supervisor) recordLastCrawl(host string, end time.Time) {
-	end = end.UTC() // as the cache keeps it; a batch is not changed once taken
-	s.lastMu.Lock()
-	if end.After(s.lastPending[host]) {
-		s.lastPending[host] = end
-	}
-	s.lastMu.Unlock()
-}
-
-// pendingLastCrawl is the time buffered for host and not yet in the
-// cache, if any: a host the scheduler forgot and that comes back within
-// a flush interval finds its latest request here.
-func (s *Supervisor) pendingLastCrawl(host string) (time.Time, bool) {
-	s.lastMu.Lock()
-	defer s.lastMu.Unlock()
-	at, ok := s.lastPending[host]
-	if f, fok := s.lastFlushing[host]; fok && f.After(at) {
-		at, ok = f, true
-	}
-	return at, ok
-}
-
-// lastCrawlHorizon is how long a last-crawl time may matter to
-// politeness: the longest delay honoured, padded as an inherited time is
-// (nextStart). An older time spaces out no request.
-func lastCrawlHorizon(cfg Config) time.Duration {
-	return max(cfg.DefaultDelay, cfg.MaxCrawlDelay) + lastCrawlFlush
-}
-
-// reserve writes to the cache that a request to h starts now, before it
-// goes out, when the host has a delay to keep. The write-behind of
-// recordLastCrawl is not enough when the host changes owner: a supervisor
-// killed before its next flush takes its latest requests with it, and the
-// host's next owner (or its own restarted self, which gets its hosts back
-// at once) would read an older time and request the host again too soon.
-// A reservation is in the cache before the request can reach the host, so
-// whoever crawls the host next keeps the delay from at least its start.
-// Reservations of concurrent workers share one write (flushMu).
-func (s *Supervisor) reserve(ctx context.Context, h *host, delay time.Duration) {
-	if delay <= 0 {
-		return // nothing to space out
-	}
-	s.recordLastCrawl(h.name, time.Now())
-	fctx, cancel := context.WithTimeout(ctx, cacheTimeout)
-	s.flushLastCrawls(fctx)
-	cancel()
-}
-
-// flushLoop writes the buffered last-crawl times every lastCrawlFlush
-// until ctx is done (Run writes what is left once the workers stop).
-func (s *Supervisor) flushLoop(ctx context.Context) {
-	tick := time.NewTicker(lastCrawlFlush)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			fctx, cancel := context.WithTimeout(ctx, cacheTimeout)
-			s.flushLastCrawls(fctx)
-			cancel()
-		}
-	}
-}
-
-// flushLastCrawls writes the buffered times to the cache: in one batch
-// when the cache can, else host by host. Times that fail are put back to
-// be tried at the next flush (unless a later time came meanwhile); a
-// panicking cache is contained and its batch given up, since the times
-// only help a future owner of the hosts. A flush cut short because the
-// supervisor is stopping (ctx cancelled, not timed out) is no failure of
-// the cache: its times go back for Run's last flush, unreported.
-func (s *Supervisor) flushLastCrawls(ctx context.Context) {
-	stopping := func() bool { return errors.Is(ctx.Err(), context.Canceled) }
-	s.flushMu.Lock()
-	defer s.flushMu.Unlock()
-	s.lastMu.Lock()
-	batch := s.lastPending
-	if len(batch) == 0 {
-		s.lastMu.Unlock()
-		return
-	}
-	s.lastPending = make(map[string]time.Time, len(batch))
-	s.lastFlushing = batch
-	s.lastMu.Unlock()
-
-	failed := make(map[string]time.Time)
-	defer func() {
-		s.lastMu.Lock()
-		s.lastFlushing = nil
-		s.lastMu.Unlock()
-		if v := recover(); v != nil {
-			s.log.Error("panic while writing last-crawl times recovered", "hosts", len(batch), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			return
-		}
-		if len(failed) > 0 && (ctx.Err() == nil || stopping()) {
-			// Kept for the next flush while they may still matter, so
-			// a cache that stays down does not make the buffer grow
-			// with every host crawled.
-			stale := time.Now().Add(-lastCrawlHorizon(s.cfg))
-			for h, at := range failed {
-				if at.After(stale) {
-					s.recordLastCrawl(h, at)
-				}
-			}
-		}
-	}()
-	if b, ok := s.cache.(lastCrawlBatcher); ok {
-		if err := b.PutLastCrawls(ctx, batch); err != nil {
-			if !stopping() {
-				s.cacheFailed("put last crawls", fmt.Sprintf("%d hosts", len(batch)), err)
-			}
-			failed = batch
-		}
-		return
-	}
-	for h, at := range batch {
-		if err := s.cache.PutLastCrawl(ctx, h, at); err != nil {
-			if !stopping() {
-				s.cacheFailed("put last crawl", h, err)
-			}
-			failed[h] = at
-		}
-	}
 }
 
 // rss reads the resident set size of this process, 0 where unknown.
