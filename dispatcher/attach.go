@@ -84,7 +84,7 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 			d.run.filtered[why]++
 			continue
 		}
-		hc.dirty = true
+		d.hostDirty(hc)
 		matched, prio := d.cfg.Mappings.Matches(norm)
 		t := &task{key: key, url: norm, host: host, domain: domain, depth: depth,
 			matched: matched, priority: prio, render: d.cfg.Mappings.NeedsRender(norm)}

@@ -343,10 +343,12 @@ type Dispatcher struct {
 	// decoded records (written back by flush, kept up to recCacheCap),
 	// the hosts' budget counts (budgets.go) and the batch's pending
 	// (page, record) pairs
-	recCache map[int64]*recState
-	hosts    map[string]*hostCount
-	work     []applyItem
-	results  resultCache // cached extractions, decoded
+	recCache   map[int64]*recState
+	dirtyRecs  []*recState // of recCache, those changed since the last flush
+	hosts      map[string]*hostCount
+	dirtyHosts []*hostCount // of hosts, those changed since the last flush
+	work       []applyItem
+	results    resultCache // cached extractions, decoded
 
 	// targetSets are the distinct target lists, by id in the state and by
 	// their JSON (target_sets); matchFields the fields some mapping marks
@@ -752,7 +754,7 @@ func (d *Dispatcher) Close() error {
 		err2 = d.putCounters(ctx)
 	}
 	if err2 == nil {
-		err2 = d.saveTotals(ctx)
+		err2 = d.saveTotals(ctx, true)
 	}
 	if err2 == nil {
 		if ferr := d.saveSeenFilter(ctx); ferr != nil {

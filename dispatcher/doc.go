@@ -34,11 +34,18 @@
 //	frontier window ─► host queues ─► routing by registrable domain ─► Task (leased)
 //
 // A goroutine reads and decodes intake frames; the Run loop takes every
-// frame ready at once as one batch. Batches write into one SQLite
-// transaction (WAL, synchronous=NORMAL), committed every 250ms while
-// results keep coming, when the intake goes quiet, and at the end, so
-// throughput is bounded by the supervisors, not by commits. Decoded
-// records stay cached across batches (a bounded number of them).
+// frame ready at once as one batch, and when that batch holds only a few
+// results it waits a moment (gatherWait) for more to join it: results
+// that arrive close together are applied together, however slowly the
+// hosts answer, so latency costs the dispatcher waiting, not work.
+// Batches write into one SQLite transaction (WAL, synchronous=NORMAL),
+// committed every second while results keep coming, when the intake goes
+// quiet with no task out, and at the end, so throughput is bounded by the
+// supervisors, not by commits; a commit that changed nothing writes
+// nothing. An idle loop wakes only when something is due (a tick, a
+// report, a commit, a host's pace). Decoded records stay cached across
+// batches (a bounded number of them), and the records and hosts changed
+// in a batch are written back without visiting the others.
 //
 // # The state
 //

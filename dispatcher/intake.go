@@ -130,7 +130,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	}
 	if r.isComplete() {
 		r.complete = true
-		r.dirty = true
+		r.markDirty()
 		d.nComplete++
 		d.settled.add(r.id, r.filled)
 		d.log.Debug("record complete", "record", r.id, "url", it.res.Source, "fields", len(r.filled), "depth", it.depth)
@@ -159,7 +159,7 @@ func (d *Dispatcher) attachRecordLinks(ctx context.Context, r *recState, links [
 		return err
 	}
 	if r.queued != n {
-		r.dirty = true // the budget count is kept with the record
+		r.markDirty() // the budget count is kept with the record
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ func (d *Dispatcher) release(t *task) {
 	d.w.hostLast[t.host] = handover{at: time.Now(), member: t.lease.Member}
 	if m := d.members[t.lease.Member]; m != nil {
 		m.inFlight--
-		d.w.unparkMember(m)
+		d.w.wakeMember(m)
 	}
 	if n := d.w.hostInFlight[t.host] - 1; n > 0 {
 		d.w.hostInFlight[t.host] = n

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,7 +19,7 @@ func (d *Dispatcher) loadRec(ctx context.Context, seq int64) (*recState, error) 
 	var own, filled []byte
 	var targets, queued int64
 	var complete int
-	r := &recState{seq: seq, changed: make(map[string]bool)}
+	r := &recState{seq: seq, changed: make(map[string]bool), dirtied: &d.dirtyRecs}
 	if err := d.st.q.recGet.QueryRowContext(ctx, seq).Scan(&r.id, &own, &targets, &filled, &complete, &queued); err != nil {
 		return nil, fmt.Errorf("dispatcher: state record %d: %w", seq, err)
 	}
@@ -89,18 +90,10 @@ func (d *Dispatcher) putRecs(ctx context.Context, rs []*recState) error {
 // batches: a record is usually reached by many pages in a row, and
 // reading and decoding it again for each was much of a result's cost.
 func (d *Dispatcher) flush(ctx context.Context) error {
-	seqs := make([]int64, 0, len(d.recCache))
-	for seq, r := range d.recCache {
-		if r.dirty {
-			seqs = append(seqs, seq)
-		}
-	}
-	slices.Sort(seqs)
-	rs := make([]*recState, len(seqs))
+	rs := d.dirtyRecs
+	slices.SortFunc(rs, func(a, b *recState) int { return cmp.Compare(a.seq, b.seq) })
 	var rows []outboxRow
-	for i, seq := range seqs {
-		r := d.recCache[seq]
-		rs[i] = r
+	for _, r := range rs {
 		start := len(rows)
 		for f := range r.changed {
 			rows = append(rows, outboxRow{id: r.id, v: r.filled[f]})
@@ -117,11 +110,12 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 	if len(rows) > 0 {
 		d.kickOutbox()
 	}
-	for _, seq := range seqs {
-		r := d.recCache[seq]
+	for _, r := range rs {
 		r.dirty = false
 		clear(r.changed)
 	}
+	clear(d.dirtyRecs)
+	d.dirtyRecs = d.dirtyRecs[:0]
 	if err := d.flushHosts(ctx); err != nil {
 		return err
 	}

@@ -303,7 +303,7 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 	for _, t := range fresh {
 		hc := d.hosts[t.host]
 		hc.n++
-		hc.dirty = true
+		d.hostDirty(hc)
 		d.nextSeq++
 		t.seq = rankedSeq(hc.n, d.nextSeq)
 	}
@@ -365,7 +365,7 @@ func (d *Dispatcher) readHostCounts(ctx context.Context, hosts []string) error {
 	slices.Sort(hosts)
 	hosts = slices.Compact(hosts)
 	for _, h := range hosts {
-		d.hosts[h] = &hostCount{}
+		d.hosts[h] = &hostCount{host: h}
 	}
 	for _, size := range chunkSizes(len(hosts), rowChunk) {
 		part := hosts[:size]
