@@ -583,6 +583,9 @@ func (s *Supervisor) hello() wire.Hello {
 		Key:        s.cfg.Keys.Public,
 		Survey:     s.cfg.Prober != nil,
 		MaxRequest: s.maxRequest(),
+		// A Config's NoDelay is 0 here (see New).
+		DefaultDelay: max(s.cfg.DefaultDelay, 0),
+		Workers:      s.cfg.Workers,
 	}
 }
 
