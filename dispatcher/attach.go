@@ -103,6 +103,11 @@ func (d *Dispatcher) attachSome(ctx context.Context, links []string, rec int64, 
 	}
 	for _, t := range fresh {
 		d.queuedN++
+		d.pagesLeft.add(t.host, t.depth, 1)
+		d.kidsN++
+		if t.host == d.kidsHost {
+			d.kidsHere++
+		}
 		d.w.add(t, false)
 	}
 	return nil
@@ -208,6 +213,9 @@ func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec in
 	case depth < k.depth:
 		if _, err := exec(ctx, d.st.q.urlDepth, depth, key, depth); err != nil {
 			return err
+		}
+		if k.state == stateQueued {
+			d.pagesLeft.moveDepth(linkHost(norm), k.depth, depth)
 		}
 		if t := d.w.queued[key]; t != nil {
 			t.depth = depth

@@ -212,6 +212,17 @@
 // records complete. It writes a last one, finished or stopped, when Run
 // returns. `backfill status` reads it (ReadStatus).
 //
+// The status, the progress reports and /metrics say how long the crawl
+// will take (ETA, eta.go): at least the busiest host's requests left one
+// per delay, and every request left at the rate the hosts with work and
+// the supervisors' workers allow, naming what bounds it; and an estimate
+// that adds the pages the pages left will lead to. The pages left are
+// counted per host and depth as tasks are queued, taken in, answered and
+// dropped (one entry per host with work, at most leftCap, the rest
+// folded), and once from the state when a dispatcher resumes; the hosts'
+// delays come from their results (pace.go), else the default delay the
+// supervisors' Hello says (Config.DefaultDelay before any has).
+//
 // For operators the dispatcher also keeps a ledger (ledger.go): a
 // timeline of the crawl's progress whose resolution halves as it fills,
 // so it stays bounded and spans the whole crawl; the latest failures; the

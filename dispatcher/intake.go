@@ -211,8 +211,11 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 	}
 	for _, dr := range done {
 		if dr.r.Class != "" {
+			d.noteKids(dr.t.depth, 0, 0)
 			continue
 		}
+		kids, here := d.kidsN, d.kidsHere
+		d.kidsHost = dr.t.host
 		for _, it := range work[dr.t.key] {
 			it.res = dr.res
 			d.work = append(d.work, it)
@@ -223,6 +226,8 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 		if err := d.retryRender(ctx, dr.t, dr.r); err != nil {
 			return err
 		}
+		d.kidsHost = ""
+		d.noteKids(dr.t.depth, d.kidsN-kids, d.kidsHere-here)
 	}
 	return nil
 }
@@ -268,6 +273,9 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
 	d.w.notePace(t.host, r, now)
 	d.release(t)
+	d.pagesLeft.add(t.host, t.depth, -1)
+	d.answeredN++
+	d.noteResponse(r, now)
 	d.countRedirects(t, r)
 	res := &cachedResult{Source: t.url, Member: t.lease.Member, Key: from.Key}
 	if r.FinalURL != "" {

@@ -27,6 +27,11 @@ type member struct {
 	// maxRequest is the longest one of its requests may take (its Hello
 	// says): its hosts wait it out after its lease (fenceEnd).
 	maxRequest time.Duration
+	// delay and workers are its default delay and how many requests it
+	// makes at once, as its Hello says (workers 0: it does not say); for
+	// the ETA (eta.go).
+	delay   time.Duration
+	workers int
 
 	// For the status (see status.go): when it joined, and its own
 	// counters from its last heartbeat.

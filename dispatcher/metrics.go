@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"maps"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -72,6 +73,20 @@ var (
 		"The most requests ever in flight to one host at once, over every supervisor (politeness allows 1).", nil, nil)
 	descRepeated = prometheus.NewDesc("backfill_requests_repeated_total",
 		"Requests that went out again without being asked (nothing below the politeness rules may retry: 0).", nil, nil)
+	descETA = prometheus.NewDesc("backfill_eta_seconds",
+		"How long the crawl will take at least: the larger of the busiest host's requests left × its cycle (its delay and the mean response time) and every request left at the rate the hosts with work and the supervisors' workers allow.", nil, nil)
+	descETAEstimate = prometheus.NewDesc("backfill_eta_estimate_seconds",
+		"The ETA's bound, or the requests left at the pace of the last 30 s of answers when that says longer.", nil, nil)
+	descETAHost = prometheus.NewDesc("backfill_eta_host_seconds",
+		"The busiest host's requests left × its cycle, named.", []string{"host"}, nil)
+	descETARate = prometheus.NewDesc("backfill_eta_rate_seconds",
+		"Every request left at the rate allowed.", nil, nil)
+	descRequestsLeft = prometheus.NewDesc("backfill_requests_left",
+		"Requests the crawl knows it has still to make: pages queued, out on lease or among the records not seeded yet, and the robots.txt and probes of hosts not heard of.", nil, nil)
+	descHostsLeft = prometheus.NewDesc("backfill_hosts_with_work",
+		"Hosts with pages left.", nil, nil)
+	descRateAllowed = prometheus.NewDesc("backfill_requests_allowed_per_second",
+		"Requests a second the hosts with work allow (one per cycle each), or the supervisors' workers when fewer.", nil, nil)
 )
 
 // metricsView is what one scrape reads, copied under the mutex.
@@ -87,6 +102,7 @@ type metricsView struct {
 	joined                      int64
 	members                     []MemberStatus
 	polite                      Politeness
+	eta                         ETA
 }
 
 // collector reads the dispatcher's counters when scraped.
@@ -101,7 +117,8 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		descHostQueues, descLeased, descWaitingRender, descExpired, descLate, descForged, descQuarantined, descPagesDone, descReused,
 		descFailed, descFilled, descStoreWritten, descStoreErrors, descMembers, descJoined, descLost,
 		descMemberInFlight, descMemberRate, descMemberHeartbeat, descRobotsOutcomes,
-		descRedirects, descHostInFlightMax, descRepeated} {
+		descRedirects, descHostInFlightMax, descRepeated,
+		descETA, descETAEstimate, descETAHost, descETARate, descRequestsLeft, descHostsLeft, descRateAllowed} {
 		ch <- d
 	}
 	c.d.ob.seconds.Describe(ch)
@@ -120,6 +137,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		joined: d.led.joined,
 		forged: d.total(&d.run.forged), quarantined: d.quar.Len(),
 		polite: d.politeness(),
+		eta:    d.eta(time.Now()),
 	}
 	for _, m := range d.members {
 		v.members = append(v.members, m.status())
@@ -175,4 +193,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descHostInFlightMax, float64(v.polite.HostInFlight))
 	counter(descRepeated, v.polite.Repeated)
+	gauge(descETA, v.eta.Seconds)
+	gauge(descETAEstimate, v.eta.Estimate)
+	if v.eta.Host != "" {
+		gauge(descETAHost, v.eta.HostSeconds, v.eta.Host)
+	}
+	gauge(descETARate, v.eta.RateSeconds)
+	gauge(descRequestsLeft, float64(v.eta.Requests))
+	gauge(descHostsLeft, float64(v.eta.Hosts))
+	gauge(descRateAllowed, v.eta.Rate)
 }

@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -128,11 +129,32 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 // dropTasks takes a completed record's queued tasks out of the frontier,
 // unless another incomplete record still wants them.
 func (d *Dispatcher) dropTasks(ctx context.Context, rec int64) error {
-	ids, err := column[int64](d.st.q.recordTasks.QueryContext(ctx, rec))
-	if err != nil {
-		return err
+	type queued struct {
+		id    int64
+		url   string
+		depth int
 	}
-	for _, id := range ids {
+	var ids []queued
+	rows, err := d.st.q.recordTasks.QueryContext(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("dispatcher: state: %w", err)
+	}
+	for rows.Next() {
+		var q queued
+		var u sql.NullString
+		if err := rows.Scan(&q.id, &u, &q.depth); err != nil {
+			rows.Close()
+			return fmt.Errorf("dispatcher: state: %w", err)
+		}
+		q.url = u.String
+		ids = append(ids, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dispatcher: state: %w", err)
+	}
+	for _, q := range ids {
+		id := q.id
 		if d.w.leased[id] != nil {
 			continue // out on lease: its result is taken when it comes
 		}
@@ -147,6 +169,8 @@ func (d *Dispatcher) dropTasks(ctx context.Context, rec int64) error {
 			return err
 		}
 		d.queuedN--
+		d.pagesLeft.add(linkHost(q.url), q.depth, -1)
+		d.kidsN--
 		d.w.remove(id)
 	}
 	return nil

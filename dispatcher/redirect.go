@@ -131,6 +131,7 @@ func (d *Dispatcher) attachVia(ctx context.Context, norm string, r *recState, de
 		return err
 	}
 	d.queuedN++
+	d.pagesLeft.add(t.host, t.depth, 1)
 	d.w.add(t, false)
 	return nil
 }

@@ -632,7 +632,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 			}
 			d.w.unparkMember(m)
 		}
-		m.maxRequest = h.MaxRequest
+		m.maxRequest, m.delay, m.workers = h.MaxRequest, h.DefaultDelay, h.Workers
 		if hello { // our Welcome was lost, or it has not connected yet
 			m.enqueue(wire.KindWelcome, d.welcome(h))
 		} else {
@@ -641,7 +641,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 		return nil
 	}
 	m = &member{name: h.Supervisor, key: from.Key, endpoint: h.Endpoint, capacity: capacity, render: h.Render, started: h.Started,
-		lastSeen: now, joined: now, sec: sec, maxRequest: h.MaxRequest}
+		lastSeen: now, joined: now, sec: sec, maxRequest: h.MaxRequest, delay: h.DefaultDelay, workers: h.Workers}
 	if err := m.start(d.ctx, &d.wg, d.failed); err != nil {
 		d.log.Error("supervisor unreachable", "supervisor", h.Supervisor, "endpoint", h.Endpoint, "error", err)
 		return nil
@@ -841,6 +841,7 @@ func (d *Dispatcher) progress(start time.Time) Progress {
 		Members:  len(d.members),
 		Pages:    d.total(&d.run.pages),
 		Elapsed:  time.Since(start),
+		ETA:      d.eta(time.Now()),
 	}
 }
 

@@ -109,6 +109,7 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lon
 		}
 		args := make([]any, 0, 11*len(part))
 		complete := make([]bool, len(part))
+		kepts := make([][]string, len(part))
 		for i, j := range part {
 			r := &recs[j]
 			targets := d.targets(*r)
@@ -126,6 +127,7 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lon
 			var tooLong any
 			if !complete[i] {
 				kept := d.keepLinks(r.Links, 0)
+				kepts[i] = kept
 				queued = len(kept) // charged up front: see linkFilter.budget
 				if len(kept) > 0 {
 					if links, err = json.Marshal(kept); err != nil {
@@ -157,6 +159,9 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lon
 		for i, j := range part {
 			r := recs[j]
 			if inserted[r.Seq] {
+				for _, l := range kepts[i] {
+					d.pagesLeft.add(linkHost(l), 0, 1) // a page left until seeding says otherwise
+				}
 				fresh = append(fresh, newRecord{r, complete[i]})
 				d.nRecords++
 				if complete[i] {
@@ -252,6 +257,7 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 	var maybe []int64
 	for _, s := range seeds {
 		for _, norm := range s.links {
+			d.pagesLeft.add(linkHost(norm), 0, -1) // counted as the record's own link until now (insertRecords)
 			key := urlKey(norm)
 			refs = append(refs, ref{key, norm, s.seq})
 			if d.seenKeys.mayHave(key) {
@@ -315,6 +321,7 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 	}
 	for _, t := range fresh {
 		d.queuedN++
+		d.pagesLeft.add(t.host, 0, 1)
 		d.w.add(t, false)
 	}
 	return nil

@@ -138,7 +138,7 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.urlRecords, `SELECT rec, depth FROM links WHERE url = ? ORDER BY rec`},
 		{&q.linkVia, `INSERT INTO links(url, rec, depth, via) VALUES(?, ?, ?, ?)
 			ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth, via = excluded.via WHERE excluded.depth < links.depth`},
-		{&q.recordTasks, `SELECT l.url FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND u.state = 0`},
+		{&q.recordTasks, `SELECT l.url, u.url, u.depth FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND u.state = 0`},
 		{&q.ownLinks, `SELECT links FROM records WHERE seq = ?`},
 		{&q.linkPut, `INSERT INTO links(url, rec, depth) VALUES(?, ?, ?) ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < links.depth`},
 		// failedPages are the pages an earlier process failed to fetch, in
