@@ -75,16 +75,24 @@ const (
 // hostLeft counts, per host, the pages the crawl knows it has still to
 // fetch there, by depth. Owned by the Dispatcher, under its mutex.
 type hostLeft struct {
-	n       map[string][]int32 // by host, the pages left at each depth
-	total   int                // every page left: those of n and the folded ones
-	folded  int                // pages of hosts folded past leftCap, one each
-	atDepth []int              // every page left, by depth
+	n       map[string]hostDepths // by host, the pages left at each depth
+	total   int                   // every page left: those of n and the folded ones
+	folded  int                   // pages of hosts folded past leftCap, one each
+	atDepth []int                 // every page left, by depth
 }
 
-func newHostLeft() hostLeft { return hostLeft{n: make(map[string][]int32)} }
+// hostDepths are one host's pages left by depth, those at hostDepthsLen-1
+// and deeper together: an array, not a slice, so that the map holds it
+// without an allocation of its own (a crawl may have hundreds of
+// thousands of hosts with work).
+type hostDepths [hostDepthsLen]int32
+
+const hostDepthsLen = 4
+
+func newHostLeft() hostLeft { return hostLeft{n: make(map[string]hostDepths)} }
 
 // pages sums a host's pages left.
-func pages(byDepth []int32) int {
+func pages(byDepth hostDepths) int {
 	n := 0
 	for _, v := range byDepth {
 		n += int(v)
@@ -103,6 +111,7 @@ func (l *hostLeft) add(host string, depth, k int) {
 	}
 	l.atDepth[depth] = max(l.atDepth[depth]+k, 0)
 	v, ok := l.n[host]
+	at := min(depth, hostDepthsLen-1)
 	if !ok && k < 0 {
 		// A host not counted one by one: one folded past leftCap.
 		take := min(-k, l.folded)
@@ -113,18 +122,15 @@ func (l *hostLeft) add(host string, depth, k int) {
 	if !ok {
 		host = strings.Clone(host) // not the URL the host was cut from
 	}
-	for ; k > 0; k-- {
-		for len(v) <= depth {
-			v = append(v, 0)
-		}
-		v[depth]++
-		l.total++
+	if k > 0 {
+		v[at] += int32(k)
+		l.total += k
 	}
 	for ; k < 0; k++ {
 		// The depth's page, or when none is counted there (its depth
 		// changed on the way), the deepest one.
-		i := depth
-		if i >= len(v) || v[i] == 0 {
+		i := at
+		if v[i] == 0 {
 			for i = len(v) - 1; i >= 0 && v[i] == 0; i-- {
 			}
 		}
@@ -155,11 +161,9 @@ func (l *hostLeft) moveDepth(host string, from, to int) {
 		l.atDepth = append(l.atDepth, 0)
 	}
 	l.atDepth[to]++
-	if v := l.n[host]; from < len(v) && v[from] > 0 {
+	from, to = min(from, hostDepthsLen-1), min(to, hostDepthsLen-1)
+	if v, ok := l.n[host]; ok && v[from] > 0 {
 		v[from]--
-		for len(v) <= to {
-			v = append(v, 0)
-		}
 		v[to]++
 		l.n[host] = v
 	}
@@ -377,7 +381,7 @@ func (d *Dispatcher) workETA(now time.Time) ETA {
 		hostEstimate = max(hostEstimate, s+(future-float64(pages))*c)
 	}
 	for host, v := range d.pagesLeft.n {
-		visit(host, pages(v), grown(v, afterHere))
+		visit(host, pages(v), grown(v[:], afterHere))
 	}
 	if d.pagesLeft.folded > 0 {
 		// Hosts of one page each, not heard of, at the default delay.
@@ -543,7 +547,8 @@ func (d *Dispatcher) growth(here bool) []float64 {
 }
 
 // grown is what pages left at each depth (byDepth) will come to, by
-// the growth after.
+// the growth after (a host's deepest count, its pages at hostDepthsLen-1
+// and deeper, grows as those at hostDepthsLen-1).
 func grown[T int | int32](byDepth []T, after []float64) float64 {
 	sum := 0.0
 	for i, v := range byDepth {
