@@ -1,9 +1,11 @@
 package dispatcher
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"strconv"
 	"strings"
 	"time"
@@ -74,22 +76,37 @@ const (
 
 // hostLeft counts, per host, the pages the crawl knows it has still to
 // fetch there, by depth. Owned by the Dispatcher, under its mutex.
+//
+// Every link taken in passes through it (a million records' links at
+// intake), so it is built for that: a host is keyed by a 64-bit hash of
+// its name, and its name is kept in one byte arena (names), so that the
+// map holds no pointer for the collector to follow and a look-up
+// compares no string.
 type hostLeft struct {
-	n       map[string]hostDepths // by host, the pages left at each depth
-	total   int                   // every page left: those of n and the folded ones
-	folded  int                   // pages of hosts folded past leftCap, one each
-	atDepth []int                 // every page left, by depth
+	n       map[uint64]hostLeftEntry
+	names   []byte // the names of n's hosts, and of hosts gone since the last compact
+	live    int    // bytes of names that are n's
+	seed    maphash.Seed
+	total   int   // every page left: those of n and the folded ones
+	folded  int   // pages of hosts folded past leftCap, one each
+	atDepth []int // every page left, by depth
 }
 
-// hostDepths are one host's pages left by depth, those at hostDepthsLen-1
-// and deeper together: an array, not a slice, so that the map holds it
-// without an allocation of its own (a crawl may have hundreds of
-// thousands of hosts with work).
+// hostLeftEntry is one host's pages left by depth, those at hostDepthsLen-1
+// and deeper together, and where its name is in hostLeft.names.
+type hostLeftEntry struct {
+	depths  hostDepths
+	nameAt  uint32
+	nameLen uint16
+}
+
 type hostDepths [hostDepthsLen]int32
 
 const hostDepthsLen = 4
 
-func newHostLeft() hostLeft { return hostLeft{n: make(map[string]hostDepths)} }
+func newHostLeft() hostLeft {
+	return hostLeft{n: make(map[uint64]hostLeftEntry), seed: maphash.MakeSeed()}
+}
 
 // pages sums a host's pages left.
 func pages(byDepth hostDepths) int {
@@ -98,6 +115,18 @@ func pages(byDepth hostDepths) int {
 		n += int(v)
 	}
 	return n
+}
+
+// name is e's host name.
+func (l *hostLeft) name(e hostLeftEntry) string {
+	return string(l.names[e.nameAt : e.nameAt+uint32(e.nameLen)])
+}
+
+// get returns host's pages left by depth; ok is false for a host not
+// counted one by one.
+func (l *hostLeft) get(host string) (hostDepths, bool) {
+	e, ok := l.n[maphash.String(l.seed, host)]
+	return e.depths, ok
 }
 
 // add counts k more pages (fewer, when negative) left on host at depth.
@@ -110,7 +139,8 @@ func (l *hostLeft) add(host string, depth, k int) {
 		l.atDepth = append(l.atDepth, 0)
 	}
 	l.atDepth[depth] = max(l.atDepth[depth]+k, 0)
-	v, ok := l.n[host]
+	key := maphash.String(l.seed, host)
+	e, ok := l.n[key]
 	at := min(depth, hostDepthsLen-1)
 	if !ok && k < 0 {
 		// A host not counted one by one: one folded past leftCap.
@@ -120,8 +150,12 @@ func (l *hostLeft) add(host string, depth, k int) {
 		return
 	}
 	if !ok {
-		host = strings.Clone(host) // not the URL the host was cut from
+		l.compact()
+		e.nameAt, e.nameLen = uint32(len(l.names)), uint16(min(len(host), 1<<16-1))
+		l.names = append(l.names, host[:e.nameLen]...)
+		l.live += int(e.nameLen)
 	}
+	v := &e.depths
 	if k > 0 {
 		v[at] += int32(k)
 		l.total += k
@@ -140,14 +174,31 @@ func (l *hostLeft) add(host string, depth, k int) {
 		v[i]--
 		l.total--
 	}
-	if pages(v) == 0 {
-		delete(l.n, host)
+	if pages(*v) == 0 {
+		delete(l.n, key)
+		l.live -= int(e.nameLen)
 		return
 	}
-	l.n[host] = v
+	l.n[key] = e
 	if !ok {
 		l.fold()
 	}
+}
+
+// compact rewrites names with the names of the hosts counted now, when
+// the names of hosts gone take more than half of it.
+func (l *hostLeft) compact() {
+	if len(l.names) < 1<<20 || l.live > len(l.names)/2 {
+		return
+	}
+	names := make([]byte, 0, 2*l.live)
+	for k, e := range l.n {
+		at := uint32(len(names))
+		names = append(names, l.names[e.nameAt:e.nameAt+uint32(e.nameLen)]...)
+		e.nameAt = at
+		l.n[k] = e
+	}
+	l.names = names
 }
 
 // moveDepth counts a page left on host at depth from as at depth to (a
@@ -162,10 +213,11 @@ func (l *hostLeft) moveDepth(host string, from, to int) {
 	}
 	l.atDepth[to]++
 	from, to = min(from, hostDepthsLen-1), min(to, hostDepthsLen-1)
-	if v, ok := l.n[host]; ok && v[from] > 0 {
-		v[from]--
-		v[to]++
-		l.n[host] = v
+	key := maphash.String(l.seed, host)
+	if e, ok := l.n[key]; ok && e.depths[from] > 0 {
+		e.depths[from]--
+		e.depths[to]++
+		l.n[key] = e
 	}
 }
 
@@ -175,9 +227,10 @@ func (l *hostLeft) fold() {
 	if len(l.n) <= leftCap {
 		return
 	}
-	for h, v := range l.n {
-		if pages(v) == 1 {
+	for h, e := range l.n {
+		if pages(e.depths) == 1 {
 			delete(l.n, h)
+			l.live -= int(e.nameLen)
 			l.folded++
 			if len(l.n) <= leftCap*7/8 {
 				return
@@ -352,9 +405,13 @@ func (d *Dispatcher) workETA(now time.Time) ETA {
 	if e.Pages > 0 {
 		e.Growth = grown(d.pagesLeft.atDepth, after) / float64(e.Pages)
 	}
-	visit := func(host string, pages int, future float64) {
+	l := &d.pagesLeft
+	var busiest []byte // the busiest host's name, in l.names
+	for _, en := range l.n {
+		name := l.names[en.nameAt : en.nameAt+uint32(en.nameLen)]
+		pages := pages(en.depths)
 		delay, heard := def, false
-		if p, ok := d.w.hostPace[host]; ok {
+		if p, ok := d.w.hostPace[string(name)]; ok { // no copy: a look-up
 			delay, heard = p.delay, true
 		}
 		requests := pages
@@ -368,20 +425,20 @@ func (d *Dispatcher) workETA(now time.Time) ETA {
 		c := cycle(delay)
 		if c <= 0 {
 			unbounded = true
-			return
+			continue
 		}
 		rate += 1 / c
 		// The first request goes at once; each of the others a cycle
 		// after the one before.
 		s := float64(requests)*c - delay.Seconds()
-		if s > e.HostSeconds || (s == e.HostSeconds && host < e.Host) {
-			e.Host, e.HostRequests, e.HostCycle, e.HostSeconds = host, requests, c, s
+		if s > e.HostSeconds || (s == e.HostSeconds && bytes.Compare(name, busiest) < 0) {
+			busiest, e.HostRequests, e.HostCycle, e.HostSeconds = name, requests, c, s
 		}
 		// With the pages its pages will lead to.
-		hostEstimate = max(hostEstimate, s+(future-float64(pages))*c)
+		hostEstimate = max(hostEstimate, s+(grown(en.depths[:], afterHere)-float64(pages))*c)
 	}
-	for host, v := range d.pagesLeft.n {
-		visit(host, pages(v), grown(v[:], afterHere))
+	if busiest != nil {
+		e.Host = string(busiest)
 	}
 	if d.pagesLeft.folded > 0 {
 		// Hosts of one page each, not heard of, at the default delay.

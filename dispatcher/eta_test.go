@@ -3,6 +3,7 @@ package dispatcher
 import (
 	"context"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,7 +39,7 @@ func TestHostLeft(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.do()
-		got, ok := l.n[s.host]
+		got, ok := l.get(s.host)
 		if (s.byDepth == nil) == ok || (ok && !equalInts(got[:], s.byDepth)) {
 			t.Errorf("%s: %s has %v (counted %v), want %v", s.name, s.host, got, ok, s.byDepth)
 		}
@@ -54,8 +55,9 @@ func TestHostLeft(t *testing.T) {
 	for i := range leftCap + 1 {
 		l.add(linkHost("http://h"+strconv.Itoa(i)+".example/"), 0, 1)
 	}
-	if len(l.n) > leftCap || l.folded == 0 || l.total != leftCap+4 || pages(l.n["big.example"]) != 3 {
-		t.Fatalf("past the cap: %d hosts counted, %d folded, %d pages, big.example %v", len(l.n), l.folded, l.total, l.n["big.example"])
+	big, _ := l.get("big.example")
+	if len(l.n) > leftCap || l.folded == 0 || l.total != leftCap+4 || pages(big) != 3 {
+		t.Fatalf("past the cap: %d hosts counted, %d folded, %d pages, big.example %v", len(l.n), l.folded, l.total, big)
 	}
 	folded := l.folded
 	for i := range leftCap + 1 {
@@ -63,6 +65,22 @@ func TestHostLeft(t *testing.T) {
 	}
 	if l.total != 3 || l.folded != 0 || len(l.n) != 1 {
 		t.Errorf("after every folded host's page: %d pages, %d folded (of %d), %d hosts", l.total, l.folded, folded, len(l.n))
+	}
+
+	// The names of hosts gone are let go of once they are most of the
+	// arena; those left keep theirs.
+	for i := range 100_000 {
+		l.add("gone-"+strconv.Itoa(i)+".example", 0, 1)
+		l.add("gone-"+strconv.Itoa(i)+".example", 0, -1)
+	}
+	l.add("new.example", 1, 2)
+	var names []string
+	for _, e := range l.n {
+		names = append(names, l.name(e))
+	}
+	slices.Sort(names)
+	if len(l.names) >= 1<<20 || !slices.Equal(names, []string{"big.example", "new.example"}) {
+		t.Errorf("after 100,000 hosts came and went: %d bytes of names, hosts %q", len(l.names), names)
 	}
 }
 
