@@ -76,6 +76,14 @@ type clusterOutcome struct {
 	// (in flight: queued on it or being fetched) on average and at least.
 	dispCPU  time.Duration
 	inFlight map[string][2]float64 // mean, min
+	// The supervisors' CPU (user + system, summed) and the peak resident
+	// sets of the dispatcher and of the supervisors (summed), MiB.
+	supCPU          time.Duration
+	dispRSS, supRSS float64
+	// state is the run's state directory (the dispatcher's is its
+	// "dispatcher" folder); dlog the dispatcher's log.
+	state string
+	dlog  []byte
 }
 
 func (o clusterOutcome) pagesPerSec() float64 { return float64(o.pages) / o.wall.Seconds() }
@@ -152,6 +160,8 @@ func (cb *clusterBench) run(b *testing.B, id string, r clusterRun) clusterOutcom
 
 	var sups []*exec.Cmd
 	var souts []*lockedBuffer
+	var supCPU time.Duration
+	var supRSS float64
 	stopSups := func() {
 		for _, s := range sups {
 			s.Process.Signal(syscall.SIGTERM)
@@ -164,6 +174,8 @@ func (cb *clusterBench) run(b *testing.B, id string, r clusterRun) clusterOutcom
 				if err != nil {
 					b.Errorf("supervisor %d: %v\n%s", i+1, err, tail(souts[i].Bytes()))
 				}
+				supCPU += cpuOf(s)
+				supRSS += peakRSSMiB(s)
 			case <-time.After(15 * time.Second):
 				s.Process.Kill()
 				<-done
@@ -253,7 +265,9 @@ func (cb *clusterBench) run(b *testing.B, id string, r clusterRun) clusterOutcom
 
 	o := clusterOutcome{wall: wall, log: cb.web.Log()[before:],
 		pagesBySup: map[string]int{}, hostsBySup: map[string]int{}, inFlight: map[string][2]float64{}}
-	o.dispCPU = cpuOf(disp)
+	o.dispCPU, o.dispRSS = cpuOf(disp), peakRSSMiB(disp)
+	o.supCPU, o.supRSS = supCPU, supRSS
+	o.state, o.dlog = state, dlog.Bytes()
 	if n := len(statusSamples); n >= 5 {
 		mid := statusSamples[n/10 : n-n/10]
 		sums, mins := map[string]float64{}, map[string]float64{}

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -82,10 +83,30 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 
 	results := map[string]peopleOutcome{}
 	var collyPages []string
+	// PEOPLE_SPLIT=1 runs backfill as two processes, `backfill dispatcher`
+	// and one `backfill supervisor` over loopback TCP, so that the
+	// dispatcher's CPU is measured apart from the fetching's.
+	split := os.Getenv("PEOPLE_SPLIT") == "1"
 	// runBackfill runs a backfill binary as the contender name, with its
 	// own state directories.
 	runBackfill := func(b *testing.B, name, bin string) {
 		var o peopleOutcome
+		if split {
+			// The harness counts pages answered 200; a correct crawl's
+			// are the fewest that fill every findable value and more.
+			cl := &clusterBench{web: web, dir: dir, bin: bin, records: cb.records, mappings: maps,
+				resolveA: cb.resolveA, hosts: hosts, expected: least}
+			for i := 0; i < b.N; i++ {
+				o = runPeopleSplit(b, cl, name, depth, workers)
+				o.found, o.want, o.wrong = peopleRecall(b, filepath.Join(o.state, "dispatcher", "results.db"), truth)
+				if o.wrong > 0 {
+					b.Fatalf("%s filled %d values a correct crawl does not find", name, o.wrong)
+				}
+			}
+			o.report(b)
+			results[name] = o
+			return
+		}
 		for i := 0; i < b.N; i++ {
 			state := filepath.Join(dir, fmt.Sprintf("%s-state-%d", name, i))
 			args := []string{"run", "--records", cb.records, "--mappings", maps,
@@ -151,6 +172,14 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 		}
 		fmt.Printf("people: %-9s %6d pages (%d requests, %d robots.txt, %d failed) in %8s: %8.1f pages/s, CPU %.3f ms/page, peak RSS %6.1f MiB\n",
 			n, o.pages, o.requests, o.robots, o.failed, o.wall.Round(time.Millisecond), o.pagesPerSec(), o.cpuPerPage(), o.rssMiB)
+		if o.split {
+			fmt.Printf("people: %-9s dispatcher CPU %.3f ms/page (%d steps, %d commits), supervisor CPU %.3f ms/page; peak RSS dispatcher %.1f MiB, supervisor %.1f MiB\n",
+				n, perPage(o.dispCPU, o.pages), o.steps, o.commits, perPage(o.supCPU, o.pages), o.dispRSS, o.supRSS)
+		}
+	}
+	if bf, bb := results["backfill"], results["before"]; bf.split && bb.split {
+		fmt.Printf("people: backfill/before: dispatcher CPU per page ×%.2f, steps ×%.2f, commits ×%.2f\n",
+			perPage(bf.dispCPU, bf.pages)/perPage(bb.dispCPU, bb.pages), float64(bf.steps)/float64(max(bb.steps, 1)), float64(bf.commits)/float64(max(bb.commits, 1)))
 	}
 	if bf, ok := results["backfill"]; ok {
 		fmt.Printf("people: backfill filled %d of %d values (recall %.3f), %d wrong\n", bf.found, bf.want, float64(bf.found)/float64(max(bf.want, 1)), bf.wrong)
@@ -194,6 +223,41 @@ type peopleOutcome struct {
 	cpu                time.Duration // user + system
 	urls               []string      // distinct pages fetched
 	found, want, wrong int           // backfill's values against the truth
+	// A split run (PEOPLE_SPLIT): each process's CPU and peak RSS, the
+	// dispatcher's steps and commits (from its last log line), and the
+	// run's state directory.
+	split           bool
+	dispCPU, supCPU time.Duration
+	dispRSS, supRSS float64
+	steps, commits  int
+	state           string
+}
+
+func perPage(d time.Duration, pages int) float64 {
+	return float64(d.Microseconds()) / 1000 / float64(max(pages, 1))
+}
+
+// runPeopleSplit runs backfill on the people web as a dispatcher and one
+// supervisor (the cluster harness), with the flags runBackfill gives run.
+func runPeopleSplit(b *testing.B, cl *clusterBench, name string, depth, workers int) peopleOutcome {
+	c := cl.run(b, name, clusterRun{supervisors: 1, workers: workers,
+		dispatcher: []string{"--depth", strconv.Itoa(depth), "--host-in-flight", "4"},
+		supervisor: []string{"--delay", "0"}})
+	o := peopleOutcome{split: true, dispCPU: c.dispCPU, supCPU: c.supCPU, dispRSS: c.dispRSS, supRSS: c.supRSS, state: c.state}
+	// Pages as runPeople counts them: distinct pages asked for, failed
+	// ones included (a page that failed is not asked again in one run).
+	o.pages, o.requests, o.robots, o.failed, o.probes, o.wall = c.pages+c.failed, c.requests-c.robots, c.robots, c.failed, c.probes, c.wall
+	o.cpu, o.rssMiB = c.dispCPU+c.supCPU, c.dispRSS+c.supRSS
+	for _, line := range bytes.Split(c.dlog, []byte("\n")) {
+		var rec struct {
+			Msg            string
+			Steps, Commits int
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Msg == "dispatcher finished" {
+			o.steps, o.commits = rec.Steps, rec.Commits
+		}
+	}
+	return o
 }
 
 func (o peopleOutcome) cpuPerPage() float64 {

@@ -84,7 +84,7 @@ func (d *Dispatcher) attachPage(ctx context.Context, r *recState, it applyItem, 
 		return err
 	}
 	if r.queued != n {
-		r.dirty = true // the budget count is kept with the record
+		r.markDirty() // the budget count is kept with the record
 	}
 	return nil
 }
@@ -173,7 +173,7 @@ func (d *Dispatcher) attachSome(ctx context.Context, cands []linkCand, rec int64
 			d.run.filtered[why]++
 			continue
 		}
-		hc.dirty = true
+		d.hostDirty(hc)
 		t := &task{key: key, url: norm, host: host, domain: domain, depth: depth,
 			matched: c.info.matched, priority: c.info.priority, render: d.cfg.Mappings.NeedsRender(norm),
 			value: e.Value, level: levelOf(e.Value), cues: []taskCue{{rec: rec, cue: c.cue, value: e.Value}}}
@@ -194,6 +194,11 @@ func (d *Dispatcher) attachSome(ctx context.Context, cands []linkCand, rec int64
 	}
 	for _, t := range fresh {
 		d.queuedN++
+		d.pagesLeft.add(t.host, t.depth, 1)
+		d.kidsN++
+		if t.host == d.kidsHost {
+			d.kidsHere++
+		}
 		d.w.add(t, false)
 	}
 	return nil
@@ -309,6 +314,9 @@ func (d *Dispatcher) revisit(ctx context.Context, key int64, norm string, rec in
 	case depth < k.depth:
 		if _, err := exec(ctx, d.st.q.urlDepth, depth, key, depth); err != nil {
 			return err
+		}
+		if k.state == stateQueued {
+			d.pagesLeft.moveDepth(linkHost(norm), k.depth, depth)
 		}
 		if t := d.w.queued[key]; t != nil {
 			t.depth = depth

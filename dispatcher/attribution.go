@@ -22,7 +22,7 @@ type recState struct {
 	targets  []string
 	filled   map[string]store.Value
 	complete bool
-	dirty    bool
+	dirty    bool              // changed since the last flush; set by markDirty
 	beyond   bool              // a link left at the depth limit is noted (noteBeyond)
 	changed  map[string]bool   // fields whose value the store has not seen yet
 	keys     map[string]string // etl.MatchKey of known values, see matchKey
@@ -32,6 +32,18 @@ type recState struct {
 	// had before (see refresh.go): the value found now is measured
 	// against it for the field's History.
 	prior map[string]store.Value
+	// dirtied is the Dispatcher's list of the records changed since the
+	// last flush, which markDirty joins.
+	dirtied *[]*recState
+}
+
+// markDirty notes that r changed: flush writes it back. flush visits the
+// records changed, not every record cached.
+func (r *recState) markDirty() {
+	if !r.dirty {
+		r.dirty = true
+		*r.dirtied = append(*r.dirtied, r)
+	}
 }
 
 // matchKey is etl.MatchKey of one of the record's own values, memoized: a
@@ -170,7 +182,7 @@ func merge(r *recState, res *cachedResult, depth int, via []string, now time.Tim
 		}
 		r.filled[f.Name] = cand
 		r.changed[f.Name] = true
-		r.dirty = true
+		r.markDirty()
 	}
 }
 

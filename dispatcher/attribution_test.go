@@ -70,7 +70,7 @@ func TestMerge(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.about, func(t *testing.T) {
-			r := &recState{id: "r", targets: []string{"city"}, filled: map[string]store.Value{}, changed: map[string]bool{}}
+			r := &recState{id: "r", targets: []string{"city"}, filled: map[string]store.Value{}, changed: map[string]bool{}, dirtied: new([]*recState)}
 			for _, s := range tc.steps {
 				merge(r, s.res, s.depth, nil, now)
 			}
@@ -104,7 +104,7 @@ func TestMerge(t *testing.T) {
 }
 
 func TestMergeOnlyTargets(t *testing.T) {
-	r := &recState{id: "r", targets: []string{"city"}, filled: map[string]store.Value{}, changed: map[string]bool{}}
+	r := &recState{id: "r", targets: []string{"city"}, filled: map[string]store.Value{}, changed: map[string]bool{}, dirtied: new([]*recState)}
 	merge(r, &cachedResult{Source: "http://a/", Fields: []wire.Field{{Name: "email", Values: []string{"a@x.org"}}}}, 0, nil, time.Now())
 	if len(r.filled) != 0 || r.dirty {
 		t.Fatalf("a field that is not a target was written: %v", r.filled)

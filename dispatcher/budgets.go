@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 )
 
 // The budgets (filter.go) count the tasks this dispatcher process queued
@@ -38,8 +39,18 @@ func countOf(gen, v int64) int {
 
 // hostCount is one host's count in the cache.
 type hostCount struct {
+	host  string
 	n     int
-	dirty bool
+	dirty bool // changed since the last flush: in Dispatcher.dirtyHosts
+}
+
+// hostDirty notes that hc changed: flushHosts writes it, visiting the
+// counts changed rather than every count cached.
+func (d *Dispatcher) hostDirty(hc *hostCount) {
+	if !hc.dirty {
+		hc.dirty = true
+		d.dirtyHosts = append(d.dirtyHosts, hc)
+	}
 }
 
 // hostCount returns host's count, from the cache or the state. Callers
@@ -53,7 +64,7 @@ func (d *Dispatcher) hostCount(ctx context.Context, host string) (*hostCount, er
 	if err != nil && !errors.Is(err, errNoRows) {
 		return nil, fmt.Errorf("dispatcher: state host %s: %w", host, err)
 	}
-	hc := &hostCount{n: countOf(d.gen, v)}
+	hc := &hostCount{host: host, n: countOf(d.gen, v)}
 	d.hosts[host] = hc
 	return hc, nil
 }
@@ -62,13 +73,8 @@ func (d *Dispatcher) hostCount(ctx context.Context, host string) (*hostCount, er
 // table's) and empties the cache once it outgrew hostCacheCap: every entry
 // is clean by then, so nothing is lost.
 func (d *Dispatcher) flushHosts(ctx context.Context) error {
-	var dirty []string
-	for h, hc := range d.hosts {
-		if hc.dirty {
-			dirty = append(dirty, h)
-		}
-	}
-	sort.Strings(dirty)
+	dirty := d.dirtyHosts
+	slices.SortFunc(dirty, func(a, b *hostCount) int { return strings.Compare(a.host, b.host) })
 	for _, size := range chunkSizes(len(dirty), rowChunk) {
 		part := dirty[:size]
 		dirty = dirty[size:]
@@ -80,15 +86,16 @@ func (d *Dispatcher) flushHosts(ctx context.Context) error {
 			return err
 		}
 		args := make([]any, 0, 2*size)
-		for _, h := range part {
-			hc := d.hosts[h]
-			args = append(args, h, genCount(d.gen, hc.n))
+		for _, hc := range part {
+			args = append(args, hc.host, genCount(d.gen, hc.n))
 			hc.dirty = false
 		}
 		if _, err := st.ExecContext(ctx, args...); err != nil {
 			return fmt.Errorf("dispatcher: state hosts: %w", err)
 		}
 	}
+	clear(d.dirtyHosts)
+	d.dirtyHosts = d.dirtyHosts[:0]
 	if len(d.hosts) > hostCacheCap {
 		clear(d.hosts)
 	}

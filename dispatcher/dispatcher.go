@@ -31,6 +31,9 @@ type Config struct {
 	Fields       []string      // target fields; default: mapping fields the record lacks
 	Lease        time.Duration // default 2m
 	HostInFlight int           // default 2
+	// DefaultDelay is the delay the ETA (eta.go) assumes for a host not
+	// heard of yet until a supervisor says its own (wire.Hello); 0: none.
+	DefaultDelay time.Duration
 	// MemberLease is a member's hold on the hosts routed to it, renewed
 	// by every heartbeat heard (wire.Renew; default DefaultMemberLease,
 	// at least three heartbeats). A member cut off that long has stopped
@@ -298,6 +301,9 @@ type Progress struct {
 	Members                    int
 	Pages                      int64
 	Elapsed                    time.Duration
+	// ETA is how long the crawl will take at least, and what bounds it
+	// (eta.go).
+	ETA ETA
 }
 
 // LoadReport says what Load read.
@@ -388,10 +394,27 @@ type Dispatcher struct {
 	// decoded records (written back by flush, kept up to recCacheCap),
 	// the hosts' budget counts (budgets.go) and the batch's pending
 	// (page, record) pairs
-	recCache map[int64]*recState
-	hosts    map[string]*hostCount
-	work     []applyItem
-	results  resultCache // cached extractions, decoded
+	// pagesLeft counts the pages left per host, and response is the
+	// mean time a request takes; lastETA is the bound last worked out
+	// from them, at etaAt, in etaTook (eta.go).
+	pagesLeft hostLeft
+	answeredN int64      // tasks answered by this process, and samples of it
+	answers   []answered // (see recentRate)
+	kidsN     int        // tasks queued for links found on pages (less those dropped)
+	kidsHere  int        // of them, on the host of the page being applied (kidsHost)
+	kidsHost  string
+	kids      []kidsMean // by depth, the new tasks an answered page led to
+	response  float64
+	lastETA   ETA
+	etaAt     time.Time
+	etaTook   time.Duration
+
+	recCache   map[int64]*recState
+	dirtyRecs  []*recState // of recCache, those changed since the last flush
+	hosts      map[string]*hostCount
+	dirtyHosts []*hostCount // of hosts, those changed since the last flush
+	work       []applyItem
+	results    resultCache // cached extractions, decoded
 
 	// targetSets are the distinct target lists, by id in the state and by
 	// their JSON (target_sets); matchFields the fields some mapping marks
@@ -583,6 +606,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		renderDomains: cluster.NewBalancer(),
 		failed:        make(chan sendFail, 64),
 		recCache:      make(map[int64]*recState),
+		pagesLeft:     newHostLeft(),
 		hosts:         make(map[string]*hostCount),
 		run:           newRunCounts(),
 		retried:       make(map[string]int64),
@@ -694,6 +718,9 @@ func (d *Dispatcher) resumeTx(ctx context.Context) error {
 		return err
 	}
 	if err := d.loadFingerprints(ctx); err != nil {
+		return err
+	}
+	if err := d.countLeft(ctx); err != nil {
 		return err
 	}
 	d.w.spilled = d.queuedN > 0
@@ -831,7 +858,7 @@ func (d *Dispatcher) Close() error {
 		err2 = d.putCounters(ctx)
 	}
 	if err2 == nil {
-		err2 = d.saveTotals(ctx)
+		err2 = d.saveTotals(ctx, true)
 	}
 	if err2 == nil {
 		if ferr := d.saveSeenFilter(ctx); ferr != nil {

@@ -36,11 +36,18 @@
 //	frontier window ─► host queues ─► routing by registrable domain ─► Task (leased)
 //
 // A goroutine reads and decodes intake frames; the Run loop takes every
-// frame ready at once as one batch. Batches write into one SQLite
-// transaction (WAL, synchronous=NORMAL), committed every 250ms while
-// results keep coming, when the intake goes quiet, and at the end, so
-// throughput is bounded by the supervisors, not by commits. Decoded
-// records stay cached across batches (a bounded number of them).
+// frame ready at once as one batch, and when that batch holds only a few
+// results it waits a moment (gatherWait) for more to join it: results
+// that arrive close together are applied together, however slowly the
+// hosts answer, so latency costs the dispatcher waiting, not work.
+// Batches write into one SQLite transaction (WAL, synchronous=NORMAL),
+// committed every second while results keep coming, when the intake goes
+// quiet with no task out, and at the end, so throughput is bounded by the
+// supervisors, not by commits; a commit that changed nothing writes
+// nothing. An idle loop wakes only when something is due (a tick, a
+// report, a commit, a host's pace). Decoded records stay cached across
+// batches (a bounded number of them), and the records and hosts changed
+// in a batch are written back without visiting the others.
 //
 // # The state
 //
@@ -256,6 +263,17 @@
 // heartbeats; the members that left and why; the queue depths and the
 // records complete. It writes a last one, finished or stopped, when Run
 // returns. `backfill status` reads it (ReadStatus).
+//
+// The status, the progress reports and /metrics say how long the crawl
+// will take (ETA, eta.go): at least the busiest host's requests left one
+// per delay, and every request left at the rate the hosts with work and
+// the supervisors' workers allow, naming what bounds it; and an estimate
+// that adds the pages the pages left will lead to. The pages left are
+// counted per host and depth as tasks are queued, taken in, answered and
+// dropped (one entry per host with work, at most leftCap, the rest
+// folded), and once from the state when a dispatcher resumes; the hosts'
+// delays come from their results (pace.go), else the default delay the
+// supervisors' Hello says (Config.DefaultDelay before any has).
 //
 // For operators the dispatcher also keeps a ledger (ledger.go): a
 // timeline of the crawl's progress whose resolution halves as it fills,

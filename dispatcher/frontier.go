@@ -513,6 +513,33 @@ func (w *window) unparkMember(m *member) {
 	}
 }
 
+// wakeMember makes ready as many of the queues waiting for m as m has
+// room for, first parked first, and reports whether it woke any. A
+// result frees one slot: waking every queue parked on the member, only
+// for all but one to park again, cost a step time in the number of
+// hosts waiting, once for every result. capacity is how many tasks m may
+// hold (Dispatcher.room): dispatch parks again a queue woken past it.
+func (w *window) wakeMember(m *member, capacity int) bool {
+	room := min(capacity-m.inFlight, cap(m.out)-len(m.out))
+	woke := false
+	for room > 0 && len(m.waiting) > 0 {
+		q := m.waiting[0]
+		m.waiting[0] = nil
+		m.waiting = m.waiting[1:]
+		if q.where == parkMember {
+			w.makeReady(q) // an empty queue is forgotten instead
+			if q.where == parkReady {
+				woke = true
+				room--
+			}
+		}
+	}
+	if len(m.waiting) == 0 {
+		m.waiting = nil // let the backing array go
+	}
+	return woke
+}
+
 // waitingRender counts queued render tasks no live supervisor can take.
 func (w *window) waitingRender() int {
 	n := 0

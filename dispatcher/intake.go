@@ -150,7 +150,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 	}
 	if r.isComplete() {
 		r.complete = true
-		r.dirty = true
+		r.markDirty()
 		d.nComplete++
 		d.run.completed++
 		d.settled.add(r.id, r.filled)
@@ -233,8 +233,11 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 	}
 	for _, dr := range done {
 		if dr.r.Class != "" {
+			d.noteKids(dr.t.depth, 0, 0)
 			continue
 		}
+		kids, here := d.kidsN, d.kidsHere
+		d.kidsHost = dr.t.host
 		for _, it := range work[dr.t.key] {
 			it.res = dr.res
 			d.work = append(d.work, it)
@@ -245,6 +248,8 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 		if err := d.retryRender(ctx, dr.t, dr.r); err != nil {
 			return err
 		}
+		d.kidsHost = ""
+		d.noteKids(dr.t.depth, d.kidsN-kids, d.kidsHere-here)
 	}
 	return d.rescore(ctx, now)
 }
@@ -307,6 +312,9 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 		d.checks.record(from.Key, t.lease.Member).all++ // (probation: see room)
 	}
 	d.release(t)
+	d.pagesLeft.add(t.host, t.depth, -1)
+	d.answeredN++
+	d.noteResponse(r, now)
 	d.countRedirects(t, r)
 	res := &cachedResult{Source: t.url, Member: t.lease.Member, Key: from.Key}
 	if r.FinalURL != "" {

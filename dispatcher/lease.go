@@ -14,7 +14,7 @@ func (d *Dispatcher) release(t *task) {
 	d.w.hostLast[t.host] = handover{at: time.Now(), member: t.lease.Member}
 	if m, ok := d.members.Get(t.lease.Member); ok {
 		m.inFlight--
-		d.w.unparkMember(m)
+		d.w.wakeMember(m, d.room(m))
 	}
 	if n := d.w.hostInFlight[t.host] - 1; n > 0 {
 		d.w.hostInFlight[t.host] = n

@@ -21,6 +21,11 @@ type member struct {
 	cluster.Member
 	inFlight int
 	waiting  []*hostQueue // host queues parked because the member is full
+	// delay and workers are its default delay and how many requests it
+	// makes at once, as its Hello says (workers 0: it does not say); for
+	// the ETA (eta.go).
+	delay   time.Duration
+	workers int
 
 	// For the status (see status.go): its own counters from its last
 	// heartbeat.
@@ -277,6 +282,9 @@ func (d *Dispatcher) join(core cluster.Member) (*member, error) {
 // returns the member, nil when refused. Callers hold mu.
 func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer, hello bool, now time.Time) (*member, error) {
 	m, ev, err := d.members.Register(h, from, now)
+	if m != nil {
+		m.delay, m.workers = h.DefaultDelay, h.Workers
+	}
 	switch ev {
 	case cluster.Refused:
 		d.run.refused++

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"maps"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -87,6 +88,20 @@ var (
 	descPruned = prometheus.NewDesc("backfill_links_pruned_total",
 		"Links not followed for a record because they could not pay, by reason (last-depth, barren-host, unlikely); one per record that left them.",
 		[]string{"reason"}, nil)
+	descETA = prometheus.NewDesc("backfill_eta_seconds",
+		"How long the crawl will take at least: the larger of the busiest host's requests left × its cycle (its delay and the mean response time) and every request left at the rate the hosts with work and the supervisors' workers allow.", nil, nil)
+	descETAEstimate = prometheus.NewDesc("backfill_eta_estimate_seconds",
+		"The ETA's bound, or the requests left at the pace of the last 30 s of answers when that says longer.", nil, nil)
+	descETAHost = prometheus.NewDesc("backfill_eta_host_seconds",
+		"The busiest host's requests left × its cycle, named.", []string{"host"}, nil)
+	descETARate = prometheus.NewDesc("backfill_eta_rate_seconds",
+		"Every request left at the rate allowed.", nil, nil)
+	descRequestsLeft = prometheus.NewDesc("backfill_requests_left",
+		"Requests the crawl knows it has still to make: pages queued, out on lease or among the records not seeded yet, and the robots.txt and probes of hosts not heard of.", nil, nil)
+	descHostsLeft = prometheus.NewDesc("backfill_hosts_with_work",
+		"Hosts with pages left.", nil, nil)
+	descRateAllowed = prometheus.NewDesc("backfill_requests_allowed_per_second",
+		"Requests a second the hosts with work allow (one per cycle each), or the supervisors' workers when fewer.", nil, nil)
 )
 
 // metricsView is what one scrape reads, copied under the mutex.
@@ -105,6 +120,7 @@ type metricsView struct {
 	members                     []MemberStatus
 	polite                      Politeness
 	score                       FrontierStatus
+	eta                         ETA
 }
 
 // collector reads the dispatcher's counters when scraped.
@@ -119,7 +135,8 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 		descHostQueues, descLeased, descWaitingRender, descExpired, descLate, descForged, descQuarantined, descRechecks, descPurged, descRefused, descPagesDone, descReused,
 		descFailed, descFilled, descStoreWritten, descStoreErrors, descMembers, descJoined, descLost,
 		descMemberInFlight, descMemberRate, descMemberHeartbeat, descRobotsOutcomes,
-		descRedirects, descHostInFlightMax, descRepeated, descRequests, descPerComplete, descPruned} {
+		descRedirects, descHostInFlightMax, descRepeated, descRequests, descPerComplete, descPruned,
+		descETA, descETAEstimate, descETAHost, descETARate, descRequestsLeft, descHostsLeft, descRateAllowed} {
 		ch <- d
 	}
 	c.d.ob.seconds.Describe(ch)
@@ -140,6 +157,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		rechecks: d.recheckCounts(), refused: d.members.Refusals().Counts(),
 		polite: d.politeness(),
 		score:  d.frontierStatus(),
+		eta:    d.eta(time.Now()),
 	}
 	for _, m := range d.members.All() {
 		v.members = append(v.members, m.status())
@@ -208,4 +226,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range v.score.Pruned {
 		counter(descPruned, n, reason)
 	}
+	gauge(descETA, v.eta.Seconds)
+	gauge(descETAEstimate, v.eta.Estimate)
+	if v.eta.Host != "" {
+		gauge(descETAHost, v.eta.HostSeconds, v.eta.Host)
+	}
+	gauge(descETARate, v.eta.RateSeconds)
+	gauge(descRequestsLeft, float64(v.eta.Requests))
+	gauge(descHostsLeft, float64(v.eta.Hosts))
+	gauge(descRateAllowed, v.eta.Rate)
 }

@@ -56,6 +56,10 @@ const (
 	// DefaultStoreDrainTimeout is how long Run waits for the outbox to
 	// empty when Config.StoreDrainTimeout is zero.
 	DefaultStoreDrainTimeout = 2 * time.Minute
+	// outboxPace is the least time between two passes that found less
+	// than a full batch, until Run drains the outbox: values found close
+	// together go to the store in one write, however they trickle in.
+	outboxPace = 250 * time.Millisecond
 )
 
 // outbox is the goroutine's side. kick and pass are of size one: a kick
@@ -64,7 +68,10 @@ const (
 type outbox struct {
 	kick chan struct{}
 	pass chan struct{}
-	gen  int64 // last gen written; guarded by Dispatcher.mu
+	// hurry is closed when Run drains the outbox: passes no longer wait
+	// for outboxPace.
+	hurry chan struct{}
+	gen   int64 // last gen written; guarded by Dispatcher.mu
 
 	written, retried, refused atomic.Int64
 
@@ -320,6 +327,10 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 		if !ok {
 			return
 		}
+		rows := 0
+		for _, g := range groups {
+			rows += len(g)
+		}
 		if err != nil {
 			d.log.Error("outbox: reading the state failed; will retry", "error", err)
 			if !pause.Wait(ctx) {
@@ -403,8 +414,26 @@ func (d *Dispatcher) runOutbox(ctx context.Context) {
 			if !pause.Wait(ctx) {
 				return
 			}
+			continue
+		}
+		if rows < outboxBatch && !d.paceOutbox(ctx) {
+			return
 		}
 	}
+}
+
+// paceOutbox waits outboxPace before the next pass, unless Run drains the
+// outbox meanwhile; false when ctx is done.
+func (d *Dispatcher) paceOutbox(ctx context.Context) bool {
+	t := time.NewTimer(outboxPace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-d.ob.hurry:
+	case <-t.C:
+	}
+	return true
 }
 
 func (d *Dispatcher) signalPass() {
@@ -441,6 +470,7 @@ func (d *Dispatcher) startOutbox(ctx context.Context) *outboxRun {
 	d.ob.written.Store(0)
 	d.ob.retried.Store(0)
 	d.ob.refused.Store(0)
+	d.ob.hurry = make(chan struct{})
 	r.wg.Go(func() { d.runOutbox(octx) })
 	d.kickOutbox() // rows an earlier run left
 	return r
@@ -459,6 +489,7 @@ func (d *Dispatcher) drainOutbox(ctx context.Context, r *outboxRun) storeCounts 
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	started := time.Now()
+	close(d.ob.hurry)
 	pendingN, refusedN, err := 0, 0, error(nil)
 wait:
 	for ctx.Err() == nil {

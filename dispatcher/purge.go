@@ -246,7 +246,7 @@ func (d *Dispatcher) reopen(ctx context.Context, seq int64, key string, sources 
 	if removed == 0 && !changed {
 		return 0, nil
 	}
-	r.dirty = true
+	r.markDirty()
 	if removed == 0 {
 		return 0, nil
 	}
@@ -322,7 +322,7 @@ func (d *Dispatcher) reapply(ctx context.Context, r *recState) error {
 		return err
 	}
 	if r.queued != n {
-		r.dirty = true // the budget count is kept with the record
+		r.markDirty() // the budget count is kept with the record
 	}
 	return nil
 }

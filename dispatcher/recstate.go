@@ -1,7 +1,9 @@
 package dispatcher
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -18,7 +20,7 @@ func (d *Dispatcher) loadRec(ctx context.Context, seq int64) (*recState, error) 
 	var own, filled []byte
 	var targets, queued int64
 	var complete int
-	r := &recState{seq: seq, changed: make(map[string]bool)}
+	r := &recState{seq: seq, changed: make(map[string]bool), dirtied: &d.dirtyRecs}
 	if err := d.st.q.recGet.QueryRowContext(ctx, seq).Scan(&r.id, &own, &targets, &filled, &complete, &queued); err != nil {
 		return nil, fmt.Errorf("dispatcher: state record %d: %w", seq, err)
 	}
@@ -89,18 +91,10 @@ func (d *Dispatcher) putRecs(ctx context.Context, rs []*recState) error {
 // batches: a record is usually reached by many pages in a row, and
 // reading and decoding it again for each was much of a result's cost.
 func (d *Dispatcher) flush(ctx context.Context) error {
-	seqs := make([]int64, 0, len(d.recCache))
-	for seq, r := range d.recCache {
-		if r.dirty {
-			seqs = append(seqs, seq)
-		}
-	}
-	slices.Sort(seqs)
-	rs := make([]*recState, len(seqs))
+	rs := d.dirtyRecs
+	slices.SortFunc(rs, func(a, b *recState) int { return cmp.Compare(a.seq, b.seq) })
 	var rows []outboxRow
-	for i, seq := range seqs {
-		r := d.recCache[seq]
-		rs[i] = r
+	for _, r := range rs {
 		start := len(rows)
 		for f := range r.changed {
 			v, ok := r.filled[f]
@@ -121,11 +115,12 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 	if len(rows) > 0 {
 		d.kickOutbox()
 	}
-	for _, seq := range seqs {
-		r := d.recCache[seq]
+	for _, r := range rs {
 		r.dirty = false
 		clear(r.changed)
 	}
+	clear(d.dirtyRecs)
+	d.dirtyRecs = d.dirtyRecs[:0]
 	if err := d.flushHosts(ctx); err != nil {
 		return err
 	}
@@ -138,11 +133,32 @@ func (d *Dispatcher) flush(ctx context.Context) error {
 // dropTasks takes a completed record's queued tasks out of the frontier,
 // unless another incomplete record still wants them.
 func (d *Dispatcher) dropTasks(ctx context.Context, rec int64) error {
-	ids, err := column[int64](d.st.q.recordTasks.QueryContext(ctx, rec))
-	if err != nil {
-		return err
+	type queued struct {
+		id    int64
+		url   string
+		depth int
 	}
-	for _, id := range ids {
+	var ids []queued
+	rows, err := d.st.q.recordTasks.QueryContext(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("dispatcher: state: %w", err)
+	}
+	for rows.Next() {
+		var q queued
+		var u sql.NullString
+		if err := rows.Scan(&q.id, &u, &q.depth); err != nil {
+			rows.Close()
+			return fmt.Errorf("dispatcher: state: %w", err)
+		}
+		q.url = u.String
+		ids = append(ids, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dispatcher: state: %w", err)
+	}
+	for _, q := range ids {
+		id := q.id
 		if d.w.leased[id] != nil {
 			continue // out on lease: its result is taken when it comes
 		}
@@ -162,6 +178,8 @@ func (d *Dispatcher) dropTasks(ctx context.Context, rec int64) error {
 			return err
 		}
 		d.queuedN--
+		d.pagesLeft.add(linkHost(q.url), q.depth, -1)
+		d.kidsN--
 		d.w.remove(id)
 	}
 	return nil

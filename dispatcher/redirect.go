@@ -136,9 +136,9 @@ func (d *Dispatcher) attachVia(ctx context.Context, norm string, r *recState, de
 	// A redirect stands for the page that sent it: it is charged to the
 	// budgets, never refused by them.
 	hc.n++
-	hc.dirty = true
+	d.hostDirty(hc)
 	r.queued++
-	r.dirty = true
+	r.markDirty()
 	d.nextSeq++
 	t.seq = rankedSeq(hc.n, d.nextSeq)
 	if err := d.insertURLs(ctx, []*task{t}); err != nil {
@@ -148,6 +148,7 @@ func (d *Dispatcher) attachVia(ctx context.Context, norm string, r *recState, de
 		return err
 	}
 	d.queuedN++
+	d.pagesLeft.add(t.host, t.depth, 1)
 	d.w.add(t, false)
 	return nil
 }

@@ -275,7 +275,8 @@ func (d *Dispatcher) refreshRecord(ctx context.Context, seq int64, cutoff time.T
 	if len(r.filled) > 0 {
 		d.nPartial++
 	}
-	r.complete, r.dirty = false, true
+	r.complete = false
+	r.markDirty()
 
 	// The record's own links, then the sources of the values set aside.
 	var blob []byte
@@ -331,7 +332,7 @@ func (d *Dispatcher) recheck(ctx context.Context, norm string, r *recState, dept
 	}
 	k, ok := known[key]
 	if !ok {
-		r.dirty = true // its budget may change
+		r.markDirty() // its budget may change
 		return d.attachLinks(ctx, []string{norm}, r.seq, &r.queued, depth)
 	}
 	if _, err := exec(ctx, d.st.q.linkPut, key, r.seq, depth); err != nil {
@@ -418,7 +419,7 @@ func (d *Dispatcher) closePrior(ctx context.Context, seq int64, fields []string)
 			// Nothing found this time: the old value stands, unconfirmed.
 			// The store never lost it.
 			r.filled[f] = p
-			r.dirty = true
+			r.markDirty()
 			d.run.unconfirmed++
 		case v.Value == p.Value:
 			d.run.refreshed++
@@ -430,7 +431,8 @@ func (d *Dispatcher) closePrior(ctx context.Context, seq int64, fields []string)
 		return nil
 	}
 	if r.isComplete() {
-		r.complete, r.dirty = true, true
+		r.complete = true
+		r.markDirty()
 		d.nComplete++
 		d.settled.add(r.id, r.filled)
 		if wasPartial {

@@ -36,6 +36,7 @@ func (d *Dispatcher) retryRender(ctx context.Context, t *task, r *wire.Result) e
 	t.lease = cluster.Lease{}
 	d.run.renderRetried++
 	d.queuedN++
+	d.pagesLeft.add(t.host, t.depth, 1)
 	d.w.add(t, true)
 	d.log.Debug("page queued again to be rendered", "url", t.url, "host", t.host, "mappings", r.Mappings)
 	return nil
@@ -81,7 +82,8 @@ func (d *Dispatcher) renderLate(ctx context.Context, key int64, res *cachedResul
 	}
 	d.run.renderRetried++
 	d.queuedN++
-	d.w.spilled, d.w.cursor = true, nil // refill takes it from the state
+	d.pagesLeft.add(linkHost(res.Source), d.cfg.Depth, 1) // its links were followed from its static result
+	d.w.spilled, d.w.cursor = true, nil                   // refill takes it from the state
 	d.log.Debug("page queued again to be rendered", "url", res.Source, "mappings", res.Mappings)
 	return nil
 }

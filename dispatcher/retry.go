@@ -163,7 +163,9 @@ func (d *Dispatcher) requeueDone(ctx context.Context, key int64, norm string, de
 	t.url, t.matched, t.render = u.String, matched == 1, render == 1
 	t.base = levelValue(t.level)
 	t.value, t.keep = t.base, true
-	if t.host, t.domain = hostDomain(t.url); t.host == "" {
+	t.host, t.domain = hostDomain(t.url)
+	d.pagesLeft.add(t.host, t.depth, 1)
+	if t.host == "" {
 		// refill drops it, saying why.
 		d.w.spilled, d.w.cursor = true, nil
 		return true, nil

@@ -15,27 +15,52 @@ import (
 )
 
 const (
-	recvWait      = 20 * time.Millisecond // longest idle wait for a frame
-	maxBatch      = 4096                  // frames handled in one step
+	// recvWait is the longest wait for a frame before the crawl has
+	// settled (expect.go).
+	recvWait = 20 * time.Millisecond
+	// intakeWait is how long the intake reader waits for a frame before
+	// it looks whether Run stops.
+	intakeWait = 100 * time.Millisecond
+	// quietMax is the longest wait for a frame once settled: the loop
+	// wakes without one only when something is due (quietUntil).
+	quietMax      = 250 * time.Millisecond
+	maxBatch      = 4096 // frames handled in one step
 	progressEvery = 250 * time.Millisecond
 	// commitEvery bounds how long the state transaction stays open while
-	// results keep coming. Committing after every step put a WAL commit on
-	// every handful of results; a crash loses at most this much progress,
-	// and nothing of it for good: uncommitted results are answers to
-	// leases the state still shows open, so their tasks are sent again.
-	commitEvery = 250 * time.Millisecond
+	// results keep coming: results are committed together by time, not
+	// by step. Committing after every step put a WAL commit on every
+	// handful of results, and a commit rewrites each page its rows
+	// touched, so fewer commits write fewer pages; when results trickle
+	// in from slow hosts, a quarter second held a few dozen. A crash
+	// loses at most this much progress, and nothing of it for good:
+	// uncommitted results are answers to leases the state still shows
+	// open, so their tasks are sent again, and the supervisors answer
+	// them from the answers they keep (supervisor's answers.go) without
+	// a request.
+	commitEvery = time.Second
 	// intakeQueue is how many decoded frames wait for the Run loop.
 	intakeQueue = 1024
 	// dispatchEvery is the longest a step works through its batch
 	// before it dispatches what the results so far have freed.
 	dispatchEvery = 5 * time.Millisecond
+	// gatherWait is how long a batch with a few results in it waits for
+	// more to join it, while tasks are out that may answer (gather):
+	// results that arrive close together are applied together. When
+	// hosts answer slowly results come one by one, and a step each, with
+	// its statements, its dispatch, its flush and its wake-up, cost per
+	// result what a batch costs; a crawl bound by the hosts' pace loses
+	// nothing by waiting this long (a paced host's task goes out
+	// readyLead before its time), and one bound by the CPU has its
+	// batches full before.
+	gatherWait = 50 * time.Millisecond
 )
 
 // Run crawls until no work is left (every record complete, or nothing
 // queued or leased) or ctx is done, and returns the summary. Results are
-// handled in batches of the frames that were ready together, and the state
-// transaction is committed at least every commitEvery, whenever the intake
-// runs dry, and before Run returns. After an error, Close the Dispatcher;
+// handled in batches of the frames that came together (within gatherWait
+// of the first), and the state transaction is committed at least every
+// commitEvery, whenever the intake runs dry with no task out, and before
+// Run returns. After an error, Close the Dispatcher;
 // a new one resumes from the state.
 func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
@@ -85,6 +110,8 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	settled := false // once settled, dispatching never pauses again (see settle)
 	kick := false    // the next receive waits for no frame
 	var lastTick, lastProgress, lastStatus time.Time
+	out := 0                   // tasks out on lease after the last step: answers that may come
+	due := start.Add(recvWait) // when the loop is due to step without a frame
 	stepCtx := context.WithoutCancel(ctx)
 	var runErr error
 	finished := false // no work left, as opposed to stopped
@@ -93,11 +120,14 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			runErr = err
 			break
 		}
-		wait := recvWait
+		wait := min(max(time.Until(due), 0), quietMax)
 		if kick {
 			wait, kick = 0, false
 		}
 		frames, idle, err := d.receive(ctx, intake, wait)
+		if err == nil && !idle {
+			frames, err = d.gather(ctx, intake, frames, out)
+		}
 		if err != nil {
 			runErr = err
 			break
@@ -129,6 +159,7 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			settled = d.settle(start, now)
 			kick = settled
 		}
+		out = len(d.w.leased)
 		var p Progress
 		report := d.cfg.Progress != nil && (done || now.Sub(lastProgress) >= progressEvery)
 		if report {
@@ -148,6 +179,14 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 				hist = &h
 				d.led.lastSave = now
 			}
+		}
+		due = now.Add(recvWait)
+		if settled {
+			at := []time.Time{lastTick.Add(tick), lastStatus.Add(StatusEvery)}
+			if d.cfg.Progress != nil {
+				at = append(at, lastProgress.Add(progressEvery))
+			}
+			due = d.quietUntil(now, at...)
 		}
 		d.mu.Unlock()
 		if err != nil {
@@ -235,6 +274,28 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	return sum, runErr
 }
 
+// quietUntil is when the loop must step even if no frame comes: the
+// earliest of the times given (the next tick, status and progress
+// report), the commit of the open transaction, and the next host queue
+// whose pace lets it go (pace.go), and at most quietMax from now. An idle
+// dispatcher thus wakes a few times a second, not at every recvWait.
+// Callers hold mu.
+func (d *Dispatcher) quietUntil(now time.Time, at ...time.Time) time.Time {
+	due := now.Add(quietMax)
+	if d.st.inTx {
+		at = append(at, d.st.txStart.Add(commitEvery))
+	}
+	if d.w.timed.Len() > 0 {
+		at = append(at, d.w.timed[0].until)
+	}
+	for _, t := range at {
+		if t.Before(due) {
+			due = t
+		}
+	}
+	return due
+}
+
 // frame is one decoded intake frame and who sent it, a frame from that
 // did not decode (bad), or the error that ended the intake.
 type frame struct {
@@ -249,7 +310,7 @@ type frame struct {
 // intake fails; a failure is passed on as the last frame.
 func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
 	for ctx.Err() == nil {
-		kind, v, from, err := d.recv.RecvFrom(recvWait)
+		kind, v, from, err := d.recv.RecvFrom(intakeWait)
 		f := frame{kind: kind, v: v, from: from}
 		switch {
 		case err == nil:
@@ -302,6 +363,32 @@ func (d *Dispatcher) receive(ctx context.Context, intake <-chan frame, wait time
 		return nil, true, nil // Run sees ctx.Err next
 	}
 	return d.receiveMore(intake, out)
+}
+
+// gather lets more frames join a batch that has results in it but fewer
+// than resultBatch and than the out tasks on lease may bring: it waits
+// gatherWait, then takes what came meanwhile, up to maxBatch frames. It
+// sleeps rather than taking each frame as it comes, so the loop wakes
+// once a batch, not once a frame.
+func (d *Dispatcher) gather(ctx context.Context, intake <-chan frame, frames []frame, out int) ([]frame, error) {
+	n := 0
+	for _, f := range frames {
+		if _, ok := f.v.(*wire.Result); ok {
+			n++
+		}
+	}
+	if n == 0 || n >= min(out, resultBatch) || len(frames) >= maxBatch {
+		return frames, nil
+	}
+	timer := time.NewTimer(gatherWait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		return frames, nil // Run sees ctx.Err next
+	}
+	frames, _, err := d.receiveMore(intake, frames)
+	return frames, err
 }
 
 // receiveMore adds to out the frames already waiting, up to maxBatch.
@@ -445,7 +532,10 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 	done := (d.nComplete == d.nRecords && !checking) ||
 		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending && !checking) ||
 		d.onlyUnrenderableLeft()
-	if done || idle || now.Sub(d.st.txStart) >= commitEvery {
+	// A quiet intake commits at once only when no answer is due: while
+	// tasks are out, results trickling in (slow hosts) join one commit
+	// every commitEvery, however far apart they come.
+	if done || (idle && len(d.w.leased) == 0) || now.Sub(d.st.txStart) >= commitEvery {
 		if err := d.commitState(ctx); err != nil {
 			return false, err
 		}
@@ -481,7 +571,7 @@ func (d *Dispatcher) commitState(ctx context.Context) error {
 		d.abandon()
 		return err
 	}
-	if err := d.saveTotals(ctx); err != nil {
+	if err := d.saveTotals(ctx, false); err != nil {
 		d.abandon()
 		return err
 	}
@@ -497,7 +587,11 @@ func (d *Dispatcher) commitState(ctx context.Context) error {
 func (d *Dispatcher) abandon() {
 	d.st.rollback()
 	clear(d.recCache)
+	clear(d.dirtyRecs)
+	d.dirtyRecs = d.dirtyRecs[:0]
 	clear(d.hosts)
+	clear(d.dirtyHosts)
+	d.dirtyHosts = d.dirtyHosts[:0]
 	d.work = nil
 	d.w.cursor = nil
 }
@@ -535,7 +629,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 	}
 	w.releaseDue(now)
 	d.dispatchChecks(now) // first: a check waits for its host to be free, which the host's own tasks never leave it
-	for w.ready.Len() > 0 {
+	for w.ready.Len() > 0 || d.wakeMembers() {
 		q := heap.Pop(&w.ready).(*hostQueue)
 		q.where = parkNone
 		if len(q.tasks) == 0 {
@@ -614,6 +708,19 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 	return nil
 }
 
+// wakeMembers wakes queues waiting for members with room (wakeMember),
+// and reports whether it woke any: a queue woken for a slot may have
+// parked elsewhere instead of taking it.
+func (d *Dispatcher) wakeMembers() bool {
+	woke := false
+	for _, m := range d.members.All() {
+		if len(m.waiting) > 0 && d.w.wakeMember(m, d.room(m)) {
+			woke = true
+		}
+	}
+	return woke
+}
+
 func (d *Dispatcher) progress(start time.Time) Progress {
 	return Progress{
 		Records:  d.nRecords,
@@ -625,6 +732,7 @@ func (d *Dispatcher) progress(start time.Time) Progress {
 		Members:  d.members.Len(),
 		Pages:    d.total(&d.run.pages),
 		Elapsed:  time.Since(start),
+		ETA:      d.eta(time.Now()),
 	}
 }
 
@@ -697,14 +805,14 @@ func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
 	if d.closed {
 		return s, nil
 	}
+	if err := d.saveTotals(ctx, true); err != nil {
+		return s, err
+	}
 	err := d.st.conn.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(complete), 0), COALESCE(SUM(skipped), 0),
 		COALESCE(SUM(complete = 0 AND nfilled > 0), 0), COALESCE(SUM(complete = 0 AND nfilled = 0), 0) FROM records`).
 		Scan(&s.Records, &s.Complete, &s.Skipped, &s.Partial, &s.Untouched)
 	if err != nil {
 		return s, fmt.Errorf("dispatcher: summary: %w", err)
-	}
-	if err := d.saveTotals(ctx); err != nil {
-		return s, err
 	}
 	if s.Reasons, err = d.outcomes(ctx, true); err != nil {
 		return s, err

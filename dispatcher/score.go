@@ -472,6 +472,7 @@ func (d *Dispatcher) rescore(ctx context.Context, now time.Time) error {
 			return err
 		}
 		d.queuedN--
+		d.pagesLeft.add(t.host, t.depth, -1)
 		d.w.remove(t.key)
 		d.run.pruned[PruneUnlikely] += int64(len(t.cues))
 		for _, tc := range t.cues {

@@ -263,7 +263,7 @@ func TestRescorePrunes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.close()
-	d := &Dispatcher{st: st, w: newWindow(), score: newScoring(), run: newRunCounts(), log: slog.New(slog.DiscardHandler), cfg: Config{Depth: 2}}
+	d := &Dispatcher{st: st, w: newWindow(), score: newScoring(), run: newRunCounts(), pagesLeft: newHostLeft(), log: slog.New(slog.DiscardHandler), cfg: Config{Depth: 2}}
 	bad := linkscore.Cue{Match: true, Naming: linkscore.NameNone, Source: linkscore.SourceNeutral, Fanout: linkscore.FanoutSome}
 	own := linkscore.Cue{Match: true, Source: linkscore.SourceOwn}
 	put := func(key int64, c linkscore.Cue, depth int) *task {

@@ -110,6 +110,7 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lon
 		}
 		args := make([]any, 0, 11*len(part))
 		complete := make([]bool, len(part))
+		kepts := make([][]string, len(part))
 		for i, j := range part {
 			r := &recs[j]
 			targets := d.targets(*r)
@@ -127,6 +128,7 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lon
 			var tooLong any
 			if !complete[i] {
 				kept := d.keepLinks(r.Links, 0)
+				kepts[i] = kept
 				queued = len(kept) // charged up front: see linkFilter.budget
 				if len(kept) > 0 {
 					if links, err = json.Marshal(kept); err != nil {
@@ -158,6 +160,9 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lon
 		for i, j := range part {
 			r := recs[j]
 			if inserted[r.Seq] {
+				for _, l := range kepts[i] {
+					d.pagesLeft.add(linkHost(l), 0, 1) // a page left until seeding says otherwise
+				}
 				fresh = append(fresh, newRecord{r, complete[i]})
 				d.nRecords++
 				if complete[i] {
@@ -253,6 +258,7 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 	var maybe []int64
 	for _, s := range seeds {
 		for _, norm := range s.links {
+			d.pagesLeft.add(linkHost(norm), 0, -1) // counted as the record's own link until now (insertRecords)
 			key := urlKey(norm)
 			refs = append(refs, ref{key, norm, s.seq})
 			if d.seenKeys.mayHave(key) {
@@ -316,7 +322,7 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 	for _, t := range fresh {
 		hc := d.hosts[t.host]
 		hc.n++
-		hc.dirty = true
+		d.hostDirty(hc)
 		d.nextSeq++
 		t.seq = rankedSeq(hc.n, d.nextSeq)
 	}
@@ -328,6 +334,7 @@ func (d *Dispatcher) attachSeeds(ctx context.Context, seeds []seed) error {
 	}
 	for _, t := range fresh {
 		d.queuedN++
+		d.pagesLeft.add(t.host, 0, 1)
 		d.w.add(t, false)
 	}
 	return nil
@@ -378,7 +385,7 @@ func (d *Dispatcher) readHostCounts(ctx context.Context, hosts []string) error {
 	slices.Sort(hosts)
 	hosts = slices.Compact(hosts)
 	for _, h := range hosts {
-		d.hosts[h] = &hostCount{}
+		d.hosts[h] = &hostCount{host: h}
 	}
 	for _, size := range chunkSizes(len(hosts), rowChunk) {
 		part := hosts[:size]

@@ -42,7 +42,14 @@ type state struct {
 	n       map[string]*sql.Stmt // statements of n rows, see stmtN
 	inTx    bool
 	txStart time.Time // when the open transaction began
-	commits int64     // transactions committed, for the log
+	// txChanges is the connection's total_changes() when the open
+	// transaction began (changed).
+	txChanges int64
+	commits   int64 // transactions committed, for the log
+	// metaSet holds the meta values setMeta wrote (committed, or in the
+	// open transaction; a rollback forgets them all), so that a commit
+	// writes only the counters that changed.
+	metaSet map[string]int64
 
 	ckpt     *sql.DB       // the checkpointer's connection
 	ckptKick chan struct{} // size 1: a commit happened
@@ -131,7 +138,7 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.urlRecords, `SELECT rec, depth FROM links WHERE url = ? ORDER BY rec`},
 		{&q.linkVia, `INSERT INTO links(url, rec, depth, via) VALUES(?, ?, ?, ?)
 			ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth, via = excluded.via WHERE excluded.depth < links.depth`},
-		{&q.recordTasks, `SELECT l.url FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND u.state = 0`},
+		{&q.recordTasks, `SELECT l.url, u.url, u.depth FROM links l JOIN urls u ON u.key = l.url WHERE l.rec = ? AND u.state = 0`},
 		{&q.ownLinks, `SELECT links FROM records WHERE seq = ?`},
 		{&q.linkPut, `INSERT INTO links(url, rec, depth) VALUES(?, ?, ?) ON CONFLICT(url, rec) DO UPDATE SET depth = excluded.depth WHERE excluded.depth < links.depth`},
 		// failedPages are the pages an earlier process failed to fetch, in
@@ -296,17 +303,39 @@ func (s *state) begin(ctx context.Context) error {
 		return fmt.Errorf("dispatcher: state begin: %w", err)
 	}
 	s.inTx, s.txStart = true, time.Now()
+	if err := s.conn.QueryRowContext(ctx, "SELECT total_changes()").Scan(&s.txChanges); err != nil {
+		s.rollback()
+		return fmt.Errorf("dispatcher: state begin: %w", err)
+	}
 	return nil
+}
+
+// changed reports whether the open transaction changed any row so far.
+func (s *state) changed(ctx context.Context) (bool, error) {
+	var n int64
+	if err := s.conn.QueryRowContext(ctx, "SELECT total_changes()").Scan(&n); err != nil {
+		return false, fmt.Errorf("dispatcher: state: %w", err)
+	}
+	return n != s.txChanges, nil
 }
 
 func (s *state) commit(ctx context.Context) error {
 	if !s.inTx {
 		return nil
 	}
+	changed, err := s.changed(ctx)
+	if err != nil {
+		s.rollback()
+		return err
+	}
 	s.inTx = false
 	if _, err := s.conn.ExecContext(ctx, "COMMIT"); err != nil {
 		s.conn.ExecContext(context.Background(), "ROLLBACK")
+		clear(s.metaSet)
 		return fmt.Errorf("dispatcher: state commit: %w", err)
+	}
+	if !changed {
+		return nil // nothing for the log or the checkpointer
 	}
 	s.commits++
 	select {
@@ -384,9 +413,19 @@ func (s *state) meta(ctx context.Context, key string) (int64, error) {
 	return v, nil
 }
 
+// setMeta writes meta key's value, unless setMeta wrote that value last.
 func (s *state) setMeta(ctx context.Context, key string, v int64) error {
-	_, err := exec(ctx, s.q.metaSet, key, v)
-	return err
+	if old, ok := s.metaSet[key]; ok && old == v {
+		return nil
+	}
+	if _, err := exec(ctx, s.q.metaSet, key, v); err != nil {
+		return err
+	}
+	if s.metaSet == nil {
+		s.metaSet = make(map[string]int64)
+	}
+	s.metaSet[key] = v
+	return nil
 }
 
 // scalar runs a one-value query outside the prepared set (startup and
@@ -408,4 +447,5 @@ func (s *state) rollback() {
 	}
 	s.inTx = false
 	s.conn.ExecContext(context.Background(), "ROLLBACK")
+	clear(s.metaSet)
 }

@@ -51,6 +51,10 @@ type Status struct {
 	InFlight      int `json:"in_flight"`      // tasks leased to supervisors
 	WaitingRender int `json:"waiting_render"` // render tasks no member can take
 
+	// ETA is how long the crawl will take at least, from the pages left
+	// on each host and the hosts' paces, and what bounds it (eta.go).
+	ETA ETA `json:"eta"`
+
 	// The crawl's, over every dispatcher process it took (see totals.go):
 	// Restarts is how many processes came before this one.
 	Restarts       int              `json:"restarts"`
@@ -214,6 +218,7 @@ func (d *Dispatcher) status(state string, start, now time.Time) Status {
 	s.DNS = d.dnsTotal()
 	s.Politeness = d.politeness()
 	s.Frontier = d.frontierStatus()
+	s.ETA = d.eta(now)
 	return s
 }
 

@@ -142,7 +142,12 @@ func (d *Dispatcher) loadTotals(ctx context.Context) error {
 
 // saveTotals writes the totals: the base plus this process's counters.
 // Callers hold mu; inside the state transaction when one is open.
-func (d *Dispatcher) saveTotals(ctx context.Context) error {
+//
+// The working time changes at every call: unless always, it is written
+// only with something else (a row or a counter changed in the open
+// transaction), so that a quiet dispatcher's commits write nothing and
+// give the checkpointer nothing to do.
+func (d *Dispatcher) saveTotals(ctx context.Context, always bool) error {
 	for _, t := range d.tallies() {
 		if err := d.st.setMeta(ctx, totalPrefix+t.key, d.base.n[t.key]+*t.v); err != nil {
 			return err
@@ -153,6 +158,11 @@ func (d *Dispatcher) saveTotals(ctx context.Context) error {
 			if err := d.st.setMeta(ctx, f.prefix+k, f.base[k]+v); err != nil {
 				return err
 			}
+		}
+	}
+	if !always && d.st.inTx {
+		if changed, err := d.st.changed(ctx); err != nil || !changed {
+			return err
 		}
 	}
 	return d.st.setMeta(ctx, metaElapsed, int64(d.elapsed()))

@@ -48,10 +48,14 @@
 //     answered "robots-unavailable", and a host that cannot be reached at
 //     all has its pages answered with the network class; either way until
 //     a retry succeeds, RobotsRetry later and doubling);
-//   - else, once per host, the soft-404 probe: an invented path whose 200
-//     answer fingerprints the host's "not found" page (soft404.go); the
-//     verdict goes to Config.Cache with the lifetime of the host's
-//     robots.txt entry, so no supervisor asks again before then;
+//   - else, once per host and after its first page (which is thus asked
+//     right after robots.txt), the soft-404 probe: an invented path whose
+//     200 answer fingerprints the host's "not found" page (soft404.go);
+//     the verdict goes to Config.Cache with the lifetime of the host's
+//     robots.txt entry, so no supervisor asks again before then. The
+//     first page goes out unjudged unless it reads like a not-found, in
+//     which case it waits on its host for the verdict; a host with one
+//     page is not probed unless that page reads so;
 //   - else the first queued page, unless robots.txt disallows it (answered
 //     with class "robots" and no request) or asks for a Crawl-delay over
 //     MaxCrawlDelay (class "crawl-delay"), or the host is blacklisted

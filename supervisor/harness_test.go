@@ -48,6 +48,9 @@ type site struct {
 	// hold, when set for a path, runs before that page is answered; tests
 	// use it to prove two fetches are in progress at once.
 	hold map[string]func()
+	// missing, when set, answers every unknown path (robots.txt aside)
+	// with 200 and this page: a soft-404 host.
+	missing string
 
 	mu   sync.Mutex
 	hits []hit
@@ -79,6 +82,9 @@ func (s *site) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, ok := s.pages[r.URL.Path]
+	if !ok && s.missing != "" {
+		body, ok = s.missing, true
+	}
 	if !ok {
 		http.NotFound(w, r)
 		return

@@ -46,6 +46,13 @@ type host struct {
 	// inherited: last came from the shared cache, written by another
 	// supervisor (or an earlier run) and possibly behind; see nextStart.
 	inherited bool
+	// probeDue: a page of the host was requested before its soft-404
+	// verdict was known; its next turn makes the probe (soft404.go).
+	probeDue bool
+	// held: the host's first page, fetched before the probe and reading
+	// like a not-found, waiting for the verdict; its task is still
+	// queued, first.
+	held *page
 }
 
 // scheduler queues tasks per host and hands out hosts in order of readiness.
@@ -70,6 +77,9 @@ type scheduler struct {
 	wake     chan struct{}  // closed and replaced whenever waiters should look again
 	idle     *lru[struct{}] // idle hosts by name, least recently released last
 	names    nameWait       // nil: hosts need no look-up before their turn
+	// heldBytes: bodies of first pages held for their host's soft-404
+	// probe (host.held), at most soft404HoldTotal.
+	heldBytes int
 }
 
 // nameWait is what the scheduler asks of name resolution: whether a
@@ -99,7 +109,32 @@ func newScheduler(capacity, maxIdle int) *scheduler {
 // blacklisting) is the health registry's, not the scheduler's. Callers
 // hold mu.
 func (s *scheduler) forget(name string, _ struct{}) {
+	if h := s.hosts[name]; h != nil && h.held != nil {
+		s.heldBytes -= len(h.held.resp.Body)
+	}
 	delete(s.hosts, name)
+}
+
+// hold keeps p on h, its holder's host, as the page held for the host's
+// soft-404 probe, if its body fits within soft404HoldTotal with the
+// others held, and reports whether it did.
+func (s *scheduler) hold(h *host, p *page) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.heldBytes+len(p.resp.Body) > soft404HoldTotal {
+		return false
+	}
+	s.heldBytes += len(p.resp.Body)
+	h.held = p
+	return true
+}
+
+// unhold lets go of the page held on h (hold), called by h's holder.
+func (s *scheduler) unhold(h *host) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.heldBytes -= len(h.held.resp.Body)
+	h.held = nil
 }
 
 // hostLocked returns the host called name, made if new, and no longer
@@ -315,6 +350,12 @@ func (s *scheduler) abandon() []*wire.Task {
 		out = append(out, h.tasks...)
 		s.held -= len(h.tasks)
 		h.tasks = nil
+		if h.held != nil && !h.busy {
+			// No holder to see that its task is gone (a busy host's
+			// holder lets go of it on the next turn).
+			s.heldBytes -= len(h.held.resp.Body)
+			h.held = nil
+		}
 	}
 	return out
 }

@@ -29,6 +29,9 @@ func (s *Supervisor) hello() wire.Hello {
 		Survey:     s.cfg.Prober != nil,
 		MaxRequest: s.maxRequest(),
 		Busy:       s.inFlight.hosts(),
+		// A Config's NoDelay is 0 here (see New).
+		DefaultDelay: max(s.cfg.DefaultDelay, 0),
+		Workers:      s.cfg.Workers,
 	}
 }
 

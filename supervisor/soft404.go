@@ -22,13 +22,12 @@ import (
 )
 
 // Soft 404s: sites that answer a missing page with 200 and a "not found"
-// page (or a redirect to the home page) instead of 404. Once per host,
-// after its robots.txt and before its first page, the supervisor asks for
-// an invented path (/backfill-probe-<random>); the probe is a request like
-// any other, spaced by the host's delay. A host that answers 404 (or any
-// failure) is fine. A host that answers 200 leaves a fingerprint of that
-// answer, and its pages that resemble it are answered "soft-404" with no
-// fields:
+// page (or a redirect to the home page) instead of 404. Once per host the
+// supervisor asks for an invented path (/backfill-probe-<random>); the
+// probe is a request like any other, spaced by the host's delay. A host
+// that answers 404 (or any failure) is fine. A host that answers 200
+// leaves a fingerprint of that answer, and its pages that resemble it are
+// answered "soft-404" with no fields:
 //
 //   - a page whose body is byte for byte the probe's answer, whatever its
 //     path and however it was reached;
@@ -44,10 +43,30 @@ import (
 // path with its home page (or redirects every path there) has a home page
 // all the same, and it is the page the others imitate.
 //
+// The probe comes after the host's first page, not before it, so that a
+// record's first page is requested right after robots.txt rather than one
+// delay later: the host's first request is its first page, its second
+// the probe, and every page after that is judged against the verdict. The
+// first page, fetched before the verdict, is judged by how it reads: one
+// that looks like a not-found page (looksNotFound: a not-found phrase in
+// its title or headings, or among its first soft404Glance words, or a
+// status-like word there) is held on its host, its task still queued,
+// until the probe has answered, and judged then like any other; any
+// other first page goes out at once. A host whose work is one page is
+// not probed at all, unless that page looks like a not-found. The cost:
+// a soft 404 that says nothing of the kind (a fixed page of links, say)
+// passes as a page when it is its host's first, with its fields and
+// links; the pages after it are caught. And a first page that merely
+// looks like a not-found waits one delay, as every first page did when
+// the probe came first. A held page's body is kept, at most
+// soft404HoldMax of it and soft404HoldTotal for all held pages at once;
+// beyond that a first page goes out unjudged.
+//
 // The verdict (the fingerprint, or none for a fine host) is written to the
 // host cache with the lifetime of the host's robots.txt entry, so a
 // restarted supervisor, or another one the host moves to, does not probe
-// the host again until its robots.txt is fetched again.
+// the host again until its robots.txt is fetched again; its first page is
+// judged by the cached verdict.
 
 // ClassSoft404 is the class of a page that resembles its host's answer to
 // an invented path. Append only: it crosses the wire.
@@ -59,6 +78,13 @@ const (
 	soft404Resemble = 0.9  // least estimated resemblance of a soft 404
 	soft404Band     = 0.2  // largest relative difference in length
 	soft404Tokens   = 5000 // words of a page looked at
+	// soft404Glance is how many of a first page's words looksNotFound
+	// reads, besides its title and headings.
+	soft404Glance = 80
+	// soft404HoldMax and soft404HoldTotal bound the bodies of first pages
+	// held for their host's probe: one, and all at once.
+	soft404HoldMax   = 1 << 20
+	soft404HoldTotal = 32 << 20
 )
 
 // soft404Print is the fingerprint of a host's answer to an invented path.
@@ -312,9 +338,106 @@ func words(s string) []string {
 	})
 }
 
+// notFoundPhrases are word sequences (as words splits them) that say a
+// page is missing, in a page's title, headings or first words.
+var notFoundPhrases = [][]string{
+	{"not", "found"}, {"notfound"},
+	{"does", "not", "exist"}, {"doesn", "t", "exist"}, {"no", "longer", "exists"}, {"no", "longer", "available"},
+	{"cannot", "be", "found"}, {"can", "t", "be", "found"}, {"could", "not", "be", "found"}, {"couldn", "t", "be", "found"},
+	{"could", "not", "find"}, {"couldn", "t", "find"}, {"cannot", "find"}, {"can", "t", "find"},
+	{"nothing", "here"}, {"nothing", "found"}, {"no", "such"}, {"not", "available"}, {"unavailable"}, {"oops"},
+	{"nicht", "gefunden"}, {"introuvable"}, {"no", "encontrada"}, {"no", "encontrado"}, {"non", "trovata"},
+	{"non", "trovato"}, {"niet", "gevonden"}, {"não", "encontrada"}, {"não", "encontrado"}, {"nie", "znaleziono"},
+}
+
+// notFoundTitleWords say a page is missing when its title or a heading
+// holds them, not its text.
+var notFoundTitleWords = map[string]bool{"404": true, "410": true, "error": true, "sorry": true, "missing": true, "gone": true}
+
+// looksNotFound reports whether an HTML body reads like a not-found page:
+// a not-found phrase in its title or its h1–h3 headings, or among its
+// first soft404Glance visible words, or a word of notFoundTitleWords in
+// its title or headings. It is the first page's judge until its host's
+// probe answers (see above): a page it passes goes out unjudged, one it
+// flags waits for the probe, so it errs towards flagging.
+func looksNotFound(body []byte) bool {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	hidden, heading := 0, 0
+	var text []string
+	for len(text) < soft404Glance {
+		switch z.Next() {
+		case html.ErrorToken:
+			return hasNotFoundPhrase(text)
+		case html.StartTagToken:
+			name, _ := z.TagName()
+			switch {
+			case isHiddenTag(name):
+				hidden++
+			case isHeadingTag(name):
+				heading++
+			}
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			switch {
+			case isHiddenTag(name) && hidden > 0:
+				hidden--
+			case isHeadingTag(name) && heading > 0:
+				heading--
+			}
+		case html.TextToken:
+			if hidden > 0 {
+				continue
+			}
+			ws := words(string(z.Text()))
+			if heading > 0 && (hasNotFoundPhrase(ws) || slices.ContainsFunc(ws, func(w string) bool { return notFoundTitleWords[w] })) {
+				return true
+			}
+			text = append(text, ws...)
+		}
+	}
+	return hasNotFoundPhrase(text[:soft404Glance])
+}
+
+// isHeadingTag: the title and the top headings, where a page names itself.
+func isHeadingTag(name []byte) bool {
+	switch string(name) {
+	case "title", "h1", "h2", "h3":
+		return true
+	}
+	return false
+}
+
+// hasNotFoundPhrase reports whether ws holds one of notFoundPhrases.
+func hasNotFoundPhrase(ws []string) bool {
+	for i := range ws {
+		for _, ph := range notFoundPhrases {
+			if i+len(ph) <= len(ws) && slices.Equal(ws[i:i+len(ph)], ph) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// soft404Verdict is h's verdict, from memory or else the host cache; known
+// is false while the host is to be probed. With NoSoft404 every host is
+// taken as fine.
+func (s *Supervisor) soft404Verdict(ctx context.Context, h *host) (p *soft404Print, known bool) {
+	if s.cfg.NoSoft404 {
+		return nil, true
+	}
+	if p, ok := s.soft404.known(h.name); ok {
+		return p, true
+	}
+	if h.robots == nil || !s.cachedSoft404(ctx, h.name) {
+		return nil, false
+	}
+	return s.soft404.known(h.name)
+}
+
 // probeSoft404 makes h's soft-404 probe unless its verdict is known, here
-// or in the host cache: the turn's one request. It reports whether a
-// request was made. A probe path robots.txt disallows is not asked for;
+// or in the host cache: the turn's one request, after the host's first
+// page (see above). It reports whether a request was made. A probe path robots.txt disallows is not asked for;
 // the host then goes unprobed. A verdict lives as long as the host's
 // robots.txt rules.
 func (s *Supervisor) probeSoft404(ctx context.Context, h *host, page *url.URL) bool {

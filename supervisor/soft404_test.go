@@ -3,13 +3,17 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"backfill/fetch"
 	"backfill/testweb"
+	"backfill/wire"
 )
 
 func TestSoft404Matches(t *testing.T) {
@@ -134,8 +138,10 @@ func TestSoft404Hostile(t *testing.T) {
 			probes++
 		}
 	}
-	if st := r.sup.Stats(); st.Soft404Probes != 4 || probes != 4 || st.Failed[ClassSoft404] != 3 {
-		t.Errorf("%d probes made, %d received, stats %+v; want one per host (4) and 3 soft 404s", st.Soft404Probes, probes, st)
+	// The control host has one page, which does not read like a
+	// not-found: it is not probed.
+	if st := r.sup.Stats(); st.Soft404Probes != 3 || probes != 3 || st.Failed[ClassSoft404] != 3 {
+		t.Errorf("%d probes made, %d received, stats %+v; want one per soft-404 host (3) and 3 soft 404s", st.Soft404Probes, probes, st)
 	}
 }
 
@@ -255,7 +261,124 @@ func TestSoft404NoFalsePositive(t *testing.T) {
 			t.Errorf("%s taken for a soft 404", ids[id])
 		}
 	}
-	if st := r.sup.Stats(); st.Soft404Probes == 0 {
-		t.Error("no soft-404 probe was made")
+	if st := r.sup.Stats(); st.Soft404Probes == 0 || st.Soft404Held != 0 {
+		t.Errorf("%d soft-404 probes made, %d first pages held for one; want some probes and none held", st.Soft404Probes, st.Soft404Held)
+	}
+}
+
+// TestLooksNotFound reads the pages of testdata/notfound: those named
+// yes-* read like not-found pages, those named no-* do not.
+func TestLooksNotFound(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "notfound", "*.html"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.HasPrefix(filepath.Base(f), "yes-")
+		if got := looksNotFound(body); got != want {
+			t.Errorf("%s: looksNotFound %v, want %v", f, got, want)
+		}
+	}
+}
+
+// TestSoft404AfterFirstPage: on a host with a delay the first page is the
+// request after robots.txt and its result is not held for the soft-404
+// probe, which comes next; a host with one page is not probed; and a
+// soft-404 host's pages are still caught, its first page too when it reads
+// like a not-found (held until the probe answers) and those after it by
+// the verdict.
+func TestSoft404AfterFirstPage(t *testing.T) {
+	t.Parallel()
+	const delay = 300 * time.Millisecond
+	const missing = `<html><head><title>Page not found</title></head><body><h1>Page not found</h1>
+<p>Sorry, nothing lives here.</p><p><a href="/">Home</a></p></body></html>`
+	const home = `<html><head><title>Example</title></head><body><h1>Welcome</h1><a href="/people/ann">Ann</a></body></html>`
+	cases := []struct {
+		name    string
+		missing string   // the site's answer to unknown paths; "" for 404
+		tasks   []string // paths, in the order sent
+		asked   []string // requests the site receives, in order ("probe" for the probe)
+		class   []string // the tasks' classes
+		held    int64    // first pages held for the probe
+		// firstBeforeProbe: the first task's result arrives before the
+		// probe is asked (else after it).
+		firstBeforeProbe bool
+	}{
+		{"fine host", "", []string{"/people/1", "/people/2", "/people/3"},
+			[]string{"/robots.txt", "/people/1", "probe", "/people/2", "/people/3"}, []string{"", "", ""}, 0, true},
+		{"one page", "", []string{"/people/1"},
+			[]string{"/robots.txt", "/people/1"}, []string{""}, 0, true},
+		{"soft-404 host, missing page first", missing, []string{"/people/gone", "/people/also-gone", "/"},
+			[]string{"/robots.txt", "/people/gone", "probe", "/people/also-gone", "/"}, []string{ClassSoft404, ClassSoft404, ""}, 1, false},
+		{"soft-404 host, one missing page", missing, []string{"/people/gone"},
+			[]string{"/robots.txt", "/people/gone", "probe"}, []string{ClassSoft404}, 1, false},
+		{"soft-404 host, home first", missing, []string{"/", "/people/gone"},
+			[]string{"/robots.txt", "/", "probe", "/people/gone"}, []string{"", ClassSoft404}, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pages := map[string]string{"/people/1": annPage, "/people/2": annPage, "/people/3": annPage}
+			if tc.missing != "" {
+				pages = map[string]string{"/": home}
+			}
+			s := newSite(t, "a.test", "", pages)
+			s.missing = tc.missing
+			d := newDispatcher(t, "tcp://127.0.0.1:*")
+			cfg := testConfig(t, d, s)
+			cfg.DefaultDelay = delay
+			r := start(t, cfg)
+			register(t, d)
+			for i, p := range tc.tasks {
+				d.task(fmt.Sprint(i), 1, "http://a.test"+p)
+			}
+			got := map[string]*wire.Result{}
+			var firstAt time.Time
+			deadline := time.After(20 * time.Second)
+			for len(got) < len(tc.tasks) {
+				select {
+				case res := <-d.results:
+					if res.TaskID == "0" {
+						firstAt = time.Now()
+					}
+					got[res.TaskID] = res
+				case <-deadline:
+					t.Fatalf("%d of %d results", len(got), len(tc.tasks))
+				}
+			}
+			var asked []string
+			var probeAt time.Time
+			for _, h := range s.log() {
+				p := h.path
+				if strings.HasPrefix(p, soft404Prefix) {
+					p, probeAt = "probe", h.at
+				}
+				asked = append(asked, p)
+			}
+			if !slices.Equal(asked, tc.asked) {
+				t.Errorf("requests %q, want %q", asked, tc.asked)
+			}
+			for i, want := range tc.class {
+				if res := got[fmt.Sprint(i)]; res.Class != want {
+					t.Errorf("%s: class %q (%s), want %q", tc.tasks[i], res.Class, res.Error, want)
+				}
+			}
+			if !probeAt.IsZero() && firstAt.Before(probeAt) != tc.firstBeforeProbe {
+				t.Errorf("first result at %v, probe asked at %v: want the result before the probe %v",
+					firstAt.Format(time.StampMilli), probeAt.Format(time.StampMilli), tc.firstBeforeProbe)
+			}
+			if st := r.sup.Stats(); st.Soft404Held != tc.held {
+				t.Errorf("%d first pages held for the probe, want %d", st.Soft404Held, tc.held)
+			}
+			for i, g := range gaps(s.log()) {
+				if g < delay {
+					t.Errorf("gap %d between request arrivals %v, want at least %v", i, g, delay)
+				}
+			}
+		})
 	}
 }

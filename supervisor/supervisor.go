@@ -172,6 +172,7 @@ type Stats struct {
 	Registered    bool             // a Welcome (or a Task) has arrived
 	Blacklisted   int64            // hosts and addresses blacklisted during the run for failing
 	Soft404Probes int64            // invented-path requests made to detect soft 404s
+	Soft404Held   int64            // first pages that read like a not-found, held for their host's probe
 	Surveyed      int64            // survey tasks probed and answered
 	// Reanswered counts tasks sent again under a new lease (a dispatcher
 	// that restarted before committing their results) and answered from
@@ -235,6 +236,7 @@ type Supervisor struct {
 	fence         fence // the member's lease on its hosts (fence.go)
 	soft404       *soft404s
 	soft404Probes atomic.Int64
+	soft404Held   atomic.Int64
 	// answers keeps the good answers sent lately, for tasks that come
 	// back under a new lease (answers.go); reanswered counts those.
 	answers    *answers
@@ -564,6 +566,7 @@ func (s *Supervisor) Stats() Stats {
 		Registered:    s.registered.Load(),
 		Blacklisted:   s.health.blacklisted.Load(),
 		Soft404Probes: s.soft404Probes.Load(),
+		Soft404Held:   s.soft404Held.Load(),
 		Surveyed:      s.surveyed.Load(),
 		Reanswered:    s.reanswered.Load(),
 		Resent:        s.resent.Load(),

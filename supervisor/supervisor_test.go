@@ -277,8 +277,8 @@ func TestPoliteGaps(t *testing.T) {
 				}
 			}
 			hits := s.log()
-			if len(hits) != 5 || hits[0].path != "/robots.txt" || !strings.HasPrefix(hits[1].path, soft404Prefix) {
-				t.Fatalf("requests %q, want robots.txt, the soft-404 probe, then 3 pages", paths(hits))
+			if len(hits) != 5 || hits[0].path != "/robots.txt" || hits[1].path != "/people/1" || !strings.HasPrefix(hits[2].path, soft404Prefix) {
+				t.Fatalf("requests %q, want robots.txt, the first page, the soft-404 probe, then 2 pages", paths(hits))
 			}
 			for i, g := range gaps(hits) {
 				if g < tc.want {

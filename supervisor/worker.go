@@ -158,6 +158,9 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		return s.subTurn(ctx, h, sr, now), nil
 	}
 	first := s.sched.peek(h)
+	if h.held != nil && (first == nil || first.ID != h.held.task.ID) {
+		s.sched.unhold(h) // its task went another way (abandoned, say): so does the page
+	}
 	if first == nil {
 		return now, nil
 	}
@@ -175,6 +178,9 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	// A blacklisted host, or one that asked for a wait over the ceiling,
 	// is answered without requests.
 	if at, p := s.troubled(h, popped, now); p != nil {
+		if h.held != nil {
+			s.sched.unhold(h) // the task is answered without its page
+		}
 		return at, p
 	}
 	// The URL this turn is about: the task's, or where a redirect on
@@ -194,6 +200,9 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	}
 
 	delay := s.delay(h.robots)
+	if h.held != nil {
+		return s.heldTurn(ctx, h, first, popped, now, delay)
+	}
 	u, err := url.Parse(target)
 	// hopped: a redirect on this host led here; a task with Hops came of
 	// redirects from other hosts.
@@ -242,16 +251,20 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	if at := s.nextStart(h, delay); at.After(now) {
 		return at, nil
 	}
-	// The host's first page waits for its soft-404 probe, a request of
-	// its own.
 	s.reserve(ctx, h, delay)
-	if s.probeSoft404(ctx, h, u) {
-		return s.nextStart(h, delay), nil
+	// The soft-404 probe comes after the host's first page (soft404.go).
+	if h.probeDue {
+		h.probeDue = false
+		if s.probeSoft404(ctx, h, u) {
+			return s.nextStart(h, delay), nil
+		}
 	}
+	soft, judged := s.soft404Verdict(ctx, h)
 	t := s.popInto(h, popped)
 	start := time.Now()
 	resp, end, err := s.request(ctx, h, target, s.pageRequest(t, hopped), delay)
 	s.meter.page(resp, end.Sub(start))
+	h.probeDue = !judged
 	next, retry, err := s.afterFetch(h, t, resp, err, end, delay)
 	if retry {
 		*popped = nil // back on its host's queue
@@ -264,12 +277,61 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		}
 		return next, p
 	}
-	p := &page{task: t, start: start, resp: resp, err: err, render: render}
-	p.soft404, _ = s.soft404.known(h.name)
+	p := &page{task: t, start: start, resp: resp, err: err, render: render, soft404: soft}
 	if err != nil && redirected && fetch.ClassOf(err) == fetch.ClassBlocked {
 		s.redirects.add(wire.RedirectAddress)
 		p.hopRefused = wire.RedirectAddress
 	}
+	if !judged && s.hold(h, p) {
+		s.sched.requeue(h, t)
+		*popped = nil
+		return next, nil
+	}
+	return next, p
+}
+
+// hold keeps p, a page fetched before its host's soft-404 verdict, on
+// its host until the probe has answered, if it reads like a not-found
+// (soft404.go) and its body fits the bounds, and reports whether it did.
+func (s *Supervisor) hold(h *host, p *page) bool {
+	r := p.resp
+	if p.err != nil || r == nil || r.NotModified || r.Status < 200 || r.Status > 299 || len(r.Body) > soft404HoldMax {
+		return false
+	}
+	if u, err := url.Parse(p.task.URL); err != nil || (u.Path == "" || u.Path == "/") && u.RawQuery == "" {
+		return false // a root page is never a soft 404
+	}
+	if !looksNotFound(r.Body) || !s.sched.hold(h, p) {
+		return false
+	}
+	s.soft404Held.Add(1)
+	return true
+}
+
+// heldTurn is the turn of a host whose first page waits for its soft-404
+// verdict (hold): its probe, the turn's one request, unless the verdict
+// came meanwhile (the host cache, or the probe path disallowed); then
+// the page goes on, judged, under the task's latest lease.
+func (s *Supervisor) heldTurn(ctx context.Context, h *host, first *wire.Task, popped **wire.Task, now time.Time, delay time.Duration) (time.Time, *page) {
+	p := h.held
+	next := now
+	if _, known := s.soft404Verdict(ctx, h); !known {
+		if at := s.nextStart(h, delay); at.After(now) {
+			return at, nil
+		}
+		s.reserve(ctx, h, delay)
+		u, _ := url.Parse(first.URL)
+		h.probeDue = false
+		if s.probeSoft404(ctx, h, u) {
+			next = s.nextStart(h, delay)
+		}
+		if ctx.Err() != nil {
+			return next, nil // stopping: the task stays queued, and its lease brings it back
+		}
+	}
+	s.sched.unhold(h)
+	p.task = s.popInto(h, popped)
+	p.soft404, _ = s.soft404.known(h.name)
 	return next, p
 }
 

@@ -31,9 +31,9 @@
 // the slash form, as real servers do. A crawl of Sample at depth limit 1
 // asks people.example for at most 8 pages, staff.example.org and
 // blog.example.net for at most 5, quiet.example for 3 and team.example for
-// 2 (robots.txt included), plus one invented path per host (the
-// supervisor's soft-404 probe), so at a Crawl-delay of 1 s it takes about
-// ten seconds.
+// 2 (robots.txt included), plus one invented path per host with more
+// than one page (the supervisor's soft-404 probe), so at a Crawl-delay of
+// 1 s it takes about ten seconds.
 //
 // SampleJS returns records for app.example and the truth a crawl ends with
 // when a render-capable supervisor takes part; without one its records stay

@@ -83,6 +83,15 @@ type Hello struct {
 	// nothing of what the member held, gives such a host to another
 	// member only once that request is surely over (MaxRequest).
 	Busy []string `json:"busy,omitempty"`
+	// DefaultDelay is the pause the supervisor keeps between two requests
+	// to a host whose robots.txt names no Crawl-delay (0: none), and
+	// Workers how many requests it makes at once (0: a build that does
+	// not say, and then DefaultDelay says nothing either): the
+	// dispatcher's guess of a host's pace before the host's first result
+	// says it, and of the requests the crawl can have in flight, for how
+	// long the crawl will take.
+	DefaultDelay time.Duration `json:"default_delay,omitempty"`
+	Workers      int           `json:"workers,omitempty"`
 }
 
 // Heartbeat repeats Hello and adds live counters.

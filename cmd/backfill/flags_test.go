@@ -57,6 +57,11 @@ func TestProgressLine(t *testing.T) {
 		{"window", []dispatcher.Progress{at(0, 0, 0), at(1, 100, 60), at(4, 130, 90)},
 			[]string{"4/10", "1.0 pages/s", "ETA 1m0s"}},
 		{"all complete", []dispatcher.Progress{{Records: 4, Complete: 4, Elapsed: time.Second}}, []string{"4/4", "ETA 0s", strings.Repeat("█", 10)}},
+		// The dispatcher's ETA, from the pages left per host, comes before
+		// what the records completed say, from the first report.
+		{"the hosts bound it", []dispatcher.Progress{{Records: 10, Elapsed: time.Second, ETA: dispatcher.ETA{Seconds: 360, Estimate: 400,
+			Host: "a.example", HostRequests: 25, HostCycle: 15, HostSeconds: 360, RateSeconds: 100, Pages: 30, Hosts: 4}}},
+			[]string{"ETA 6m40s (≥ 6m0s: host a.example, 25 requests one every 15.0s)"}},
 		{"empty", []dispatcher.Progress{{}}, []string{"0/0"}},
 	}
 	for _, c := range cases {

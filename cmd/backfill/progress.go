@@ -71,15 +71,25 @@ func progressLine(pr dispatcher.Progress, r *rates, width int) string {
 	filled := int(frac * float64(width))
 	bar := strings.Repeat("█", filled) + strings.Repeat("░", width-filled)
 	rate, eta, ok := r.measure()
-	etaText := "?"
-	switch {
-	case pr.Complete >= pr.Records:
-		etaText = "0s"
-	case ok:
-		etaText = eta.String()
-	}
+	etaText := etaOf(pr, eta, ok)
 	return fmt.Sprintf("%s %d/%d records complete (%d partial)  %d pages  %.1f pages/s  queued %d  in flight %d  ETA %s",
 		bar, pr.Complete, pr.Records, pr.Partial, pr.Pages, rate, pr.Queued, pr.InFlight, etaText)
+}
+
+// etaOf says how long the crawl will take: the dispatcher's estimate and
+// the bound it comes from (dispatcher.ETA), or while nothing bounds it
+// that the dispatcher knows of, what the records completed lately say
+// (measured, when ok).
+func etaOf(pr dispatcher.Progress, measured time.Duration, ok bool) string {
+	switch {
+	case pr.Complete >= pr.Records:
+		return "0s"
+	case pr.ETA.Seconds > 0:
+		return fmt.Sprintf("%v (%v)", pr.ETA.Expected(), pr.ETA)
+	case ok:
+		return measured.String()
+	}
+	return "?"
 }
 
 // terminal owns a terminal's last line for the progress line: redrawn in
@@ -151,8 +161,8 @@ func (p *progressLog) update(pr dispatcher.Progress) {
 	rate, eta, ok := p.rates.measure()
 	args := []any{"records", pr.Records, "complete", pr.Complete, "partial", pr.Partial, "pages", pr.Pages,
 		"pages_per_sec", float64(int(rate*10)) / 10, "queued", pr.Queued, "in_flight", pr.InFlight, "members", pr.Members}
-	if ok {
-		args = append(args, "eta", eta.String())
+	if text := etaOf(pr, eta, ok); text != "?" {
+		args = append(args, "eta", text)
 	}
 	p.log.Info("progress", args...)
 }

@@ -306,6 +306,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	supervisors := fs.Int("supervisors", 1, "supervisors to run in this process (each owns its share of the hosts)")
 	streamPath := fs.String("stream", "", "write each record as JSON Lines (export's shape) to this file, or - for stdout, the moment it is complete; when the crawl finishes, the records given up on and those complete before it follow")
 	streamProv := fs.Bool("stream-provenance", false, "with --stream: add where each filled value came from")
+	dryRun := fs.Bool("dry-run", false, "take the records in, say how long the crawl will take at least (the pages each host has at --delay, and every request at the rate the hosts allow), and stop: no host is asked anything")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -318,6 +319,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg, err := c.open(ctx, localEndpoint("dispatcher"), stderr)
 	if err != nil {
 		return err
+	}
+	cfg.DefaultDelay = cf.delay // the ETA's, for hosts not heard of yet
+	if *dryRun {
+		return errors.Join(dryRunETA(ctx, cfg, c.df.records, stdout, stderr), c.close())
 	}
 	closeNames, err := cf.openNames(ctx, c.df.stateDir, c.log)
 	if err != nil {
@@ -449,6 +454,44 @@ func crawl(ctx context.Context, cfg dispatcher.Config, records string, n int, lo
 		}
 	}
 	return summary, runErr
+}
+
+// dryRunETA takes the records in (as a crawl would first: a run with the
+// same flags goes on from there) and says how long their crawl will take
+// at least, without a supervisor: the pages left per host at the default
+// delay, each host not heard of with its robots.txt to ask as well.
+func dryRunETA(ctx context.Context, cfg dispatcher.Config, records string, stdout, stderr io.Writer) error {
+	d, err := dispatcher.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	report, err := d.Load(ctx, records)
+	if err != nil {
+		return err
+	}
+	reportBadLines(stderr, report)
+	e := d.ETA()
+	fmt.Fprintf(stdout, "dry run: %d records (%d new), %d pages to fetch on %d hosts: %d requests with their robots.txt and soft-404 probes\n",
+		report.Records, report.New, e.Pages, e.Hosts, e.Requests)
+	switch {
+	case e.Pages == 0:
+		fmt.Fprintln(stdout, "nothing to fetch")
+	case e.Seconds == 0:
+		fmt.Fprintln(stdout, "no delay between requests (--delay 0): the crawl's time depends on how fast the hosts answer and the machine works")
+	default:
+		fmt.Fprintf(stdout, "the crawl takes at least %v (%v)\n", e.Bound(), e)
+		fmt.Fprintf(stdout, "  the busiest host, %s: %d requests, one every %.1fs: %v\n",
+			e.Host, e.HostRequests, e.HostCycle, roundDuration(e.HostSeconds))
+		fmt.Fprintf(stdout, "  every request at the %.3g/s the %d hosts allow: %v\n", e.Rate, e.Hosts, roundDuration(e.RateSeconds))
+		fmt.Fprintf(stdout, "pages the crawl finds on the way (--depth %d) add to both\n", cfg.Depth)
+	}
+	fmt.Fprintln(stdout, "nothing was fetched; run again without --dry-run to crawl")
+	return nil
+}
+
+func roundDuration(seconds float64) time.Duration {
+	return time.Duration(seconds * float64(time.Second)).Round(time.Second)
 }
 
 func reportBadLines(w io.Writer, r dispatcher.LoadReport) {

@@ -146,6 +146,10 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 	}
 	fmt.Fprintf(w, "records    %d: %d complete (%.1f%%), %d partial, %d untouched\n", s.Records, s.Complete, pct, s.Partial, untouched)
 	fmt.Fprintf(w, "queues     %d queued, %d in flight, %d waiting for a render node\n", s.Queued, s.InFlight, s.WaitingRender)
+	if s.State != dispatcher.StateFinished && s.ETA.Seconds > 0 {
+		fmt.Fprintf(w, "eta        %v (%v; %d pages left on %d hosts, %.1f requests/s allowed)\n",
+			s.ETA.Expected(), s.ETA, s.ETA.Pages, s.ETA.Hosts, s.ETA.Rate)
+	}
 	restarts := ""
 	if s.Restarts > 0 {
 		restarts = fmt.Sprintf("  (the whole crawl: %d restart(s))", s.Restarts)

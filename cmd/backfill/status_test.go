@@ -34,6 +34,8 @@ func TestStatusShowsRefusedPeersAndRestarts(t *testing.T) {
 	now := time.Now()
 	st := dispatcher.Status{Dispatcher: "d", Run: "r", Endpoint: "tcp://127.0.0.1:5550", State: dispatcher.StateRunning,
 		Started: now, Updated: now, Records: 3, Restarts: 2, Pages: 40, ElapsedSeconds: 20, PagesPerSec: 2,
+		ETA: dispatcher.ETA{Seconds: 120, Estimate: 150, Requests: 70, Pages: 60, Hosts: 10, Rate: 0.5, RateSeconds: 120,
+			Host: "a.example", HostRequests: 4, HostCycle: 15, HostSeconds: 45},
 		Refused: []wire.Refusal{{Reason: wire.RefusedKey, Address: "10.0.0.9", Key: "K3y", Count: 7, First: now, Last: now},
 			{Reason: wire.RefusedPlaintext, Count: 2, First: now, Last: now}},
 		Frontier: dispatcher.FrontierStatus{Requests: 52, RequestsPerComplete: 2.5, Pruned: map[string]int64{dispatcher.PruneLastDepth: 9},
@@ -51,6 +53,7 @@ func TestStatusShowsRefusedPeersAndRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"40 (2.0/s over 20s)", "(the whole crawl: 2 restart(s))", "refused handshakes (2 peers)",
+		"eta        2m30s (≥ 2m0s: 70 requests at 0.5/s; 60 pages left on 10 hosts, 0.5 requests/s allowed)",
 		"10.0.0.9", "K3y", "key not authorized", "no key (a plaintext client)",
 		"52 requests for pages, 2.5 per complete record  links pruned: last-depth=9", "naming  full   17/20   1/3"} {
 		if !strings.Contains(out.String(), want) {

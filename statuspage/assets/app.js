@@ -47,9 +47,22 @@ function fill(id, items, cells, key) {
   for (const it of items || []) row(tbody, cells(it), key ? key(it) : undefined);
 }
 
-// eta estimates the time left from the records completed over the last
-// ten minutes of the timeline (or all of it if shorter).
+// etaBound says what bounds the crawl's time left, from the dispatcher's
+// ETA (its pages left per host and the hosts' paces): the busiest host,
+// or every request at the rate the hosts and workers allow.
+function etaBound(e) {
+  if (!e || !(e.seconds > 0)) return "";
+  if (e.host && e.host_seconds >= e.rate_seconds) {
+    return "≥ " + fmtDur(e.seconds) + ": host " + e.host + ", " + e.host_requests + " requests one every " + e.host_cycle_seconds.toFixed(1) + "s";
+  }
+  return "≥ " + fmtDur(e.seconds) + ": " + fmtNum(e.requests) + " requests at " + fmtRate(e.rate) + "/s";
+}
+
+// eta estimates the time left: the dispatcher's estimate when it has one,
+// else from the records completed over the last ten minutes of the
+// timeline (or all of it if shorter).
 function eta(s) {
+  if (s.eta && s.eta.seconds > 0) return s.eta.estimate_seconds;
   const left = s.records - s.complete;
   if (left <= 0) return 0;
   const tl = s.timeline || [];
@@ -145,6 +158,7 @@ function draw(s) {
   setText("pct", s.records > 0 ? (100 * s.complete / s.records).toFixed(1) : "0.0");
   const e = eta(s);
   setText("eta", s.state === "finished" ? "done" : fmtDur(e));
+  setText("eta_bound", s.state === "finished" ? "" : etaBound(s.eta));
   setText("pages", fmtNum(s.pages));
   setText("pages_per_sec", fmtRate(s.pages_per_sec));
   let failed = 0;
