@@ -45,6 +45,10 @@ type Request struct {
 	Time      time.Time // arrival
 	UserAgent string
 	Status    int // status sent; 0 while the response is still being written
+	// Done is when the response's last byte was handed to the connection
+	// (zero while it is being written): a host's delay runs from there to
+	// the next request's arrival.
+	Done time.Time
 }
 
 // Web is a running fixture web: one loopback listener answering for every
@@ -273,6 +277,12 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		rw.Write(resp.body) // a client that hung up is its own problem
 	}
+	if f, ok := rw.(http.Flusher); ok {
+		f.Flush()
+	}
+	w.mu.Lock()
+	w.log[i].Done = time.Now()
+	w.mu.Unlock()
 }
 
 // canonicalHost lower-cases a Host header and drops its port and any
