@@ -45,9 +45,13 @@ type Request struct {
 	Time      time.Time // arrival
 	UserAgent string
 	Status    int // status sent; 0 while the response is still being written
-	// Done is when the response's last byte was handed to the connection
-	// (zero while it is being written): a host's delay runs from there to
-	// the next request's arrival.
+	// Done is when the response, its latency waited out, was handed to
+	// the connection (zero until then): a host's delay runs from there to
+	// the next request's arrival. It is taken just before the bytes are
+	// written, so no client can have read the response sooner; a time
+	// taken after the write would be late by however long the server was
+	// descheduled, and make a polite client look early. The fixture
+	// web's responses are written in one go, so this is their end.
 	Done time.Time
 }
 
@@ -266,6 +270,7 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 	w.mu.Lock()
 	w.log[i].Status = resp.status
+	w.log[i].Done = time.Now()
 	w.mu.Unlock()
 
 	if resp.location != "" {
@@ -277,12 +282,6 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodHead {
 		rw.Write(resp.body) // a client that hung up is its own problem
 	}
-	if f, ok := rw.(http.Flusher); ok {
-		f.Flush()
-	}
-	w.mu.Lock()
-	w.log[i].Done = time.Now()
-	w.mu.Unlock()
 }
 
 // canonicalHost lower-cases a Host header and drops its port and any
