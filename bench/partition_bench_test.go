@@ -40,7 +40,11 @@ const healWindow = 10 * time.Second
 // both ways, every packet between it and the dispatcher (sup-2 runs as
 // user nobody, and the rules drop that user's packets to the dispatcher's
 // intake port and every packet to or from sup-2's task socket's port).
-// Then the cut heals and the crawl runs to its end.
+// Then the cut heals and the crawl runs to its end. PARTITION_WAY=out
+// cuts one way only: sup-2's packets to the dispatcher (its heartbeats,
+// results, and its acknowledgements of what the dispatcher sends) are
+// dropped, the dispatcher's to it still arrive, as a filter by user alone
+// does.
 //
 // Each build runs twice: the supervisors sharing one cache store (--store
 // a SQLite file of both) and each with its own. The base
@@ -67,6 +71,10 @@ func BenchmarkPartition(b *testing.B) {
 	delay := envDuration(b, "PARTITION_DELAY", 3*time.Second)
 	after := envDuration(b, "PARTITION_AFTER", 20*time.Second)
 	cut := envDuration(b, "PARTITION_CUT", 60*time.Second)
+	way := envString("PARTITION_WAY", "both")
+	if way != "both" && way != "out" {
+		b.Fatalf("PARTITION_WAY=%q: both or out", way)
+	}
 
 	cb := newClusterBench(b, testweb.LargeOptions{Hosts: hosts, Pages: pages, CrawlDelay: delay})
 	// The cut-off supervisor runs as nobody: it must reach the binaries,
@@ -81,8 +89,8 @@ func BenchmarkPartition(b *testing.B) {
 		builds = append(builds, build{"base", base})
 	}
 	builds = append(builds, build{"branch", cb.bin})
-	fmt.Printf("partition: %d hosts × (%d profiles + index), Crawl-delay %s; dispatcher + 2 supervisors of 8 workers, default flags; sup-2 cut off from the dispatcher %s after the start for %s\n",
-		hosts, pages, delay, after, cut)
+	fmt.Printf("partition: %d hosts × (%d profiles + index), Crawl-delay %s; dispatcher + 2 supervisors of 8 workers, default flags; sup-2 cut off from the dispatcher (PARTITION_WAY=%s) %s after the start for %s\n",
+		hosts, pages, delay, way, after, cut)
 
 	type result struct {
 		c                       politeCounts
@@ -137,15 +145,14 @@ func BenchmarkPartition(b *testing.B) {
 							return
 						case <-time.After(after):
 						}
-						rules := fmt.Sprintf(`table inet %s {
-	chain out {
-		type filter hook output priority 0; policy accept;
-		meta skuid %d tcp dport %s drop
-		tcp dport %d drop
-		tcp sport %d drop
-	}
-}
-`, table, cutUID, intake, taskPort, taskPort)
+						// Both ways: sup-2's packets to the intake, and every
+						// packet to or from its task socket. One way: what
+						// sup-2 sends on either.
+						drops := fmt.Sprintf("meta skuid %d tcp dport %s drop\n\t\ttcp dport %d drop\n\t\ttcp sport %d drop", cutUID, intake, taskPort, taskPort)
+						if way == "out" {
+							drops = fmt.Sprintf("meta skuid %d tcp dport %s drop\n\t\tmeta skuid %d tcp sport %d drop", cutUID, intake, cutUID, taskPort)
+						}
+						rules := fmt.Sprintf("table inet %s {\n\tchain out {\n\t\ttype filter hook output priority 0; policy accept;\n\t\t%s\n\t}\n}\n", table, drops)
 						nft := exec.Command("nft", "-f", "-")
 						nft.Stdin = strings.NewReader(rules)
 						if out, err := nft.CombinedOutput(); err != nil {
