@@ -74,6 +74,20 @@ func TestChaos(t *testing.T) {
 	logPoliteness(t, "chaos", log, c.events)
 }
 
+// killsBetween names the kills between from and to, in order.
+func killsBetween(events []crashEvent, from, to time.Time) string {
+	var ks []string
+	for _, e := range events {
+		if e.at.After(from) && e.at.Before(to) {
+			ks = append(ks, fmt.Sprintf("%s at %s", e.who, e.at.Format("15:04:05.000")))
+		}
+	}
+	if len(ks) == 0 {
+		return "none"
+	}
+	return strings.Join(ks, ", ")
+}
+
 // logPoliteness logs what the web's log says of politeness: the URLs
 // requested again (robots.txt apart: a restarted supervisor reads it
 // again) and the intervals from the end of a host's response to its next
@@ -99,6 +113,11 @@ func logPoliteness(t *testing.T, what string, log []testweb.Request, events []cr
 			}
 		}
 		return k
+	}
+	for _, r := range p.Repeats {
+		t.Logf("%s: again: %s%s by %q at %s, first by %q at %s; kills between: %s", what,
+			r.Again.Host, r.Again.Path, r.Again.UserAgent, r.Again.Time.Format("15:04:05.000"),
+			r.First.UserAgent, r.First.Time.Format("15:04:05.000"), killsBetween(events, r.First.Time, r.Again.Time))
 	}
 	for _, iv := range p.Under {
 		t.Logf("%s: under the delay: %s%s by %q at %s, %s after the end of %s by %q; last kill before: %s", what,
