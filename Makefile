@@ -14,7 +14,7 @@ VALIDATOR_PKGS := cloud-init systemd shellcheck nftables openssh-server openssh-
 	fail2ban python3-systemd python3-yaml iproute2 util-linux
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps deps-render deps-provision build run test rehearse bench fuzz clean
+.PHONY: deps deps-render deps-provision build run test test-short test-e2e rehearse bench fuzz clean
 
 # deps installs, when missing, what building and the demo need: the C
 # library the ZeroMQ bindings use and pkg-config. Nothing else: Chromium
@@ -63,11 +63,28 @@ build: deps
 run: build
 	./$(BIN) demo
 
+# test is what CI runs: vet, every package but the command's with the race
+# detector, then the command's end-to-end tests (test-e2e) on their own.
+# Those start whole crawls, processes and browsers: run beside the rest
+# on two busy cores they took 461 s of a 12-minute budget, so they run
+# after it, with a budget of their own.
+E2E_PKG := ./cmd/backfill
 test: deps deps-render deps-provision
 	$(GO) vet ./...
-	$(GO) test -race -timeout 12m ./...
+	$(GO) test -race -timeout 12m $$($(GO) list ./... | grep -v '/cmd/backfill$$')
+	$(MAKE) --no-print-directory test-e2e
 	@echo "store backends the conformance suite ran against:"
 	@$(GO) test -count=1 -run Conformance -v ./store 2>&1 | grep -E '^--- |^storetest:|BACKFILL_TEST_MONGO_URI' || true
+
+# test-e2e runs the command's end-to-end tests (make test runs them too).
+test-e2e: deps deps-render deps-provision
+	$(GO) test -race -timeout 20m $(E2E_PKG)
+
+# test-short is the inner loop: vet and every test that starts no
+# whole crawl, process or browser (-short), without the race detector.
+test-short: deps
+	$(GO) vet ./...
+	$(GO) test -short -timeout 5m ./...
 
 # rehearse deploys a rendered cluster into network namespaces on this
 # machine (root only) and crawls the sample dataset through it; make test

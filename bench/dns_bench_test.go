@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/resolver/resolvertest"
 	"backfill/testweb"
 )
@@ -53,7 +54,7 @@ func BenchmarkBusyResolver(b *testing.B) {
 	startWeb := func(addr string, dead int) *testweb.Web {
 		w, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: hosts, Pages: pages, Records: nrec, Addr: addr, DeadSites: dead})
 		if err != nil {
-			b.Skipf("people web on %s: %v (needs port 80 on loopback: run as root)", addr, err)
+			proctest.NotRoot(b, fmt.Sprintf("people web on %s: %v (needs port 80 on loopback)", addr, err))
 		}
 		b.Cleanup(func() { w.Close() })
 		return w

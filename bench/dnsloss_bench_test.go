@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/resolver/resolvertest"
 	"backfill/testweb"
 )
@@ -43,6 +44,7 @@ func BenchmarkLossyResolver(b *testing.B) {
 	depth := envInt(b, "PEOPLE_DEPTH", 2)
 	workers := envInt(b, "PEOPLE_WORKERS", 64)
 	dead := envInt(b, "DNS_DEAD_SITES", 1000)
+	latency := envDuration(b, "PEOPLE_LATENCY", 0)
 	var levels []int
 	for _, f := range strings.Split(envString("LOSS_LEVELS", "0,25,50"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -53,9 +55,9 @@ func BenchmarkLossyResolver(b *testing.B) {
 	}
 
 	const addr = "127.53.0.3"
-	web, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: hosts, Pages: pages, Records: nrec, Addr: addr + ":80", DeadSites: dead})
+	web, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: hosts, Pages: pages, Records: nrec, Addr: addr + ":80", DeadSites: dead, Latency: latency})
 	if err != nil {
-		b.Skipf("people web on %s:80: %v (needs port 80 on loopback: run as root)", addr, err)
+		proctest.NotRoot(b, fmt.Sprintf("people web on %s:80: %v (needs port 80 on loopback)", addr, err))
 	}
 	defer web.Close()
 	dns, err := resolvertest.Start()
@@ -84,8 +86,8 @@ func BenchmarkLossyResolver(b *testing.B) {
 		builds = append(builds, build{"base", base})
 	}
 	builds = append(builds, build{"branch", goBuild(b, "..", "./cmd/backfill", filepath.Join(dir, "backfill"))})
-	fmt.Printf("dnsloss: %d hosts × %d profiles, %d records, depth %d, %d workers, %d dead sites; loss %v %%\n",
-		hosts, pages, nrec, depth, workers, dead, levels)
+	fmt.Printf("dnsloss: %d hosts × %d profiles, %d records, depth %d, %d workers, %d dead sites, %s a response; loss %v %%\n",
+		hosts, pages, nrec, depth, workers, dead, latency, levels)
 
 	type result struct {
 		wall               time.Duration
@@ -152,9 +154,11 @@ func BenchmarkLossyResolver(b *testing.B) {
 			if ok {
 				ratio = fmt.Sprintf("×%.2f", r.wall.Seconds()/ref.wall.Seconds())
 			}
-			fmt.Printf("dnsloss: %-6s loss %2d%%: %8s (%s the build's no-loss crawl), CPU %6s, recall %.3f (%d of %d), %d queries for %d questions: %.2f each (max %d), %d dropped\n",
+			// A question takes one query plus one for each query lost;
+			// any more were asked again while their answer was coming.
+			fmt.Printf("dnsloss: %-6s loss %2d%%: %8s (%s the build's no-loss crawl), CPU %6s, recall %.3f (%d of %d), %d queries for %d questions: %.2f each (max %d), %d dropped, %d asked again beyond those\n",
 				bd.name, loss, r.wall.Round(time.Millisecond), ratio, r.cpu.Round(10*time.Millisecond), float64(r.found)/float64(max(r.want, 1)), r.found, r.want,
-				r.queries, r.questions, float64(r.queries)/float64(max(r.questions, 1)), r.maxPerQuestion, r.dropped)
+				r.queries, r.questions, float64(r.queries)/float64(max(r.questions, 1)), r.maxPerQuestion, r.dropped, int64(r.queries-r.questions)-r.dropped)
 			if r.failedNames != "" {
 				fmt.Printf("dnsloss: %-6s loss %2d%%: summary %s\n", bd.name, loss, r.failedNames)
 			}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/testweb"
 	"backfill/wire"
 )
@@ -48,9 +49,7 @@ import (
 //
 //	cd bench && SOAK=1 CHURN_BASE_BIN=/tmp/backfill-main go test -run '^$' -bench HostChurnSoak -benchtime 1x -timeout 1h .
 func BenchmarkHostChurnSoak(b *testing.B) {
-	if os.Getenv("SOAK") != "1" {
-		b.Skip("a soak of minutes: run it with SOAK=1")
-	}
+	proctest.OptIn(b, "SOAK", "a soak of minutes")
 	opts := churnOptions{
 		hosts:     envInt(b, "CHURN_HOSTS", 5_000_000),
 		runFor:    envDuration(b, "CHURN_FOR", 4*time.Minute),

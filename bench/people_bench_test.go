@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/store"
 	"backfill/testweb"
 )
@@ -131,7 +132,7 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 	})
 	b.Run("httploop", func(b *testing.B) {
 		if len(collyPages) == 0 {
-			b.Skip("needs colly's pages")
+			proctest.NotApplicable(b, "needs colly's pages (the colly sub-benchmark did not run)")
 		}
 		bin := goBuild(b, ".", "./cmd/httploop", filepath.Join(dir, "httploop"))
 		urls := writeFile(b, dir, "urls.txt", []byte(strings.Join(collyPages, "\n")+"\n"))

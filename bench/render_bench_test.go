@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -60,7 +61,7 @@ func BenchmarkRender(b *testing.B) {
 	full := lookPath("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 	browser := cmp.Or(os.Getenv("BENCH_RENDER_BROWSER"), shell, full)
 	if browser == "" {
-		b.Skip("no Chromium on PATH (Debian package chromium, or chromium-headless-shell): the render benchmark needs one")
+		proctest.NoChromium(b, "the render benchmark (Debian package chromium-headless-shell, or chromium)")
 	}
 	hosts := envInt(b, "BENCH_RENDER_HOSTS", testweb.DefaultPeopleHosts)
 	records := envInt(b, "BENCH_RENDER_RECORDS", 60)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -214,10 +215,7 @@ func (c *soakCluster) stop(b *testing.B, dispatcherDone bool) (disp, sup []rssSa
 // first task handed out (its status file shows it). SOAK_DIR keeps the
 // state there (a later run on it is a resume).
 func BenchmarkDispatcherSoak(b *testing.B) {
-	records := os.Getenv("SOAK_RECORDS")
-	if records == "" {
-		b.Skip("SOAK_RECORDS (a records file from cmd/genrecords) not set")
-	}
+	records := proctest.OptIn(b, "SOAK_RECORDS", "the dispatcher soak (a records file from cmd/genrecords)")
 	hosts := envInt(b, "SOAK_WEB_HOSTS", 2000)
 	crawlFor := envDuration(b, "SOAK_FOR", 10*time.Minute)
 	web, err := testweb.StartLarge(testweb.LargeOptions{Hosts: hosts, Pages: 100})
@@ -278,9 +276,7 @@ func BenchmarkDispatcherSoak(b *testing.B) {
 // the smallest and largest sample after the first fifth (the goal: flat
 // within ±10 % and under 150 MiB). It runs only with SOAK=1.
 func BenchmarkSupervisorSoak(b *testing.B) {
-	if os.Getenv("SOAK") != "1" {
-		b.Skip("a soak of minutes: run it with SOAK=1")
-	}
+	proctest.OptIn(b, "SOAK", "a soak of minutes")
 	total := envInt(b, "SOAK_PAGES", 1_000_000)
 	hosts := 1000
 	pages := max(total/hosts, 1)

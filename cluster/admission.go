@@ -19,6 +19,18 @@ type Admission struct {
 // Secured reports whether the cluster authenticates its members (CURVE).
 func (a Admission) Secured() bool { return !a.Keys.IsZero() }
 
+// Warning is what a dispatcher whose intake listens at intake logs at
+// start about the cluster's security: PlaintextWarning for a plaintext
+// cluster whose members may be on other machines, "" for a secured one
+// or one on this machine alone (loopback or in-process endpoints, as
+// `backfill run` has), whose members are the dispatcher's own.
+func (a Admission) Warning(intake string) string {
+	if a.Secured() || wire.Loopback(intake) {
+		return ""
+	}
+	return PlaintextWarning
+}
+
 // Listen is how the dispatcher's intake listens: a CURVE server accepting
 // only the authorized keys, or plaintext.
 func (a Admission) Listen() wire.Security {
@@ -28,7 +40,9 @@ func (a Admission) Listen() wire.Security {
 // Refusals of Admit, which callers log with the member's name, endpoint
 // and key. Append only: operators search logs for them.
 var (
-	ErrPlaintextRemote = errors.New("plaintext to a task endpoint that is not loopback (secure the cluster with keys, or allow insecure)")
+	// ErrPlaintextRemote is wire.ErrPlaintext: one refusal, one text,
+	// whichever end refuses.
+	ErrPlaintextRemote = wire.ErrPlaintext
 	ErrNoKey           = errors.New("it advertises no key, and this dispatcher sends tasks only to CURVE task sockets")
 	ErrKeyNotListed    = errors.New("its task socket's key is not among the authorized keys")
 	// ErrKeyNotSender: a member advertises a task socket keyed by another

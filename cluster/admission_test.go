@@ -4,12 +4,13 @@ import (
 	"errors"
 	"testing"
 
+	"backfill/proctest"
 	"backfill/wire"
 )
 
 func TestAdmit(t *testing.T) {
 	if !wire.HasCurve() {
-		t.Skip("libzmq was built without CURVE")
+		proctest.NoCurve(t, "admission by key")
 	}
 	mk := func() wire.Keys {
 		k, err := wire.NewKeys()
@@ -50,6 +51,29 @@ func TestAdmit(t *testing.T) {
 		}
 		if sec.Insecure != c.a.Insecure {
 			t.Errorf("%s: insecure = %v, want %v", c.name, sec.Insecure, c.a.Insecure)
+		}
+	}
+}
+
+// TestWarning: a dispatcher warns about plaintext only when its members
+// may be on other machines; a secured cluster, or one on this machine
+// alone (`backfill run`, the demo), says nothing about security.
+func TestWarning(t *testing.T) {
+	keyed := Admission{Keys: wire.Keys{Public: "p", Secret: "s"}}
+	for _, c := range []struct {
+		a      Admission
+		intake string
+		warn   bool
+	}{
+		{Admission{}, "inproc://backfill-1-dispatcher-1", false},
+		{Admission{}, "tcp://127.0.0.1:5550", false},
+		{Admission{}, "ipc:///run/backfill.sock", false},
+		{Admission{Insecure: true}, "tcp://0.0.0.0:5550", true},
+		{Admission{Insecure: true}, "tcp://10.0.0.2:5550", true},
+		{keyed, "tcp://0.0.0.0:5550", false},
+	} {
+		if got := c.a.Warning(c.intake); (got != "") != c.warn {
+			t.Errorf("Warning(%s) secured=%v: %q, want a warning %v", c.intake, c.a.Secured(), got, c.warn)
 		}
 	}
 }

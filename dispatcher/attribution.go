@@ -23,6 +23,7 @@ type recState struct {
 	filled   map[string]store.Value
 	complete bool
 	dirty    bool
+	beyond   bool              // a link left at the depth limit is noted (noteBeyond)
 	changed  map[string]bool   // fields whose value the store has not seen yet
 	keys     map[string]string // etl.MatchKey of known values, see matchKey
 	// prior holds, for each field a refresh is re-checking, the value it

@@ -539,7 +539,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	d.recv = recv
 	host, _ := os.Hostname()
-	d.name = host + " " + recv.Endpoint()
+	d.name = host
+	if ep := shownEndpoint(recv.Endpoint()); ep != "" {
+		d.name += " " + ep
+	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	return d, nil
 }

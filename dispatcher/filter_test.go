@@ -93,6 +93,31 @@ func TestLinkFilterCheck(t *testing.T) {
 	}
 }
 
+// TestBlacklistEitherSpelling: a blacklist entry spelt in Unicode refuses
+// its host and subdomains whichever way a link spells them, and one spelt
+// in punycode the same.
+func TestBlacklistEitherSpelling(t *testing.T) {
+	dir := t.TempDir()
+	for _, entry := range []string{"Bücher.example", "xn--bcher-kva.example"} {
+		f, _, _, err := newLinkFilter(Config{Blacklist: writeFile(t, dir, "deny.txt", entry+"\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, link := range []string{"http://bücher.example/a", "http://XN--BCHER-KVA.example/b", "https://shop.BÜCHER.example:8443/c"} {
+			n, err := etl.NormalizeURL(link)
+			if err != nil {
+				t.Fatalf("%s: %v", link, err)
+			}
+			if got := f.check(n, 1); got != FilterBlacklisted {
+				t.Errorf("entry %s: link %s (%s) filtered %q, want %q", entry, link, n, got, FilterBlacklisted)
+			}
+		}
+		if n, _ := etl.NormalizeURL("http://buecher.example/"); f.check(n, 1) != "" {
+			t.Errorf("entry %s refuses another host", entry)
+		}
+	}
+}
+
 func TestHostSetStopsAtRegistrableDomain(t *testing.T) {
 	// A list naming a shared hosting suffix must not exclude the sites
 	// under it when matching popular sites; the blacklist has no stop.

@@ -156,8 +156,9 @@ type hostQueue struct {
 	render bool
 	tasks  taskHeap
 
-	where   int // where the queue is parked, see park*
-	readyIx int // index in the ready heap
+	where   int       // where the queue is parked, see park*
+	readyIx int       // index in the ready heap
+	until   time.Time // parkTimed: when its host may take its next task (pace.go)
 
 	routeEpoch int64
 	route      string // member name, valid while routeEpoch matches
@@ -169,6 +170,7 @@ const (
 	parkHost          // waiting for its host's in-flight to drop
 	parkMember        // waiting for its supervisor's capacity
 	parkNobody        // no live supervisor can take it
+	parkTimed         // its host waits out its delay (pace.go)
 )
 
 type taskHeap []*task
@@ -264,7 +266,11 @@ type window struct {
 
 	hostInFlight map[string]int
 	hostWait     map[string][]*hostQueue // host → queues parked on its in-flight limit
-	nobody       []*hostQueue
+	// hostPace is each host's delay and next request time, from its last
+	// result; timed holds the queues parked until then (pace.go).
+	hostPace map[string]pace
+	timed    timedHeap
+	nobody   []*hostQueue
 
 	// hostHolder is the member a host's in-flight tasks are leased to. A
 	// host whose domain moved to another member waits until they are all
@@ -346,6 +352,7 @@ func newWindow() *window {
 		hostHolder:   make(map[string]string),
 		hostLast:     make(map[string]handover),
 		hostWait:     make(map[string][]*hostQueue),
+		hostPace:     make(map[string]pace),
 	}
 }
 

@@ -169,6 +169,9 @@ type testSup struct {
 	got      []wire.Task
 	lastBeat time.Time
 	silent   bool // stops heartbeating
+	// pace, when set, says what each result tells of its host's delay
+	// and next time (wire.Result's Delay and Ready).
+	pace func(wire.Task) (delay, ready time.Duration)
 }
 
 func newSup(t *testing.T, name, dispatcher string, capacity int, render bool, digest string) *testSup {
@@ -253,6 +256,9 @@ func (s *testSup) answer(task wire.Task, web map[string]page) {
 		for _, l := range p.links {
 			res.Links = append(res.Links, wire.Link{URL: l})
 		}
+	}
+	if s.pace != nil {
+		res.Delay, res.Ready = s.pace(task)
 	}
 	if err := s.send.Send(wire.KindResult, res, time.Second); err != nil {
 		s.t.Fatal(err)

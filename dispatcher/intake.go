@@ -106,7 +106,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 			return err
 		}
 		if it.depth+1 > d.cfg.Depth {
-			return nil
+			return d.noteBeyond(ctx, r, it.res.Links, it.depth+1)
 		}
 		d.run.disagreeing++
 		return d.attachRecordLinks(ctx, r, it.res.Links, it.depth+1)
@@ -146,7 +146,7 @@ func (d *Dispatcher) apply(ctx context.Context, it applyItem) error {
 		d.nPartial++
 	}
 	if it.depth+1 > d.cfg.Depth {
-		return nil
+		return d.noteBeyond(ctx, r, it.res.Links, it.depth+1)
 	}
 	return d.attachRecordLinks(ctx, r, it.res.Links, it.depth+1)
 }
@@ -266,6 +266,7 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 		return doneResult{}, false, d.forged(ctx, from, r.Supervisor, why, now)
 	}
 	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
+	d.w.notePace(t.host, r, now)
 	d.release(t)
 	d.countRedirects(t, r)
 	res := &cachedResult{Source: t.url, Member: t.lease.Member, Key: from.Key}

@@ -87,10 +87,17 @@ func (d *Dispatcher) Load(ctx context.Context, path string) (LoadReport, error) 
 		next.bad += b.Bad
 		next.pos, next.done = b.End, b.EOF
 		recs := make([]store.Record, len(b.Recs))
+		var long map[string]string // id → its own link refused for its length
 		for i, r := range b.Recs {
 			recs[i] = storeRecord(r)
+			if r.TooLong != "" {
+				if long == nil {
+					long = make(map[string]string)
+				}
+				long[r.ID] = r.TooLong
+			}
 		}
-		n, none, dups, err := d.loadBatch(ctx, recs, b.Lines, path, abs, fi, next)
+		n, none, dups, err := d.loadBatch(ctx, recs, long, b.Lines, path, abs, fi, next)
 		if err != nil {
 			return err
 		}
@@ -175,9 +182,11 @@ func (d *Dispatcher) loadProgress(ctx context.Context, path string, fi os.FileIn
 // upsert). Malformed lines (Record.Error set) go to the store too (export
 // gives them back) and to the state's malformed table, never to the
 // crawl; so does a record whose id another line of the same file has,
-// returned as a records.LineError naming the file as name. It returns how many
-// records were new and how many of those had nothing to fill.
-func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines []int, name, path string, fi os.FileInfo, prog loadProg) (n, nothingToFill int, dups []*records.LineError, err error) {
+// returned as a records.LineError naming the file as name. long holds, by
+// id, a record's own link refused for its length (see outcomes.go). It
+// returns how many records were new and how many of those had nothing to
+// fill.
+func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, long map[string]string, lines []int, name, path string, fi os.FileInfo, prog loadProg) (n, nothingToFill int, dups []*records.LineError, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -200,7 +209,7 @@ func (d *Dispatcher) loadBatch(ctx context.Context, recs []store.Record, lines [
 		}
 	}
 	d.recSeq += int64(len(recs))
-	fresh, dupLines, err := d.insertRecords(ctx, good, goodLines, prog.num, name)
+	fresh, dupLines, err := d.insertRecords(ctx, good, long, goodLines, prog.num, name)
 	for _, dl := range dupLines {
 		dups = append(dups, dl.err)
 		r := good[dl.i]

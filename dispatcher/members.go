@@ -134,6 +134,26 @@ func (d *Dispatcher) fenceEnd(m *member) time.Time {
 	return m.lastSeen.Add(d.cfg.MemberLease + req)
 }
 
+// heldElsewhere notes the hosts a joining member says it has a request in
+// flight to (wire.Hello.Busy): after this process started (or the member
+// was taken for lost) they may have been routed elsewhere, and another
+// member asks them only once that request is surely over. Callers hold
+// mu.
+func (d *Dispatcher) heldElsewhere(m *member, busy []string, now time.Time) {
+	req := m.maxRequest
+	if req <= 0 {
+		req = time.Minute
+	}
+	for _, h := range busy[:min(len(busy), maxBusyHosts)] {
+		if ho, ok := d.w.hostLast[h]; !ok || ho.at.Before(now.Add(req)) {
+			d.w.hostLast[h] = handover{at: now.Add(req), member: m.name}
+		}
+	}
+}
+
+// maxBusyHosts bounds the busy hosts taken from one Hello.
+const maxBusyHosts = 4096
+
 // byeWait bounds the send of one member's Bye.
 const byeWait = 250 * time.Millisecond
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/store"
 	"backfill/store/mongotest"
 )
@@ -214,9 +215,7 @@ func TestOutboxRefusedRecord(t *testing.T) {
 // MongoDB-protocol server that is stopped after the records are loaded
 // and started again once the outbox has retried: nothing is lost.
 func TestOutboxMongoOutage(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an embedded MongoDB-protocol server")
-	}
+	proctest.Short(t, "starts an embedded MongoDB-protocol server")
 	want := cleanCrawl(t)
 	srv, err := mongotest.Start(t.TempDir(), mongotest.Options{})
 	if err != nil {

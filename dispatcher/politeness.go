@@ -18,11 +18,12 @@ const maxPoliteSources = 4096
 type politeNote struct {
 	hostInFlight int
 	repeated     int64
+	retried      int64
 }
 
 // notePolite keeps a heartbeat's politeness counters. Callers hold mu.
 func (d *Dispatcher) notePolite(h *wire.Heartbeat) {
-	if h.HostInFlight == 0 && h.Repeated == 0 {
+	if h.HostInFlight == 0 && h.Repeated == 0 && h.Retried == 0 {
 		return
 	}
 	if d.polite == nil {
@@ -35,7 +36,7 @@ func (d *Dispatcher) notePolite(h *wire.Heartbeat) {
 			break
 		}
 	}
-	d.polite[src] = politeNote{hostInFlight: h.HostInFlight, repeated: h.Repeated}
+	d.polite[src] = politeNote{hostInFlight: h.HostInFlight, repeated: h.Repeated, retried: h.Retried}
 }
 
 // Politeness is how polite the crawl was, for the summary, the status
@@ -52,6 +53,10 @@ type Politeness struct {
 	// Repeated counts requests that went out again without being asked
 	// (0: nothing below the politeness rules retries on its own).
 	Repeated int64 `json:"repeated"`
+	// Retried counts pages asked again, as requests of their own under
+	// the rules, because a kept-alive connection lost the request before
+	// any answer.
+	Retried int64 `json:"retried,omitempty"`
 }
 
 // politeness sums the dispatcher's and the supervisors' counters.
@@ -61,6 +66,7 @@ func (d *Dispatcher) politeness() Politeness {
 	for _, n := range d.polite {
 		p.HostInFlight = max(p.HostInFlight, n.hostInFlight)
 		p.Repeated += n.repeated
+		p.Retried += n.retried
 	}
 	if len(p.Redirects) == 0 {
 		p.Redirects = nil

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"backfill/fetch"
 	"backfill/wire"
 )
 
@@ -243,5 +245,33 @@ func TestStateMigration(t *testing.T) {
 	st.close()
 	if _, err := openState(ctx, dir); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Errorf("a newer state opened: %v", err)
+	}
+}
+
+// TestREADMESaysWhatARerunRetries: README's "Fetched again on a rerun"
+// names every failure class a rerun fetches again, and nowhere says a
+// rerun leaves one of them alone (it once said so of dns).
+func TestREADMESaysWhatARerunRetries(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	_, bullet, ok := strings.Cut(readme, "- Fetched again on a rerun:")
+	bullet, _, _ = strings.Cut(bullet, "\n- ")
+	if !ok {
+		t.Fatal(`README has no "Fetched again on a rerun" bullet`)
+	}
+	for _, c := range []fetch.Class{fetch.ClassDNS, fetch.ClassDNSTimeout, fetch.ClassConnect, fetch.ClassTimeout, fetch.ClassBlocked, fetch.ClassRobotsUnavailable} {
+		class := string(c)
+		if !transient(class, 0) {
+			t.Errorf("class %s is not retried on a rerun: update this test's list", class)
+		}
+		if !strings.Contains(bullet, "`"+class+"`") {
+			t.Errorf("README's rerun bullet does not name %s, which a rerun fetches again", class)
+		}
+		if strings.Contains(readme, "unlike\n  `"+class+"`") || strings.Contains(readme, "unlike `"+class+"`") {
+			t.Errorf("README says a rerun does not retry %s", class)
+		}
 	}
 }

@@ -56,8 +56,8 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.log.Info("dispatcher running", "endpoint", d.recv.Endpoint(), "records", d.nRecords,
 		"complete", d.nComplete, "queued", d.queuedN, "depth", d.cfg.Depth, "mappings", d.digest,
 		"restarts", d.base.starts-1)
-	if !d.admit.Secured() {
-		d.log.Warn(cluster.PlaintextWarning)
+	if w := d.admit.Warning(d.recv.Endpoint()); w != "" {
+		d.log.Warn(w)
 	}
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
@@ -562,6 +562,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 	if !hello {
 		d.joinedByBeat = true
 	}
+	d.heldElsewhere(m, h.Busy, now)
 	d.epoch++
 	d.w.unparkAll(d.members)
 	m.enqueue(wire.KindWelcome, d.welcome(h))
@@ -575,7 +576,7 @@ func (d *Dispatcher) register(ctx context.Context, h wire.Hello, from wire.Peer,
 
 // welcome is the Welcome that answers h, granting the member its lease.
 func (d *Dispatcher) welcome(h wire.Hello) wire.Welcome {
-	return wire.Welcome{Dispatcher: d.name, Run: d.runID, Seq: h.Seq, Lease: d.cfg.MemberLease}
+	return wire.Welcome{Dispatcher: d.name, Run: d.runID, Seq: h.Seq, Lease: d.cfg.MemberLease, Gen: d.gen}
 }
 
 // drop removes a member and re-queues what it held.
@@ -610,6 +611,7 @@ func (d *Dispatcher) drop(ctx context.Context, m *member, reason string) error {
 // bounds what the window and the balancers remember.
 func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
 	d.w.pruneHostLast(now)
+	d.w.prunePaces(now)
 	if max(d.domains.Assigned(), d.renderDomains.Assigned()) > cluster.AssignedCap {
 		busy := d.w.busyDomains()
 		d.domains.Prune(func(dom string) bool { return busy[dom] })
@@ -644,6 +646,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 	if len(d.members) == 0 {
 		return nil
 	}
+	w.releaseDue(now)
 	for w.ready.Len() > 0 {
 		q := heap.Pop(&w.ready).(*hostQueue)
 		q.where = parkNone
@@ -651,9 +654,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
 			w.forget(q)
 			continue
 		}
-		if w.hostInFlight[q.host] >= d.cfg.HostInFlight {
+		if w.hostInFlight[q.host] >= w.inFlightLimit(q.host, d.cfg.HostInFlight) {
 			q.where = parkHost
 			w.hostWait[q.host] = append(w.hostWait[q.host], q)
+			continue
+		}
+		if at := w.notBefore(q.host, now); !at.IsZero() {
+			w.parkUntil(q, at)
 			continue
 		}
 		if q.routeEpoch != d.epoch {

@@ -53,8 +53,9 @@ import (
 //   - meta holds counters a resume would otherwise count over every row,
 //     and the crawl's totals across restarts (totals.go).
 //
-// Version 5 adds urls.found (schemaV5), version 6 urls.hops and
-// links.via (schemaV6).
+// Version 5 adds urls.found (schemaV5), version 6 what the outcomes say
+// of the links a record did not follow (schemaV6), version 7 urls.hops
+// and links.via (schemaV7).
 //
 // Versions 1 to 3 are the schema of earlier builds; a state they wrote is
 // converted in place.
@@ -66,6 +67,7 @@ var stateSchema = []sqlitedb.Migration{
 	{SQL: schemaV4},
 	{SQL: schemaV5},
 	{SQL: schemaV6},
+	{SQL: schemaV7},
 }
 
 // schemaV1 is the state of earlier builds (user_version 0, tables
@@ -303,13 +305,27 @@ var schemaV5 = []string{
 	`UPDATE urls SET found = 1 WHERE instr(result, '"f":') > 0`,
 }
 
-// schemaV6 keeps what redirects to other hosts leave behind (see
+// schemaV6 keeps what the outcomes (outcomes.go) say of the links a record
+// did not follow: beyond holds, per record, the first link a mapping
+// matches that a page reached at the depth limit offered (its key, and
+// its depth, one more than --depth was), and records.long the start of a
+// record's own link refused for its length when the record has no other.
+var schemaV6 = []string{
+	`CREATE TABLE beyond (
+		rec   INTEGER PRIMARY KEY,
+		url   TEXT NOT NULL,
+		key   INTEGER NOT NULL,
+		depth INTEGER NOT NULL)`,
+	`ALTER TABLE records ADD COLUMN long TEXT`,
+}
+
+// schemaV7 keeps what redirects to other hosts leave behind (see
 // redirect.go): urls.hops counts the redirects across hosts that led to a
 // queued URL, for the chain's limit; links.via is, for a record that
 // reached a URL through such redirects, the URLs that led there (a JSON
 // array, first to last; NULL for a link followed as it is), which the
 // values found there carry to the export.
-var schemaV6 = []string{
+var schemaV7 = []string{
 	`ALTER TABLE urls ADD COLUMN hops INTEGER NOT NULL DEFAULT 0`,
 	`ALTER TABLE links ADD COLUMN via TEXT`,
 }

@@ -87,8 +87,10 @@ type dupLine struct {
 // in the file numbered num) and returns those new to the state and the
 // duplicates: records whose id another line of the same file had (a good
 // one, or a malformed one kept under that id). Known records (taken in
-// before, or of another file) are left out of both.
-func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lines []int, num int64, name string) (fresh []newRecord, dups []dupLine, err error) {
+// before, or of another file) are left out of both. A record left
+// without a link to start from keeps the start of its own link refused
+// for its length (long, by id), if it had one.
+func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, long map[string]string, lines []int, num int64, name string) (fresh []newRecord, dups []dupLine, err error) {
 	// An id a malformed line of the state holds is taken too: by a line
 	// of this file, a duplicate; of another, known.
 	idx, dups, err := d.notMalformed(ctx, recs, lines, num, name)
@@ -99,13 +101,13 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lin
 		part := idx[:size]
 		idx = idx[size:]
 		st, err := d.st.stmtN(ctx, "recInsN", len(part), func(n int) string {
-			return `INSERT INTO records(seq, id, file, line, own, links, targets, complete, skipped, queued) VALUES ` +
-				placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") + ` ON CONFLICT(id) DO NOTHING RETURNING seq`
+			return `INSERT INTO records(seq, id, file, line, own, links, targets, complete, skipped, queued, long) VALUES ` +
+				placeholders(n, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)") + ` ON CONFLICT(id) DO NOTHING RETURNING seq`
 		})
 		if err != nil {
 			return nil, nil, err
 		}
-		args := make([]any, 0, 10*len(part))
+		args := make([]any, 0, 11*len(part))
 		complete := make([]bool, len(part))
 		for i, j := range part {
 			r := &recs[j]
@@ -121,6 +123,7 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lin
 			complete[i] = len(targets) == 0
 			queued := 0
 			var links []byte
+			var tooLong any
 			if !complete[i] {
 				kept := d.keepLinks(r.Links, 0)
 				queued = len(kept) // charged up front: see linkFilter.budget
@@ -128,9 +131,11 @@ func (d *Dispatcher) insertRecords(ctx context.Context, recs []store.Record, lin
 					if links, err = json.Marshal(kept); err != nil {
 						return nil, nil, fmt.Errorf("dispatcher: record %q: %w", r.ID, err)
 					}
+				} else if l := long[r.ID]; l != "" {
+					tooLong = longLink(l)
 				}
 			}
-			args = append(args, r.Seq, r.ID, num, lines[j], own, links, ts, b2i(complete[i]), b2i(complete[i]), genCount(d.gen, queued))
+			args = append(args, r.Seq, r.ID, num, lines[j], own, links, ts, b2i(complete[i]), b2i(complete[i]), genCount(d.gen, queued), tooLong)
 		}
 		rows, err := st.QueryContext(ctx, args...)
 		if err != nil {

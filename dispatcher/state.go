@@ -72,6 +72,7 @@ type stmts struct {
 	targetSets, targetSetIns         *sql.Stmt
 	badAt, badConverted, badTaken    *sql.Stmt
 	badIns, refusalIns, urlRecordIDs *sql.Stmt
+	beyondKnown, beyondPut           *sql.Stmt
 
 	urlDrop, urlCached, urlValid, urlState              *sql.Stmt
 	urlRequeue, urlRender, urlDepth, urlWanted          *sql.Stmt
@@ -109,6 +110,13 @@ func (q *stmts) stmtSQL() []struct {
 		{&q.badTaken, `SELECT EXISTS(SELECT 1 FROM records WHERE id = ?1) OR EXISTS(SELECT 1 FROM malformed WHERE id = ?1)`},
 		{&q.badIns, `INSERT INTO malformed(id, seq, file, line) VALUES(?, ?, ?, ?)`},
 		{&q.refusalIns, `INSERT INTO refusals(rec, page, field, page_value, record_value) VALUES(?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
+		// A link a record left at the depth limit (outcomes.go): whether
+		// the record reached it already or it failed, and keeping it.
+		{&q.beyondKnown, `SELECT EXISTS(SELECT 1 FROM links WHERE url = ?1 AND rec = ?2)
+			OR EXISTS(SELECT 1 FROM urls WHERE key = ?1 AND class != '')`},
+		{&q.beyondPut, `INSERT INTO beyond(rec, url, key, depth) VALUES(?, ?, ?, ?)
+			ON CONFLICT(rec) DO UPDATE SET url = excluded.url, key = excluded.key, depth = excluded.depth
+			WHERE excluded.depth > beyond.depth`},
 		{&q.urlRecordIDs, `SELECT r.id, l.depth FROM links l JOIN records r ON r.seq = l.rec WHERE l.url = ? ORDER BY l.rec`},
 
 		{&q.urlDrop, `UPDATE urls SET state = 3, url = NULL WHERE key = ?`},

@@ -34,7 +34,7 @@ const (
 type Status struct {
 	Dispatcher string    `json:"dispatcher"`
 	Run        string    `json:"run"`
-	Endpoint   string    `json:"endpoint"`
+	Endpoint   string    `json:"endpoint"` // "" in process (shownEndpoint)
 	State      string    `json:"state"`
 	Started    time.Time `json:"started"`
 	Updated    time.Time `json:"updated"`
@@ -97,7 +97,7 @@ type Status struct {
 // last heartbeats.
 type MemberStatus struct {
 	Name     string    `json:"name"`
-	Endpoint string    `json:"endpoint"`
+	Endpoint string    `json:"endpoint"` // "" in process (shownEndpoint)
 	Render   bool      `json:"render,omitempty"`
 	Capacity int       `json:"capacity"`
 	InFlight int       `json:"in_flight"`
@@ -139,9 +139,19 @@ func (m *member) beat(h *wire.Heartbeat) {
 	m.fetched, m.failedN, m.rss, m.beatAt = h.Fetched, h.Failed, h.RSS, h.At
 }
 
+// shownEndpoint is endpoint as the status shows it: "" for an in-process
+// one (`backfill run`'s), an address that means nothing outside the
+// process.
+func shownEndpoint(endpoint string) string {
+	if wire.InProcess(endpoint) {
+		return ""
+	}
+	return endpoint
+}
+
 func (m *member) status() MemberStatus {
 	return MemberStatus{
-		Name: m.name, Endpoint: m.endpoint, Render: m.render, Capacity: m.capacity,
+		Name: m.name, Endpoint: shownEndpoint(m.endpoint), Render: m.render, Capacity: m.capacity,
 		InFlight: m.inFlight, Parked: len(m.waiting), Fetched: m.fetched, Failed: m.failedN,
 		Rate: m.rate, RSS: m.rss, Joined: m.joined, LastSeen: m.lastSeen, Rendered: m.rendered,
 	}
@@ -160,7 +170,7 @@ func (d *Dispatcher) noteLeft(m *member, reason string, now time.Time) {
 // status takes a snapshot. Callers hold mu.
 func (d *Dispatcher) status(state string, start, now time.Time) Status {
 	s := Status{
-		Dispatcher: d.name, Run: d.runID, Endpoint: d.recv.Endpoint(), State: state,
+		Dispatcher: d.name, Run: d.runID, Endpoint: shownEndpoint(d.recv.Endpoint()), State: state,
 		Started: start, Updated: now, Mappings: d.digest,
 		Records: d.nRecords, Complete: d.nComplete, Partial: d.nPartial,
 		Queued: d.queuedN, InFlight: len(d.w.leased), WaitingRender: d.w.waitingRender(),

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +73,16 @@ func TestStatusFileRoundTrip(t *testing.T) {
 	}
 	if _, err := ReadStatus(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadStatus of an empty directory: %v, want not-exist", err)
+	}
+}
+
+// TestStatusHidesInProcessEndpoints: a dispatcher listening in process
+// (`backfill run`) shows no inproc:// address in its status (its name
+// and endpoint), which means nothing outside the process.
+func TestStatusHidesInProcessEndpoints(t *testing.T) {
+	e := newEnv(t, t.TempDir(), func(c *Config) { c.Listen = "inproc://backfill-status-test" })
+	s := e.d.Status()
+	if strings.Contains(s.Dispatcher, "inproc") || s.Endpoint != "" || s.Dispatcher == "" {
+		t.Errorf("status dispatcher %q endpoint %q: want the host alone and no endpoint", s.Dispatcher, s.Endpoint)
 	}
 }

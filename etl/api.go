@@ -243,9 +243,7 @@ func build(names []string, read func(string) ([]byte, error), label func(string)
 		}
 		for _, r := range slices.Concat(m.parsers, m.fields) {
 			for _, st := range r.steps {
-				if x, ok := st.proc.(*xpathProc); ok && x.plan != nil {
-					s.planTags = append(s.planTags, x.plan.tag)
-				}
+				s.planTags = append(s.planTags, planTags(st.proc)...)
 			}
 		}
 	}
@@ -253,6 +251,24 @@ func build(names []string, read func(string) ([]byte, error), label func(string)
 	s.plan = newScanPlan(s.planTags)
 	s.fields = sortedUnique(s.fields)
 	return s, nil
+}
+
+// planTags are the tags the fast XPath plans of p (and of the chains
+// inside it) look elements up by.
+func planTags(p Processor) []string {
+	switch x := p.(type) {
+	case *xpathProc:
+		if x.plan != nil {
+			return []string{x.plan.tag}
+		}
+	case *concatProc:
+		var out []string
+		for _, q := range x.processors() {
+			out = append(out, planTags(q)...)
+		}
+		return out
+	}
+	return nil
 }
 
 // Mappings lists the mappings in load order (sorted by file name, then position).

@@ -3,6 +3,7 @@ package etl
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -162,12 +163,20 @@ func TestNormalizeURL(t *testing.T) {
 		{"http://", ""},
 		{"http://%zz/", ""},
 		{"https://example.com/" + strings.Repeat("a", MaxURLLength), ""},
+		// One host, whichever way it is spelt: its ASCII form (UTS #46).
+		{"http://Bücher.example/a", "http://xn--bcher-kva.example/a"},
+		{"http://xn--bcher-kva.example/a", "http://xn--bcher-kva.example/a"},
+		{"http://XN--BCHER-KVA.Example:80/a", "http://xn--bcher-kva.example/a"},
+		{"https://例え.テスト:8443/", "https://xn--r8jz45g.xn--zckzah:8443/"},
+		{"http://r4---sn-x.video.example/", "http://r4---sn-x.video.example/"},
+		{"http://xn--zz.example/", ""}, // not punycode
+		{"http://x‍y.example/", ""},
 	}
 	for _, tc := range tests {
 		got, err := NormalizeURL(tc.in)
 		if tc.want == "" {
-			if err == nil {
-				t.Errorf("NormalizeURL(%q) = %q, want an error", tc.in, got)
+			if err == nil || !errors.Is(err, ErrBadURL) {
+				t.Errorf("NormalizeURL(%q) = %q, %v; want a bad-url error", tc.in, got, err)
 			}
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"unsafe"
+
+	"backfill/hostname"
 )
 
 // MaxURLLength is the longest URL the project accepts.
@@ -22,7 +24,9 @@ var ErrBadURL = errors.New("bad url")
 
 // NormalizeURL is the one URL normalization the project uses, so that the
 // seen-URL store, the frontier and the extraction agree on what "the same
-// URL" is: the scheme and host are lower-cased, a default port is dropped,
+// URL" is: the scheme is lower-cased, the host put in its ASCII form
+// (package hostname: lower case, punycode for Unicode labels, so that a
+// host spelt either way is one host), a default port is dropped,
 // the fragment is dropped, dot segments are resolved, an empty path becomes
 // "/", and the query is kept as it is. Only absolute http and https URLs of
 // at most MaxURLLength bytes are accepted.
@@ -48,19 +52,26 @@ func normalizeParsed(u *url.URL) (string, error) {
 	if u.Opaque != "" {
 		return "", fmt.Errorf("%w: no host", ErrBadURL)
 	}
-	host := strings.ToLower(u.Hostname())
-	if host == "" {
+	host := u.Hostname()
+	switch {
+	case host == "":
 		return "", fmt.Errorf("%w: no host", ErrBadURL)
+	case strings.ContainsAny(host, "[]"): // brackets belong around an IPv6 literal only
+		return "", fmt.Errorf("%w: host %q", ErrBadURL, host)
+	}
+	host, err := hostname.ASCII(host)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBadURL, err)
 	}
 	port := u.Port()
 	if (u.Scheme == "http" && port == "80") || (u.Scheme == "https" && port == "443") {
 		port = ""
 	}
-	if strings.Contains(host, ":") { // IPv6 literal
+	switch {
+	case port != "":
+		host = net.JoinHostPort(host, port) // bracketing an IPv6 literal
+	case strings.Contains(host, ":"): // IPv6 literal
 		host = "[" + host + "]"
-	}
-	if port != "" {
-		host = net.JoinHostPort(strings.Trim(host, "[]"), port)
 	}
 	u.Host = host
 	u.Fragment, u.RawFragment = "", ""
@@ -362,6 +373,9 @@ func (d *Document) fastResolvePath(href string) (u string, pathEnd int, ok bool)
 		if j == i || (j < len(href) && href[j] != '/' && href[j] != '?' && href[j] != '#') {
 			return "", 0, false // empty host, or a port, user info, upper case…
 		}
+		if punyLabel(href[i:j]) {
+			return "", 0, false // an "xn--" label is checked by the general path
+		}
 		prefix, rest, abs = href[:j], href[j:], true
 	default:
 		return "", 0, false
@@ -408,6 +422,16 @@ func (d *Document) fastResolvePath(href string) (u string, pathEnd int, ok bool)
 		return href[:len(prefix)+q], pathEnd, true
 	}
 	return d.concat(prefix, slash, rest[:q]), pathEnd, true
+}
+
+// punyLabel reports whether host has a label starting "xn--".
+func punyLabel(host string) bool {
+	for i := 0; i+4 <= len(host); i++ {
+		if (i == 0 || host[i-1] == '.') && host[i:i+4] == "xn--" {
+			return true
+		}
+	}
+	return false
 }
 
 // rootPrefix is the normalized scheme://host of the base that

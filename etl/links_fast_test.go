@@ -12,6 +12,7 @@ var fastBases = []string{
 	"https://shop.example:8443/dir/page.html",
 	"https://user:pw@shop.example/",
 	"http://[::1]:8080/x",
+	"https://Bücher.example/a",
 }
 
 var fastHrefs = []string{
@@ -23,6 +24,7 @@ var fastHrefs = []string{
 	"https://a..b/x", "https://-a-.example/x", "https://other.example/a/./b", "https://other.example/\u00e9",
 	"http://", "https:///x", "HTTP://other.example/", "//cdn.example/x", "rel/ative", "?q", "#frag",
 	"mailto:a@b.example", "javascript:void(0)", " /padded ", "/tab\tbed", "/new\nline",
+	"https://xn--bcher-kva.example/a", "https://xn--zz.example/a", "https://a.xn--zz/a", "https://axn--zz.example/a", "https://bücher.example/a",
 	"/f.pdf", "/f.PDF?x=1", "/f.html?x=a.pdf", "/d.zip/", "/p#x.png", "https://files.example/a.tar.gz", "https://x.pdf", "https://x.pdf?a.pdf",
 }
 

@@ -207,8 +207,23 @@ func (p param) typeWords() string {
 	}
 	for i, t := range types {
 		if t == "array" {
-			types[i] = "array of strings"
+			types[i] = "array of " + itemWords(kw)
 		}
 	}
 	return strings.Join(types, " or ")
+}
+
+// itemWords says what the items of an array parameter are: strings, or
+// (the items being arrays themselves) chains of processors.
+func itemWords(kw orderedJSON) string {
+	for _, e := range kw {
+		if items, ok := e.value.(orderedJSON); ok && e.key == "items" {
+			for _, i := range items {
+				if i.key == "type" && i.value == "array" {
+					return "chains of processors"
+				}
+			}
+		}
+	}
+	return "strings"
 }

@@ -280,7 +280,7 @@ func TestSchemaErrorsLocated(t *testing.T) {
 		`3:75 /0/fields/0/processors/0/parameters a | fields[0] "f": processors[0] (xpath): parameters | missing "expression" | XPath 1.0 expression, e.g.`,
 		`3:89 /0/fields/0/processors/0/parameters/expresion a | fields[0] "f": processors[0] (xpath): parameters.expresion | unknown key "expresion" (did you mean "expression"?) | allowed keys: $comment, expression, first, html`,
 		`4:15 /0/priority a | priority | want integer, got string | Links matching a higher-priority mapping are crawled first.`,
-		`5:57 /1/url_parsers/0/processors/0/type b | url_parsers[0]: processors[0] (nthh): type | "nthh" is not one of date, default, email, first, html-unescape, join, jsonld, jsonpath, last, lower, meta, nth, number, regex, replace, split, trim, unique, upper, url, xpath (did you mean "nth"?) | The processor type.`,
+		`5:57 /1/url_parsers/0/processors/0/type b | url_parsers[0]: processors[0] (nthh): type | "nthh" is not one of concat, date, default, email, first, html-unescape, join, jsonld, jsonpath, last, lower, meta, nth, number, regex, replace, split, trim, unique, upper, url, xpath (did you mean "nth"?) | The processor type.`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d issues, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))

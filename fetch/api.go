@@ -14,8 +14,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
+
+	"backfill/hostname"
 )
 
 // Class classifies a failed fetch. Append only: values cross the wire and
@@ -51,6 +54,14 @@ const (
 	// request was made, and a listed name is not even looked up.
 	ClassBlacklisted Class = "blacklisted"
 )
+
+// ErrUnanswered marks a request that a kept-alive connection lost: the
+// connection broke (the server closed it as the request went out) before
+// any answer came, where net/http would have sent the request again on a
+// new connection. Nothing below the Fetcher retries (exchange.go); a
+// caller that keeps hosts' rules may make the request again as one of its
+// own, after the host's delay, and count it. Its class is ClassProtocol.
+var ErrUnanswered = errors.New("lost on a kept-alive connection before any answer")
 
 // Error is a classified fetch failure.
 type Error struct {
@@ -104,7 +115,7 @@ type Config struct {
 	Timeout       time.Duration     // whole request including redirects, default 30s
 	MaxBody       int64             // bytes kept, default 5 MiB; more is truncated (Response.Truncated)
 	MaxRedirects  int               // default 10; meta refresh hops count too
-	Resolve       map[string]string // "host:port" → "ip:port": connect there instead of resolving
+	Resolve       map[string]string // "host:port" → "ip:port": connect there instead of resolving (the host in either spelling: see package hostname)
 	AllowLoopback bool              // permit 127.0.0.0/8 and ::1 (tests, demo)
 	AllowPrivate  bool              // permit 10/8, 172.16/12, 192.168/16, fc00::/7, 100.64/10 and dotless names
 
@@ -277,5 +288,25 @@ func (c Config) withDefaults() Config {
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver
 	}
+	c.Resolve = asciiResolve(c.Resolve)
 	return c
+}
+
+// asciiResolve copies a Resolve map with its hosts in their ASCII form,
+// the form requests' hosts take (parseTarget): a host pinned in Unicode
+// is found under its punycode. A key whose host has none is kept as it is.
+func asciiResolve(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, to := range m {
+		if host, port, err := net.SplitHostPort(k); err == nil {
+			if a, err := hostname.ASCII(strings.TrimSuffix(host, ".")); err == nil {
+				k = net.JoinHostPort(a, port)
+			}
+		}
+		out[k] = to
+	}
+	return out
 }

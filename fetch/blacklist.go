@@ -8,6 +8,8 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+
+	"backfill/hostname"
 )
 
 // Blacklist is a user's list of what never to fetch.
@@ -61,7 +63,7 @@ func (s NameSet) Match(host string) (where string, ok bool) {
 
 // BlacklistHost is one host entry and where it was read.
 type BlacklistHost struct {
-	Host  string // lower case, no trailing dot
+	Host  string // ASCII form (lower case, punycode), no trailing dot
 	Where string // file:line
 }
 
@@ -123,10 +125,17 @@ func ParseBlacklist(r io.Reader, name string) (Blacklist, error) {
 	return bl, nil
 }
 
-// blacklistHostName checks a host name entry: dot-separated labels of
-// letters, digits, "-" and "_", none empty or over 63 bytes.
+// blacklistHostName checks a host name entry and returns it in its ASCII
+// form (package hostname), the form URLs' hosts are compared in, so an
+// entry spelt in Unicode refuses the host spelt in punycode too:
+// dot-separated labels of letters, digits, "-" and "_", none empty or over
+// 63 bytes.
 func blacklistHostName(s string) (string, error) {
-	h := strings.TrimSuffix(strings.ToLower(s), ".")
+	a, err := hostname.ASCII(s)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a host name, IP address or CIDR: %v", s, err)
+	}
+	h := strings.TrimSuffix(a, ".")
 	if h == "" || len(h) > 253 {
 		return "", fmt.Errorf("%q is not a host name, IP address or CIDR", s)
 	}

@@ -17,7 +17,8 @@ func TestParseBlacklist(t *testing.T) {
 		"2001:db8::1\n" +
 		"198.51.100.0/24\n" +
 		"2001:db8:1::/48\n" +
-		"198.51.100.77/24\n"
+		"198.51.100.77/24\n" +
+		"Bücher.example\n"
 	bl, err := ParseBlacklist(strings.NewReader(good), "list.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +27,7 @@ func TestParseBlacklist(t *testing.T) {
 	for _, h := range bl.Hosts {
 		hosts = append(hosts, h.Host+"@"+h.Where)
 	}
-	if got, want := strings.Join(hosts, " "), "example.test@list.txt:2 tracker.example@list.txt:4"; got != want {
+	if got, want := strings.Join(hosts, " "), "example.test@list.txt:2 tracker.example@list.txt:4 xn--bcher-kva.example@list.txt:10"; got != want {
 		t.Errorf("hosts %q, want %q", got, want)
 	}
 	var prefixes []string
@@ -45,6 +46,7 @@ func TestParseBlacklist(t *testing.T) {
 		{"a.test:8080\n", "list.txt:1: "},
 		{"fe80::1%eth0\n", "list.txt:1: "},
 		{strings.Repeat("a", 64) + ".test\n", "list.txt:1: "},
+		{"xn--zz.test\n", "list.txt:1: \"xn--zz.test\" is not a host name"},
 	}
 	for _, tc := range bad {
 		_, err := ParseBlacklist(strings.NewReader(tc.text), "list.txt")

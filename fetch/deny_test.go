@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"backfill/proctest"
 )
 
 // TestDenyList: Config.Deny and Config.DenyAddr refuse addresses at dial
@@ -26,7 +28,7 @@ func TestDenyList(t *testing.T) {
 	// A second server on another loopback address, reached by a redirect.
 	ln, err := net.Listen("tcp", "127.0.0.3:0")
 	if err != nil {
-		t.Skipf("cannot listen on 127.0.0.3: %v", err)
+		proctest.Missing(t, "a listener on 127.0.0.3", err.Error())
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")

@@ -16,8 +16,9 @@
 //
 // # How a request flows
 //
-// Get checks the URL and starts the total deadline (Config.Timeout), then
-// for each hop:
+// Get checks the URL (its host put in its ASCII form by package hostname,
+// the form HostKey and the blacklist use too) and starts the total
+// deadline (Config.Timeout), then for each hop:
 //
 //  1. The transport dials through the Fetcher's own dialer. The host is
 //     resolved (Config.Resolve first, then IP literals, then localhost

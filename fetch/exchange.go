@@ -36,6 +36,7 @@ type exchange struct {
 	conns     []*idleConn // connections armed for this request
 	wrote     bool        // the request head has gone out
 	repeated  bool        // ... and gone out, or taken a connection, again
+	reused    bool        // the connection it took had served a request before
 }
 
 type exchangeKey struct{}
@@ -60,6 +61,7 @@ func (n *exchange) gotConn(info httptrace.GotConnInfo) {
 	if n.wrote {
 		n.repeated = true
 	}
+	n.reused = info.Reused
 	if info.Conn == nil {
 		return
 	}
@@ -101,6 +103,17 @@ func noteResolving(ctx context.Context, host string) {
 		n.resolving = host
 		n.mu.Unlock()
 	}
+}
+
+// reusedConn reports whether the request whose context ctx is went out
+// on a kept-alive connection that had served a request before.
+func reusedConn(ctx context.Context) bool {
+	if n, ok := ctx.Value(exchangeKey{}).(*exchange); ok {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.reused
+	}
+	return false
 }
 
 // resolvingOf is the host the request whose context ctx is waits for a

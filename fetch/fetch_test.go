@@ -24,6 +24,8 @@ import (
 	"github.com/andybalholm/brotli"
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/japanese"
+
+	"backfill/proctest"
 )
 
 // baseConfig is what every case starts from: loopback allowed, limits
@@ -280,7 +282,7 @@ func hangCases() []fetchCase {
 			cfg.ConnectTimeout = 300 * time.Millisecond
 			addr, ok := fullListener(t)
 			if !ok {
-				t.Skip("kernel does not leave connects to a full accept queue pending")
+				proctest.Missing(t, "a kernel that leaves connects to a full accept queue pending", "a connect that never completes")
 			}
 			return site(cfg, addr)
 		}, check: func(t *testing.T, _ *Response, err error) {

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"backfill/hostname"
 )
 
 // errTotalTimeout is the cause attached to the Config.Timeout deadline, so
@@ -74,8 +77,9 @@ func (f *Fetcher) follow(parent context.Context, rawURL string, r Request) (*Res
 	}
 }
 
-// parseTarget accepts absolute http(s) URLs with a host, and drops the
-// fragment, which is never sent.
+// parseTarget accepts absolute http(s) URLs with a host, puts the host in
+// its ASCII form (package hostname) and drops the fragment, which is never
+// sent.
 func parseTarget(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
@@ -88,6 +92,19 @@ func parseTarget(raw string) (*url.URL, error) {
 	}
 	if u.Hostname() == "" {
 		return nil, errors.New("url has no host")
+	}
+	// The host in its ASCII form, as it keys the host's politeness
+	// (HostKey) and goes to DNS and the Host header.
+	host, err := hostname.ASCII(u.Hostname())
+	if err != nil {
+		return nil, err
+	}
+	if p := u.Port(); p != "" {
+		u.Host = net.JoinHostPort(host, p)
+	} else if strings.Contains(host, ":") {
+		u.Host = "[" + host + "]"
+	} else {
+		u.Host = host
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	u.Fragment, u.RawFragment = "", ""
@@ -270,12 +287,15 @@ func classify(ctx, parent context.Context, err error) (Class, error) {
 		return ClassTooLarge, err
 	}
 	if cause, ok := unresent(msg); ok {
-		return ClassProtocol, fmt.Errorf("the server ended the request without an answer (%s); not sent again", cause)
+		return ClassProtocol, fmt.Errorf("the server ended the request without an answer (%s); not sent again: %w", cause, ErrUnanswered)
 	}
 	// Anything else happened after the connection was made: a garbled
 	// status line, a connection closed mid-headers, a reset.
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		// The request went out and is not sent again (exchange.go).
+		if reusedConn(ctx) {
+			return ClassProtocol, fmt.Errorf("kept-alive connection closed before the response: %w (%w)", err, ErrUnanswered)
+		}
 		return ClassProtocol, fmt.Errorf("connection closed before the response: %w", err)
 	}
 	return ClassProtocol, err

@@ -14,6 +14,10 @@ func TestHostKey(t *testing.T) {
 		{"http://example.org:8080/a", "example.org:8080"},
 		{"http://[::1]:80/", "[::1]"},
 		{"http://[::1]:8080/", "[::1]:8080"},
+		// Both spellings of a host are one host.
+		{"http://Bücher.example/a", "xn--bcher-kva.example"},
+		{"http://xn--bcher-kva.example:80/a", "xn--bcher-kva.example"},
+		{"https://bücher.example:8443/a", "xn--bcher-kva.example:8443"},
 	} {
 		u, err := url.Parse(c.url)
 		if err != nil {

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"strings"
@@ -144,5 +145,41 @@ func TestSlowAnswerNotRepeated(t *testing.T) {
 	}
 	if got := f.Stats().Repeated; got != 0 {
 		t.Errorf("Stats().Repeated = %d, want 0", got)
+	}
+}
+
+// TestRequestOnTheWire: the body that makes a request unreplayable is not
+// on the wire: the server reads a plain GET, with neither Content-Length
+// nor Transfer-Encoding.
+func TestRequestOnTheWire(t *testing.T) {
+	noLeak(t)
+	heads := make(chan string, 1)
+	s := newRawServer(t, func(c net.Conn, _ <-chan struct{}) {
+		br := bufio.NewReader(c)
+		var head strings.Builder
+		for {
+			l, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			head.WriteString(l)
+			if l == "\r\n" {
+				break
+			}
+		}
+		heads <- head.String()
+		_, _ = c.Write([]byte(okResponse("<p>page</p>")))
+	})
+	cfg := baseConfig()
+	u := site(&cfg, s.addr())
+	f := New(cfg)
+	defer f.Close()
+	if _, err := f.Get(context.Background(), u+"/page"); err != nil {
+		t.Fatal(err)
+	}
+	head := <-heads
+	if !strings.HasPrefix(head, "GET /page HTTP/1.1\r\n") || strings.Contains(strings.ToLower(head), "content-length") ||
+		strings.Contains(strings.ToLower(head), "transfer-encoding") {
+		t.Errorf("request head %q: want a plain GET without a body", head)
 	}
 }

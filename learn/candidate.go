@@ -55,7 +55,11 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 			add(r)
 		}
 	case occJSONDoc:
-		add(newRule(rankBlob, 0, step{Type: "jsonpath", Parameters: map[string]any{"expression": jsonPath(o.path)}}))
+		add(newRule(rankBlob, 0, jsonpathStep(jsonPath(o.path))))
+	case occComposite:
+		for _, r := range d.compositeRules(o, k, own) {
+			add(r)
+		}
 	case occElement, occAttr, occTextNode:
 		el := o.node
 		if o.kind == occTextNode {
@@ -68,7 +72,7 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 				return out
 			}
 		}
-		finish := d.finishers(o, k, own)
+		finishers := d.finishers(o, k, own)
 		tail := ""
 		switch o.kind {
 		case occAttr:
@@ -78,8 +82,8 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 				// would only say it again, worse.
 				for _, a := range []string{"property", "name", "itemprop"} {
 					if v := strings.TrimSpace(attr(el, a)); v != "" {
-						for _, f := range finish {
-							add(newRule(rankMeta, f.cost, append([]step{{Type: "meta", Parameters: map[string]any{"name": v}}}, f.steps...)...))
+						for _, f := range finishers {
+							add(finish(rankMeta, 0, step{Type: "meta", Parameters: map[string]any{"name": v}}, f))
 						}
 					}
 				}
@@ -88,14 +92,14 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 		case occTextNode:
 			tail = "/text()"
 			for _, sel := range d.textLabelSelectors(o.node, own) {
-				for _, f := range finish {
-					add(newRule(rankLabel, sel.cost+f.cost, append([]step{xpathStep(sel.expr)}, f.steps...)...))
+				for _, f := range finishers {
+					add(finish(rankLabel, sel.cost, xpathStep(sel.expr), f))
 				}
 			}
 		}
 		for _, sel := range d.selectors(el, o, own) {
-			for _, f := range finish {
-				add(newRule(sel.rank, sel.cost+f.cost, append([]step{xpathStep(sel.expr + tail)}, f.steps...)...))
+			for _, f := range finishers {
+				add(finish(sel.rank, sel.cost, xpathStep(sel.expr+tail), f))
 			}
 		}
 	}
@@ -108,11 +112,19 @@ func (d *doc) candidates(o occurrence, k kind, own words) []*rule {
 type finisher struct {
 	steps []step
 	cost  int
+	cut   bool // a regular expression takes the value out of the text
+}
+
+// finish makes a rule of a selecting step and a finisher.
+func finish(r rank, cost int, sel step, f finisher) *rule {
+	out := newRule(r, cost+f.cost, append([]step{sel}, f.steps...)...)
+	out.cut = f.cut
+	return out
 }
 
 func (d *doc) finishers(o occurrence, k kind, own words) []finisher {
 	switch {
-	case o.exact && k == kindString:
+	case o.exact && k.textual():
 		return []finisher{{steps: []step{trimStep()}}}
 	case o.exact:
 		return []finisher{{}}
@@ -121,7 +133,7 @@ func (d *doc) finishers(o occurrence, k kind, own words) []finisher {
 	}
 	var out []finisher
 	for _, p := range regexVariants(o.text, o.loc, k, own) {
-		out = append(out, finisher{steps: []step{trimStep(), regexStep(p)}, cost: 2})
+		out = append(out, finisher{steps: []step{trimStep(), regexStep(p)}, cost: 2, cut: true})
 	}
 	return out
 }
@@ -233,7 +245,14 @@ func (d *doc) selectors(el *html.Node, o occurrence, own words) []selector {
 			if strings.TrimSpace(v) == "" || (a == "name" && x.DataAtom == atom.Meta) || own.in(v) {
 				continue
 			}
-			out = append(out, selector{expr: fmt.Sprintf("//%s[@%s=%s]%s", x.Data, a, xq(v), rel), rank: rankAttr, cost: up})
+			r := rankAttr
+			if a == "itemprop" || a == "property" {
+				r = rankMicrodata
+				if scope := itemScope(x); scope != nil {
+					out = append(out, selector{expr: fmt.Sprintf("//%s[@itemtype=%s]//%s[@%s=%s]%s", scope.Data, xq(attr(scope, "itemtype")), x.Data, a, xq(v), rel), rank: r, cost: up + 1})
+				}
+			}
+			out = append(out, selector{expr: fmt.Sprintf("//%s[@%s=%s]%s", x.Data, a, xq(v), rel), rank: r, cost: up})
 		}
 	}
 	out = append(out, selector{expr: structuralPath(el), rank: rankStructural})
@@ -311,6 +330,20 @@ func textAnchors(el *html.Node, o occurrence, own words) []selector {
 		out = append(out, selector{expr: fmt.Sprintf("//%s[contains(normalize-space(), %s)]", el.Data, xq(before)), rank: rankLabel, cost: 2})
 	}
 	return out
+}
+
+// itemScope is the microdata item n is a property of: its nearest
+// ancestor with an itemtype (nil when none, or when XPath cannot name it).
+func itemScope(n *html.Node) *html.Node {
+	for c := n.Parent; c != nil && c.Type == html.ElementNode; c = c.Parent {
+		if strings.TrimSpace(attr(c, "itemtype")) != "" {
+			if !xmlName.MatchString(c.Data) {
+				return nil
+			}
+			return c
+		}
+	}
+	return nil
 }
 
 // container is the nearest ancestor of n (below body) with an id or a
@@ -475,7 +508,7 @@ func ldRules(o occurrence, k kind) []*rule {
 			continue
 		}
 		steps := []step{{Type: "jsonld", Parameters: map[string]any{"type": t.typ, "property": strings.Join(props, ".")}}}
-		if k == kindString {
+		if k.textual() {
 			steps = append(steps, trimStep())
 		}
 		out = append(out, newRule(rankLD, len(props), steps...))
@@ -517,7 +550,7 @@ func (d *doc) blobRules(o occurrence, k kind) []*rule {
 	for i, sel := range sels {
 		for j, cut := range cuts {
 			steps := append(append([]step{xpathStep(sel)}, cut...), path)
-			if k == kindString {
+			if k.textual() {
 				steps = append(steps, trimStep())
 			}
 			out = append(out, newRule(rankBlob, i+j, steps...))

@@ -2,8 +2,8 @@ package learn
 
 import (
 	"context"
-	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,137 +15,92 @@ import (
 // Options.Depth links of the teacher's own links. It goes level by level,
 // every host's pages through the same Source (politely, one at a time per
 // host), and stops following a teacher's links once a page shows every
-// value the teacher knows. Of the pages a teacher reaches, its teacher
-// page is the one showing the most of its known values, provided it names
-// the teacher (its match key, when known) and shows all or nearly all
-// the others (enough): a team page naming a member and their job, or a
-// colleague's profile naming them under "See also", shows a value or two
-// among others' and teaches nothing about where a profile keeps them.
+// value the teacher knows. Of the pages a teacher reaches that name it
+// (show its match key), its page is the one showing the most of its
+// other known values. It is the teacher's page for the values it shows,
+// field by field: a value written otherwise, or in a place learning does
+// not read, loses that field, not the page. A page showing most of them
+// (more than half) is the teacher's (strong); a page showing fewer may be
+// a team page naming a member and their job, or a colleague's profile
+// naming them under "See also", so it is the teacher's only where the
+// group's learned match key reads the teacher's name on it (weak; see
+// learnGroups). A teacher whose match key is unknown has no page unless
+// one shows nearly all its values (enough).
 
-// reachedPage is a page of the depth search.
+// reachedPage is a page of the depth search. Its parsed document is
+// kept while the page is scored and dropped after (a search reads many
+// pages of 150 KB); its links stay.
 type reachedPage struct {
-	job   *fetchJob
-	doc   *doc
-	links []string
+	job    *fetchJob
+	doc    *doc
+	links  []string
+	parsed bool // links were read
 }
 
-// teacherHit is the best page a teacher reached so far.
+// parse returns the page's document, parsing it again when it was
+// dropped.
+func (rp *reachedPage) parse() *doc {
+	if rp.doc == nil {
+		rp.doc = parseDoc(rp.job.page)
+	}
+	if !rp.parsed {
+		rp.links, rp.parsed = rp.doc.anchors(), true
+	}
+	return rp.doc
+}
+
+// release drops the page's document.
+func (rp *reachedPage) release() { rp.doc = nil }
+
+// teacherHit is the best page a teacher reached so far: one that names
+// it, with the fields whose values it shows.
 type teacherHit struct {
 	page  *reachedPage
-	shown int
+	found []string // the known fields, the match key aside, whose values it shows
+}
+
+// teacherPage is what the search found for a teacher.
+type teacherPage struct {
+	page   *reachedPage // nil: none
+	strong bool         // the page shows most of the teacher's values
+}
+
+// depthSearch is one search for the teachers' pages: what it fetched,
+// each teacher's best page so far, and the teachers still followed.
+type depthSearch struct {
+	ctx      context.Context
+	teachers []Teacher
+	known    [][]string // per teacher, the fields it knows
+	kinds    map[string]kind
+	src      Source
+	opts     Options
+	res      *Result
+
+	pages   map[string]*reachedPage // every URL had (or failed), by URL
+	perHost map[string]int          // pages asked of each host
+	best    []teacherHit
+	open    []bool // the teacher's links are still followed
 }
 
 // searchDepth fetches the pages within opts.Depth links of the teachers'
-// own links (links[t]) and returns, per teacher, its teacher page (nil
-// when none names it and shows enough of its known values).
-func searchDepth(ctx context.Context, teachers []Teacher, links [][]string, known [][]string, kinds map[string]kind, src Source, opts Options, res *Result) ([]*reachedPage, error) {
-	pages := map[string]*reachedPage{}
-	perHost := map[string]int{}
-	best := make([]teacherHit, len(teachers))
-	open := make([]bool, len(teachers))
+// own links (links[t]) and returns the search, whose found says each
+// teacher's page.
+func searchDepth(ctx context.Context, teachers []Teacher, links [][]string, known [][]string, kinds map[string]kind, src Source, opts Options, res *Result) (*depthSearch, error) {
+	s := &depthSearch{ctx: ctx, teachers: teachers, known: known, kinds: kinds, src: src, opts: opts, res: res,
+		pages: map[string]*reachedPage{}, perHost: map[string]int{},
+		best: make([]teacherHit, len(teachers)), open: make([]bool, len(teachers))}
 	level := map[string]map[int]bool{}
 	for t, ls := range links {
 		if len(known[t]) == 0 {
 			continue
 		}
-		open[t] = true
+		s.open[t] = true
 		for _, l := range ls {
 			if level[l] == nil {
 				level[l] = map[int]bool{}
 			}
 			level[l][t] = true
 		}
-	}
-	hostOf := func(u string) string {
-		if pu, err := url.Parse(u); err == nil {
-			return strings.ToLower(pu.Host)
-		}
-		return ""
-	}
-	// visit fetches the pages of urls not had yet and scores each for
-	// the open teachers that reached it.
-	visit := func(depth int, urls []string) error {
-		byHost := map[string][]string{}
-		for _, u := range urls {
-			if pages[u] == nil {
-				byHost[hostOf(u)] = append(byHost[hostOf(u)], u)
-			}
-		}
-		var hosts []string
-		for h := range byHost {
-			hosts = append(hosts, h)
-		}
-		sort.Strings(hosts)
-		jobs := make([][]fetchJob, len(hosts))
-		for i, h := range hosts {
-			for _, u := range byHost[h] {
-				if perHost[h] >= opts.PagesPerHost {
-					res.Capped[h]++
-					continue
-				}
-				perHost[h]++
-				jobs[i] = append(jobs[i], fetchJob{url: u, depth: depth})
-			}
-		}
-		if err := fetchAll(ctx, src, hosts, jobs, opts); err != nil {
-			return err
-		}
-		for i := range jobs {
-			for k := range jobs[i] {
-				j := &jobs[i][k]
-				rp := &reachedPage{job: j}
-				pages[j.url] = rp
-				if j.err != nil {
-					if depth > 0 {
-						res.DeepFailed++
-						continue
-					}
-					var ts []int
-					for t := range level[j.url] {
-						ts = append(ts, t)
-					}
-					sort.Ints(ts)
-					for _, t := range ts {
-						res.Failed = append(res.Failed, FetchError{URL: j.url, Teacher: teachers[t].ID, Err: j.err})
-					}
-					continue
-				}
-				rp.doc = parseDoc(j.page)
-				rp.links = rp.doc.anchors()
-			}
-		}
-		for _, u := range urls {
-			rp := pages[u]
-			if rp == nil || rp.doc == nil {
-				continue
-			}
-			for t := range level[u] {
-				if !open[t] {
-					continue
-				}
-				n := 0
-				for _, f := range known[t] {
-					shown := len(rp.doc.locate(kinds[f], strings.TrimSpace(teachers[t].Values[f]))) > 0
-					switch {
-					case f == opts.MatchKey && !shown:
-						// A page that does not name the teacher is not
-						// its page, whatever else it shows.
-						n = -len(known[t])
-					case f != opts.MatchKey && shown:
-						n++
-					}
-				}
-				if n > best[t].shown {
-					best[t] = teacherHit{page: rp, shown: n}
-				}
-			}
-		}
-		for t := range open {
-			if open[t] && best[t].shown == nonKey(known[t], opts.MatchKey) {
-				open[t] = false
-			}
-		}
-		return nil
 	}
 	for depth := 0; depth <= opts.Depth && len(level) > 0; depth++ {
 		urls := make([]string, 0, len(level))
@@ -156,69 +111,249 @@ func searchDepth(ctx context.Context, teachers []Teacher, links [][]string, know
 		// The pages of hosts that many of the teachers' links reach come
 		// first, as a site's pages: a teacher they satisfy has the rest
 		// (its own website, a social profile) left alone.
-		shared := map[string]map[int]bool{}
-		for _, u := range urls {
-			h := hostOf(u)
-			if shared[h] == nil {
-				shared[h] = map[int]bool{}
-			}
-			for t := range level[u] {
-				shared[h][t] = true
-			}
-		}
-		var first, rest []string
-		for _, u := range urls {
-			if len(shared[hostOf(u)]) >= opts.MinTeachers {
-				first = append(first, u)
-			} else {
-				rest = append(rest, u)
-			}
-		}
-		if err := visit(depth, first); err != nil {
+		first, rest := s.shared(urls, level)
+		if err := s.visit(depth, first, level); err != nil {
 			return nil, err
 		}
-		wanted := rest[:0]
-		for _, u := range rest {
-			for t := range level[u] {
-				if open[t] {
-					wanted = append(wanted, u)
-					break
-				}
-			}
-		}
-		if err := visit(depth, wanted); err != nil {
+		if err := s.visit(depth, s.wanted(rest, level), level); err != nil {
 			return nil, err
 		}
 		if depth == opts.Depth {
 			break
 		}
-		next := map[string]map[int]bool{}
-		for _, u := range urls {
-			rp := pages[u]
-			if rp == nil || rp.doc == nil {
+		level = s.next(urls, level)
+	}
+	return s, nil
+}
+
+// hostOf is the lower-cased host of a URL, "" when it does not parse.
+func hostOf(u string) string {
+	if pu, err := url.Parse(u); err == nil {
+		return strings.ToLower(pu.Host)
+	}
+	return ""
+}
+
+// shared splits a level's URLs into those of hosts that at least
+// Options.MinTeachers teachers reach, and the rest.
+func (s *depthSearch) shared(urls []string, level map[string]map[int]bool) (first, rest []string) {
+	reach := map[string]map[int]bool{}
+	for _, u := range urls {
+		h := hostOf(u)
+		if reach[h] == nil {
+			reach[h] = map[int]bool{}
+		}
+		for t := range level[u] {
+			reach[h][t] = true
+		}
+	}
+	for _, u := range urls {
+		if len(reach[hostOf(u)]) >= s.opts.MinTeachers {
+			first = append(first, u)
+		} else {
+			rest = append(rest, u)
+		}
+	}
+	return first, rest
+}
+
+// wanted keeps the URLs some open teacher reaches.
+func (s *depthSearch) wanted(urls []string, level map[string]map[int]bool) []string {
+	out := urls[:0]
+	for _, u := range urls {
+		for t := range level[u] {
+			if s.open[t] {
+				out = append(out, u)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// visit fetches the pages of urls not had yet and scores each for the
+// open teachers that reached it.
+func (s *depthSearch) visit(depth int, urls []string, level map[string]map[int]bool) error {
+	hosts, jobs := s.jobs(depth, urls)
+	if err := fetchAll(s.ctx, s.src, hosts, jobs, s.opts); err != nil {
+		return err
+	}
+	for i := range jobs {
+		for k := range jobs[i] {
+			s.keep(depth, &jobs[i][k], level)
+		}
+	}
+	// One page parsed at a time, kept only as a teacher's best.
+	for _, u := range urls {
+		rp := s.pages[u]
+		if rp == nil || rp.job.err != nil {
+			continue
+		}
+		reached := false
+		for t := range level[u] {
+			reached = reached || s.open[t]
+		}
+		if !reached && rp.parsed {
+			continue
+		}
+		rp.parse()
+		for t := range level[u] {
+			if s.open[t] {
+				s.score(t, rp)
+			}
+		}
+		rp.release()
+	}
+	for t := range s.open {
+		if s.open[t] && len(s.best[t].found) == nonKey(s.known[t], s.opts.MatchKey) {
+			s.open[t] = false
+		}
+	}
+	return nil
+}
+
+// jobs are the fetches of urls not had yet, by host, within the bound
+// of pages a host.
+func (s *depthSearch) jobs(depth int, urls []string) ([]string, [][]fetchJob) {
+	byHost := map[string][]string{}
+	for _, u := range urls {
+		if s.pages[u] == nil {
+			byHost[hostOf(u)] = append(byHost[hostOf(u)], u)
+		}
+	}
+	var hosts []string
+	for h := range byHost {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	jobs := make([][]fetchJob, len(hosts))
+	for i, h := range hosts {
+		for _, u := range byHost[h] {
+			if s.perHost[h] >= s.opts.PagesPerHost {
+				s.res.Capped[h]++
 				continue
 			}
-			for t := range level[u] {
-				if !open[t] {
-					continue
+			s.perHost[h]++
+			jobs[i] = append(jobs[i], fetchJob{url: u, depth: depth})
+		}
+	}
+	return hosts, jobs
+}
+
+// keep records what came of a fetch: the page parsed, or the failure,
+// counted against the teachers whose own link it was.
+func (s *depthSearch) keep(depth int, j *fetchJob, level map[string]map[int]bool) {
+	s.pages[j.url] = &reachedPage{job: j}
+	if j.err == nil {
+		return
+	}
+	if depth > 0 {
+		s.res.DeepFailed++
+		return
+	}
+	var ts []int
+	for t := range level[j.url] {
+		ts = append(ts, t)
+	}
+	sort.Ints(ts)
+	for _, t := range ts {
+		s.res.Failed = append(s.res.Failed, FetchError{URL: j.url, Teacher: s.teachers[t].ID, Err: j.err})
+	}
+}
+
+// score finds which known values of teacher t page rp shows, and keeps
+// the page as t's best when it names t and shows more than the best so
+// far.
+func (s *depthSearch) score(t int, rp *reachedPage) {
+	key := s.keyOf(t)
+	if key != "" && len(rp.doc.locate(s.kinds[s.opts.MatchKey], key)) == 0 {
+		// A page that does not name the teacher is not its page,
+		// whatever else it shows.
+		return
+	}
+	var found []string
+	for _, f := range s.known[t] {
+		if f != s.opts.MatchKey && len(rp.doc.locate(s.kinds[f], strings.TrimSpace(s.teachers[t].Values[f]))) > 0 {
+			found = append(found, f)
+		}
+	}
+	if b := &s.best[t]; b.page == nil && (key != "" || len(found) > 0) || len(found) > len(b.found) {
+		*b = teacherHit{page: rp, found: found}
+	}
+}
+
+// keyOf is teacher t's match key, "" when unknown.
+func (s *depthSearch) keyOf(t int) string {
+	if s.opts.MatchKey == "" {
+		return ""
+	}
+	return strings.TrimSpace(s.teachers[t].Values[s.opts.MatchKey])
+}
+
+// next is the following level: the links of this level's pages, each
+// with the open teachers that reached it.
+func (s *depthSearch) next(urls []string, level map[string]map[int]bool) map[string]map[int]bool {
+	next := map[string]map[int]bool{}
+	for _, u := range urls {
+		rp := s.pages[u]
+		if rp == nil || !rp.parsed {
+			continue
+		}
+		for t := range level[u] {
+			if !s.open[t] {
+				continue
+			}
+			for _, l := range rp.links {
+				if next[l] == nil {
+					next[l] = map[int]bool{}
 				}
-				for _, l := range rp.links {
-					if next[l] == nil {
-						next[l] = map[int]bool{}
-					}
-					next[l][t] = true
-				}
+				next[l][t] = true
 			}
 		}
-		level = next
 	}
-	out := make([]*reachedPage, len(teachers))
-	for t, b := range best {
-		if b.page != nil && b.shown >= enough(nonKey(known[t], opts.MatchKey)) {
-			out[t] = b.page
+	return next
+}
+
+// found is each teacher's page: its best, strong when it shows most of
+// the teacher's values (nearly all, when its match key is unknown), weak
+// when it names the teacher and shows fewer.
+func (s *depthSearch) found() []teacherPage {
+	out := make([]teacherPage, len(s.teachers))
+	for t, b := range s.best {
+		n, shown := nonKey(s.known[t], s.opts.MatchKey), len(b.found)
+		switch {
+		case b.page == nil || shown == 0:
+		case s.keyOf(t) == "":
+			if shown >= enough(n) {
+				out[t] = teacherPage{page: b.page, strong: true}
+			}
+		default:
+			out[t] = teacherPage{page: b.page, strong: shown*2 > n}
 		}
 	}
-	return out, nil
+	return out
+}
+
+// untaught says what the best page a teacher reached showed of it, for
+// a teacher that taught nothing.
+func (s *depthSearch) untaught(t int) Untaught {
+	u := Untaught{Teacher: s.teachers[t].ID}
+	b := s.best[t]
+	if b.page == nil {
+		return u
+	}
+	u.URL = b.page.job.page.URL
+	u.Named = s.keyOf(t) != ""
+	for _, f := range s.known[t] {
+		switch {
+		case f == s.opts.MatchKey:
+		case slices.Contains(b.found, f):
+			u.Shown = append(u.Shown, f)
+		default:
+			u.Missing = append(u.Missing, f)
+		}
+	}
+	return u
 }
 
 // anchors are the page's links a crawl follows: every <a href>, resolved,
@@ -248,11 +383,6 @@ func (d *doc) anchors() []string {
 	}
 	walk(d.root)
 	return out
-}
-
-// depthReason says why a teacher taught nothing in the depth search.
-func depthReason(d int) string {
-	return fmt.Sprintf("no page within %d link(s) of its own links names it and shows (nearly) all its known values", d)
 }
 
 // nonKey counts the fields besides the match key.

@@ -20,21 +20,20 @@ func FuzzCandidates(f *testing.F) {
 	f.Add(bookPage(books[0]), strings.Join(books[0].authors, ", "), "text/html")
 	f.Add(`<p>Released on <b>4 May 1995</b>, $1,234.50</p>`, "1995-05-04", "")
 	f.Add(`<p>Price: 1.234,50 €</p>`, "1234.5", "")
+	f.Add(contactPage(contacts()[0]), "Medellín, Colombia", "text/html")
+	f.Add(contactPage(contacts()[0]), "+39 02 555 0102", "text/html")
+	f.Add(`<script type="application/json">{"a": {"b": "x", "c": "y z"}}</script>`, "x, y z", "")
 	f.Fuzz(func(t *testing.T, body, value, ctype string) {
 		if len(body) > 1<<16 || len(value) > 200 {
 			return
 		}
 		d := parseDoc(&Page{URL: "http://fuzz.example/p/x", ContentType: ctype, Body: []byte(body)})
-		for _, k := range []kind{kindString, kindEmail, kindURL, kindList, kindDate, kindNumber} {
+		for _, k := range []kind{kindString, kindEmail, kindURL, kindList, kindDate, kindNumber, kindPhone, kindKey} {
 			if collapse(value) == "" {
 				return
 			}
-			fl := &field{name: "f", kind: k, ex: []example{{doc: d, value: value, own: wordsOf("Fuzz Person")}}}
-			if k == kindList {
-				fl.ex[0].occs = d.locateList(value)
-			} else {
-				fl.ex[0].occs = d.locate(k, value)
-			}
+			fl := &field{name: "f", kind: k, ex: []example{{doc: d, page: d.page, value: value, own: wordsOf("Fuzz Person")}}}
+			fl.ex[0].locate(k)
 			for _, o := range fl.ex[0].occs {
 				propose := d.candidates
 				if k == kindList {

@@ -1,6 +1,7 @@
 package learn
 
 import (
+	"net"
 	"net/url"
 	"path"
 	"regexp"
@@ -31,13 +32,23 @@ func segments(u *url.URL) []string {
 	return strings.Split(p, "/")
 }
 
-// hostShape is a host with every run of digits written N: the hosts of
-// one site numbered folk-0001.example, folk-0002.example… are one shape,
-// folk-N.example, when their pages are.
+// hostShape is a host with every run of digits in its name written N:
+// the hosts of one site numbered folk-0001.example, folk-0002.example…
+// are one shape, folk-N.example, when their pages are. An address is
+// not a name: 192.0.2.1 and 192.0.2.7 are two sites, and a port is kept
+// as it is.
 func hostShape(host string) string {
+	host = strings.ToLower(host)
+	name, port := host, ""
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		name, port = h, ":"+p
+	}
+	if net.ParseIP(strings.Trim(name, "[]")) != nil {
+		return host
+	}
 	var b strings.Builder
 	digits := false
-	for _, r := range strings.ToLower(host) {
+	for _, r := range name {
 		d := '0' <= r && r <= '9'
 		switch {
 		case d && !digits:
@@ -47,7 +58,7 @@ func hostShape(host string) string {
 		}
 		digits = d
 	}
-	return b.String()
+	return b.String() + port
 }
 
 // hostPattern matches the hosts: literal when they are one, else their
@@ -61,11 +72,16 @@ func hostPattern(urls []*url.URL) string {
 	if same {
 		return regexp.QuoteMeta(host)
 	}
-	parts := strings.Split(hostShape(host), "N")
+	shape := hostShape(host)
+	port := ""
+	if h, p, err := net.SplitHostPort(shape); err == nil {
+		shape, port = h, regexp.QuoteMeta(":"+p)
+	}
+	parts := strings.Split(shape, "N")
 	for i, p := range parts {
 		parts[i] = regexp.QuoteMeta(p)
 	}
-	return strings.Join(parts, "[0-9]+")
+	return strings.Join(parts, "[0-9]+") + port
 }
 
 func shapeOf(u *url.URL) shape {

@@ -24,11 +24,65 @@ const maxCandidates = 600
 // example is one teacher page of a field: the page, the known value and
 // where the value appears on it (nowhere: the page is a negative, on
 // which a rule must yield nothing or the value).
+//
+// Its page is parsed, searched and proposes its candidates in one go, and
+// its document is let go before the next example's is made: a group of
+// sixty pages of 150 KB keeps one parsed at a time, not sixty.
 type example struct {
-	doc   *doc
+	page  *Page
 	value string
 	own   words // the words of every value the teacher knows
-	occs  []occurrence
+	shown bool  // the page shows the value
+	// forms are the value as the page writes it where it shows it
+	// (white space folded): a rule must take one of them, not merely
+	// the same value read otherwise.
+	forms map[string]bool
+
+	doc  *doc         // while it is searched (locate)
+	occs []occurrence // where the value is on doc
+}
+
+// locate finds the example's value on its page, and the forms it has
+// there.
+func (e *example) locate(k kind) {
+	if e.doc == nil {
+		e.doc = parseDoc(e.page)
+	}
+	if k == kindList {
+		e.occs = e.doc.locateList(e.value)
+	} else {
+		e.occs = e.doc.locate(k, e.value)
+	}
+	e.shown = len(e.occs) > 0
+	e.forms = map[string]bool{}
+	for _, o := range e.occs {
+		if o.loc != nil && !o.obfuscated && !o.item {
+			e.forms[collapse(o.text[o.loc[0]:o.loc[1]])] = true
+		}
+	}
+}
+
+// right reports whether a rule's values on example i are its value
+// exactly: the same value under the field's kind and, unless the
+// mapping's field type rewrites it (an address, a link), as the page
+// writes it, so that a crawl fills what the page says ("+39 02 555
+// 0102", not "39 02 555 0102"). On a page that does not show the value
+// the same value is enough.
+func (f *field) right(out []string, i int) bool {
+	e := &f.ex[i]
+	if !f.kind.exact(out, e.value) {
+		return false
+	}
+	return f.kind.typed() || f.kind == kindList || len(e.forms) == 0 || e.forms[collapse(out[0])]
+}
+
+// rightFirst reports whether a rule's first value on example i is its
+// value, as right says.
+func (f *field) rightFirst(out []string, i int) bool {
+	if f.kind == kindList || len(out) == 0 {
+		return f.right(out, i)
+	}
+	return f.right(out[:1], i)
 }
 
 // candidate is a rule with the teacher pages that proposed it and what it
@@ -49,34 +103,36 @@ type field struct {
 	evaluated int // cands[:evaluated] have run (ensure)
 }
 
-// generate collects the candidates of every example and runs them all on
-// every example's page through etl.
-func (f *field) generate() error {
-	byKey := map[string]*candidate{}
-	for i, e := range f.ex {
-		var rules []*rule
-		for _, o := range e.occs {
-			if f.kind == kindList {
-				rules = append(rules, e.doc.listCandidates(o, e.own)...)
-				continue
-			}
-			rules = append(rules, e.doc.candidates(o, f.kind, e.own)...)
+// propose adds the candidates of example i, located, to the field's:
+// the rules that take its value where its page shows it.
+func (f *field) propose(i int, byKey map[string]*candidate) {
+	e := &f.ex[i]
+	var rules []*rule
+	for _, o := range e.occs {
+		if f.kind == kindList {
+			rules = append(rules, e.doc.listCandidates(o, e.own)...)
+			continue
 		}
-		for _, r := range rules {
-			c := byKey[r.key]
-			if c == nil {
-				c = &candidate{rule: r, from: make([]bool, len(f.ex))}
-				byKey[r.key] = c
-				f.cands = append(f.cands, c)
-			}
-			c.from[i] = true
-		}
+		rules = append(rules, e.doc.candidates(o, f.kind, e.own)...)
 	}
+	for _, r := range rules {
+		c := byKey[r.key]
+		if c == nil {
+			c = &candidate{rule: r, from: make([]bool, len(f.ex))}
+			byKey[r.key] = c
+			f.cands = append(f.cands, c)
+		}
+		c.from[i] = true
+	}
+}
+
+// settle puts the candidates in preference order and keeps the first
+// maxCandidates.
+func (f *field) settle() {
 	sort.SliceStable(f.cands, func(i, j int) bool { return f.cands[i].rule.less(f.cands[j].rule) })
 	if len(f.cands) > maxCandidates {
 		f.cands = f.cands[:maxCandidates]
 	}
-	return nil
 }
 
 // firstBatch is how many candidates are run at first; each batch after
@@ -112,6 +168,28 @@ func (f *field) ensure(n int) {
 // run fills cs' outputs: one mapping with a field per candidate (every
 // value kept), one extraction per example page.
 func (f *field) run(cs []*candidate) error {
+	rules := make([]*rule, len(cs))
+	for i, c := range cs {
+		rules[i] = c.rule
+	}
+	set, err := ruleSet(rules, f.kind.fieldType())
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		c.out = make([][]string, len(f.ex))
+	}
+	for i, e := range f.ex {
+		for n, vs := range runRules(set, len(cs), e.page) {
+			cs[n].out[i] = vs
+		}
+	}
+	return nil
+}
+
+// ruleSet loads rules as one mapping with a field per rule, of type typ,
+// every value kept.
+func ruleSet(rules []*rule, typ string) (*etl.Set, error) {
 	type mfield struct {
 		Name       string `json:"name"`
 		Type       string `json:"type,omitempty"`
@@ -122,30 +200,27 @@ func (f *field) run(cs []*candidate) error {
 		Name   string   `json:"name"`
 		Fields []mfield `json:"fields"`
 	}{Name: "candidates"}
-	for i, c := range cs {
-		m.Fields = append(m.Fields, mfield{Name: fmt.Sprintf("c%d", i), Type: f.kind.fieldType(), All: true, Processors: c.rule.steps})
+	for i, r := range rules {
+		m.Fields = append(m.Fields, mfield{Name: fmt.Sprintf("c%d", i), Type: typ, All: true, Processors: r.steps})
 	}
 	data, err := json.Marshal(m)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	set, err := etl.Load(map[string][]byte{"candidates.json": data})
-	if err != nil {
-		return err
-	}
-	for _, c := range cs {
-		c.out = make([][]string, len(f.ex))
-	}
-	for i, e := range f.ex {
-		ex := set.Extract(e.doc.page.URL, e.doc.page.Body, e.doc.page.ContentType)
-		for _, fv := range ex.Fields {
-			n, err := strconv.Atoi(strings.TrimPrefix(fv.Field, "c"))
-			if err == nil && n >= 0 && n < len(cs) {
-				cs[n].out[i] = fv.Values
-			}
+	return etl.Load(map[string][]byte{"candidates.json": data})
+}
+
+// runRules runs a set ruleSet made of n rules on a page: each rule's
+// values.
+func runRules(set *etl.Set, n int, p *Page) [][]string {
+	out := make([][]string, n)
+	for _, fv := range set.Extract(p.URL, p.Body, p.ContentType).Fields {
+		k, err := strconv.Atoi(strings.TrimPrefix(fv.Field, "c"))
+		if err == nil && k >= 0 && k < n {
+			out[k] = fv.Values
 		}
 	}
-	return nil
+	return out
 }
 
 // holds reports whether a candidate does what the example asks of it: the
@@ -153,12 +228,12 @@ func (f *field) run(cs []*candidate) error {
 // else where it does not.
 func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
 	out, e := c.out[i], f.ex[i]
-	if len(e.occs) == 0 {
+	if !e.shown {
 		// The value is not on the page: the rule must take nothing
 		// else from it.
-		return len(out) == 0 || f.kind.exact(out, e.value)
+		return len(out) == 0 || f.right(out, i)
 	}
-	return f.kind.exact(out, e.value) || firstOnly && f.kind.first(out, e.value)
+	return f.right(out, i) || firstOnly && f.rightFirst(out, i)
 }
 
 // choose returns the preferred candidate proposed by a training page that
@@ -167,9 +242,13 @@ func (f *field) holds(c *candidate, i int, firstOnly bool) bool {
 // the record's own block beats one that also takes a decoy after it; a
 // list of values is a list field, list.go, not a first of several). nil
 // when none.
-func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
+// Only candidates of family fam are considered when fam is not anyFamily.
+func (f *field) choose(train []bool, fam int) (c *candidate, firstOfSeveral bool) {
 	for _, firstOnly := range []bool{false, true} {
 		for k, c := range f.cands { // in preference order
+			if fam != anyFamily && c.rule.family() != fam {
+				continue
+			}
 			f.ensure(k + 1)
 			if !c.dead && f.fits(c, train, firstOnly) {
 				return c, firstOnly
@@ -177,6 +256,55 @@ func (f *field) choose(train []bool) (c *candidate, firstOfSeveral bool) {
 		}
 	}
 	return nil, false
+}
+
+// anyFamily lets choose take a candidate of any family.
+const anyFamily = -1
+
+// choice is a field's rule, with how it did on held-out teachers.
+type choice struct {
+	c         *candidate
+	firstOf   bool
+	score     Score
+	misses    []Miss
+	validated bool
+}
+
+// chooseFamily chooses the field's rule from every teacher page, and
+// cross-validates the choice. When the rule learned without a fold errs
+// or misses on it, each family of rules (rule.family: JSON-LD, labels,
+// …, a cut or not) is chosen and cross-validated on its own, and
+// the family whose held-out values are most often right wins, then the
+// one right on most held-out pages, then the more general (the earlier).
+// nil when no rule fits every page.
+func (f *field) chooseFamily(all []bool, folds int) *choice {
+	c, firstOf := f.choose(all, anyFamily)
+	if c == nil {
+		return nil
+	}
+	best := &choice{c: c, firstOf: firstOf}
+	best.score, best.misses, best.validated = f.crossValidate(folds, anyFamily)
+	if !best.validated || best.score.Perfect() {
+		return best
+	}
+	f.ensure(len(f.cands))
+	tried := map[int]bool{}
+	for _, x := range f.cands { // the families in preference order
+		fam := x.rule.family()
+		if tried[fam] || x.dead {
+			continue
+		}
+		tried[fam] = true
+		alt, firstOf := f.choose(all, fam)
+		if alt == nil {
+			continue
+		}
+		s, misses, _ := f.crossValidate(folds, fam)
+		if s.Precision() > best.score.Precision() || s.Precision() == best.score.Precision() && s.Recall() > best.score.Recall() {
+			best = &choice{c: alt, firstOf: firstOf, score: s, misses: misses, validated: true}
+		}
+	}
+	return best
 }
 
 // fits reports whether c was proposed by a training page and holds on
@@ -215,7 +343,7 @@ func (f *field) contradicted() (*candidate, int) {
 			if f.holds(c, i, false) {
 				continue
 			}
-			if len(e.occs) > 0 {
+			if e.shown {
 				ok = false
 				break
 			}
@@ -239,7 +367,7 @@ func (f *field) best() (*candidate, int) {
 	for _, c := range f.cands {
 		k := 0
 		for i, e := range f.ex {
-			if len(e.occs) > 0 && f.kind.first(c.out[i], e.value) {
+			if e.shown && f.rightFirst(c.out[i], i) {
 				k++
 			}
 		}
@@ -285,12 +413,12 @@ type Miss struct {
 	Rule string // the rule learned without this page's fold
 }
 
-// crossValidate learns the field k times, each time without one fold of
-// the examples, and scores each rule on its fold. folds < 2 or a single
-// example: no validation (ok false).
-func (f *field) crossValidate(folds int) (s Score, misses []Miss, ok bool) {
+// crossValidate learns the field k times (from family fam, or any),
+// each time without one fold of the examples, and scores each rule on
+// its fold. folds < 2 or a single example: no validation (ok false).
+func (f *field) crossValidate(folds, fam int) (s Score, misses []Miss, ok bool) {
 	return f.validate(folds, func(train []bool) []*candidate {
-		if c, _ := f.choose(train); c != nil {
+		if c, _ := f.choose(train, fam); c != nil {
 			return []*candidate{c}
 		}
 		return nil
@@ -346,14 +474,14 @@ func (f *field) validate(folds int, learn func(train []bool) []*candidate) (s Sc
 				}
 			}
 			switch {
-			case got != "" && f.kind.first(out, e.value):
+			case got != "" && f.rightFirst(out, i):
 				s.Right++
 			case got != "":
 				s.Wrong++
-				misses = append(misses, Miss{URL: e.doc.page.URL, Want: e.value, Got: got, Rule: rule})
-			case len(e.occs) > 0:
+				misses = append(misses, Miss{URL: e.page.URL, Want: e.value, Got: got, Rule: rule})
+			case e.shown:
 				s.Missed++
-				misses = append(misses, Miss{URL: e.doc.page.URL, Want: e.value, Rule: rule})
+				misses = append(misses, Miss{URL: e.page.URL, Want: e.value, Rule: rule})
 			}
 		}
 	}
@@ -371,7 +499,7 @@ func (f *field) precise(c *candidate, train []bool) bool {
 		if len(out) == 0 {
 			continue
 		}
-		if !f.kind.exact(out, f.ex[i].value) {
+		if !f.right(out, i) {
 			return false
 		}
 	}
@@ -409,7 +537,7 @@ func (f *field) cover(train []bool) []*candidate {
 			}
 			n := 0
 			for i, t := range train {
-				if t && !covered[i] && len(f.ex[i].occs) > 0 && f.kind.exact(c.out[i], f.ex[i].value) {
+				if t && !covered[i] && f.ex[i].shown && f.right(c.out[i], i) {
 					n++
 				}
 			}
@@ -421,7 +549,7 @@ func (f *field) cover(train []bool) []*candidate {
 			return out
 		}
 		for i := range covered {
-			covered[i] = covered[i] || f.kind.exact(best.out[i], f.ex[i].value)
+			covered[i] = covered[i] || f.right(best.out[i], i)
 		}
 		out = append(out, best)
 	}

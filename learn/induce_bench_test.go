@@ -12,74 +12,6 @@ import (
 	"time"
 )
 
-// shopBook is one product page of the benchmark's shop.
-type shopBook struct {
-	title, isbn, publisher, date string
-	authors                      []string
-}
-
-func shopBooks(n int) []shopBook {
-	first := []string{"Ada", "Bruno", "Chloe", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas"}
-	last := []string{"Almeida", "Berger", "Costa", "Dubois", "Eriksen", "Fischer", "Garcia", "Horvat"}
-	pubs := []string{"Harbour Press", "Northwind Books", "Lantern House", "Meridian", "Quillfeather"}
-	var out []shopBook
-	for i := 0; i < n; i++ {
-		out = append(out, shopBook{
-			title:     fmt.Sprintf("The %s of %s, volume %d", []string{"Atlas", "Garden", "Voyage", "Archive"}[i%4], last[i%len(last)], i+1),
-			authors:   []string{first[i%len(first)] + " " + last[(i/3)%len(last)]},
-			isbn:      fmt.Sprintf("978-%d-%05d-%03d-%d", i%10, 10000+i*37, i%1000, i%10),
-			publisher: pubs[i%len(pubs)],
-			date:      fmt.Sprintf("%d %s %d", 1+i%28, []string{"January", "March", "May", "July", "October"}[i%5], 1990+i%30),
-		})
-		if i%3 == 0 {
-			// A third of the books have two authors.
-			out[i].authors = append(out[i].authors, first[(i+3)%len(first)]+" "+last[(i+5)%len(last)])
-		}
-	}
-	return out
-}
-
-// shopPage is a product page of about 150 KB, as shops make them: a
-// navigation of hundreds of links, the details in a table, a long
-// description, a JSON state script, reviews and a carousel of related
-// books (other titles, authors and publishers: decoys).
-func shopPage(b shopBook, i int, all []shopBook) string {
-	var s strings.Builder
-	s.WriteString("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>")
-	s.WriteString(b.title + " – Shop</title></head><body><header><nav class=\"menu\"><ul>")
-	for k := 0; k < 400; k++ {
-		fmt.Fprintf(&s, "<li class=\"menu-item\"><a href=\"/category/%d\">Category %d</a></li>", k, k)
-	}
-	s.WriteString("</ul></nav></header><main><div class=\"product\">")
-	fmt.Fprintf(&s, "<h1 class=\"product-title\">%s</h1><p class=\"byline\">by %s</p>", b.title, strings.Join(b.authors, " and "))
-	fmt.Fprintf(&s, "<table class=\"details\"><tr><th>Authors</th><td>%s</td></tr>", strings.Join(b.authors, "; "))
-	fmt.Fprintf(&s, "<tr><th>ISBN</th><td>%s</td></tr><tr><th>Publisher</th><td>%s</td></tr><tr><th>Published</th><td>%s</td></tr><tr><th>Pages</th><td>%d</td></tr><tr><th>Language</th><td>English</td></tr></table>",
-		b.isbn, b.publisher, b.date, 200+i)
-	s.WriteString("<div class=\"description\">")
-	for k := 0; k < 170; k++ {
-		fmt.Fprintf(&s, "<p>Paragraph %d of a long description that tells the story of the book, its themes and its many characters, and why readers love it so.</p>", k)
-	}
-	s.WriteString("</div></div><section class=\"reviews\">")
-	for k := 0; k < 420; k++ {
-		fmt.Fprintf(&s, "<div class=\"review\"><span class=\"stars\">%d</span><p>Review %d: a fine read, recommended to every reader of the genre.</p></div>", 1+k%5, k)
-	}
-	s.WriteString("</section><section class=\"related\"><ul>")
-	for k := 1; k <= 150; k++ {
-		o := all[(i+k)%len(all)]
-		fmt.Fprintf(&s, "<li class=\"card\"><a href=\"/book/%d\">%s</a><span class=\"card-author\">%s</span><span class=\"card-publisher\">%s</span><span class=\"price\">%d.99</span></li>", (i+k)%len(all), o.title, strings.Join(o.authors, ", "), o.publisher, 5+k%20)
-	}
-	s.WriteString("</ul></section></main><script>window.__STATE__ = {\"cart\":[],\"flags\":{")
-	for k := 0; k < 600; k++ {
-		fmt.Fprintf(&s, "\"flag%d\":%t,", k, k%2 == 0)
-	}
-	s.WriteString("\"end\":true}};</script><footer>")
-	for k := 0; k < 200; k++ {
-		fmt.Fprintf(&s, "<a class=\"footer-link\" href=\"/page/%d\">Page %d</a> ", k, k)
-	}
-	s.WriteString("</footer></body></html>")
-	return s.String()
-}
-
 // BenchmarkInduce60 learns author, isbn, publisher and publication date
 // (the title as match key) from 60 teachers whose product pages are
 // about 150 KB each, the pages already in memory: induction alone, as
@@ -94,14 +26,63 @@ func BenchmarkInduce60(b *testing.B) {
 	size := 0
 	for i, bk := range books {
 		u := fmt.Sprintf("http://shop.example/book/%d", i)
-		body := shopPage(bk, i, books)
+		body := shopPage(bk, i, books, fullShop)
 		size += len(body)
 		ps[u] = &Page{URL: u, ContentType: "text/html", Body: []byte(body)}
-		ts = append(ts, Teacher{ID: fmt.Sprint("b", i), Links: []string{u}, Values: map[string]string{
-			"title": bk.title, "author": strings.Join(bk.authors, ", "), "isbn": bk.isbn, "publisher": bk.publisher, "date": bk.date}})
+		ts = append(ts, Teacher{ID: fmt.Sprint("b", i), Links: []string{u}, Values: bookValues(bk)})
 	}
 	b.Logf("60 pages, %.0f KB each on average", float64(size)/60/1024)
-	opts := Options{Fields: []string{"author", "isbn", "publisher", "date"}, MatchKey: "title", PagesPerHost: 100}
+	benchLearn(b, ts, ps, Options{Fields: []string{"author", "isbn", "publisher", "date"}, MatchKey: "title", PagesPerHost: 100})
+}
+
+// BenchmarkLearnDepth2 is issue 32's budget: 60 teachers whose product
+// pages of about 150 KB are one or two links from their own link, found
+// at --depth 2 through hub pages. Each teacher's link is a hub page of
+// its own; half of them link to the teacher's product page, half to a
+// category page of the shop listing twenty books (the teacher's and
+// others'), so the search reads the product pages of 120 books, each
+// with 750 links, and learns from 60. The pages are in memory: the
+// search and the induction alone.
+//
+//	go test -run '^$' -bench LearnDepth2 -benchtime 1x ./learn/
+func BenchmarkLearnDepth2(b *testing.B) {
+	const teachers, listed = 60, 20
+	books := shopBooks(2 * teachers)
+	ps := pageSet{}
+	add := func(u, body string) { ps[u] = &Page{URL: u, ContentType: "text/html", Body: []byte(body)} }
+	for i, bk := range books {
+		add(fmt.Sprintf("http://shop.example/book/%d", i), shopPage(bk, i, books, fullShop))
+	}
+	for k := 0; k < teachers/(listed/2); k++ {
+		var links strings.Builder
+		for j := 0; j < listed/2; j++ {
+			// The category's teachers, and as many other books.
+			fmt.Fprintf(&links, `<li><a href="/book/%d">%s</a></li><li><a href="/book/%d">%s</a></li>`,
+				k*listed/2+j, books[k*listed/2+j].title, teachers+k*listed/2+j, books[teachers+k*listed/2+j].title)
+		}
+		add(fmt.Sprintf("http://shop.example/category/%d", k), pageHTML("<h1>Books</h1><ul>"+links.String()+"</ul>"))
+	}
+	var ts []Teacher
+	for i := 0; i < teachers; i++ {
+		target := fmt.Sprintf("http://shop.example/book/%d", i)
+		if i%2 == 1 {
+			target = fmt.Sprintf("http://shop.example/category/%d", i/(listed/2))
+		}
+		hub := fmt.Sprintf("http://hub.example/reader/%d", i)
+		add(hub, pageHTML(fmt.Sprintf(`<p>A reader's page.</p><a href="%s">a book I like</a><a href="http://hub.example/">home</a>`, target)))
+		ts = append(ts, Teacher{ID: fmt.Sprint("b", i), Links: []string{hub}, Values: bookValues(books[i])})
+	}
+	benchLearn(b, ts, ps, Options{Fields: []string{"author", "isbn", "publisher", "date"}, MatchKey: "title", Depth: 2, PagesPerHost: 200})
+}
+
+func bookValues(bk shopBook) map[string]string {
+	return map[string]string{"title": bk.title, "author": strings.Join(bk.authors, ", "), "isbn": bk.isbn, "publisher": bk.publisher, "date": bk.date}
+}
+
+// benchLearn learns b.N times and reports the CPU seconds and the peak
+// heap of one learning, the fields it learned, and the process's peak
+// resident memory (Linux reports it in KiB).
+func benchLearn(b *testing.B, ts []Teacher, ps pageSet, opts Options) {
 	b.ReportAllocs()
 	var peak uint64
 	var cpu time.Duration
@@ -119,17 +100,25 @@ func BenchmarkInduce60(b *testing.B) {
 			b.Fatal(err)
 		}
 		learned = 0
-		for _, f := range res.Groups[0].Fields {
-			if f.Status == Learned {
-				learned++
-			} else {
-				b.Logf("%s not learned: %s", f.Field, f.Reason)
+		for _, g := range res.Groups {
+			for _, f := range g.Fields {
+				if f.Status == Learned {
+					learned++
+				} else {
+					b.Logf("%s: %s not learned: %s", g.Name, f.Field, f.Reason)
+				}
 			}
 		}
 	}
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(learned), "fields-learned")
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+		// The process's own, the generated pages included: one
+		// benchmark a process says what learning holds at most.
+		b.ReportMetric(float64(ru.Maxrss)/1024, "max-rss-MiB")
+	}
 }
 
 // cpuTime is the process's user and system CPU time so far.

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
 	"strings"
-
-	"backfill/etl"
 )
 
 // Page is a fetched page: its final URL (after redirects), content type
@@ -67,6 +64,11 @@ type Options struct {
 	// Join gives, per list field, the separator its items are joined
 	// with into one value; a list field not named here is of type list.
 	Join map[string]string
+	// Types declares what a field's values are (TypeNames: text, phone,
+	// date, url, email, number), so that they are compared as such:
+	// "2010-06" is "June 2010" only as dates. A field not named here is
+	// of the type all its teachers' values have, text when none.
+	Types map[string]string
 }
 
 func (o *Options) defaults() {
@@ -82,6 +84,23 @@ func (o *Options) defaults() {
 	if o.Hosts <= 0 {
 		o.Hosts = DefaultHosts
 	}
+}
+
+// kindOf is the kind of a field whose teachers know values: a list, the
+// declared type, or what the values are; the match key's text is
+// compared as attribution compares it.
+func (o *Options) kindOf(field string, values []string) kind {
+	if o.isList(field) {
+		return kindList
+	}
+	k, declared := declaredKinds[o.Types[field]]
+	if !declared {
+		k = kindOf(values)
+	}
+	if k == kindString && field == o.MatchKey {
+		return kindKey
+	}
+	return k
 }
 
 func (o *Options) isList(f string) bool {
@@ -196,13 +215,28 @@ type Result struct {
 	// Capped counts, per host, the pages not fetched because the host
 	// had Options.PagesPerHost already.
 	Capped map[string]int
-	// Unreached are the teachers (their IDs) of the depth search whose
-	// values no page within Options.Depth showed.
-	Unreached []string
+	// Untaught are the teachers of the depth search that taught nothing,
+	// each with what the best page it reached showed of it.
+	Untaught []Untaught
 	// DeepFailed counts the pages reached by links (not a teacher's own)
 	// that could not be had: disallowed, missing, failed.
 	DeepFailed int
 	Options    Options
+}
+
+// Untaught is a teacher that taught nothing, and why: no page within
+// Options.Depth named it, or the page that named it showed too few of
+// its values, or the group's learned match key read another name there.
+type Untaught struct {
+	Teacher string   // its ID
+	URL     string   // the page that showed the most of it ("" when no page named it)
+	Named   bool     // URL shows its match key
+	Shown   []string // the fields whose values URL shows (the match key aside)
+	Missing []string // the fields whose values it does not
+	// Note says why a page that names the teacher and shows a value or
+	// two was not taken as its (its group's match key read another
+	// name there, or was not learned); "" when it showed too few.
+	Note string
 }
 
 // ErrNoTeachers is returned when no record knows a value of a field to
@@ -219,7 +253,35 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 	if len(fields) == 0 {
 		return nil, errors.New("no fields to learn")
 	}
+	for f, t := range opts.Types {
+		if _, ok := declaredKinds[t]; !ok {
+			return nil, fmt.Errorf("field %s: unknown type %q (want one of %s)", f, t, strings.Join(TypeNames(), ", "))
+		}
+	}
 	res := &Result{Options: opts, Capped: map[string]int{}}
+	links, known := teacherLinks(teachers, fields, opts, res)
+	if res.Teachers == 0 {
+		return nil, ErrNoTeachers
+	}
+	var members []member
+	var err error
+	if opts.Depth > 0 {
+		members, err = depthMembers(ctx, teachers, links, known, fieldKinds(teachers, fields, opts), src, opts, res)
+	} else {
+		members, err = ownMembers(ctx, teachers, links, src, opts, res)
+	}
+	if err != nil {
+		return nil, err
+	}
+	learnGroups(ctx, teachers, members, fields, opts, res)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// fieldKinds is the kind of every field, from all the teachers' values.
+func fieldKinds(teachers []Teacher, fields []string, opts Options) map[string]kind {
 	kinds := map[string]kind{}
 	for _, f := range fields {
 		var vals []string
@@ -228,13 +290,19 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 				vals = append(vals, v)
 			}
 		}
-		kinds[f] = kindOf(vals)
+		kinds[f] = opts.kindOf(f, vals)
 	}
-	links := make([][]string, len(teachers))
-	known := make([][]string, len(teachers))
+	return kinds
+}
+
+// teacherLinks are, per record, the fields it knows and the links its
+// pages are looked for from; a record that knows no field to learn (the
+// match key alone, which every record to fill may know, does not count)
+// has none. It counts the teachers in res.
+func teacherLinks(teachers []Teacher, fields []string, opts Options, res *Result) (links, known [][]string) {
+	links = make([][]string, len(teachers))
+	known = make([][]string, len(teachers))
 	for i, t := range teachers {
-		// A teacher knows a field to learn; the match key alone, which
-		// every record to fill may know, does not make one.
 		ok := false
 		for _, f := range fields {
 			if strings.TrimSpace(t.Values[f]) != "" {
@@ -264,351 +332,5 @@ func Learn(ctx context.Context, teachers []Teacher, src Source, opts Options) (*
 			links[i] = append(links[i], l)
 		}
 	}
-	if res.Teachers == 0 {
-		return nil, ErrNoTeachers
-	}
-	var members []member
-	var err error
-	if opts.Depth > 0 {
-		members, err = depthMembers(ctx, teachers, links, known, kinds, src, opts, res)
-	} else {
-		members, err = ownMembers(ctx, teachers, links, src, opts, res)
-	}
-	if err != nil {
-		return nil, err
-	}
-	learnGroups(ctx, teachers, members, fields, opts, res)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-// member is a teacher page, with the teachers it teaches for.
-type member struct {
-	page     *Page
-	doc      *doc
-	u        *url.URL
-	teachers []int
-}
-
-// depthMembers are the teacher pages the depth search finds.
-func depthMembers(ctx context.Context, teachers []Teacher, links, known [][]string, kinds map[string]kind, src Source, opts Options, res *Result) ([]member, error) {
-	found, err := searchDepth(ctx, teachers, links, known, kinds, src, opts, res)
-	if err != nil {
-		return nil, err
-	}
-	var out []member
-	at := map[*reachedPage]int{}
-	for t, rp := range found {
-		if len(known[t]) == 0 {
-			continue
-		}
-		if rp == nil {
-			res.Unreached = append(res.Unreached, teachers[t].ID)
-			continue
-		}
-		if i, ok := at[rp]; ok {
-			out[i].teachers = append(out[i].teachers, t)
-			continue
-		}
-		u, err := url.Parse(rp.job.page.URL)
-		if err != nil {
-			continue
-		}
-		at[rp] = len(out)
-		out = append(out, member{page: rp.job.page, doc: rp.doc, u: u, teachers: []int{t}})
-	}
-	return out, nil
-}
-
-// ownMembers fetches the pages of the teachers' own links, host by host:
-// each is a teacher page of the teachers linking to it.
-func ownMembers(ctx context.Context, teachers []Teacher, links [][]string, src Source, opts Options, res *Result) ([]member, error) {
-	type link struct {
-		teacher int
-		url     string
-	}
-	byHost := map[string][]link{}
-	hostTeachers := map[string]map[int]bool{}
-	for i, ls := range links {
-		for _, l := range ls {
-			u, _ := url.Parse(l)
-			h := strings.ToLower(u.Host)
-			byHost[h] = append(byHost[h], link{i, l})
-			if hostTeachers[h] == nil {
-				hostTeachers[h] = map[int]bool{}
-			}
-			hostTeachers[h][i] = true
-		}
-	}
-	var hosts []string
-	for h := range byHost {
-		if n := len(hostTeachers[h]); n < opts.MinTeachers {
-			res.Skipped = append(res.Skipped, HostSkip{Host: h, Teachers: n,
-				Reason: fmt.Sprintf("too few teachers (%d, need %d)", n, opts.MinTeachers)})
-			continue
-		}
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
-	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Host < res.Skipped[j].Host })
-
-	// Fetch, host by host; a page linked by two teachers is fetched once.
-	jobs := make([][]fetchJob, len(hosts))
-	for i, h := range hosts {
-		seen := map[string]int{}
-		for _, l := range byHost[h] {
-			if j, dup := seen[l.url]; dup {
-				jobs[i][j].teachers = append(jobs[i][j].teachers, l.teacher)
-				continue
-			}
-			if len(jobs[i]) == opts.PagesPerHost {
-				res.Capped[h]++
-				continue
-			}
-			seen[l.url] = len(jobs[i])
-			jobs[i] = append(jobs[i], fetchJob{url: l.url, teachers: []int{l.teacher}})
-		}
-	}
-	if err := fetchAll(ctx, src, hosts, jobs, opts); err != nil {
-		return nil, err
-	}
-	var out []member
-	for _, hj := range jobs {
-		for _, j := range hj {
-			if j.err != nil {
-				for _, t := range j.teachers {
-					res.Failed = append(res.Failed, FetchError{URL: j.url, Teacher: teachers[t].ID, Err: j.err})
-				}
-				continue
-			}
-			u, err := url.Parse(j.page.URL)
-			if err != nil {
-				continue
-			}
-			out = append(out, member{page: j.page, doc: parseDoc(j.page), u: u, teachers: j.teachers})
-		}
-	}
-	return out, nil
-}
-
-// learnGroups groups the teacher pages by host and shape and learns each
-// group's fields.
-func learnGroups(ctx context.Context, teachers []Teacher, members []member, fields []string, opts Options, res *Result) {
-	groups := map[shape][]member{}
-	var shapes []shape
-	for _, m := range members {
-		s := shapeOf(m.u)
-		if groups[s] == nil {
-			shapes = append(shapes, s)
-		}
-		groups[s] = append(groups[s], m)
-	}
-	sort.Slice(shapes, func(i, j int) bool {
-		a, b := shapes[i], shapes[j]
-		if a.host != b.host {
-			return a.host < b.host
-		}
-		if a.segs != b.segs {
-			return a.segs < b.segs
-		}
-		return a.first < b.first
-	})
-	perHost := map[string]int{}
-	for _, s := range shapes {
-		perHost[s.host]++
-	}
-	names := map[string]bool{}
-	for _, s := range shapes {
-		if ctx.Err() != nil {
-			return
-		}
-		ms := groups[s]
-		g := &Group{Host: s.host, Name: mappingName(s, perHost[s.host] > 1, names)}
-		var urls []*url.URL
-		for _, m := range ms {
-			g.Pages = append(g.Pages, m.page)
-			urls = append(urls, m.u)
-		}
-		g.Pattern = urlPattern(urls)
-		for _, name := range fields {
-			var ex []example
-			var vals []string
-			for _, m := range ms {
-				for _, t := range m.teachers {
-					if v := strings.TrimSpace(teachers[t].Values[name]); v != "" {
-						var all []string
-						for _, o := range teachers[t].Values {
-							all = append(all, o)
-						}
-						ex = append(ex, example{doc: m.doc, value: v, own: wordsOf(all...)})
-						vals = append(vals, v)
-						break
-					}
-				}
-			}
-			k := kindOf(vals)
-			list := opts.isList(name)
-			if list {
-				k = kindList
-			}
-			r := learnField(&field{name: name, kind: k, ex: ex}, name == opts.MatchKey, opts)
-			if r.Status != Learned && !list && name != opts.MatchKey && k == kindString && listy(vals) {
-				// Some values are lists: learned as one value they may
-				// be contradicted by a page that joins them otherwise.
-				lex := make([]example, len(ex))
-				for i, e := range ex {
-					lex[i] = example{doc: e.doc, value: e.value, own: e.own}
-				}
-				if lr := learnField(&field{name: name, kind: kindList, ex: lex}, false, opts); lr.Status == Learned {
-					r = lr
-				} else {
-					r.Reason += "; as a list of items: " + lr.Status.String()
-					if lr.Reason != "" {
-						r.Reason += ", " + lr.Reason
-					}
-				}
-			}
-			if sep, ok := opts.Join[name]; ok && r.Status == Learned && r.Type == etl.TypeList {
-				r.join = sep
-				r.Type = ""
-			}
-			g.Fields = append(g.Fields, r)
-		}
-		if opts.Progress != nil {
-			learned := 0
-			for _, f := range g.Fields {
-				if f.Status == Learned {
-					learned++
-				}
-			}
-			opts.Progress(fmt.Sprintf("%s: %d teacher page(s), %d of %d field(s) learned", g.Name, len(g.Pages), learned, len(g.Fields)))
-		}
-		res.Groups = append(res.Groups, g)
-	}
-}
-
-// mappingName names a group's mapping: learned-HOST, with the shape's
-// label when the host has several groups; unique among names.
-func mappingName(s shape, several bool, names map[string]bool) string {
-	base := "learned-" + s.host
-	if several {
-		base += "-" + s.label()
-	}
-	base = strings.Map(func(r rune) rune {
-		if r == '.' || r == '-' || r == '_' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' {
-			return r
-		}
-		return '-'
-	}, base)
-	name := base
-	for i := 2; names[name]; i++ {
-		name = fmt.Sprintf("%s-%d", base, i)
-	}
-	names[name] = true
-	return name
-}
-
-// learnField locates the field's values, induces its rule and validates
-// it, degrading to a reason when it cannot.
-func learnField(f *field, match bool, opts Options) *FieldResult {
-	r := &FieldResult{Field: f.name, Match: match, Type: f.kind.fieldType(), Teachers: len(f.ex), f: f}
-	for i := range f.ex {
-		if f.kind == kindList {
-			f.ex[i].occs = f.ex[i].doc.locateList(f.ex[i].value)
-		} else {
-			f.ex[i].occs = f.ex[i].doc.locate(f.kind, f.ex[i].value)
-		}
-		if len(f.ex[i].occs) > 0 {
-			r.Shown++
-		}
-	}
-	switch {
-	case len(f.ex) == 0:
-		r.Status, r.Reason = TooFewTeachers, "no teacher page of this group has its value known"
-		return r
-	case len(f.ex) < opts.MinTeachers:
-		r.Status, r.Reason = TooFewTeachers, fmt.Sprintf("%d teacher page(s), need %d", len(f.ex), opts.MinTeachers)
-		return r
-	case r.Shown == 0:
-		r.Status, r.Reason = NeverFound, fmt.Sprintf("no teacher's value appears on its page (%d pages)", len(f.ex))
-		return r
-	}
-	if err := f.generate(); err != nil {
-		r.Status, r.Reason = Ambiguous, "candidates could not run: "+err.Error()
-		return r
-	}
-	all := make([]bool, len(f.ex))
-	for i := range all {
-		all[i] = true
-	}
-	c, firstOf := f.choose(all)
-	if c == nil {
-		if c, neg := f.contradicted(); c != nil {
-			e := f.ex[neg]
-			r.Status = Contradicted
-			r.Reason = fmt.Sprintf("%s takes the value from every page that shows it, but yields %q on %s, whose record says %q: the records may be out of date",
-				c.rule, c.out[neg][0], e.doc.page.URL, e.value)
-			return r
-		}
-		if cs := f.cover(all); len(cs) > 0 {
-			return r.covered(f, cs, opts)
-		}
-		r.Status = Ambiguous
-		r.Reason = fmt.Sprintf("the value appears on %d of %d pages, but no rule yields exactly the teachers' values", r.Shown, len(f.ex))
-		if b, n := f.best(); b != nil && n > 0 {
-			r.Reason += fmt.Sprintf("; the closest, right on %d of %d, is %s", n, r.Shown, b.rule)
-		}
-		return r
-	}
-	r.rule, r.Rule, r.Kind, r.FirstOfSeveral = c.rule, c.rule.String(), c.rule.rank.String(), firstOf
-	r.HeldOut, r.Misses, r.Validated = f.crossValidate(opts.Folds)
-	if r.Validated {
-		r.Folds = min(opts.Folds, len(f.ex))
-	}
-	// A held-out page the rule learned without it misses says that fewer
-	// teachers would have learned less; the rule learned from all of
-	// them holds on it. Only a wrong value held out refuses the field:
-	// more teachers must never make the result worse.
-	if r.Validated && r.HeldOut.Wrong > 0 {
-		r.Status = FailedHoldOut
-		r.Reason = fmt.Sprintf("held-out precision %.2f, recall %.2f (%d right, %d wrong, %d missed)",
-			r.HeldOut.Precision(), r.HeldOut.Recall(), r.HeldOut.Right, r.HeldOut.Wrong, r.HeldOut.Missed)
-		return r
-	}
-	r.Status = Learned
-	return r
-}
-
-// covered finishes a field learned as several rules, each precise on
-// every teacher page and together yielding its value on the pages of
-// several layouts: written when, learned without each fold, they never
-// yield a wrong value on it (a layout seen on few teacher pages may be
-// missed by the fold that holds them out).
-func (r *FieldResult) covered(f *field, cs []*candidate, opts Options) *FieldResult {
-	r.cover = cs
-	r.rule = cs[0].rule
-	var rules, kinds []string
-	seen := map[string]bool{}
-	for _, c := range cs {
-		rules = append(rules, c.rule.String())
-		if k := c.rule.rank.String(); !seen[k] {
-			seen[k] = true
-			kinds = append(kinds, k)
-		}
-	}
-	r.Rule, r.Kind, r.Rules = strings.Join(rules, " | "), strings.Join(kinds, ", "), rules
-	r.HeldOut, r.Misses, r.Validated = f.crossValidateCover(opts.Folds)
-	if r.Validated {
-		r.Folds = min(opts.Folds, len(f.ex))
-	}
-	if r.Validated && r.HeldOut.Wrong > 0 {
-		r.Status = FailedHoldOut
-		r.Reason = fmt.Sprintf("learned as %d rules (pages of several layouts): held-out precision %.2f, recall %.2f (%d right, %d wrong, %d missed)",
-			len(cs), r.HeldOut.Precision(), r.HeldOut.Recall(), r.HeldOut.Right, r.HeldOut.Wrong, r.HeldOut.Missed)
-		return r
-	}
-	r.Status = Learned
-	return r
+	return links, known
 }

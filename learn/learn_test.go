@@ -87,6 +87,14 @@ func learnSite(t *testing.T, s site, n int, teach func(person) map[string]string
 	if err != nil {
 		t.Fatal(err)
 	}
+	set, _ := writeLearned(t, res)
+	return res, set, ps
+}
+
+// writeLearned writes what was learned into a temporary directory and
+// loads it back, its fixtures passing: the set and the directory.
+func writeLearned(t *testing.T, res *Result) (*etl.Set, string) {
+	t.Helper()
 	dir := t.TempDir()
 	if _, err := res.Write(dir); err != nil {
 		t.Fatal(err)
@@ -100,7 +108,7 @@ func learnSite(t *testing.T, s site, n int, teach func(person) map[string]string
 			t.Errorf("learned fixture fails: %s", r)
 		}
 	}
-	return res, set, ps
+	return set, dir
 }
 
 // fieldsOn runs the learned set on a page: field → first value.
@@ -247,103 +255,180 @@ func TestLearnDegrades(t *testing.T) {
 	}
 }
 
-// TestLearnRejectsWhatFailsHeldOut: a rule learned without one page that
-// differs yields a wrong value on it: the field is reported with the
-// miss, and not written, although a rule fits every teacher.
+// TestLearnRejectsWhatFailsHeldOut: one page of five is of another make,
+// its class naming a decoy. Where its value keeps its position, the
+// class rule, learned without that page, is wrong on it held out, and
+// the rule by position, whose family holds on every held-out page, is
+// learned instead. Where it does not, no rule holds held out: the field
+// is reported with the miss, and not written.
 func TestLearnRejectsWhatFailsHeldOut(t *testing.T) {
-	s := site{host: "odd.example", page: func(p person, i int) string {
-		if i == 3 {
-			// One page of another make: the class names a decoy.
-			return pageHTML(fmt.Sprintf(`<h1 class="name">%s</h1><div><p>%s</p></div><footer><p class="city">Geneva</p></footer>`, p.name, p.location))
-		}
-		return pageHTML(fmt.Sprintf(`<h1 class="name">%s</h1><div><p class="city">%s</p></div>`, p.name, p.location))
-	}}
-	res, set, _ := learnSite(t, s, 5, all, Options{Fields: []string{"location"}, MatchKey: "name"})
-	f := fieldResult(t, res, "location")
-	if f.Status != FailedHoldOut || len(f.Misses) == 0 || !strings.Contains(f.Misses[0].URL, "dmitri") || f.Misses[0].Got != "Geneva" {
-		t.Fatalf("location: %s %q, misses %+v", f.Status, f.Reason, f.Misses)
-	}
-	if m := set.Mapping(res.Groups[0].Name); m == nil || strings.Contains(strings.Join(m.FieldNames(), ","), "location") {
-		t.Errorf("the failed rule was written")
-	}
-	var report strings.Builder
-	res.Report(&report)
-	if !strings.Contains(report.String(), "miss: http://odd.example/people/dmitri") {
-		t.Errorf("report does not list the miss:\n%s", report.String())
+	for _, c := range []struct {
+		name, odd string
+		status    Status
+		rule      string
+	}{
+		{"the position holds", `<h1 class="name">%s</h1><div><p>%s</p></div><footer><p class="city">Geneva</p></footer>`, Learned, "xpath /html/body/div/p → trim"},
+		{"nothing holds", `<h1 class="name">%s</h1><section><p>%s</p></section><footer><p class="city">Geneva</p></footer>`, FailedHoldOut, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := site{host: "odd.example", page: func(p person, i int) string {
+				if i == 3 {
+					return pageHTML(fmt.Sprintf(c.odd, p.name, p.location))
+				}
+				return pageHTML(fmt.Sprintf(`<h1 class="name">%s</h1><div><p class="city">%s</p></div>`, p.name, p.location))
+			}}
+			res, set, _ := learnSite(t, s, 5, all, Options{Fields: []string{"location"}, MatchKey: "name"})
+			f := fieldResult(t, res, "location")
+			if f.Status != c.status || c.rule != "" && f.Rule != c.rule {
+				t.Fatalf("location: %s %q (%s), want %s %q", f.Status, f.Rule, f.Reason, c.status, c.rule)
+			}
+			var report strings.Builder
+			res.Report(&report)
+			written := set.Mapping(res.Groups[0].Name) != nil && strings.Contains(strings.Join(set.Mapping(res.Groups[0].Name).FieldNames(), ","), "location")
+			if c.status == Learned {
+				if !written || !f.HeldOut.Perfect() {
+					t.Errorf("location written %v, held out %+v", written, f.HeldOut)
+				}
+				return
+			}
+			if len(f.Misses) == 0 || !strings.Contains(f.Misses[0].URL, "dmitri") || f.Misses[0].Got != "Geneva" {
+				t.Errorf("misses %+v", f.Misses)
+			}
+			if written {
+				t.Errorf("the failed rule was written")
+			}
+			if !strings.Contains(report.String(), "miss: http://odd.example/people/dmitri") {
+				t.Errorf("report does not list the miss:\n%s", report.String())
+			}
+		})
 	}
 }
 
-// TestLearnMoreTeachersNeverWorse: on a site where a fifth of the pages
-// keep the value under another class, the rule learned from 3 teachers
-// (all of the usual make) fills most pages; from 5, 10 and 20 teachers,
-// some of the other make, the rule that fits them all fills at least as
-// many, though a fold without the odd pages learns the narrower rule and
-// misses them: a held-out miss is reported, not a reason to learn less.
+// TestLearnMoreTeachersNeverWorse: learned from 3, 5, 10, 20 and 60
+// teachers, no field does worse on the same forty held-out pages with
+// more teachers (as many right, never a wrong value), the match key
+// included, on two webs. On
+// the first, a fifth of the pages keep the location under another class:
+// the rule learned from 3 teachers (all of the usual make) fills most
+// pages, and from more, some of the other make, the rule that fits them
+// all fills at least as many, though a fold without the odd pages learns
+// the narrower rule and misses them: a held-out miss is reported, not a
+// reason to learn less. The second is a shop (shop_test.go) whose titles,
+// the match key, are also in a button ("Add TITLE to basket") a rule
+// could cut a title out of, short at a " to " of its own; its authors
+// are lists, its dates sometimes months.
 func TestLearnMoreTeachersNeverWorse(t *testing.T) {
-	var many []person
-	for i := 0; i < 40; i++ {
-		p := people[i%len(people)]
-		first := strings.Fields(p.name)[0]
-		many = append(many, person{name: fmt.Sprintf("%s %d", p.name, i), location: p.location,
-			email: fmt.Sprintf("%s%d@mail.example", strings.ToLower(first), i), website: p.website})
+	for _, w := range []struct {
+		name   string
+		pages  func(n int) (pageSet, []Teacher, []map[string]string) // n pages, the teachers knowing all, the truth
+		fields []string
+		key    string
+	}{
+		{"another class on a fifth of the pages", classWeb, []string{"location"}, "name"},
+		{"a shop", shopWeb, []string{"author", "isbn", "publisher", "date"}, "title"},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			ps, all, truth := w.pages(100)
+			last := map[string]int{}
+			for _, n := range []int{3, 5, 10, 20, 60} {
+				res, err := Learn(context.Background(), all[:n], ps, Options{Fields: w.fields, MatchKey: w.key, PagesPerHost: 100})
+				if err != nil {
+					t.Fatal(err)
+				}
+				set, _ := writeLearned(t, res)
+				scored := append([]string{w.key}, w.fields...)
+				right, wrong := map[string]int{}, map[string]int{}
+				for i := 60; i < 100; i++ {
+					got := valuesOn(set, ps[all[i].Links[0]])
+					for _, f := range scored {
+						switch g := got[f]; {
+						case len(g) == 0:
+						case listKey(g) == listKey(listItems(truth[i][f])) || len(g) == 1 && g[0] == truth[i][f]:
+							right[f]++
+						default:
+							wrong[f]++
+							t.Logf("%d teachers: %s of %s: %q, want %q", n, f, all[i].Links[0], g, truth[i][f])
+						}
+					}
+				}
+				for _, f := range scored {
+					fr := fieldResult(t, res, f)
+					t.Logf("%2d teachers: %-9s %s by %s (held out: precision %.2f, recall %.2f); on the 40 other pages %d right, %d wrong",
+						n, f, fr.Status, fr.Rule, fr.HeldOut.Precision(), fr.HeldOut.Recall(), right[f], wrong[f])
+					if wrong[f] > 0 || right[f] < last[f] {
+						t.Errorf("%d teachers: %s %d right, %d wrong; %d right with fewer", n, f, right[f], wrong[f], last[f])
+					}
+					last[f] = right[f]
+				}
+			}
+			for f := range last {
+				if last[f] < 40 {
+					t.Errorf("60 teachers: %s right on %d of 40 pages", f, last[f])
+				}
+			}
+		})
 	}
-	page := func(i int) *Page {
-		p := many[i]
+}
+
+// valuesOn runs the learned set on a page: field → its values.
+func valuesOn(set *etl.Set, p *Page) map[string][]string {
+	out := map[string][]string{}
+	for _, f := range set.Extract(p.URL, p.Body, p.ContentType).Fields {
+		out[f.Field] = f.Values
+	}
+	return out
+}
+
+// classWeb is n pages of people, a fifth of them with the location
+// under another class.
+func classWeb(n int) (pageSet, []Teacher, []map[string]string) {
+	ps := pageSet{}
+	var ts []Teacher
+	var truth []map[string]string
+	for i := 0; i < n; i++ {
+		p := people[i%len(people)]
+		name := fmt.Sprintf("%s %d", p.name, i)
 		class := "city"
 		if i%5 == 3 {
 			class = "town"
 		}
 		u := fmt.Sprintf("http://stable.example/people/%d", i)
-		return &Page{URL: u, ContentType: "text/html", Body: []byte(pageHTML(fmt.Sprintf(`<h1 class="name">%s</h1><p class="%s">%s</p>`, p.name, class, p.location)))}
+		ps[u] = &Page{URL: u, ContentType: "text/html", Body: []byte(pageHTML(fmt.Sprintf(`<h1 class="name">%s</h1><p class="%s">%s</p>`, name, class, p.location)))}
+		v := map[string]string{"name": name, "location": p.location}
+		ts = append(ts, Teacher{ID: fmt.Sprint("r", i), Values: v, Links: []string{u}})
+		truth = append(truth, v)
 	}
+	return ps, ts, truth
+}
+
+// shopWeb is n product pages of the test shop, titles with " to " among
+// them, books of three authors, dates as months.
+func shopWeb(n int) (pageSet, []Teacher, []map[string]string) {
+	books := shopBooks(n)
+	for i := range books {
+		if i%7 == 4 {
+			books[i].title = fmt.Sprintf("A Guide to %s and Back, part %d", strings.Fields(books[i].authors[0])[1], i+1)
+		}
+		if i%5 == 2 {
+			books[i].authors = append(books[i].authors, "Keiko Kato", "Luca Larsen")
+		}
+		if i%2 == 1 {
+			books[i].date = books[i].date[strings.Index(books[i].date, " ")+1:]
+		}
+	}
+	sh := testShop
+	sh.ld = false
 	ps := pageSet{}
-	for i := range many {
-		p := page(i)
-		ps[p.URL] = p
+	var ts []Teacher
+	var truth []map[string]string
+	for i, b := range books {
+		u := fmt.Sprintf("http://shop.example/book/%d", i)
+		ps[u] = &Page{URL: u, ContentType: "text/html", Body: []byte(shopPage(b, i, books, sh))}
+		v := map[string]string{"title": b.title, "author": strings.Join(b.authors, ", "), "isbn": b.isbn, "publisher": b.publisher, "date": b.date}
+		ts = append(ts, Teacher{ID: fmt.Sprint("b", i), Links: []string{u}, Values: v})
+		truth = append(truth, v)
 	}
-	last := -1.0
-	for _, n := range []int{3, 5, 10, 20} {
-		var ts []Teacher
-		for i := 0; i < n; i++ {
-			ts = append(ts, Teacher{ID: fmt.Sprint("r", i), Values: map[string]string{"name": many[i].name, "location": many[i].location},
-				Links: []string{fmt.Sprintf("http://stable.example/people/%d", i)}})
-		}
-		res, err := Learn(context.Background(), ts, ps, Options{Fields: []string{"location"}, MatchKey: "name"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		if _, err := res.Write(dir); err != nil {
-			t.Fatal(err)
-		}
-		set, err := etl.LoadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		right, wrong := 0, 0
-		for i := 20; i < len(many); i++ {
-			got := fieldsOn(set, page(i))["location"]
-			switch {
-			case got == many[i].location:
-				right++
-			case got != "":
-				wrong++
-			}
-		}
-		recall := float64(right) / 20
-		f := fieldResult(t, res, "location")
-		t.Logf("%2d teachers: location %s by %s (held-out recall %.2f); on the 20 other pages %d right, %d wrong", n, f.Status, f.Rule, f.HeldOut.Recall(), right, wrong)
-		if wrong > 0 {
-			t.Errorf("%d teachers: %d wrong values", n, wrong)
-		}
-		if recall < last {
-			t.Errorf("%d teachers: recall %.2f, lower than %.2f with fewer", n, recall, last)
-		}
-		last = recall
-	}
-	if last < 1 {
-		t.Errorf("20 teachers of both makes: recall %.2f, want 1", last)
-	}
+	return ps, ts, truth
 }
 
 // TestLearnOneExample learns from a single page when allowed to, and says
@@ -443,7 +528,7 @@ func TestLocate(t *testing.T) {
 	kinds := func(occs []occurrence) string {
 		var out []string
 		for _, o := range occs {
-			s := []string{"element", "textnode", "attr", "ld", "blob", "json"}[o.kind]
+			s := []string{"element", "textnode", "attr", "ld", "blob", "json", "composite"}[o.kind]
 			if o.exact {
 				s += "="
 			}
@@ -508,5 +593,65 @@ func TestWriteLeavesReviewableFiles(t *testing.T) {
 	}
 	if errs := etl.Check(dir); len(errs) > 0 {
 		t.Errorf("mappings check: %v", errs)
+	}
+}
+
+// TestHostShape: numbered names of one site share a shape; addresses
+// and ports never merge.
+func TestHostShape(t *testing.T) {
+	for _, c := range []struct{ a, b string }{
+		{"folk-0001.example", "folk-0002.example"},
+		{"FOLK-7.example", "folk-0012.example"},
+		{"folk-1.example:8080", "folk-2.example:8080"},
+	} {
+		if hostShape(c.a) != hostShape(c.b) {
+			t.Errorf("%s and %s: shapes %s and %s, want one", c.a, c.b, hostShape(c.a), hostShape(c.b))
+		}
+	}
+	for _, c := range []struct{ a, b string }{
+		{"127.0.0.1", "127.0.0.2"},
+		{"127.0.0.1:8080", "127.0.0.2:8080"},
+		{"[::1]:8080", "[::2]:8080"},
+		{"folk-1.example:8080", "folk-1.example:8081"},
+		{"www.example", "www2.example"},
+	} {
+		if hostShape(c.a) == hostShape(c.b) {
+			t.Errorf("%s and %s: one shape %s, want two", c.a, c.b, hostShape(c.a))
+		}
+	}
+}
+
+// TestLearnKeepsAddressedHostsApart: two sites reached by address, one
+// records file, are two groups with their own literal patterns, each
+// learning its own layout, never one site of numbered hosts.
+func TestLearnKeepsAddressedHostsApart(t *testing.T) {
+	sites := []site{
+		{host: "127.0.0.1:8001", page: layouts[0].site.page},
+		{host: "127.0.0.2:8001", page: layouts[3].site.page},
+	}
+	all := pageSet{}
+	var ts []Teacher
+	for _, s := range sites {
+		ps, st := s.build(5, func(p person) map[string]string { return map[string]string{"name": p.name, "location": p.location} })
+		for u, p := range ps {
+			all[u] = p
+		}
+		for _, tc := range st {
+			tc.ID = s.host + "/" + tc.ID
+			ts = append(ts, tc)
+		}
+	}
+	res, err := Learn(context.Background(), ts, all, Options{Fields: []string{"location"}, MatchKey: "name"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Groups) != 2 {
+		t.Fatalf("%d groups, want one a host", len(res.Groups))
+	}
+	for i, g := range res.Groups {
+		want := `^https?://` + regexp.QuoteMeta(sites[i].host) + `/people/[^/?#]+$`
+		if g.Pattern != want || !g.Written("name") {
+			t.Errorf("group %s: pattern %s (want %s), written %v", g.Name, g.Pattern, want, g.Written("name"))
+		}
 	}
 }

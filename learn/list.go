@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-
-	"backfill/etl"
 )
 
 // A list-valued field (authors, tags, phone numbers) is compared as the
@@ -35,13 +33,13 @@ func listItems(v string) []string {
 	return out
 }
 
-// listKey is what two lists are compared by: the set of their items'
-// match keys.
+// listKey is what two lists are compared by: the set of their items,
+// white space folded.
 func listKey(items []string) string {
 	keys := make([]string, 0, len(items))
 	seen := map[string]bool{}
 	for _, it := range items {
-		if k := etl.MatchKey(it); k != "" && !seen[k] {
+		if k := collapse(it); k != "" && !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}
@@ -144,7 +142,9 @@ func (d *doc) listCandidates(o occurrence, own words) []*rule {
 	}
 	var out []*rule
 	for _, r := range d.candidates(o, kindList, own) {
-		out = append(out, newRule(r.rank, r.cost, append(append([]step{}, r.steps...), splitStep(sep))...))
+		lr := newRule(r.rank, r.cost, append(append([]step{}, r.steps...), splitStep(sep))...)
+		lr.cut = r.cut
+		out = append(out, lr)
 	}
 	return out
 }

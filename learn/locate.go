@@ -33,6 +33,14 @@ type doc struct {
 	ld    []jsonBlock             // application/ld+json blocks
 	blobs []jsonBlock             // JSON in other scripts
 	json  any                     // the body of a JSON response
+	// pieceIx indexes the short texts the page holds whole, per kind
+	// of value, for finding a value in pieces (composite.go).
+	pieceIx map[kind]map[string][]occurrence
+	hay     string // the text and JSON strings, lower-cased, for a quick look first
+	lower   string // all, lower-cased (made when asked)
+	digits  string // the digits of all, and where each is (digitText)
+	digitAt []int32
+	attrs   string // attrText (made when asked)
 }
 
 // jsonBlock is a JSON value in a <script>.
@@ -86,6 +94,135 @@ func skipped(n *html.Node) bool {
 		return true
 	}
 	return false
+}
+
+// attrText is every attribute value of the page a value may be found
+// in, white space collapsed, lower-cased, one a line: where a value is
+// looked for before every attribute is.
+func (d *doc) attrText() string {
+	if d.attrs != "" || d.root == nil {
+		return d.attrs
+	}
+	var b strings.Builder
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			for _, a := range n.Attr {
+				if a.Key != "style" && a.Key != "id" && a.Key != "class" {
+					b.WriteString(strings.ToLower(collapse(a.Val)))
+					b.WriteByte('\n')
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(d.root)
+	d.attrs = b.String() + "\n"
+	return d.attrs
+}
+
+// findAll returns where f's value may be in the page's text. A value of
+// words is looked for as a string (the text's white space is collapsed
+// already), in the text lower-cased when case does not count.
+func (d *doc) findAll(f *finder) [][]int {
+	if f.year != "" || f.digits != "" {
+		return d.findNear(f)
+	}
+	if f.lit == "" {
+		return f.findAll(d.all)
+	}
+	text, lit := d.all, f.lit
+	if f.fold {
+		if d.lower == "" {
+			d.lower = strings.ToLower(d.all)
+		}
+		text, lit = d.lower, strings.ToLower(f.lit)
+		if len(text) != len(d.all) {
+			// Lower-casing moved the offsets: the expression, then.
+			return f.findAll(d.all)
+		}
+	}
+	var out [][]int
+	for from := 0; from <= len(text); {
+		i := strings.Index(text[from:], lit)
+		if i < 0 {
+			break
+		}
+		out = append(out, []int{from + i, from + i + len(lit)})
+		from += i + max(len(lit), 1)
+	}
+	if f.obf != nil {
+		out = append(out, f.obf.FindAllStringIndex(d.all, -1)...)
+	}
+	return out
+}
+
+// nearWindow is how far around a date's year, or a number's digits,
+// the rest of it may be.
+const nearWindow = 40
+
+// findNear finds a date, a phone number or a number in the page's text
+// where its year or its digits are, trying f's expression only around
+// them: a text of 150 KB is read once as a string, not by the
+// expression.
+func (d *doc) findNear(f *finder) [][]int {
+	var spans [][2]int
+	if f.year != "" {
+		for from := 0; ; {
+			i := strings.Index(d.all[from:], f.year)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, [2]int{from + i - nearWindow, from + i + len(f.year) + nearWindow})
+			from += i + len(f.year)
+		}
+	} else {
+		digits, at := d.digitText()
+		for from := 0; f.digits != ""; {
+			i := strings.Index(digits[from:], f.digits)
+			if i < 0 {
+				break
+			}
+			spans = append(spans, [2]int{int(at[from+i]) - nearWindow, int(at[from+i+len(f.digits)-1]) + 1 + nearWindow})
+			from += i + 1
+		}
+	}
+	// Windows that overlap are one.
+	var merged [][2]int
+	for _, sp := range spans {
+		sp = [2]int{max(sp[0], 0), min(sp[1], len(d.all))}
+		if n := len(merged); n > 0 && sp[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], sp[1])
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	var out [][]int
+	for _, w := range merged {
+		for _, m := range f.near.FindAllStringIndex(d.all[w[0]:w[1]], -1) {
+			out = append(out, []int{w[0] + m[0], w[0] + m[1]})
+		}
+	}
+	return out
+}
+
+// digitText is the digits of the page's text, in order, and where each
+// is in it.
+func (d *doc) digitText() (string, []int32) {
+	if d.digitAt == nil {
+		var b strings.Builder
+		at := []int32{}
+		for i := 0; i < len(d.all); i++ {
+			if c := d.all[i]; '0' <= c && c <= '9' {
+				b.WriteByte(c)
+				at = append(at, int32(i))
+			}
+		}
+		d.digits, d.digitAt = b.String(), at
+	}
+	return d.digits, d.digitAt
 }
 
 // textIndex builds the collapsed text of the page and the span of each
@@ -229,12 +366,13 @@ func attr(n *html.Node, key string) string {
 type occKind int
 
 const (
-	occElement  occKind = iota // in an element's text (all of it, or part)
-	occTextNode                // in one text node of an element that has other content
-	occAttr                    // in an attribute
-	occLD                      // in a JSON-LD block
-	occBlob                    // in JSON in a script
-	occJSONDoc                 // in a JSON response
+	occElement   occKind = iota // in an element's text (all of it, or part)
+	occTextNode                 // in one text node of an element that has other content
+	occAttr                     // in an attribute
+	occLD                       // in a JSON-LD block
+	occBlob                     // in JSON in a script
+	occJSONDoc                  // in a JSON response
+	occComposite                // in pieces (composite.go)
 )
 
 // occurrence is one place a known value appears on a page.
@@ -254,6 +392,7 @@ type occurrence struct {
 	path  []any // string keys, int indices
 	block *jsonBlock
 	typed []typedAt
+	comp  *composite // occComposite: the pieces
 }
 
 // typedAt is an object with an @type at path[:depth].
@@ -264,14 +403,24 @@ type typedAt struct {
 
 // locate finds every place value (of kind k) appears on the page: the
 // deepest elements whose text holds it, text nodes, attributes, JSON-LD
-// and script JSON, or the JSON of a JSON response.
+// and script JSON, or the JSON of a JSON response; a text the page
+// shows nowhere whole, in pieces (composite.go).
 func (d *doc) locate(k kind, value string) []occurrence {
+	out := d.locateWhole(k, value)
+	if len(out) == 0 && k.textual() {
+		out = d.composites(k, value)
+	}
+	return out
+}
+
+// locateWhole finds the places that hold the whole value.
+func (d *doc) locateWhole(k kind, value string) []occurrence {
 	f := newFinder(k, value)
 	var out []occurrence
 	if d.json != nil {
 		walkJSON(d.json, nil, nil, func(path []any, _ []typedAt, s string) {
 			if k.same(s, value) {
-				out = append(out, occurrence{kind: occJSONDoc, path: path, exact: true})
+				out = append(out, occurrence{kind: occJSONDoc, path: path, exact: true, text: s, loc: []int{0, len(s)}})
 			}
 		})
 		return out
@@ -281,7 +430,11 @@ func (d *doc) locate(k kind, value string) []occurrence {
 	}
 	// Where the value is in the page's text: an element whose span holds
 	// none of these does not show it.
-	matches := f.findAll(d.all)
+	matches := d.findAll(f)
+	attrs := k == kindURL || f.mayMatch(d.attrText())
+	if len(matches) == 0 && !attrs {
+		return d.locateJSON(k, value, out)
+	}
 	holds := func(n *html.Node) bool {
 		sp := d.span[n]
 		for _, m := range matches {
@@ -307,7 +460,9 @@ func (d *doc) locate(k kind, value string) []occurrence {
 		if n.Type != html.ElementNode {
 			return childHolds
 		}
-		out = append(out, d.attrOccurrences(n, k, value, f)...)
+		if attrs {
+			out = append(out, d.attrOccurrences(n, k, value, f)...)
+		}
 		if childHolds {
 			return true
 		}
@@ -338,11 +493,17 @@ func (d *doc) locate(k kind, value string) []occurrence {
 		return true
 	}
 	visit(d.root)
+	return d.locateJSON(k, value, out)
+}
+
+// locateJSON adds the places in the page's JSON-LD and script JSON
+// that hold the value.
+func (d *doc) locateJSON(k kind, value string, out []occurrence) []occurrence {
 	for i := range d.ld {
 		b := &d.ld[i]
 		walkJSON(b.data, nil, nil, func(path []any, typed []typedAt, s string) {
 			if k.same(s, value) {
-				out = append(out, occurrence{kind: occLD, node: b.script, path: path, typed: typed, block: b, exact: true})
+				out = append(out, occurrence{kind: occLD, node: b.script, path: path, typed: typed, block: b, exact: true, text: s, loc: []int{0, len(s)}})
 			}
 		})
 	}
@@ -350,7 +511,7 @@ func (d *doc) locate(k kind, value string) []occurrence {
 		b := &d.blobs[i]
 		walkJSON(b.data, nil, nil, func(path []any, _ []typedAt, s string) {
 			if k.same(s, value) {
-				out = append(out, occurrence{kind: occBlob, node: b.script, path: path, block: b, exact: true})
+				out = append(out, occurrence{kind: occBlob, node: b.script, path: path, block: b, exact: true, text: s, loc: []int{0, len(s)}})
 			}
 		})
 	}

@@ -115,19 +115,28 @@ func isNumber(values []string) bool {
 	return marked
 }
 
-// dateLayouts are the ways a page may write a day.
-var dateLayouts = []string{"2006-01-02", "2 January 2006", "02 January 2006", "January 2, 2006", "January 2 2006",
-	"Jan 2, 2006", "Jan 2 2006", "2 Jan 2006", "02 Jan 2006", "02.01.2006", "2.1.2006", "01/02/2006", "02/01/2006", "2006/01/02"}
+// dateLayouts are the ways a page may write a day, a month or a year:
+// the record's value is found in the layouts of its own precision
+// ("2010-06" as "June 2010", never as a day of June).
+var dateLayouts = map[int][]string{
+	len("2006-01-02"): {"2006-01-02", "2 January 2006", "02 January 2006", "January 2, 2006", "January 2 2006",
+		"Jan 2, 2006", "Jan 2 2006", "2 Jan 2006", "02 Jan 2006", "02.01.2006", "2.1.2006", "01/02/2006", "02/01/2006", "2006/01/02"},
+	len("2006-01"): {"2006-01", "January 2006", "Jan 2006", "Jan. 2006", "01/2006", "1/2006", "2006/01"},
+	len("2006"):    {"2006"},
+}
 
-// dateFinder matches the day v in any of dateLayouts.
+// dateFinder matches the date v (a day, a month or a year) in any of
+// dateLayouts of its precision.
 func dateFinder(v string) *finder {
-	day, err := time.Parse("2006-01-02", canonical(etl.TypeDate, v))
-	if err != nil {
+	c := canonical(etl.TypeDate, v)
+	layouts := dateLayouts[len(c)]
+	day, err := time.Parse("2006-01-02"[:len(c)], c)
+	if err != nil || layouts == nil {
 		return &finder{}
 	}
 	seen := map[string]bool{}
 	var alts []string
-	for _, l := range dateLayouts {
+	for _, l := range layouts {
 		s := day.Format(l)
 		if seen[s] {
 			continue
@@ -139,8 +148,10 @@ func dateFinder(v string) *finder {
 		}
 		alts = append(alts, strings.Join(ws, `\s+`))
 	}
-	f := &finder{group: true}
-	f.re, _ = regexp.Compile(`(?i)(?:^|[^0-9])(` + strings.Join(alts, "|") + `)(?:[^0-9]|$)`)
+	// Not a part of a longer date: "2010-06" is not in "2010-06-03".
+	const before, after = `(?:^|[^0-9\-/.]|[^0-9][\-/.])`, `(?:$|[^0-9\-/.]|[\-/.](?:$|[^0-9]))`
+	f := groupFinder(`(?i)`+before, `(?i:`+strings.Join(alts, "|")+`)`, after)
+	f.year = c[:4]
 	return f
 }
 
@@ -164,7 +175,7 @@ func numberFinder(v string) *finder {
 	if neg {
 		p = `[-−]` + p
 	}
-	f := &finder{group: true}
-	f.re, _ = regexp.Compile(`(?:^|[^0-9])(` + p + `)(?:[^0-9]|$)`)
+	f := groupFinder(`(?:^|[^0-9])`, p, `(?:[^0-9]|$)`)
+	f.digits = strings.TrimLeft(strings.ReplaceAll(whole+frac, ".", ""), "0")
 	return f
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-
-	"backfill/etl"
 )
 
 // TestLearnDatesAndNumbersAsValues: the records write a day and a price
@@ -41,14 +39,7 @@ func TestLearnDatesAndNumbersAsValues(t *testing.T) {
 			t.Logf("%s: %s", name, f.Rule)
 		}
 	}
-	dir := t.TempDir()
-	if _, err := res.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	set, err := etl.LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, _ := writeLearned(t, res)
 	for i := 6; i < len(items); i++ {
 		got := fieldsOn(set, ps[fmt.Sprintf("http://goods.example/item/%d", i)])
 		if !kindDate.same(got["released"], items[i].day) || !kindNumber.same(got["price"], items[i].price) || got["price"] != fmt.Sprintf("%d,%03d.50", i+1, 234+i) {

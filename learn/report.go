@@ -7,8 +7,12 @@ import (
 	"strings"
 )
 
-// maxMissesShown bounds the misses the report lists per field.
-const maxMissesShown = 5
+// Bounds on what the report lists: misses per field, teachers that
+// taught nothing.
+const (
+	maxMissesShown   = 5
+	maxUntaughtShown = 10
+)
 
 // Report writes what was learned and what was not, group by group and
 // field by field, with the evidence, the reasons and the held-out misses.
@@ -62,10 +66,7 @@ func (r *Result) Report(w io.Writer) {
 			}
 		}
 	}
-	if len(r.Unreached) > 0 {
-		fmt.Fprintf(w, "\n%d teacher(s) taught nothing: %s (such as %s); a deeper --depth may reach their pages\n",
-			len(r.Unreached), depthReason(r.Options.Depth), strings.Join(r.Unreached[:min(5, len(r.Unreached))], ", "))
-	}
+	r.reportUntaught(w)
 	if r.DeepFailed > 0 {
 		fmt.Fprintf(w, "\n%d page(s) reached by links could not be had (disallowed by robots.txt, missing or failing); they are not teacher pages\n", r.DeepFailed)
 	}
@@ -106,4 +107,59 @@ func (r *Result) Mappings() int {
 		n += len(ms)
 	}
 	return n
+}
+
+// reportUntaught lists the teachers that taught nothing with what their
+// best page showed of them, and advises a deeper search only for those
+// no page within the depth named.
+func (r *Result) reportUntaught(w io.Writer) {
+	if len(r.Untaught) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d teacher(s) taught nothing:\n", len(r.Untaught))
+	unnamed := 0
+	for i, u := range r.Untaught {
+		if u.URL == "" {
+			unnamed++
+		}
+		if i < maxUntaughtShown {
+			fmt.Fprintf(w, "  %s: %s\n", u.Teacher, u.why(r.Options))
+		}
+	}
+	if n := len(r.Untaught) - maxUntaughtShown; n > 0 {
+		fmt.Fprintf(w, "  … and %d more (every one in %s)\n", n, ReportFile)
+	}
+	if unnamed > 0 {
+		fmt.Fprintf(w, "no page within %d link(s) of their own links named %d of them; a deeper --depth may reach their pages\n", r.Options.Depth, unnamed)
+	}
+}
+
+// why says in words why a teacher taught nothing.
+func (u Untaught) why(o Options) string {
+	if u.URL == "" {
+		if o.MatchKey == "" {
+			return fmt.Sprintf("no page within %d link(s) of its own links shows its values", o.Depth)
+		}
+		return fmt.Sprintf("no page within %d link(s) of its own links names it", o.Depth)
+	}
+	var b strings.Builder
+	b.WriteString(u.URL)
+	if u.Named {
+		b.WriteString(" names it and")
+	}
+	switch {
+	case len(u.Shown) == 0:
+		fmt.Fprintf(&b, " shows none of its values (%s)", strings.Join(u.Missing, ", "))
+	default:
+		fmt.Fprintf(&b, " shows its %s, not its %s", strings.Join(u.Shown, ", "), strings.Join(u.Missing, ", "))
+	}
+	switch {
+	case u.Note != "":
+		b.WriteString(": " + u.Note)
+	case !u.Named && o.MatchKey != "":
+		fmt.Fprintf(&b, ": without its %s, a page must show nearly all its values to be its", o.MatchKey)
+	case !u.Named:
+		b.WriteString(": without a match key, a page must show nearly all its values to be its")
+	}
+	return b.String()
 }

@@ -2,32 +2,38 @@ package learn
 
 import (
 	"encoding/json"
+	"sort"
 	"strings"
 )
 
-// rank orders the kinds of rule from the most to the least general: a
-// rule anchored on a label the page prints survives redesigns that move
-// things around; JSON-LD is published for machines and changes little;
-// ids and classes are stable on most sites; a script's JSON follows the
-// site's code; a meta tag is often shared by other pages; a position in
-// the tree breaks with the first new element.
+// rank orders the kinds of rule, the families, from the most to the
+// least stable. What a site publishes for machines comes first: JSON-LD,
+// microdata and RDFa attributes, the JSON a page's script carries, meta
+// tags; they change less than its HTML, and are preferred when they
+// explain the teachers as well. Then a rule anchored on a label the page
+// prints survives redesigns that move things around; ids and classes are
+// stable on most sites; a position in the tree breaks with the first new
+// element.
 type rank int
 
 const (
-	rankLabel rank = iota
-	rankLD
-	rankAttr
+	rankLD rank = iota
+	rankMicrodata
 	rankBlob
 	rankMeta
+	rankLabel
+	rankAttr
 	rankStructural
+	ranks // how many there are
 )
 
 var rankNames = [...]string{
-	rankLabel:      "label-anchored XPath",
 	rankLD:         "JSON-LD property",
-	rankAttr:       "XPath anchored on a stable id, class or attribute",
+	rankMicrodata:  "microdata or RDFa property",
 	rankBlob:       "JSON path in a script",
 	rankMeta:       "meta tag",
+	rankLabel:      "label-anchored XPath",
+	rankAttr:       "XPath anchored on a stable id, class or attribute",
 	rankStructural: "XPath by position in the page",
 }
 
@@ -42,6 +48,12 @@ type step struct {
 // rule is a candidate chain for a field.
 type rule struct {
 	rank rank
+	// cut marks a rule that takes the value out of a longer text with a
+	// regular expression: it holds only as long as the words around the
+	// value do (and a value holding them is cut short: a title's own
+	// " to "), so any rule taking a whole element, attribute or JSON
+	// value comes first.
+	cut bool
 	// cost orders rules of one rank: more steps and more anchoring cost
 	// more, and the simpler rule is the more general.
 	cost  int
@@ -54,8 +66,21 @@ func newRule(r rank, cost int, steps ...step) *rule {
 	return &rule{rank: r, cost: cost + len(steps), steps: steps, key: string(b)}
 }
 
+// family is the kind of a rule for choosing among kinds (induce.go): its
+// rank, and whether it cuts.
+func (a *rule) family() int {
+	f := int(a.rank) * 2
+	if a.cut {
+		f++
+	}
+	return f
+}
+
 // less orders rules by preference.
 func (a *rule) less(b *rule) bool {
+	if a.cut != b.cut {
+		return !a.cut
+	}
 	if a.rank != b.rank {
 		return a.rank < b.rank
 	}
@@ -68,6 +93,11 @@ func (a *rule) less(b *rule) bool {
 	return a.key < b.key
 }
 
+// sortRules orders rules by preference.
+func sortRules(rs []*rule) {
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].less(rs[j]) })
+}
+
 // String is the chain in a line, for reports.
 func (a *rule) String() string {
 	parts := make([]string, len(a.steps))
@@ -77,8 +107,12 @@ func (a *rule) String() string {
 			parts[i] = s.Type + " " + s.Parameters["expression"].(string)
 		case s.Parameters["pattern"] != nil:
 			parts[i] = s.Type + " " + s.Parameters["pattern"].(string)
-		case s.Type == "jsonld":
+		case s.Type == "jsonld" && s.Parameters["property"] != nil:
 			parts[i] = "jsonld " + s.Parameters["type"].(string) + "." + s.Parameters["property"].(string)
+		case s.Type == "jsonld":
+			parts[i] = "jsonld " + s.Parameters["type"].(string)
+		case s.Type == "concat":
+			parts[i] = concatString(s)
 		case s.Type == "meta":
 			parts[i] = "meta " + s.Parameters["name"].(string)
 		default:

@@ -2,28 +2,48 @@ package learn
 
 import (
 	"regexp"
+	"sort"
 	"strings"
 
 	"backfill/etl"
 )
 
 // A field's kind says how its values are compared and which field type
-// the learned mapping declares: the teachers' values decide it.
+// the learned mapping declares: Options.Types declares it, or the
+// teachers' values decide it.
 type kind int
 
 const (
-	kindString kind = iota
+	kindString kind = iota // text, compared with white space folded and nothing else
 	kindEmail
 	kindURL
 	kindList   // items compared as a set (list.go)
-	kindDate   // compared as days (quantity.go)
+	kindDate   // compared as days, months or years (quantity.go)
 	kindNumber // compared as numbers (quantity.go)
+	kindPhone  // compared as its digits and a leading + (phone.go)
+	kindKey    // the match key's text, compared as attribution compares it (case, accents and spacing folded)
 )
+
+// Types a field may be declared of (Options.Types), and the kind each is.
+var declaredKinds = map[string]kind{
+	"text": kindString, "email": kindEmail, "url": kindURL, "date": kindDate, "number": kindNumber, "phone": kindPhone,
+}
+
+// TypeNames lists the types a field may be declared of, sorted.
+func TypeNames() []string {
+	out := make([]string, 0, len(declaredKinds))
+	for n := range declaredKinds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
 
 var emailValue = regexp.MustCompile(`(?i)^[a-z0-9][a-z0-9._%+\-]*@[a-z0-9](?:[a-z0-9.\-]*[a-z0-9])?\.[a-z]{2,24}$`)
 
 // kindOf decides a field's kind from its known values: email when every
-// value is an address, url when every value is an http(s) URL.
+// value is an address, url when every value is an http(s) URL, then a
+// date, a phone number or a number when every value reads as one.
 func kindOf(values []string) kind {
 	if len(values) == 0 {
 		return kindString
@@ -42,6 +62,8 @@ func kindOf(values []string) kind {
 		return kindURL
 	case isDate(values):
 		return kindDate
+	case isPhone(values):
+		return kindPhone
 	case isNumber(values):
 		return kindNumber
 	}
@@ -61,9 +83,18 @@ func (k kind) fieldType() string {
 	return ""
 }
 
+// typed reports whether the mapping's field type rewrites the page's
+// text (an address lower-cased, a link resolved), so that a value is
+// the page's when it is the same value, not the same text.
+func (k kind) typed() bool { return k == kindEmail || k == kindURL }
+
+// textual reports whether values of the kind are text a trim finishes.
+func (k kind) textual() bool { return k == kindString || k == kindKey }
+
 // key is what two values of the kind are compared by: addresses without
-// mailto: and case, URLs normalized, text as attribution compares it
-// (case, accents and spacing folded).
+// mailto: and case, URLs normalized, dates, numbers and phone numbers as
+// what they say, the match key as attribution compares it, and any other
+// text with its white space folded.
 func (k kind) key(v string) string {
 	v = strings.TrimSpace(v)
 	switch k {
@@ -87,8 +118,14 @@ func (k kind) key(v string) string {
 				return c
 			}
 		}
+	case kindPhone:
+		if c := phoneKey(v); c != "" {
+			return c
+		}
+	case kindKey:
+		return etl.MatchKey(v)
 	}
-	return etl.MatchKey(v)
+	return collapse(v)
 }
 
 // same reports whether two values are the same value of the kind.
@@ -123,6 +160,33 @@ type finder struct {
 	obf   *regexp.Regexp // nil unless the value is an address
 	list  string         // a list's key: a match must hold exactly its items
 	group bool           // the value is re's first group, not the whole match
+	// lit is the value's words with a space between them, when a match
+	// is those words (found as a string in a page's collapsed text),
+	// and fold whether case counts not.
+	lit  string
+	fold bool
+	// year or digits, when set, is what any match holds: its year (a
+	// date), or its digits in order, whatever stands between them (a
+	// phone number, a number). A page's text is searched for them, and
+	// near is tried only around where they are.
+	year, digits string
+	// near is re's value without the context around it, for finding
+	// where in a page's text the value may be: the text of one element
+	// runs into the next's there ("Ada+39 02 555 0102" of an <h1> and
+	// a <p>), and the context is checked in the element's own text.
+	near *regexp.Regexp
+}
+
+// groupFinder finds a value matching body with the context before and
+// after it (regular expressions that take no group).
+func groupFinder(before, body, after string) *finder {
+	f := &finder{group: true}
+	f.re, _ = regexp.Compile(before + `(` + body + `)` + after)
+	f.near, _ = regexp.Compile(body)
+	if f.re == nil || f.near == nil {
+		return &finder{}
+	}
+	return f
 }
 
 func newFinder(k kind, v string) *finder {
@@ -134,6 +198,8 @@ func newFinder(k kind, v string) *finder {
 		return dateFinder(v)
 	case kindNumber:
 		return numberFinder(v)
+	case kindPhone:
+		return phoneFinder(v)
 	}
 	if k == kindEmail {
 		v = strings.TrimPrefix(strings.TrimPrefix(v, "mailto:"), "MAILTO:")
@@ -143,9 +209,18 @@ func newFinder(k kind, v string) *finder {
 		words[i] = regexp.QuoteMeta(w)
 	}
 	f := &finder{}
+	// Text is the value only in its own case; a match key, an address
+	// or a link is in any case.
+	fold := `(?i)`
+	if k == kindString {
+		fold = ""
+	}
 	// A value that is not valid UTF-8 makes no expression, and is found
 	// nowhere.
-	f.re, _ = regexp.Compile(`(?i)` + strings.Join(words, `\s+`))
+	f.re, _ = regexp.Compile(fold + strings.Join(words, `\s+`))
+	if f.re != nil {
+		f.lit, f.fold = strings.Join(strings.Fields(v), " "), fold != ""
+	}
 	if k == kindEmail && f.re != nil {
 		if local, domain, ok := strings.Cut(v, "@"); ok {
 			at := `\s*(?:\[\s*at\s*\]|\(\s*at\s*\)|\{\s*at\s*\}|<\s*at\s*>|\s+at\s+|@)\s*`
@@ -160,18 +235,27 @@ func newFinder(k kind, v string) *finder {
 	return f
 }
 
+// mayMatch reports whether the value may be in s, a lower-cased text.
+func (f *finder) mayMatch(s string) bool {
+	switch {
+	case f.lit != "":
+		return strings.Contains(s, strings.ToLower(f.lit)) || f.obf != nil && f.obf.MatchString(s)
+	case f.near != nil:
+		return f.near.MatchString(s)
+	case f.re != nil:
+		return f.re.MatchString(s)
+	}
+	return false
+}
+
 // findAll returns every place the value may be in s: the matches of
 // its expressions (a list's not yet checked for its items).
 func (f *finder) findAll(s string) [][]int {
 	if f.re == nil {
 		return nil
 	}
-	if f.group {
-		var out [][]int
-		for _, m := range f.re.FindAllStringSubmatchIndex(s, -1) {
-			out = append(out, m[2:4])
-		}
-		return out
+	if f.near != nil {
+		return f.near.FindAllStringIndex(s, -1)
 	}
 	out := f.re.FindAllStringIndex(s, -1)
 	if f.obf != nil {

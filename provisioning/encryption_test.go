@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -68,5 +69,41 @@ func TestEncryptionAtRest(t *testing.T) {
 				t.Errorf("mongod does not wait for the encrypted volume:\n%s", s)
 			}
 		})
+	}
+}
+
+// TestLUKSKeysMade: with encryption = "luks", render makes each host's
+// LUKS key in the cluster's keys directory (random, mode 0600), says how
+// to send it, and writes it into no file that goes to a droplet.
+func TestLUKSKeysMade(t *testing.T) {
+	out, hosts := renderValid(t, "encryption = \"luks\"\n")
+	keys := filepath.Join(filepath.Dir(out), "cluster.keys")
+	if len(hosts) == 0 {
+		t.Fatal("no hosts rendered")
+	}
+	for _, h := range hosts {
+		path := filepath.Join(keys, h.Name+".luks")
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatalf("%s: no LUKS key made: %v", h.Name, err)
+		}
+		if fi.Mode().Perm() != 0o600 || fi.Size() != 64 {
+			t.Errorf("%s: key %s mode %v, %d bytes; want 0600 and 64 bytes", h.Name, path, fi.Mode().Perm(), fi.Size())
+		}
+		key, _ := os.ReadFile(path)
+		if notes := strings.Join(h.Notes, "\n"); !strings.Contains(notes, path) || !strings.Contains(notes, "backfill-unlock --format") {
+			t.Errorf("%s: render's notes do not say how to send %s:\n%s", h.Name, path, notes)
+		}
+		filepath.WalkDir(filepath.Join(out, h.Name), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if b, _ := os.ReadFile(p); bytes.Contains(b, key) {
+					t.Errorf("%s: the LUKS key is in %s, which goes to the droplet", h.Name, p)
+				}
+			}
+			return nil
+		})
+	}
+	if _, err := os.Stat(filepath.Join(keys, "crawler-1.luks")); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -103,9 +103,7 @@ roles = ["mongodb"]
 // certificates and the rendered user with the rendered password (SCRAM),
 // as the MongoDB host's setup makes it.
 func TestRehearsal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the rehearsal crawls for some seconds")
-	}
+	proctest.Short(t, "the rehearsal crawls for some seconds")
 	if os.Geteuid() != 0 {
 		proctest.NotRoot(t, "the rehearsal builds network namespaces, which needs root (CI runs it as root)")
 	}
@@ -386,7 +384,7 @@ func TestRehearsal(t *testing.T) {
 
 // findBrowser is the Chromium a render supervisor finds on PATH, or "".
 func findBrowser() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+	for _, name := range []string{"chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}

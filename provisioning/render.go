@@ -101,6 +101,11 @@ func Render(inv *Inventory, out string) ([]HostOutput, error) {
 		if err := c.writeHost(&ho, n, sum); err != nil {
 			return nil, err
 		}
+		if inv.Encryption == EncryptLUKS {
+			key := luksKeyPath(inv, n)
+			ho.Notes = append(ho.Notes, fmt.Sprintf("LUKS key %s (kept here, never on the droplet): format the data volume once with "+
+				"ssh root@%s %s --format /dev/disk/by-id/VOLUME < %s, then open it after each boot without --format", key, n.Address, unlockPath, key))
+		}
 		outs = append(outs, ho)
 	}
 	note, err := renderAbout(inv, out)

@@ -30,9 +30,13 @@ import (
 //	mongodb/HOST.pem       a host's certificate with its key: the MongoDB
 //	                       host's server certificate, a client's certificate
 //	mongodb/password       the MongoDB user's password
+//	HOST.luks              with encryption = "luks": the key of a host's
+//	                       LUKS data volume (luksKeyBytes random bytes)
 //
-// The CA's key never leaves this directory; each other secret goes only to
-// the host it belongs to.
+// The CA's key never leaves this directory, nor does a LUKS key, which
+// the operator sends to its host over SSH when the volume is to be opened
+// (backfill-unlock reads it on standard input); each other secret goes
+// only to the host it belongs to.
 const (
 	mongoKeysDir  = "mongodb"
 	caCertFile    = "ca.pem"
@@ -40,6 +44,8 @@ const (
 	passwordFile  = "password"
 	certLifetime  = 10 * 365 * 24 * time.Hour
 	passwordBytes = 24
+	luksKeyExt    = ".luks"
+	luksKeyBytes  = 64
 )
 
 // secrets are a cluster's keys, loaded or made.
@@ -70,6 +76,17 @@ func loadSecrets(c *cluster) (*secrets, error) {
 			return nil, fmt.Errorf("provisioning: keys of %s: %w", n.Name, err)
 		}
 		s.curve[n.Name] = k
+	}
+	if c.inv.Encryption == EncryptLUKS {
+		for _, n := range c.nodes {
+			if _, err := ensureFile(luksKeyPath(c.inv, n), func() ([]byte, error) {
+				b := make([]byte, luksKeyBytes)
+				_, err := rand.Read(b)
+				return b, err
+			}); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if c.mongo == nil {
 		return s, nil
@@ -114,6 +131,12 @@ func loadSecrets(c *cluster) (*secrets, error) {
 		s.certs[n.Name] = pemBytes
 	}
 	return s, nil
+}
+
+// luksKeyPath is where the key of node n's LUKS data volume is kept, in
+// the cluster's keys directory.
+func luksKeyPath(inv *Inventory, n *node) string {
+	return filepath.Join(inv.KeysDir(), n.Name+luksKeyExt)
 }
 
 // ensureFile reads path, or writes it (mode 0600) with what make returns

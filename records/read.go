@@ -39,6 +39,10 @@ type Record struct {
 	Order  []string          // the file's columns, or the line's keys, in order
 	Links  []string          // normalized http(s) URLs
 	Error  string
+	// TooLong is the first link refused for being longer than
+	// etl.MaxURLLength (reported with FilterURLLength): a record left
+	// without links says why.
+	TooLong string
 }
 
 // FilterURLLength is the reason a link longer than etl.MaxURLLength is
@@ -311,6 +315,41 @@ func (rr *recordReader) next() (text []byte, line int, tooLong bool, err error) 
 	}
 }
 
+// unread puts back what follows the first n bytes of text, the record
+// next returned after reading from the offset start, so that next reads it
+// again: the lines a quote left open took in.
+func (rr *recordReader) unread(text []byte, start int64, n int) {
+	consumed := int(rr.offset - start)
+	rest := make([]byte, 0, consumed-n)
+	rest = append(rest, text[n:]...)
+	switch consumed - len(text) { // the record's line terminator
+	case 1:
+		rest = append(rest, '\n')
+	case 2:
+		rest = append(rest, '\r', '\n')
+	}
+	rr.offset -= int64(len(rest))
+	rr.line -= bytes.Count(rest, []byte("\n"))
+	if len(rest) > 0 && rest[len(rest)-1] != '\n' {
+		rr.line-- // a last line without a line break counted as one
+	}
+	rr.br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), rr.br), 64<<10)
+}
+
+// unbalanced reports whether text, a malformed CSV record of several
+// lines, is a quote left open on its first line rather than a cell that
+// holds line breaks: the line after the first is a record of its own,
+// with the header's columns.
+func unbalanced(text []byte, columns int) bool {
+	_, rest, ok := bytes.Cut(text, []byte("\n"))
+	if !ok {
+		return false
+	}
+	second, _, _ := bytes.Cut(rest, []byte("\n"))
+	cells, err := SplitCSVRecord(bytes.TrimSuffix(second, []byte("\r")))
+	return err == nil && len(cells) == columns
+}
+
 type recordParser struct {
 	name   string
 	ids    map[string]int       // id → line it was first seen on; nil: not checked (Load)
@@ -407,6 +446,7 @@ func (p *recordParser) csv(rr *recordReader) error {
 	p.rr = rr
 	var header []string
 	for {
+		start := rr.offset
 		text, line, tooLong, err := rr.next()
 		if err == io.EOF {
 			return nil
@@ -444,6 +484,15 @@ func (p *recordParser) csv(rr *recordReader) error {
 		var rec Record
 		if reason == "" {
 			rec, reason = p.csvRecord(text, header, line)
+		}
+		if reason != "" && unbalanced(text, len(header)) {
+			// A quote opened and never closed on its line: the lines it
+			// took in are records of their own. The line alone is
+			// malformed, and the reader goes on from the next.
+			first, _, _ := bytes.Cut(text, []byte("\n"))
+			rr.unread(text, start, len(first)+1)
+			text = bytes.TrimSuffix(first, []byte("\r"))
+			reason = fmt.Sprintf("a quote opened at column %d is not closed on this line (the lines after it are read as records of their own)", bytes.IndexByte(text, '"')+1)
 		}
 		if reason != "" {
 			if err := p.malformed(string(FormatCSV), line, text, p.lineErr(line, "%s", reason)); err != nil {
@@ -550,6 +599,9 @@ func (p *recordParser) addLink(rec *Record, line int, v string, explicit bool) {
 		e := p.lineErr(line, "link %q… (%d bytes) is longer than %d bytes; refused", v[:64], len(v), etl.MaxURLLength)
 		e.Filter = FilterURLLength
 		p.warn(e)
+		if rec.TooLong == "" {
+			rec.TooLong = v
+		}
 		return
 	case err != nil:
 		if explicit {

@@ -3,6 +3,7 @@ package records
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -317,5 +318,46 @@ func TestMemberValue(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %#v (%v), want %#v", text, got, err, want)
 		}
+	}
+}
+
+// TestUnbalancedQuote: a quote opened and never closed on its line makes
+// that line alone malformed, reported at its own line; the lines it
+// would have taken in are records of their own, at their lines and
+// places. A quoted cell that holds line breaks is still one record.
+func TestUnbalancedQuote(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		want       []string // id@line:end offset, or !line for a malformed one
+	}{
+		{"open quote", "id,name,url\nr1,\"Ann,http://a.example/\nr2,Bo,http://b.example/\nr3,\"Cy, Jr\",http://c.example/\n",
+			[]string{"!2:38", "r2@3:62", "r3@4:92"}},
+		{"open quote, CRLF, no last line break", "id,name\r\nr1,\"Ann\r\nr2,Bo\r\nr3,Cy",
+			[]string{"!2:18", "r2@3:25", "r3@4:30"}},
+		{"open quote on the last line", "id,name\nr1,Ann\nr2,\"Bo\n",
+			[]string{"r1@2:15", "!3:22"}},
+		{"a cell with line breaks", "id,note\nr1,\"two\nlines\"\nr2,x\n",
+			[]string{"r1@2:23", "r2@4:28"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			err := ReadFrom("f.csv", bytes.NewReader([]byte(tc.data)), nil, Pos{}, FormatCSV, func(r Record, line int, end Pos) error {
+				if r.Error != "" {
+					if !strings.Contains(r.Error, fmt.Sprintf("f.csv:%d: ", line)) {
+						t.Errorf("malformed line %d says %q", line, r.Error)
+					}
+					got = append(got, fmt.Sprintf("!%d:%d", line, end.Offset))
+				} else {
+					got = append(got, fmt.Sprintf("%s@%d:%d", r.ID, line, end.Offset))
+				}
+				return nil
+			}, func(*LineError) {}, func(*LineError) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("records %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

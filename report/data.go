@@ -39,6 +39,9 @@ type Data struct {
 	Warning  string
 	Mappings []MappingFill // by mapping name
 	Samples  []store.Record
+	// Incomplete lists why records were left incomplete, by reason in
+	// dispatcher.ReasonOrder, from the outcomes the store keeps.
+	Incomplete []ReasonRow
 
 	Failures      []Count // by class, most first
 	FailuresTotal int64
@@ -57,6 +60,15 @@ type Data struct {
 type FieldFill struct {
 	Field          string
 	Needed, Filled int
+}
+
+// ReasonRow is how many records were left incomplete for one reason: the
+// first of them, and the first one's outcome as an example.
+type ReasonRow struct {
+	Reason  string
+	Records int
+	IDs     []string
+	Example string
 }
 
 // Rate is Filled/Needed in percent.
@@ -190,8 +202,20 @@ func (d *Data) records(ctx context.Context, st store.Records, targeted func(stor
 	byMapping := map[string]*MappingFill{}
 	mapFields := map[string]map[string]int64{}
 	n := 0
+	why := map[string]*ReasonRow{}
 	err := st.Records(ctx, func(r store.Record) error {
 		n++
+		if o := r.Outcome; o != nil {
+			row := why[o.Reason]
+			if row == nil {
+				row = &ReasonRow{Reason: o.Reason, Example: r.ID + ": " + o.Detail}
+				why[o.Reason] = row
+			}
+			row.Records++
+			if len(row.IDs) < dispatcher.ReasonIDs {
+				row.IDs = append(row.IDs, r.ID)
+			}
+		}
 		lacking := map[string]bool{}
 		for _, f := range targeted(r) {
 			lacking[f] = true
@@ -243,6 +267,16 @@ func (d *Data) records(ctx context.Context, st store.Records, targeted func(stor
 		d.Mappings = append(d.Mappings, *mf)
 	}
 	slices.SortFunc(d.Mappings, func(a, b MappingFill) int { return cmp.Compare(a.Mapping, b.Mapping) })
+
+	for _, reason := range dispatcher.ReasonOrder() {
+		if row := why[reason]; row != nil {
+			d.Incomplete = append(d.Incomplete, *row)
+			delete(why, reason)
+		}
+	}
+	for _, reason := range slices.Sorted(maps.Keys(why)) { // of another build
+		d.Incomplete = append(d.Incomplete, *why[reason])
+	}
 
 	d.Records = n
 	switch {

@@ -15,6 +15,7 @@ const (
 	DefaultMaxTTL     = 24 * time.Hour
 	DefaultNegative   = 15 * time.Minute
 	DefaultFailure    = 30 * time.Second
+	DefaultMaxFailure = time.Hour
 	DefaultMaxEntries = 100_000
 )
 
@@ -29,8 +30,11 @@ type CacheConfig struct {
 	// Failure is how long a server failure or time-out is remembered, in
 	// memory only: long enough that the tasks waiting on the name fail
 	// at once instead of asking again, short enough that the next wave
-	// asks.
-	Failure time.Duration
+	// asks. Each further failure of the name in a row doubles it, up to
+	// MaxFailure: a name that keeps timing out is not asked of the
+	// servers every Failure for the rest of the run. Being in memory
+	// only, a failure is asked again by the next run.
+	Failure, MaxFailure time.Duration
 	// MaxEntries bounds the answers held in memory; the Store keeps the
 	// rest.
 	MaxEntries int
@@ -73,6 +77,7 @@ type Cache struct {
 type entry struct {
 	a       Answer
 	expires time.Time
+	fails   int // failures of the name in a row, this one included
 }
 
 // flight is one look-up in progress that others wait for.
@@ -96,6 +101,10 @@ func NewCache(r *Resolver, cfg CacheConfig) *Cache {
 	if cfg.Failure <= 0 {
 		cfg.Failure = DefaultFailure
 	}
+	if cfg.MaxFailure <= 0 {
+		cfg.MaxFailure = DefaultMaxFailure
+	}
+	cfg.MaxFailure = max(cfg.MaxFailure, cfg.Failure)
 	if cfg.MaxEntries <= 0 {
 		cfg.MaxEntries = DefaultMaxEntries
 	}
@@ -181,7 +190,7 @@ func (c *Cache) fill(ctx context.Context, k string, now time.Time) Answer {
 		if ok {
 			c.stored.Add(1)
 			a.Cached = true
-			c.remember(k, a, a.At.Add(c.keep(a)))
+			c.remember(k, a, a.At.Add(c.keep(a, 0)), 0)
 			return a
 		}
 	}
@@ -191,8 +200,12 @@ func (c *Cache) fill(ctx context.Context, k string, now time.Time) Answer {
 	if ctx.Err() != nil && a.Class != "" {
 		return a // cut short: says nothing about the name
 	}
-	expires := now.Add(c.keep(a))
-	c.remember(k, a, expires)
+	fails := 0
+	if a.Failed() {
+		fails = c.failsBefore(k) + 1
+	}
+	expires := now.Add(c.keep(a, fails))
+	c.remember(k, a, expires, fails)
 	if c.cfg.Store != nil && !a.Failed() {
 		sctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		if err := c.cfg.Store.Save(sctx, k, a, expires); err != nil {
@@ -203,12 +216,25 @@ func (c *Cache) fill(ctx context.Context, k string, now time.Time) Answer {
 	return a
 }
 
-// keep is how long a is good for.
-func (c *Cache) keep(a Answer) time.Duration {
+// failsBefore is how many times in a row k failed before now, as far as
+// memory holds.
+func (c *Cache) failsBefore(k string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[k].fails
+}
+
+// keep is how long a is good for; fails counts the failures in a row that
+// a ends, when it is one.
+func (c *Cache) keep(a Answer, fails int) time.Duration {
 	ttl := time.Duration(a.TTL) * time.Second
 	switch {
 	case a.Failed():
-		return c.cfg.Failure
+		d := c.cfg.Failure
+		for i := 1; i < fails && d < c.cfg.MaxFailure; i++ {
+			d *= 2
+		}
+		return min(d, c.cfg.MaxFailure)
 	case a.Negative() && ttl == 0:
 		ttl = c.cfg.Negative
 	}
@@ -217,7 +243,7 @@ func (c *Cache) keep(a Answer) time.Duration {
 
 // remember holds a in memory until expires, making room first: expired
 // entries go, then whatever the map gives first.
-func (c *Cache) remember(k string, a Answer, expires time.Time) {
+func (c *Cache) remember(k string, a Answer, expires time.Time, fails int) {
 	a.Cached = false
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -235,7 +261,7 @@ func (c *Cache) remember(k string, a Answer, expires time.Time) {
 			delete(c.entries, n)
 		}
 	}
-	c.entries[k] = entry{a: a, expires: expires}
+	c.entries[k] = entry{a: a, expires: expires, fails: fails}
 }
 
 // Addrs returns host's addresses, or an *Error classing why there are

@@ -23,6 +23,14 @@ import (
 // much the server takes, and the pace remembers it. Time-outs of queries
 // sent before the last cut are the same congestion and cut nothing more.
 //
+// A time-out is congestion only when the server loses more than it does
+// at a pace it keeps up with (loss.go): a path that drops queries at
+// random drops as many at any pace, and cutting for it only slows the
+// crawl to a crawl. Every cut is put to that test: if the queries sent at
+// the cut pace are lost about as often as before it, the cut is undone
+// and the loss they show is the path's, which later time-outs are judged
+// against (and lost queries asked again at once, loss.go).
+//
 // Answers grow them back: the window by one per answer until the first
 // cut (slow start) and by one per window of answers after; the pace by one
 // query a second per answer until the second cut (the first comes of the
@@ -50,6 +58,16 @@ type limiter struct {
 	// Answers counted per tenth of a second over the last second, for
 	// the pace a cut falls back to.
 	tenths [10]tenth
+
+	// Queries ended and lost, counted per tenth of a second of their
+	// sending over the last three seconds, for the share lost (loss.go).
+	sends [30]sendTenth
+	loss  lossState // what the path loses at random (loss.go)
+
+	// now and afterFunc are time.Now and time.AfterFunc; a test gives
+	// its own clock.
+	now       func() time.Time
+	afterFunc func(time.Duration, func())
 }
 
 type tenth struct {
@@ -73,7 +91,8 @@ const minWindow = 8
 const minRate = 5.0
 
 func newLimiter(max int) *limiter {
-	return &limiter{max: float64(max), window: float64(min(max, initialWindow))}
+	return &limiter{max: float64(max), window: float64(min(max, initialWindow)), now: time.Now,
+		afterFunc: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
 }
 
 // acquire waits for room to send one query and returns when it was sent.
@@ -81,8 +100,8 @@ func newLimiter(max int) *limiter {
 // a queue of thousands of names costs no more than the queries sent.
 func (l *limiter) acquire(ctx context.Context) (time.Time, error) {
 	l.mu.Lock()
-	if len(l.queue) == 0 && l.room(time.Now()) {
-		now := l.take(time.Now())
+	if len(l.queue) == 0 && l.room(l.now()) {
+		now := l.take(l.now())
 		l.mu.Unlock()
 		return now, nil
 	}
@@ -115,12 +134,22 @@ type waiter struct {
 
 // room reports whether a query may start at now. Callers hold mu.
 func (l *limiter) room(now time.Time) bool {
-	return float64(l.inflight) < l.window && (l.rate == 0 || !now.Before(l.next))
+	return l.held() < l.window && (l.rate == 0 || !now.Before(l.next))
+}
+
+// held is how many of the queries in flight the server holds: on a path
+// that loses a share of them at random (loss.go), those lost on the way
+// wait out their time-out in flight without loading the server, and a
+// window that counted them would slow the questions to the pace of the
+// time-outs. Callers hold mu.
+func (l *limiter) held() float64 {
+	return float64(l.inflight) * (1 - l.loss.floor)
 }
 
 // take counts a query started at now. Callers hold mu.
 func (l *limiter) take(now time.Time) time.Time {
 	l.inflight++
+	l.probeSend(now)
 	if l.rate > 0 {
 		// A timer that fired late does not lose the pace's time: the
 		// next query may start where the last one's slot ended, up to
@@ -140,12 +169,12 @@ const paceSlack = 20 * time.Millisecond
 // hold mu.
 func (l *limiter) admit() {
 	for len(l.queue) > 0 {
-		now := time.Now()
+		now := l.now()
 		if !l.room(now) {
-			if float64(l.inflight) < l.window && !l.timing {
+			if l.held() < l.window && !l.timing {
 				// Only the pace is in the way: come back when it allows.
 				l.timing = true
-				time.AfterFunc(l.next.Sub(now), func() {
+				l.afterFunc(l.next.Sub(now), func() {
 					l.mu.Lock()
 					l.timing = false
 					l.admit()
@@ -167,10 +196,17 @@ func (l *limiter) admit() {
 func (l *limiter) release(sent time.Time, timedOut bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	now := time.Now()
+	now := l.now()
 	l.inflight--
+	if !timedOut {
+		l.count(now)
+	}
+	l.tallySend(sent, timedOut)
+	l.refine(now)
+	l.probeEnd(now, sent, timedOut)
 	switch {
-	case timedOut && sent.After(l.cut):
+	case timedOut && sent.After(l.cut) && !l.loss.probing && l.congested(now):
+		l.startProbe()
 		l.cut = now
 		l.cuts++
 		l.window = max(min(l.max, minWindow), l.window/2)
@@ -180,12 +216,13 @@ func (l *limiter) release(sent time.Time, timedOut bool) {
 			// anything of the server (the second cut corrects it).
 			l.rate = max(minRate, peak*10)
 		} else {
-			l.rate = max(minRate, sum, peak*10/2, l.rate/2)
+			// What the server answered, and so took, was sent
+			// 1/(1-floor) times over on a lossy path.
+			l.rate = max(minRate, sum/(1-l.loss.floor), peak*10/2, l.rate/2)
 		}
 		l.next = now
 	case timedOut:
 	default:
-		l.count(now)
 		l.sample(now.Sub(sent))
 		if l.cuts == 0 {
 			l.window = min(l.max, l.window+1)
@@ -264,30 +301,53 @@ const initialRTO = time.Second
 // answer: the retransmission time-out from the round trips seen, doubled
 // with each attempt, and the whole of limit for the last one, so a slow
 // server has its full time-out once.
+//
+// On a path that loses queries at random while the server goes on
+// answering, a lost query is no sign of a server in trouble: it is asked
+// again after one retransmission time-out (with a lower floor), not a
+// doubled one.
 func (l *limiter) timeout(attempt, attempts int, limit time.Duration) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if attempt >= attempts-1 {
 		return limit
 	}
-	rto := initialRTO
-	if l.srtt > 0 {
-		rto = max(minRTO, l.srtt+4*l.rttvar)
+	rto, lossy := l.rto(l.now())
+	if lossy {
+		return min(rto, limit)
 	}
 	return min(rto<<attempt, limit)
+}
+
+// rto is the retransmission time-out in force at now, and whether the
+// path is lossy with the server answering (loss.go), where it is shorter
+// and not doubled. Callers hold mu.
+func (l *limiter) rto(now time.Time) (time.Duration, bool) {
+	if l.srtt == 0 {
+		return initialRTO, false
+	}
+	floor := minRTO
+	lossy := false
+	if l.loss.floor > 0 {
+		if sum, _ := l.answered(now); sum > 0 {
+			floor, lossy = lossyMinRTO, true
+		}
+	}
+	return max(floor, l.srtt+4*l.rttvar), lossy
 }
 
 // limiterState is a limiter's state for Stats.
 type limiterState struct {
 	window, rate      float64 // rate 0: not paced
 	inflight, waiting int
-	cuts              int64
+	cuts, undone      int64
+	loss              float64 // the path's loss (loss.go)
 }
 
 func (l *limiter) state() limiterState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return limiterState{l.window, l.rate, l.inflight, len(l.queue), l.cuts}
+	return limiterState{l.window, l.rate, l.inflight, len(l.queue), l.cuts, l.loss.undone, l.loss.floor}
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -31,7 +31,9 @@ type Config struct {
 	// a time-out. Empty reads the nameservers of /etc/resolv.conf.
 	Servers []string
 	// Timeout bounds one query; Attempts bounds the queries of one
-	// question (the first and its retries after time-outs).
+	// question (the first and its retries after time-outs), except on a
+	// path shown to lose queries at random, where a question may take as
+	// many as make losing them all unlikely, up to 20 (loss.go).
 	Timeout  time.Duration
 	Attempts int
 	// MaxInFlight bounds the queries in flight to each server.
@@ -239,9 +241,14 @@ func (r *Resolver) ask(ctx context.Context, name string, qtype uint16) (*dns.Msg
 	start := r.next.Add(1)
 	var last error
 	var lastServer string
-	for attempt := 0; attempt < r.cfg.Attempts; attempt++ {
+	attempts, made := r.cfg.Attempts, 0
+	for attempt := 0; attempt < attempts; attempt++ {
 		s := r.servers[(start+uint64(attempt))%uint64(len(r.servers))]
-		msg, err := r.exchange(ctx, s, q, attempt)
+		// A server on a path that loses queries at random is given
+		// more of them (loss.go).
+		attempts = max(attempts, s.lim.attempts(r.cfg.Attempts))
+		made++
+		msg, err := r.exchange(ctx, s, q, attempt, attempts)
 		if err == nil {
 			return msg, rcodeFail(msg)
 		}
@@ -249,26 +256,28 @@ func (r *Resolver) ask(ctx context.Context, name string, qtype uint16) (*dns.Msg
 		if ctx.Err() != nil || !isTimeoutErr(err) {
 			break
 		}
+		// The path may have shown itself lossy while this query waited.
+		attempts = max(attempts, s.lim.attempts(r.cfg.Attempts))
 	}
 	switch {
 	case ctx.Err() != nil:
 		a := cutShort(ctx)
 		return nil, &a
 	case isTimeoutErr(last):
-		return nil, &Answer{Class: ClassTimeout, Error: fmt.Sprintf("no answer from %s after %d queries, the last waiting %v", lastServer, r.cfg.Attempts, r.cfg.Timeout)}
+		return nil, &Answer{Class: ClassTimeout, Error: fmt.Sprintf("no answer from %s after %d queries, the last waiting %v", lastServer, made, r.cfg.Timeout)}
 	}
 	return nil, &Answer{Class: ClassError, Error: last.Error()}
 }
 
 // exchange sends q to s once, within s's limiter, as attempt (0 the
-// first) of the question, waiting for the answer as long as the limiter
-// says.
-func (r *Resolver) exchange(ctx context.Context, s *server, q *dns.Msg, attempt int) (*dns.Msg, error) {
+// first) of attempts of the question, waiting for the answer as long as
+// the limiter says.
+func (r *Resolver) exchange(ctx context.Context, s *server, q *dns.Msg, attempt, attempts int) (*dns.Msg, error) {
 	sent, err := s.lim.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
-	wait := s.lim.timeout(attempt, r.cfg.Attempts, r.cfg.Timeout)
+	wait := s.lim.timeout(attempt, attempts, r.cfg.Timeout)
 	r.queries.Add(1)
 	qctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/resolver"
 	"backfill/resolver/resolvertest"
 )
@@ -220,9 +221,7 @@ func TestRestart(t *testing.T) {
 // drops the rest gets its questions answered with few repeats: the
 // limiter paces itself to what the server answers.
 func TestBusyServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("paced: takes a few seconds")
-	}
+	proctest.Short(t, "paced: takes a few seconds")
 	s := startServer(t)
 	s.Limit(200)
 	const n = 200
@@ -245,5 +244,93 @@ func TestBusyServer(t *testing.T) {
 	t.Logf("stats %+v server queries %d dropped %d", c.Stats(), s.Queries(), s.Dropped())
 	if q := s.Queries(); float64(q) > 1.5*n {
 		t.Errorf("%d queries for %d questions: more than 1.5 each", q, n)
+	}
+	if st := c.Stats(); st.Undone != 0 || st.Loss != 0 {
+		t.Errorf("undone %d, loss %.2f: a busy server taken for a lossy path", st.Undone, st.Loss)
+	}
+}
+
+// TestLossyServer: a server whose path loses half the queries at random,
+// whatever the rate, is not a busy one. Every name is resolved, at about
+// two queries each (the fewest such a path allows), the cut its first
+// losses caused is undone, and the loss is seen for what it is.
+func TestLossyServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("retries lost queries: takes a few seconds")
+	}
+	s := startServer(t)
+	s.Lose(0.5, 7)
+	const n = 300
+	for i := range n {
+		s.Add(fmt.Sprintf("h%d.a.test", i), pub1)
+	}
+	c := resolver.NewCache(newResolver(t, s, resolver.Config{Timeout: 300 * time.Millisecond}), resolver.CacheConfig{})
+	var wg sync.WaitGroup
+	var failed sync.Map
+	for i := range n {
+		wg.Go(func() {
+			name := fmt.Sprintf("h%d.a.test", i)
+			if _, err := c.Addrs(context.Background(), name); err != nil {
+				failed.Store(name, err)
+			}
+		})
+	}
+	wg.Wait()
+	failed.Range(func(k, v any) bool { t.Errorf("%s: %v", k, v); return true })
+	st := c.Stats()
+	t.Logf("stats %+v server queries %d dropped %d", st, s.Queries(), s.Dropped())
+	if q := s.Queries(); float64(q) > 2.5*n {
+		t.Errorf("%d queries for %d questions: more than 2.5 each", q, n)
+	}
+	if st.Undone < 1 || st.Loss < 0.3 || st.Loss > 0.7 {
+		t.Errorf("cuts %d, undone %d, loss %.2f: want a cut undone and a loss near 0.5", st.Cuts, st.Undone, st.Loss)
+	}
+	if st.InFlight != 0 {
+		t.Errorf("%d queries still in flight", st.InFlight)
+	}
+}
+
+// TestFailureKeptLonger: a name that keeps timing out is remembered as
+// failing for twice as long each time, up to MaxFailure, and asked again
+// by a new process (failures never reach the Store).
+func TestFailureKeptLonger(t *testing.T) {
+	s := startServer(t)
+	s.Silent("slow.a.test")
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	st, err := resolver.OpenStore(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cache := func() *resolver.Cache {
+		return resolver.NewCache(newResolver(t, s, resolver.Config{Attempts: 1}), resolver.CacheConfig{
+			Failure: 10 * time.Second, MaxFailure: 40 * time.Second, Store: st, Now: clock})
+	}
+	c := cache()
+	steps := []struct {
+		after   time.Duration
+		queries int64 // total the server has seen after the look-up
+		cached  bool
+	}{
+		{0, 1, false},
+		{9 * time.Second, 1, true},
+		{1 * time.Second, 2, false}, // kept 10 s
+		{19 * time.Second, 2, true}, // now kept 20 s
+		{1 * time.Second, 3, false}, // 20 s after
+		{39 * time.Second, 3, true}, // now 40 s
+		{1 * time.Second, 4, false}, // 40 s after
+		{39 * time.Second, 4, true}, // 40 s: the ceiling
+		{1 * time.Second, 5, false}, // 40 s after
+	}
+	for i, step := range steps {
+		now = now.Add(step.after)
+		a := c.Lookup(context.Background(), "slow.a.test")
+		if q := s.Queries(); a.Class != resolver.ClassTimeout || q != step.queries || a.Cached != step.cached {
+			t.Fatalf("step %d: class %q, %d queries, cached %v; want %q, %d, %v", i, a.Class, q, a.Cached, resolver.ClassTimeout, step.queries, step.cached)
+		}
+	}
+	if a := cache().Lookup(context.Background(), "slow.a.test"); a.Cached || s.Queries() != 6 {
+		t.Fatalf("a new process: cached %v, %d queries; want the name asked again", a.Cached, s.Queries())
 	}
 }

@@ -20,7 +20,9 @@ type Stats struct {
 	Pace      float64       `json:"pace"`                // the slowest server pace now, queries a second (0: none yet)
 	Latency   time.Duration `json:"latency"`             // mean time to an answer
 	Window    float64       `json:"window"`              // the smallest server window now
-	Cuts      int64         `json:"cuts,omitempty"`      // times a server's window was cut by time-outs
+	Cuts      int64         `json:"cuts,omitempty"`      // times a server's window was cut by time-outs (and the cut kept)
+	Undone    int64         `json:"undone,omitempty"`    // cuts undone: slowing down did not lower the loss (loss.go)
+	Loss      float64       `json:"loss,omitempty"`      // the largest share of queries a server's path loses at random
 }
 
 // Stats reads the resolver's counters (the look-up ones stay zero).
@@ -37,6 +39,8 @@ func (r *Resolver) Stats() Stats {
 		s.InFlight += ls.inflight
 		s.Waiting += ls.waiting
 		s.Cuts += ls.cuts
+		s.Undone += ls.undone
+		s.Loss = max(s.Loss, ls.loss)
 		if i == 0 || ls.window < s.Window {
 			s.Window = ls.window
 		}

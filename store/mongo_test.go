@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"backfill/proctest"
 	"backfill/store"
 	"backfill/store/mongotest"
 	"backfill/store/storetest"
@@ -55,7 +56,7 @@ func TestMongoConformance(t *testing.T) {
 func TestMongoRealConformance(t *testing.T) {
 	base := os.Getenv(mongotest.EnvURI)
 	if base == "" {
-		t.Skipf("%s not set: no real MongoDB to test against", mongotest.EnvURI)
+		proctest.OptIn(t, mongotest.EnvURI, "the conformance suite against a real MongoDB")
 	}
 	u, err := url.Parse(base)
 	if err != nil {

@@ -221,10 +221,12 @@ type outcomeJSON struct {
 	Failed map[string]int `json:"pages_failed,omitempty"`
 	Page   string         `json:"refused_page,omitempty"`
 	Key    string         `json:"refused_key,omitempty"`
+	Link   string         `json:"link,omitempty"`
+	Depth  int            `json:"link_depth,omitempty"`
 }
 
 func toOutcomeJSON(o Outcome) outcomeJSON {
-	return outcomeJSON{Reason: o.Reason, Detail: o.Detail, Pages: o.Pages, Failed: o.Failed, Page: o.Page, Key: o.Key}
+	return outcomeJSON{Reason: o.Reason, Detail: o.Detail, Pages: o.Pages, Failed: o.Failed, Page: o.Page, Key: o.Key, Link: o.Link, Depth: o.Depth}
 }
 
 func encodeOutcome(o Outcome) (string, error) {
@@ -243,5 +245,6 @@ func decodeOutcome(record, s string) (*Outcome, error) {
 	if in.Reason == "" {
 		return nil, fmt.Errorf("outcome without a reason")
 	}
-	return &Outcome{Record: record, Reason: in.Reason, Detail: in.Detail, Pages: in.Pages, Failed: in.Failed, Page: in.Page, Key: in.Key}, nil
+	return &Outcome{Record: record, Reason: in.Reason, Detail: in.Detail, Pages: in.Pages, Failed: in.Failed, Page: in.Page, Key: in.Key,
+		Link: in.Link, Depth: in.Depth}, nil
 }

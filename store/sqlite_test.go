@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/store"
 	"backfill/store/storetest"
 )
@@ -214,10 +215,7 @@ const helperEnv = "BACKFILL_STORE_TEST_HELPER"
 // test binary again with helperEnv set, and this writes into the shared file
 // as one of several processes would.
 func TestSQLiteHelperProcess(t *testing.T) {
-	spec := os.Getenv(helperEnv)
-	if spec == "" {
-		t.Skip("helper for TestSQLiteSeveralProcesses")
-	}
+	spec := proctest.OptIn(t, helperEnv, "the helper process of TestSQLiteSeveralProcesses")
 	path, name, _ := strings.Cut(spec, "|")
 	if err := writeAsProcess(path, name); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -261,7 +259,7 @@ func writeAsProcess(path, name string) error {
 // one machine do, and checks that every write landed.
 func TestSQLiteSeveralProcesses(t *testing.T) {
 	if os.Getenv(helperEnv) != "" {
-		t.Skip("inside a helper")
+		proctest.NotApplicable(t, "inside a helper process")
 	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "shared.db")

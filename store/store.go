@@ -64,6 +64,11 @@ type Outcome struct {
 	Failed map[string]int // pages that could not be fetched, by failure class
 	Page   string         // the first refused page
 	Key    string         // its match key that disagreed
+	// Link is the link left unfollowed at the depth limit (depth-limit),
+	// at Depth links from the record's own; or the start of the record's
+	// only link, refused for its length (link-too-long).
+	Link  string
+	Depth int
 }
 
 // Value is a filled field with its provenance.

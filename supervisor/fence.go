@@ -172,3 +172,29 @@ func (s *Supervisor) fenceCheck(now time.Time) {
 			"dispatcher", s.cfg.Dispatcher, seconds.Attr("unheard", unheard), "tasks", len(dropped))
 	}
 }
+
+// newDispatcher notes the dispatcher process that welcomed the member
+// (wire.Welcome.Gen). Welcomed by a new one, the member drops the tasks
+// the old one gave it that it has not started: the new one sends every
+// unfinished task again, maybe to another member, and a task left here
+// would have two members ask its host. Its answers sent lately stay kept
+// (answers.go): a task sent again here is answered without a request.
+func (s *Supervisor) newDispatcher(gen int64) {
+	if gen == 0 {
+		return
+	}
+	old := s.dispatcherGen.Swap(gen)
+	if old == 0 || old == gen {
+		return
+	}
+	dropped := s.sched.abandon()
+	for _, t := range dropped {
+		s.hops.forget(t.ID)
+		s.health.settled(t.ID)
+	}
+	s.abandoned.Add(int64(len(dropped)))
+	if len(dropped) > 0 {
+		s.log.Info("a new dispatcher process: the tasks of the old one not started are dropped; it sends them again",
+			"dispatcher", s.cfg.Dispatcher, "tasks", len(dropped))
+	}
+}

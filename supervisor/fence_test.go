@@ -29,15 +29,8 @@ func TestFence(t *testing.T) {
 	cfg.Logger = newLogger(&logs)
 	r := start(t, cfg)
 	h := d.hello()
-	out, err := wire.Dial(h.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.out = out
 	granted := time.Now() // the Hello was sent before this: its lease ends before granted+lease
-	if err := out.Send(wire.KindWelcome, wire.Welcome{Dispatcher: "test", Run: "r", Seq: h.Seq, Lease: lease}, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	d.welcomeWith(h, wire.Welcome{Dispatcher: "test", Run: "r", Seq: h.Seq, Lease: lease})
 	d.task("a", 1, "http://a.test/p/a")
 	d.collect(1, 5*time.Second)
 
@@ -71,7 +64,7 @@ func TestFence(t *testing.T) {
 			t.Fatal("no heartbeat")
 		}
 	}
-	if err := out.Send(wire.KindRenew, wire.Renew{Seq: beat.Seq, Lease: lease}, 5*time.Second); err != nil {
+	if err := d.out.Send(wire.KindRenew, wire.Renew{Seq: beat.Seq, Lease: lease}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	d.task("e", 2, "http://a.test/p/e")
@@ -92,5 +85,39 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 			t.Fatalf("no %s within %v", what, within)
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// TestNewDispatcherProcess: welcomed by a new dispatcher process (another
+// Gen), a member drops the tasks of the old one it has not started.
+func TestNewDispatcherProcess(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, "a.test", "User-agent: *\nCrawl-delay: 30\n", map[string]string{
+		"/p/b": "<html><body><h1>b</h1></body></html>",
+		"/p/c": "<html><body><h1>c</h1></body></html>",
+	})
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	cfg := testConfig(t, d, s)
+	cfg.NoSoft404 = true
+	r := start(t, cfg)
+	h := d.hello()
+	welcome := func(gen int64) {
+		d.welcomeWith(h, wire.Welcome{Dispatcher: "test", Run: "r", Seq: h.Seq, Lease: time.Minute, Gen: gen})
+	}
+	welcome(1)
+	// robots.txt first, then the host's 30 s delay holds these two back.
+	d.task("b", 1, "http://a.test/p/b")
+	d.task("c", 1, "http://a.test/p/c")
+	waitFor(t, 5*time.Second, "the tasks held", func() bool { return r.sup.Stats().InFlight == 2 })
+	welcome(1) // the same process again: nothing dropped
+	welcome(2)
+	waitFor(t, 5*time.Second, "the old process's tasks dropped", func() bool { return r.sup.Stats().Abandoned == 2 })
+	if n := r.sup.Stats().InFlight; n != 0 {
+		t.Errorf("%d tasks still held", n)
+	}
+	for _, hit := range s.log() {
+		if hit.path == "/p/b" || hit.path == "/p/c" {
+			t.Errorf("a dropped task was fetched: %s", hit.path)
+		}
 	}
 }

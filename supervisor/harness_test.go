@@ -215,12 +215,21 @@ func (d *dispatcher) hello() *wire.Hello {
 // endpoint and send Welcome.
 func (d *dispatcher) welcome(h *wire.Hello) {
 	d.t.Helper()
-	out, err := wire.Dial(h.Endpoint)
-	if err != nil {
-		d.t.Fatalf("dial supervisor: %v", err)
+	d.welcomeWith(h, wire.Welcome{Dispatcher: "test", Run: "run-1"})
+}
+
+// welcomeWith sends w to the supervisor of h, dialling it first if need
+// be.
+func (d *dispatcher) welcomeWith(h *wire.Hello, w wire.Welcome) {
+	d.t.Helper()
+	if d.out == nil {
+		out, err := wire.Dial(h.Endpoint)
+		if err != nil {
+			d.t.Fatalf("dial supervisor: %v", err)
+		}
+		d.out = out
 	}
-	d.out = out
-	if err := out.Send(wire.KindWelcome, wire.Welcome{Dispatcher: "test", Run: "run-1"}, 5*time.Second); err != nil {
+	if err := d.out.Send(wire.KindWelcome, w, 5*time.Second); err != nil {
 		d.t.Fatalf("send welcome: %v", err)
 	}
 }

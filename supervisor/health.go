@@ -486,9 +486,10 @@ func (s *Supervisor) troubled(h *host, popped **wire.Task, now time.Time) (time.
 }
 
 // afterFetch records a page request's outcome and decides what follows: a
-// 429 or 503 with attempts left puts the task back at the front of its
-// host, to be tried again once the host may be asked again (retry true);
-// otherwise the page goes on to be finished. next is when the host's next
+// 429 or 503, or a request a kept-alive connection lost unanswered
+// (fetch.ErrUnanswered), with attempts left puts the task back at the
+// front of its host, to be tried again once the host may be asked again
+// (retry true); otherwise the page goes on to be finished. next is when the host's next
 // request may start: after the delay, and after any wait trouble asks for.
 //
 // A fetch refused because the address it leads to is blacklisted comes
@@ -501,6 +502,13 @@ func (s *Supervisor) afterFetch(h *host, t *wire.Task, resp *fetch.Response, err
 		next = notBefore
 	}
 	if throttled && next.Sub(end) <= s.cfg.MaxBackoff && s.health.attempt(t.ID) {
+		s.sched.requeue(h, t)
+		return next, true, err
+	}
+	if errors.Is(err, fetch.ErrUnanswered) && s.health.attempt(t.ID) {
+		// A kept-alive connection lost the request before any answer:
+		// it is made again, as a request of its own after the delay.
+		s.unansweredRetries.Add(1)
 		s.sched.requeue(h, t)
 		return next, true, err
 	}

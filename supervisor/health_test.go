@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"backfill/fetch"
+	"backfill/proctest"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -308,7 +309,7 @@ func listenOn(t *testing.T, name, ip string) *site {
 	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
-		t.Skipf("cannot listen on %s: %v", ip, err)
+		proctest.Missing(t, "a listener on "+ip, err.Error())
 	}
 	s := &site{name: name, pages: map[string]string{"/people/ann": annPage}, hold: map[string]func(){}}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))

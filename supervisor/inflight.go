@@ -33,6 +33,20 @@ func (f *hostFlights) end(host string) {
 	f.mu.Unlock()
 }
 
+// hosts lists the hosts with a request in flight now (wire.Hello.Busy).
+func (f *hostFlights) hosts() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.n) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(f.n))
+	for h := range f.n {
+		out = append(out, h)
+	}
+	return out
+}
+
 // max is the most requests that were ever in flight to one host at once.
 func (f *hostFlights) max() int {
 	f.mu.Lock()

@@ -44,6 +44,7 @@ func TestNamesOffFetchPath(t *testing.T) {
 		d := newDispatcher(t, "tcp://127.0.0.1:*")
 		cfg := testConfig(t, d)
 		cfg.Workers = 1
+		cfg.Capacity = 64 // every task of the round at once
 		cfg.DefaultDelay = NoDelay
 		cfg.Fetch = fetch.Config{UserAgent: testUA, AllowLoopback: true, Timeout: 5 * time.Second}
 		r, err := resolver.New(resolver.Config{Servers: []string{dns.Addr}, Timeout: 300 * time.Millisecond, Attempts: 2})

@@ -1,9 +1,12 @@
 package supervisor
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,5 +116,80 @@ func TestRedirects(t *testing.T) {
 				t.Errorf("at most %d requests in flight to one host, want 1", m)
 			}
 		})
+	}
+}
+
+// TestUnansweredRetried: a request a kept-alive connection loses before
+// any answer (the server closes the connection as the request arrives)
+// is made again as a request of its own, after the host's delay, on a
+// new connection, and counted; nothing below the supervisor resent it.
+func TestUnansweredRetried(t *testing.T) {
+	t.Parallel()
+	const delay = 200 * time.Millisecond
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []time.Time // the page's requests, as the server read them
+	conns := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns++
+			first := conns == 1
+			mu.Unlock()
+			go func(c net.Conn) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if req.URL.Path == "/robots.txt" {
+						fmt.Fprint(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+						continue
+					}
+					mu.Lock()
+					asked = append(asked, time.Now())
+					mu.Unlock()
+					if first {
+						return // the kept-alive connection dies with the page's request
+					}
+					body := "<html><body><h1>Ada</h1></body></html>"
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				}
+			}(c)
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	d := newDispatcher(t, "tcp://127.0.0.1:*")
+	cfg := testConfig(t, d)
+	cfg.Fetch.Resolve = map[string]string{"a.test:80": ln.Addr().String()}
+	cfg.DefaultDelay = delay
+	cfg.NoSoft404 = true
+	r := start(t, cfg)
+	register(t, d)
+	d.task("t", 1, "http://a.test/p")
+	if res := d.collect(1, 10*time.Second)["t"]; res.Class != "" {
+		t.Fatalf("class %q (%s), want the page", res.Class, res.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 || conns != 2 {
+		t.Fatalf("the page was read %d times over %d connections, want twice over 2", len(asked), conns)
+	}
+	if gap := asked[1].Sub(asked[0]); gap < delay {
+		t.Errorf("the page was asked again %v after the lost request, under the %v delay", gap, delay)
+	}
+	if st := r.sup.Stats(); st.Retried != 1 || st.HostInFlight != 1 {
+		t.Errorf("retried %d, most in flight to one host %d; want 1 and 1", st.Retried, st.HostInFlight)
 	}
 }

@@ -28,8 +28,8 @@ import (
 
 // Defaults for Config fields left zero.
 const (
-	DefaultWorkers     = 8
-	DefaultCapacityPer = 64 // tasks held per worker; see Config.Capacity
+	DefaultWorkers     = 64
+	DefaultCapacityPer = 8 // tasks held per worker; see Config.Capacity
 	DefaultDelay       = 15 * time.Second
 	// NoDelay as Config.DefaultDelay means no pause between requests to a
 	// host without Crawl-delay: for fixture webs and benchmarks only.
@@ -67,17 +67,19 @@ type Config struct {
 	Dispatcher string // dispatcher intake endpoint, e.g. tcp://127.0.0.1:5550
 	Listen     string // task socket bind endpoint; default "tcp://127.0.0.1:*"
 	Advertise  string // endpoint the dispatcher dials; default the bound one
-	Workers    int    // concurrent fetches; default 8
+	Workers    int    // concurrent fetches; default 64
 
 	// Capacity is the most tasks held at once, queued or in progress, and
 	// what the dispatcher is told it may have in flight here. Default
-	// 64×Workers. Why so many: a task mostly waits for its host's delay,
-	// not for a worker. With one request per host per delay (15 s by
-	// default) and at most two tasks per host in flight, keeping every
-	// worker busy needs tasks of about Workers×delay/fetch-time distinct
-	// hosts at hand; 64 per worker covers delays up to ~30 fetch times. A
-	// held task costs a few hundred bytes; bodies, the real memory, are
-	// bounded by Workers × the fetch body cap.
+	// 8×Workers. A host waiting out its delay is kept by the dispatcher,
+	// which sends its next task only a moment before it may go (it learns
+	// when from each result's Ready): the tasks held are the requests in
+	// flight and those due within that moment, so capacity, like the
+	// workers, is sized to the request rate × a response's time, not to
+	// the hosts waiting. 64 workers keep up with ~600 requests a second
+	// at 100 ms a response: 10,000 hosts at the 15 s default delay. A held
+	// task costs a few hundred bytes; bodies, the real memory, are bounded
+	// by Workers × the fetch body cap.
 	Capacity int
 
 	Mappings *etl.Set        // required; its digest is advertised
@@ -174,8 +176,13 @@ type Stats struct {
 	// Resent counts answers sent again to a dispatcher that welcomed the
 	// supervisor (a restarted one adopts those it has not committed).
 	Resent int64
+	// Retried counts pages asked again, as requests of their own after
+	// the delay, because a kept-alive connection lost the request before
+	// any answer (fetch.ErrUnanswered).
+	Retried int64
 	// Abandoned counts tasks dropped unanswered because the member's
-	// lease on its hosts ran out, cut off from the dispatcher (fence.go).
+	// lease on its hosts ran out, cut off from the dispatcher, or because
+	// a new dispatcher process welcomed it (fence.go).
 	Abandoned int64
 	// Politeness: the redirects it met by what became of them
 	// (wire.Redirect*; see redirectCounts), and the most requests that
@@ -227,6 +234,12 @@ type Supervisor struct {
 	resent     atomic.Int64
 	// abandoned counts tasks dropped when the lease ran out (fence.go).
 	abandoned atomic.Int64
+	// unansweredRetries counts pages asked again because a kept-alive
+	// connection lost the request before any answer (afterFetch).
+	unansweredRetries atomic.Int64
+	// dispatcherGen is the process generation of the dispatcher that
+	// last welcomed us (fence.go newDispatcher).
+	dispatcherGen atomic.Int64
 
 	// For operators: counters and histograms only metrics read (meter),
 	// and each host's request pace (paces).
@@ -537,6 +550,7 @@ func (s *Supervisor) Stats() Stats {
 		Redirects:     s.redirects.snapshot(),
 		HostInFlight:  s.inFlight.max(),
 		Abandoned:     s.abandoned.Load(),
+		Retried:       s.unansweredRetries.Load(),
 	}
 	s.failedMu.Lock()
 	for k, v := range s.failed {
@@ -578,6 +592,7 @@ func (s *Supervisor) hello() wire.Hello {
 		Key:        s.cfg.Keys.Public,
 		Survey:     s.cfg.Prober != nil,
 		MaxRequest: s.maxRequest(),
+		Busy:       s.inFlight.hosts(),
 	}
 }
 
@@ -613,6 +628,7 @@ func (s *Supervisor) receive(ctx context.Context) error {
 		case wire.KindWelcome:
 			w := v.(*wire.Welcome)
 			s.log.Info("registered with dispatcher", "dispatcher", w.Dispatcher, "run", w.Run)
+			s.newDispatcher(w.Gen)
 			s.renewed(w.Seq, w.Lease)
 			s.markRegistered()
 			s.resendAnswers(ctx)
@@ -842,6 +858,7 @@ func (s *Supervisor) heartbeat() wire.Heartbeat {
 
 		HostInFlight: s.inFlight.max(),
 		Repeated:     s.repeated(),
+		Retried:      s.unansweredRetries.Load(),
 	}
 	hb.Seq = s.fence.sending(time.Now())
 	if s.render != nil {

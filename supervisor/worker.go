@@ -49,6 +49,10 @@ type page struct {
 	// hopRefused: a redirect led to a request the address guard refused
 	// (wire.RedirectAddress).
 	hopRefused string
+	// The host's pace when the turn ended, for the Result (wire.Result's
+	// Delay and Ready): its delay, and when it may take its next request.
+	delay time.Duration
+	ready time.Time
 }
 
 // work is one worker: it takes the next ready host, gives it one turn (at
@@ -61,6 +65,9 @@ func (s *Supervisor) work(ctx context.Context) {
 			return
 		}
 		next, p := s.turnSafe(ctx, h)
+		if p != nil {
+			s.notePace(h, p, next)
+		}
 		s.sched.release(h, next)
 		switch {
 		case p == nil:
@@ -72,6 +79,16 @@ func (s *Supervisor) work(ctx context.Context) {
 		default:
 			s.finishSafe(ctx, p)
 		}
+	}
+}
+
+// notePace records on p the pace of its host, which the worker still
+// holds: the dispatcher sends the host's next task when it may go.
+func (s *Supervisor) notePace(h *host, p *page, next time.Time) {
+	p.delay = s.delay(h.robots)
+	p.ready = s.nextStart(h, p.delay)
+	if next.After(p.ready) {
+		p.ready = next
 	}
 }
 
@@ -551,6 +568,12 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 		s.countFailed(res.Class)
 	}
 	s.logPage(p, res)
+	if p.delay > 0 || !p.ready.IsZero() {
+		// A copy: a kept answer may be read while this one goes out.
+		paced := *res
+		paced.Delay, paced.Ready = p.delay, max(time.Until(p.ready), 0)
+		res = &paced
+	}
 	// The slot is freed before the result can reach the dispatcher: it
 	// counts the task done when the result arrives and may send the next
 	// one at once, which must find room here.

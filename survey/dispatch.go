@@ -142,8 +142,8 @@ func (d *dispatch) run(ctx context.Context, tasks []*task) error {
 		d.cfg.Listening(d.in.Endpoint())
 	}
 	d.log.Info("survey listening", "endpoint", d.in.Endpoint(), "job", d.job, "tasks", len(tasks))
-	if !d.admit.Secured() {
-		d.log.Warn(cluster.PlaintextWarning)
+	if w := d.admit.Warning(d.in.Endpoint()); w != "" {
+		d.log.Warn(w)
 	}
 	for len(d.queue) > 0 || len(d.flying) > 0 || len(d.pendRows) > 0 {
 		if err := ctx.Err(); err != nil {

@@ -45,13 +45,16 @@
 // StartPeople serves the people web (people.go): generated hosts of
 // people's profiles in five layouts (a labelled list, a table, prose,
 // JavaScript-written, JSON-LD) that five mappings sharing one URL pattern
-// extract (PeopleMappings), with records whose profile is one or two links
-// from the record's link, some only through another person's profile,
-// and pages many records reach. Its size is set by PeopleOptions, small
-// for tests and large for benchmarks. PeopleRecords returns the records
-// and PeopleTruth what a correct crawl of them ends with, at a depth,
-// with or without rendering and with hosts down, computed from the model
-// that serves the pages.
+// extract (PeopleMappings); a structured people web has a script-JSON
+// blob in the JavaScript layout's place and locations in pieces in the
+// blob and the JSON-LD (StructuredPeopleMappings). Its records' profiles
+// are one or two links from the record's link, some only through another
+// person's profile, and some pages many records reach. Its size is set
+// by PeopleOptions, small for tests and large for benchmarks.
+// PeopleRecords returns the records and PeopleTruth what a correct crawl
+// of them ends with, at a depth, with or without rendering and with hosts
+// down, computed from the model that serves the pages (people.go) and
+// writes them (peoplepages.go).
 //
 // SetDown takes a host of any web down in what Resolve returns (its
 // connections are refused) and brings it back, for crawls that fail and

@@ -3,9 +3,7 @@ package testweb
 import (
 	"bytes"
 	"embed"
-	"encoding/base64"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -41,7 +39,10 @@ import (
 // email obfuscated), JavaScript (the HTML holds an empty app root and a
 // <noscript> notice; a script decodes the values and writes them into the
 // DOM, with a portrait image, so only a rendered page shows them) or
-// JSON-LD (a schema.org Person block).
+// JSON-LD (a schema.org Person block). A structured web
+// (PeopleOptions.Structured) replaces the JavaScript layout with a blob
+// of data in a <script type="application/json">, and writes a location
+// as a city and a country in the blob and the JSON-LD.
 //
 // Records come in kinds, mixed by a hash of their number:
 //
@@ -78,6 +79,11 @@ const (
 	LayoutProse  = "prose"  // sentences; the email obfuscated
 	LayoutJS     = "js"     // written into the DOM by a script
 	LayoutJSONLD = "jsonld" // a schema.org Person in JSON-LD
+	// LayoutBlob takes the JavaScript layout's place on a structured
+	// web (PeopleOptions.Structured): the page carries its data in a
+	// <script type="application/json"> blob, as server-rendered apps
+	// do, and a crawl reads it without a browser.
+	LayoutBlob = "blob"
 )
 
 // PeopleLayouts lists the layouts.
@@ -100,6 +106,12 @@ type PeopleOptions struct {
 	// Addr is the address to listen at; "" picks a free port on
 	// 127.0.0.1. A crawl that finds the hosts by DNS needs port 80.
 	Addr string
+	// Structured makes the web publish as sites with structured data
+	// do: the JavaScript layout's people have a LayoutBlob profile
+	// instead, and the JSON-LD and blob layouts give a location in
+	// pieces (a city and a country, joined ", " in the records and the
+	// truth). StructuredPeopleMappings extract it.
+	Structured bool
 	// DeadSites, when positive, makes every profile link to its
 	// person's own website, one of DeadSites host names
 	// (DeadSiteName) that exist nowhere, as people's pages on the web
@@ -310,16 +322,31 @@ func PeopleProfileURL(w *Web, id string) (url, layout string) {
 	return "", ""
 }
 
-//go:embed testdata/people-mappings/*.json
+//go:embed testdata/people-mappings/*.json testdata/people-structured/*.json
 var peopleMappingFS embed.FS
 
 // PeopleMappings returns the five mappings of the people web, one per
 // layout, all matching the same profile URL pattern, as file name → JSON
 // in the bundled mappings' format (write them into a directory for
 // --mappings, or give them to etl.Load). Each call returns fresh copies.
-func PeopleMappings() map[string][]byte {
+func PeopleMappings() map[string][]byte { return peopleMappings("testdata/people-mappings") }
+
+// StructuredPeopleMappings returns the five mappings of a structured
+// people web (PeopleOptions.Structured), as PeopleMappings does: those
+// of the labelled list, the table and prose, and those of the blob and
+// of JSON-LD in pieces, which concat a location's city and country.
+func StructuredPeopleMappings() map[string][]byte {
+	out := PeopleMappings()
+	delete(out, "folk-js.json")
+	for name, b := range peopleMappings("testdata/people-structured") {
+		out[name] = b
+	}
+	return out
+}
+
+func peopleMappings(dir string) map[string][]byte {
 	out := make(map[string][]byte)
-	err := fs.WalkDir(peopleMappingFS, ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(peopleMappingFS, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -394,6 +421,7 @@ type peopleTeam struct {
 type peopleSite struct {
 	hostCount, pageCount int
 	deadSites            int
+	structured           bool
 	robots               []byte
 
 	records []peopleRecord
@@ -413,7 +441,7 @@ func newPeopleSite(o PeopleOptions) *peopleSite {
 	}
 	robots += "Disallow: /private/\n"
 	s := &peopleSite{
-		hostCount: o.Hosts, pageCount: o.Pages, deadSites: o.DeadSites, robots: []byte(robots),
+		hostCount: o.Hosts, pageCount: o.Pages, deadSites: o.DeadSites, structured: o.Structured, robots: []byte(robots),
 		private: make(map[int]bool),
 		seeAlso: make(map[int][]int),
 		homes:   make(map[string][]string),
@@ -466,13 +494,20 @@ func newPeopleSite(o PeopleOptions) *peopleSite {
 			s.private[p] = true // before any URL of theirs is made
 		}
 	}
-	// Teams of four record people, one colleague-kind person of every
-	// other (fetched for the team's records before their own record gets
-	// there) and a decoy.
+	teamOf := s.makeTeams(teamed, colleagues, o.Hosts, other)
+	s.linkRecords(teamOf, o.Hosts, other)
+	return s
+}
+
+// makeTeams puts the people of team-kind records on team pages, four a
+// team with one colleague-kind person of every other (fetched for the
+// team's records before their own record gets there) and a decoy (other
+// picks people no record is about); it returns each member's team.
+func (s *peopleSite) makeTeams(teamed, colleagues []int, hosts int, other func(not ...int) int) map[int]int {
 	teamOf := make(map[int]int)
 	ci := 0
 	for i := 0; i < len(teamed); i += 4 {
-		t := peopleTeam{host: len(s.teams) % o.Hosts}
+		t := peopleTeam{host: len(s.teams) % hosts}
 		for _, p := range teamed[i:min(i+4, len(teamed))] {
 			t.members = append(t.members, p)
 			teamOf[p] = len(s.teams)
@@ -484,10 +519,16 @@ func newPeopleSite(o PeopleOptions) *peopleSite {
 		t.members = append(t.members, other(t.members...))
 		s.teams = append(s.teams, t)
 	}
+	return teamOf
+}
+
+// linkRecords gives each record its own link, and the pages between it
+// and its profile, by its kind.
+func (s *peopleSite) linkRecords(teamOf map[int]int, hosts int, other func(not ...int) int) {
 	for i := range s.records {
 		r := &s.records[i]
 		p := s.person(r.person)
-		home := peopleHost((p.host + 1) % o.Hosts)
+		home := peopleHost((p.host + 1) % hosts)
 		homeURL := "http://" + home + "/home/" + p.slug
 		var links []string
 		switch r.kind {
@@ -517,7 +558,6 @@ func newPeopleSite(o PeopleOptions) *peopleSite {
 		}
 		r.link = homeURL
 	}
-	return s
 }
 
 func gcd(a, b int) int {
@@ -574,6 +614,9 @@ func (s *peopleSite) person(p int) peopleMember {
 		location: peopleCity[mix(uint64(p)*3+2)%uint64(len(peopleCity))],
 		layout:   PeopleLayouts[mix(uint64(p)*3)%uint64(len(PeopleLayouts))],
 		private:  s.private[p],
+	}
+	if s.structured && m.layout == LayoutJS {
+		m.layout = LayoutBlob
 	}
 	if mix(uint64(p)*5+4)%11 != 3 { // about one in eleven gives no email
 		m.email = strings.ReplaceAll(m.slug, "-", ".") + "@" + peopleHost(m.host)
@@ -752,150 +795,3 @@ func (s *peopleSite) serve(hostName, p string) (response, bool) {
 	}
 	return response{status: http.StatusOK, ctype: htmlType, body: []byte(body)}, true
 }
-
-// A 1×1 PNG, served for every image and the favicon: only browsers ask.
-var (
-	peopleImage = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x03\x00\x08\xfc\x02\xfe\xa7\x9a\xa0\xa0\x00\x00\x00\x00IEND\xaeB`\x82")
-	peopleIcon  = peopleImage
-)
-
-// peoplePageHTML wraps a body in a document whose head names the favicon,
-// as real sites do.
-func peoplePageHTML(title, head, body string) string {
-	return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + htmlEscape(title) +
-		"</title>\n<link rel=\"icon\" href=\"/favicon.ico\">\n" + head + "</head>\n<body>\n" + body + "\n</body>\n</html>\n"
-}
-
-func (s *peopleSite) index(host string, links []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "<h1>People of %s</h1>\n<ul class=\"index\">\n", host)
-	for _, l := range links {
-		fmt.Fprintf(&b, "  <li><a href=\"%s\">%s</a></li>\n", htmlEscape(l[strings.Index(l, "/people/"):]), htmlEscape(s.person(s.bySlug[path.Base(l)]).name))
-	}
-	b.WriteString("</ul>")
-	return peoplePageHTML("People of "+host, "", b.String())
-}
-
-func (s *peopleSite) team(host, p string, links []string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "<h1>Team %s</h1>\n<p>The people of this team, with their profiles.</p>\n<ul class=\"team\">\n", path.Base(p))
-	for _, l := range links {
-		m := s.person(s.bySlug[path.Base(l)])
-		// The team page names each member and their job, but no mapping
-		// matches it: its values are no one's.
-		fmt.Fprintf(&b, "  <li><span class=\"member\">%s</span>, %s: <a href=\"%s\">profile</a></li>\n",
-			htmlEscape(m.name), htmlEscape(m.title), htmlEscape(l))
-	}
-	b.WriteString("</ul>")
-	return peoplePageHTML("Team "+path.Base(p)+" · "+host, "", b.String())
-}
-
-func (s *peopleSite) home(p string, links []string) string {
-	slug := strings.TrimPrefix(p, "/home/")
-	m := s.person(s.bySlug[slug])
-	var b strings.Builder
-	fmt.Fprintf(&b, "<h1>Welcome</h1>\n<p>This is the homepage of %s. Notes, photographs and a few links.</p>\n<ul class=\"links\">\n", htmlEscape(m.name))
-	for _, l := range links {
-		fmt.Fprintf(&b, "  <li><a href=\"%s\">%s</a></li>\n", htmlEscape(l), "About me")
-	}
-	b.WriteString("</ul>")
-	return peoplePageHTML(m.name+" · home", "", b.String())
-}
-
-// profile renders m's profile in its layout. links are the index and the
-// "See also" profiles, in that order.
-func (s *peopleSite) profile(m peopleMember, links []string) string {
-	var b strings.Builder
-	head := ""
-	b.WriteString("<header><a href=\"/\">All people</a></header>\n")
-	switch m.layout {
-	case LayoutList:
-		b.WriteString("<dl class=\"person\">\n")
-		for _, kv := range [][2]string{{"Name", m.name}, {"Position", m.title}, {"City", m.location}, {"Email", m.email}} {
-			if kv[1] != "" {
-				fmt.Fprintf(&b, "  <dt>%s</dt>\n  <dd>%s</dd>\n", kv[0], htmlEscape(kv[1]))
-			}
-		}
-		b.WriteString("</dl>\n")
-	case LayoutTable:
-		b.WriteString("<table class=\"profile\">\n")
-		for _, kv := range [][2]string{{"Name", m.name}, {"Role", m.title}, {"Based in", m.location}, {"E-mail", m.email}} {
-			if kv[1] != "" {
-				fmt.Fprintf(&b, "  <tr><th>%s</th><td> %s </td></tr>\n", kv[0], htmlEscape(kv[1]))
-			}
-		}
-		b.WriteString("</table>\n")
-	case LayoutProse:
-		article := "a"
-		if strings.ContainsRune("aeiou", rune(m.title[0])) {
-			article = "an"
-		}
-		fmt.Fprintf(&b, "<article class=\"bio\">\n  <h1>%s</h1>\n  <p class=\"story\">%s works as %s %s in %s.</p>\n",
-			htmlEscape(m.name), htmlEscape(m.name), article, htmlEscape(m.title), htmlEscape(m.location))
-		if m.email != "" {
-			local, domain, _ := strings.Cut(m.email, "@")
-			domain = strings.ReplaceAll(domain, ".", " [dot] ")
-			fmt.Fprintf(&b, "  <p class=\"contact\">Write to %s [at] %s.</p>\n", htmlEscape(local), htmlEscape(domain))
-		}
-		b.WriteString("</article>\n")
-	case LayoutJS:
-		data, _ := json.Marshal(map[string]string{"name": m.name, "title": m.title, "location": m.location, "email": m.email})
-		b.WriteString("<div id=\"root\"></div>\n<noscript><p>This profile needs JavaScript. Please enable JavaScript to see it.</p></noscript>\n")
-		b.WriteString("<img class=\"logo\" src=\"/img/logo.png\" alt=\"\">\n")
-		fmt.Fprintf(&b, peopleScript, base64.StdEncoding.EncodeToString(data), m.slug)
-	case LayoutJSONLD:
-		ld := map[string]any{"@context": "https://schema.org", "@type": "Person", "name": m.name, "jobTitle": m.title,
-			"address": map[string]string{"@type": "PostalAddress", "addressLocality": m.location}}
-		if m.email != "" {
-			ld["email"] = "mailto:" + m.email
-		}
-		data, _ := json.Marshal(ld)
-		head = "<script type=\"application/ld+json\">" + string(data) + "</script>\n"
-		fmt.Fprintf(&b, "<main><h1 class=\"headline\">%s</h1>\n<p>Profile page.</p></main>\n", htmlEscape(m.name))
-	}
-	if len(links) > 1 {
-		b.WriteString("<h2>See also</h2>\n<ul class=\"see-also\">\n")
-		for _, l := range links[1:] {
-			fmt.Fprintf(&b, "  <li><a href=\"%s\">%s</a></li>\n", htmlEscape(l), htmlEscape(s.person(s.bySlug[path.Base(l)]).name))
-		}
-		b.WriteString("</ul>\n")
-	}
-	if s.deadSites > 0 {
-		site := DeadSiteName(int(mix(uint64(s.bySlug[m.slug])) % uint64(s.deadSites)))
-		fmt.Fprintf(&b, "<p class=\"website\">Website: <a href=\"http://%s/\">%s</a></p>\n", site, site)
-	}
-	title := m.name + " · " + peopleHost(m.host)
-	if m.layout == LayoutJS {
-		title = "Profile · " + peopleHost(m.host) // the app's shell names no one
-	}
-	return peoplePageHTML(title, head, b.String())
-}
-
-// peopleScript writes a JavaScript profile into the DOM from its data
-// (base64 of UTF-8 JSON), with a portrait the browser then loads.
-const peopleScript = `<script>
-(function () {
-  var raw = atob('%s');
-  var bytes = new Uint8Array(raw.length);
-  for (var i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
-  var p = JSON.parse(new TextDecoder().decode(bytes));
-  var card = document.createElement('section');
-  card.className = 'card';
-  function add(tag, cls, text) {
-    var e = document.createElement(tag);
-    e.className = cls;
-    e.textContent = text;
-    card.appendChild(e);
-    return e;
-  }
-  add('h2', 'card-name', p.name);
-  add('p', 'card-role', p.title);
-  add('p', 'card-place', p.location);
-  if (p.email) add('a', 'card-mail', p.email).href = 'mailto:' + p.email;
-  var img = document.createElement('img');
-  img.src = '/img/portrait-%s.png';
-  img.alt = '';
-  card.appendChild(img);
-  document.getElementById('root').replaceChildren(card);
-})();
-</script>`

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"reflect"
 	"regexp"
 	"strings"
 	"syscall"
@@ -435,14 +436,60 @@ func TestPeopleProfilesMatchTheModel(t *testing.T) {
 	}
 }
 
+// TestStructuredPeopleProfilesMatchTheModel: on a structured people web
+// no profile needs a browser; the blob and JSON-LD profiles hold a
+// location only in pieces (nowhere whole), and on every profile exactly
+// one of StructuredPeopleMappings finds the model's values.
+func TestStructuredPeopleProfilesMatchTheModel(t *testing.T) {
+	w := startPeople(t, PeopleOptions{Hosts: 10, Pages: 10, Records: 60, Structured: true})
+	s := w.people
+	client := newClient(t, w)
+	set, err := etl.Load(StructuredPeopleMappings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenLayout := map[string]int{}
+	for p := range s.hostCount * s.pageCount {
+		m := s.person(p)
+		seenLayout[m.layout]++
+		g := get(t, client, "GET", m.url(), "", "")
+		if g.status != 200 {
+			t.Fatalf("%s: status %d", m.url(), g.status)
+		}
+		if (m.layout == LayoutBlob || m.layout == LayoutJSONLD) && strings.Contains(g.body, m.location) {
+			t.Errorf("%s (%s): the location %q is whole on the page", m.url(), m.layout, m.location)
+		}
+		want := map[string]string{"name": m.name, "title": m.title, "location": m.location}
+		if m.email != "" {
+			want["email"] = m.email
+		}
+		got := map[string]map[string]string{}
+		for _, f := range set.Extract(m.url(), []byte(g.body), "text/html").Fields {
+			if got[f.Mapping] == nil {
+				got[f.Mapping] = map[string]string{}
+			}
+			got[f.Mapping][f.Field] = strings.Join(f.Values, "|")
+		}
+		if mapping := "folk-" + m.layout; len(got) != 1 || !reflect.DeepEqual(got[mapping], want) {
+			t.Errorf("%s (%s): fields by mapping %v, want only %s's %v", m.url(), m.layout, got, mapping, want)
+		}
+	}
+	for _, l := range []string{LayoutList, LayoutTable, LayoutProse, LayoutBlob, LayoutJSONLD} {
+		if seenLayout[l] == 0 {
+			t.Errorf("no profile in layout %s", l)
+		}
+	}
+	if seenLayout[LayoutJS] > 0 {
+		t.Errorf("%d JavaScript profiles on a structured web", seenLayout[LayoutJS])
+	}
+}
+
 // TestPeopleJSProfilesRender loads JavaScript profiles in a real Chromium
 // and runs the folk-js mapping on the DOM the script wrote: it finds the
 // person's values. The browser also asks for the portrait image, which a
 // crawler that renders must keep polite or block.
 func TestPeopleJSProfilesRender(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
+	proctest.Short(t, "starts a browser")
 	browser := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {

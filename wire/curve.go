@@ -19,7 +19,7 @@ import (
 // ErrPlaintext is wrapped by ListenSecure and DialSecure when a Security
 // without keys would carry frames in plaintext over an endpoint that is not
 // loopback, and Insecure does not allow it.
-var ErrPlaintext = errors.New("plaintext refused on a non-loopback endpoint")
+var ErrPlaintext = errors.New("plaintext refused on an endpoint that is not loopback (secure the cluster with keys, or give --insecure on a network you trust)")
 
 // ErrNoCurve is returned when keys are asked for but the linked libzmq was
 // built without CURVE support.
@@ -104,6 +104,10 @@ func (s Security) check(endpoint string, listen bool) error {
 	}
 	return nil
 }
+
+// InProcess reports whether endpoint is an inproc one: an address
+// within one process (`backfill run`), which means nothing outside it.
+func InProcess(endpoint string) bool { return strings.HasPrefix(endpoint, "inproc://") }
 
 // Loopback reports whether endpoint stays on this machine: ipc and inproc
 // endpoints, and tcp endpoints on a loopback address or "localhost". A

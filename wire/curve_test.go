@@ -190,8 +190,8 @@ func TestSecurityChecked(t *testing.T) {
 		plain    bool   // wraps ErrPlaintext
 	}{
 		{"plaintext loopback", "tcp://127.0.0.1:5550", true, Security{}, "", false},
-		{"plaintext wildcard", "tcp://0.0.0.0:5550", true, Security{}, "non-loopback", true},
-		{"plaintext remote dial", "tcp://192.0.2.1:5550", false, Security{}, "non-loopback", true},
+		{"plaintext wildcard", "tcp://0.0.0.0:5550", true, Security{}, "not loopback", true},
+		{"plaintext remote dial", "tcp://192.0.2.1:5550", false, Security{}, "not loopback", true},
 		{"plaintext allowed", "tcp://0.0.0.0:5550", true, Security{Insecure: true}, "", false},
 		{"keys without authorized", "tcp://0.0.0.0:5550", true, Security{Keys: k}, "no authorized", false},
 		{"keys without server key", "tcp://192.0.2.1:5550", false, Security{Keys: k}, "server key", false},

@@ -78,6 +78,11 @@ type Hello struct {
 	// deadline, or a render's): after a member is lost, its hosts wait
 	// out its lease and this before another member asks them anything.
 	MaxRequest time.Duration `json:"max_request,omitempty"`
+	// Busy lists the hosts it has a request in flight to as it speaks
+	// (at most its workers): a dispatcher that just started, and knows
+	// nothing of what the member held, gives such a host to another
+	// member only once that request is surely over (MaxRequest).
+	Busy []string `json:"busy,omitempty"`
 }
 
 // Heartbeat repeats Hello and adds live counters.
@@ -123,6 +128,10 @@ type Heartbeat struct {
 	// asked (0: nothing below the politeness rules retries on its own).
 	HostInFlight int   `json:"host_in_flight,omitempty"`
 	Repeated     int64 `json:"repeated,omitempty"`
+	// Retried counts pages asked again, as requests of their own after
+	// the host's delay, because a kept-alive connection lost the request
+	// before any answer.
+	Retried int64 `json:"retried,omitempty"`
 }
 
 // DNSStats counts a process's DNS look-ups and queries (package resolver's
@@ -214,6 +223,11 @@ type Welcome struct {
 	Run        string        `json:"run"`
 	Seq        uint64        `json:"seq,omitempty"`
 	Lease      time.Duration `json:"lease,omitempty"`
+	// Gen numbers the dispatcher process (it grows with every restart
+	// on one state): a member welcomed by a new process drops the tasks
+	// it still queues from the old one, which the new one sends again,
+	// maybe to another member. 0 from a dispatcher that does not say.
+	Gen int64 `json:"gen,omitempty"`
 }
 
 // Renew answers a Heartbeat: the dispatcher heard the one numbered Seq,

@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -22,9 +22,9 @@ import (
 //
 //	BACKFILL_CHAOS_KILLS=23 BACKFILL_CRASH_SEED=1 go test -count=1 -run 'TestChaos$' -v -timeout 25m ./cmd/backfill
 func TestChaos(t *testing.T) {
-	kills, _ := strconv.Atoi(os.Getenv("BACKFILL_CHAOS_KILLS"))
+	kills, _ := strconv.Atoi(proctest.OptIn(t, "BACKFILL_CHAOS_KILLS", "the chaos test (the number of kills, e.g. 23)"))
 	if kills <= 0 {
-		t.Skip("BACKFILL_CHAOS_KILLS (the number of kills, e.g. 23) not set")
+		t.Fatal("BACKFILL_CHAOS_KILLS: want a number of kills")
 	}
 	rng := crashRNG(t, fmt.Sprintf(", %d kills", kills))
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"backfill/proctest"
 )
 
 // TestCrashLargeState is the crash test on a large state: the crash web's
@@ -24,9 +26,9 @@ import (
 //
 //	BACKFILL_CRASH_RECORDS=1000000 go test -run TestCrashLargeState -timeout 30m ./cmd/backfill
 func TestCrashLargeState(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv("BACKFILL_CRASH_RECORDS"))
+	n, _ := strconv.Atoi(proctest.OptIn(t, "BACKFILL_CRASH_RECORDS", "the crash test on a large state (the number of filler records, e.g. 1000000)"))
 	if n <= 0 {
-		t.Skip("BACKFILL_CRASH_RECORDS (the number of filler records, e.g. 1000000) not set")
+		t.Fatal("BACKFILL_CRASH_RECORDS: want a number of records")
 	}
 	want := baseline(t)
 	w := startCrashWeb(t)

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -299,9 +300,7 @@ func (c *cluster) waitRequestBy(what, contact string) {
 // skipped in -short mode.
 func startTwoSupervisors(t *testing.T, what string) (*crashWeb, *cluster) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip(what)
-	}
+	proctest.Short(t, what)
 	baseline(t)
 	w := startCrashWeb(t)
 	c := newCluster(t, w)

@@ -31,7 +31,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	)
 	lf.register(fs)
 	of.register(fs, true)
-	stateDir := fs.String("state-dir", "", "keep the demo's state here (default: a temporary directory, removed afterwards)")
+	stateDir := new(string)
+	stateDirFlag(fs, stateDir, "", "keep the demo's state here (default: a temporary directory, removed afterwards)")
 	delay := fs.Int("crawl-delay", 1, "Crawl-delay (seconds) the fixture hosts ask for")
 	hold := fs.Bool("hold", false, "after the crawl, keep serving --metrics and --status until interrupted")
 	if err := parse(fs, args); err != nil {
@@ -132,8 +133,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// printRecords shows every record's non-link fields; found values are
-// marked with *, and when truth is given, wrong ones with !.
+// printRecords shows every record's fields, as the file has them (links
+// without their http:// or https://, to keep the table narrow); found
+// values are marked with *, and when truth is given, wrong ones with !.
 func printRecords(ctx context.Context, w io.Writer, st store.Records, truth map[string]map[string]string) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	var cols []string
@@ -141,16 +143,15 @@ func printRecords(ctx context.Context, w io.Writer, st store.Records, truth map[
 	err := st.Records(ctx, func(r store.Record) error {
 		if cols == nil {
 			for _, c := range r.Order {
-				if c == "id" || isLinkColumn(r, c) {
-					continue
+				if c != "id" {
+					cols = append(cols, c)
 				}
-				cols = append(cols, c)
 			}
 			fmt.Fprintln(tw, "id\t"+strings.Join(cols, "\t"))
 		}
 		row := []string{r.ID}
 		for _, c := range cols {
-			v := r.Fields[c]
+			v := shortLink(r.Fields[c])
 			if f, ok := r.Found[c]; ok {
 				v = f.Value + " *"
 				if want, known := truth[r.ID][c]; known && want != f.Value {
@@ -179,9 +180,14 @@ func printRecords(ctx context.Context, w io.Writer, st store.Records, truth map[
 	return nil
 }
 
-func isLinkColumn(r store.Record, col string) bool {
-	v := r.Fields[col]
-	return strings.HasPrefix(v, "http://") || strings.HasPrefix(v, "https://") || col == "links"
+// shortLink is v without its http:// or https://.
+func shortLink(v string) string {
+	for _, scheme := range []string{"http://", "https://"} {
+		if rest, ok := strings.CutPrefix(v, scheme); ok {
+			return rest
+		}
+	}
+	return v
 }
 
 func missingTruth(ctx context.Context, st store.Records, truth map[string]map[string]string) int {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"backfill/proctest"
 	"backfill/resolver"
 	"backfill/resolver/resolvertest"
 	"backfill/store/mongotest"
@@ -30,13 +32,11 @@ import (
 // address, so the test needs root and skips without): the second crawl
 // sends no query, and neither supervisor makes a dns.db.
 func TestClusterSharedNames(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawls")
-	}
+	proctest.Short(t, "end-to-end crawls")
 	const webIP = "127.54.0.3"
 	web, err := testweb.Start(testweb.Options{Addr: webIP + ":80"})
 	if err != nil {
-		t.Skipf("the fixture web on port 80 of %s: %v (needs root)", webIP, err)
+		proctest.NotRoot(t, fmt.Sprintf("the fixture web on port 80 of %s: %v", webIP, err))
 	}
 	t.Cleanup(func() { web.Close() })
 	dns, err := resolvertest.Start()

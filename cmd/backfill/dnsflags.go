@@ -56,7 +56,7 @@ const (
 func (r *resolverFlags) register(fs *flag.FlagSet, timeout time.Duration, attempts int) {
 	fs.Var(&r.servers, "resolver", "DNS server to ask, IP:PORT (repeatable; default: the nameservers of /etc/resolv.conf); --resolve pins win")
 	fs.DurationVar(&r.timeout, "dns-timeout", timeout, "timeout of one DNS query")
-	fs.IntVar(&r.attempts, "dns-attempts", attempts, "queries of one question at most, while it times out (then the name fails with dns-timeout)")
+	fs.IntVar(&r.attempts, "dns-attempts", attempts, "queries of one question at most, while it times out (then the name fails with dns-timeout); on a path that loses queries at random, as many as make losing them all unlikely, up to 20")
 	fs.IntVar(&r.inFlight, "dns-in-flight", resolver.DefaultMaxInFlight, "most DNS queries in flight to each server (fewer while it drops queries)")
 	fs.DurationVar(&r.minTTL, "dns-min-ttl", resolver.DefaultMinTTL, "shortest time an answer stays in the DNS cache, whatever its TTL")
 	fs.DurationVar(&r.maxTTL, "dns-max-ttl", resolver.DefaultMaxTTL, "longest time an answer stays in the DNS cache")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/proctest"
 	"backfill/resolver/resolvertest"
 	"backfill/testweb"
 	"backfill/wire"
@@ -22,13 +24,11 @@ import (
 // fill, and its summary says what DNS did. The names' answers are in the
 // state directory's cache afterwards.
 func TestRunResolver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crawls the fixture web")
-	}
+	proctest.Short(t, "crawls the fixture web")
 	const webIP = "127.54.0.1"
 	web, err := testweb.Start(testweb.Options{Addr: webIP + ":80"})
 	if err != nil {
-		t.Skipf("the fixture web on port 80 of %s: %v (needs root)", webIP, err)
+		proctest.NotRoot(t, fmt.Sprintf("the fixture web on port 80 of %s: %v", webIP, err))
 	}
 	t.Cleanup(func() { web.Close() })
 	dns, err := resolvertest.Start()

@@ -133,9 +133,7 @@ func (p *process) waitExit(timeout time.Duration) int {
 // processes over tcp on 127.0.0.1, crawls the fixture web and checks the
 // results against the known truth and the request log against politeness.
 func TestEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl")
-	}
+	proctest.Short(t, "end-to-end crawl")
 	const crawlDelay = 1 // seconds, in every fixture host's robots.txt
 	web, err := testweb.Start(testweb.Options{CrawlDelay: crawlDelay})
 	if err != nil {
@@ -323,9 +321,7 @@ func TestBadInputExits(t *testing.T) {
 // TestSupervisorWaitsForDispatcher checks that a supervisor started before
 // its dispatcher retries with back-off and says so, then stops cleanly.
 func TestSupervisorWaitsForDispatcher(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a process")
-	}
+	proctest.Short(t, "starts a process")
 	dir := t.TempDir()
 	sup := start(t, "supervisor", "supervisor", "--dispatcher", "tcp://127.0.0.1:1", "--state-dir", dir)
 	if _, ok := sup.stderr.wait(regexp.MustCompile(`(?i)dispatcher not answering`), time.Now().Add(30*time.Second)); !ok {

@@ -16,7 +16,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("export", stderr)
 	var sf storeFlags
 	sf.register(fs, "results store to read: a SQLite file path (default: STATE-DIR/results.db)")
-	stateDir := fs.String("state-dir", "backfill-state", "the crawl's state directory")
+	stateDir := new(string)
+	stateDirFlag(fs, stateDir, defaultStateDir, "the crawl's state directory")
 	format := fs.String("format", "jsonl", "output format: jsonl or csv")
 	provenance := fs.Bool("provenance", false, "add where each filled value came from (JSON Lines: in the --wrap form)")
 	wrap := fs.Bool("wrap", false, "JSON Lines: write each record as {\"id\":…,\"fields\":{…}} instead of your own line with the filled fields changed")

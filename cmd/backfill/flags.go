@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"io"
@@ -41,11 +42,8 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 
 // parse parses args and turns flag errors into usage errors.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
@@ -378,6 +376,8 @@ type crawlerFlags struct {
 	headerTimeout time.Duration
 	idleTimeout   time.Duration
 	insecureTLS   bool
+	caFile        string
+	roots         *x509.CertPool // read from caFile by validate
 	maxBody       int64
 	delay         time.Duration
 	maxDelay      time.Duration
@@ -399,13 +399,14 @@ type crawlerFlags struct {
 
 func (c *crawlerFlags) register(fs *flag.FlagSet) {
 	c.resolve = resolveFlag{}
-	fs.IntVar(&c.workers, "workers", 8, "concurrent fetches per supervisor")
+	fs.IntVar(&c.workers, "workers", supervisor.DefaultWorkers, "concurrent fetches per supervisor (a waiting host takes none)")
 	fs.StringVar(&c.contact, "contact", defaultContact, "URL telling site operators who runs this crawl and why; sent in the User-Agent")
 	fs.StringVar(&c.userAgent, "user-agent", "", "full User-Agent (default: backfill/"+version+" (+CONTACT))")
 	fs.DurationVar(&c.timeout, "timeout", fetch.DefaultTimeout, "deadline for one request, redirects included")
 	fs.DurationVar(&c.headerTimeout, "header-timeout", fetch.DefaultHeaderTimeout, "deadline from sending a request to its complete response header")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", fetch.DefaultIdleTimeout, "longest silence between two reads of a response")
 	fs.BoolVar(&c.insecureTLS, "insecure-tls", false, "record bad TLS certificates instead of refusing the page")
+	fs.StringVar(&c.caFile, "ca-file", "", "PEM file of certificate authorities to trust besides the system's (a private CA, a TLS-inspecting proxy)")
 	fs.Int64Var(&c.maxBody, "max-body", fetch.DefaultMaxBody, "bytes kept of a page; the rest is cut off and recorded")
 	fs.DurationVar(&c.delay, "delay", 15*time.Second, "pause between requests to one host when robots.txt sets no Crawl-delay")
 	fs.DurationVar(&c.maxDelay, "max-crawl-delay", 60*time.Second, "longest Crawl-delay honoured; hosts asking more are skipped and reported")
@@ -460,6 +461,11 @@ func (c *crawlerFlags) validate() error {
 		return fmt.Errorf("%w: --html-parser (or %s): %v", errUsage, htmlParserEnv, err)
 	}
 	c.parser = p
+	if c.caFile != "" {
+		if c.roots, err = fetch.LoadRoots(c.caFile); err != nil {
+			return fmt.Errorf("--ca-file: %w", err)
+		}
+	}
 	if c.blacklistFile != "" {
 		bl, err := fetch.LoadBlacklist(c.blacklistFile)
 		if err != nil {
@@ -477,6 +483,7 @@ func (c *crawlerFlags) fetchConfig() fetch.Config {
 		HeaderTimeout: c.headerTimeout,
 		IdleTimeout:   c.idleTimeout,
 		InsecureTLS:   c.insecureTLS,
+		RootCAs:       c.roots,
 		MaxBody:       c.maxBody,
 		Resolve:       map[string]string(c.resolve),
 		AllowLoopback: c.allowLoopback,

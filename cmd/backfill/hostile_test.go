@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -24,9 +25,7 @@ const hostileMaxRSS = 384 << 20
 // expected class in the run summary, and that the supervisor's memory stays
 // bounded however large, deep or compressed the pages are.
 func TestHostileCrawl(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl")
-	}
+	proctest.Short(t, "end-to-end crawl")
 	site, err := testweb.StartHostile(testweb.HostileOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -140,9 +139,7 @@ func TestHostileCrawl(t *testing.T) {
 // are more than --max-fanout hosts outside the hub's own domain none of its
 // links is followed.
 func TestHostileLinkFarm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl")
-	}
+	proctest.Short(t, "end-to-end crawl")
 	const farmHosts = 150 // over the default --max-fanout, on one domain
 	site, err := testweb.StartHostile(testweb.HostileOptions{FarmHosts: farmHosts})
 	if err != nil {

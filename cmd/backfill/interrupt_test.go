@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -19,9 +20,7 @@ import (
 // command then finishes the crawl, and its summary and the status cover
 // the whole crawl, the restart counted.
 func TestInterruptAndResume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl")
-	}
+	proctest.Short(t, "end-to-end crawl")
 	web := startWeb(t, testweb.DefaultCrawlDelay)
 	dir := t.TempDir()
 	records, truth := writeSample(t, dir)

@@ -17,14 +17,11 @@ func cmdKeygen(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("keygen", stderr)
 	force := fs.Bool("force", false, "overwrite existing key files")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: backfill keygen [--force] NAME...\n\nwrites NAME.key (secret, mode 0600) and NAME.pub (public) for each NAME, e.g. keys/dispatcher keys/crawler-1")
+		fmt.Fprintln(fs.Output(), "usage: backfill keygen [--force] NAME...\n\nwrites NAME.key (secret, mode 0600) and NAME.pub (public) for each NAME, e.g. keys/dispatcher keys/crawler-1")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: name the key pairs to write, e.g. keys/dispatcher keys/crawler-1", errUsage)

@@ -1,14 +1,18 @@
 package main
 
 import (
-	"backfill/records"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
+	"time"
+
+	"backfill/records"
 
 	"backfill/dispatcher"
 	"backfill/fetch"
@@ -44,121 +48,192 @@ func (j joinFlag) Set(s string) error {
 	return nil
 }
 
-// mappingsLearn writes mappings learned from the records whose fields are
-// known (and from a page given with --url and its --value's): it fetches
-// their pages politely, learns, validates, and writes the mappings with
-// their fixtures and a report for review.
-func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("mappings learn", stderr)
-	var cf crawlerFlags
-	cf.register(fs)
-	recordsPath := fs.String("records", "", "records file (CSV or JSON Lines): the records whose fields are known teach, from their own links")
-	fields := fs.String("fields", "", "comma-separated fields to learn (default with --url: the fields of --value)")
-	match := fs.String("match", "name", `field learned as the attribution match key ("" for none)`)
-	pageURL := fs.String("url", "", "a page to learn from, with its known values in --value")
-	values := valuesFlag{}
-	fs.Var(values, "value", "FIELD=VALUE: a value --url's page shows (repeatable)")
-	out := fs.String("o", "", "directory to write the learned mappings, their fixtures and the report into (required)")
-	minTeachers := fs.Int("min-teachers", 0, fmt.Sprintf("fewest teacher pages a field needs per host and URL shape (default %d, 1 with --url alone)", learn.DefaultMinTeachers))
-	folds := fs.Int("folds", learn.DefaultFolds, "k of the k-fold cross-validation on held-out teachers")
-	perHost := fs.Int("pages-per-host", 0, fmt.Sprintf("most pages fetched from one host (default %d, or as many as the teachers' own links on a host when more; the report names every host that had more)", learn.DefaultPagesPerHost))
-	lists := fs.String("list", "", "comma-separated fields learned as lists of items (authors, tags), compared as sets whatever separates them on the records and the pages; written as list fields (a field with separators in its values is tried as a list anyway when it cannot be learned as one value)")
-	joins := joinFlag{}
-	fs.Var(joins, "join", `FIELD=SEPARATOR: learn FIELD as a list and write its items joined into one value with SEPARATOR (e.g. --join "authors=, "); repeatable`)
-	depth := fs.Int("depth", 1, "look for each teacher's page within this many links of its own links, as a crawl to this --depth would (run's default); 0: the own links' pages only")
-	stateDir := fs.String("state-dir", "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched in DIR/"+learn.PageCacheFile+
-		" (compressed, bounded) and read them from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
-	recrawl := fs.Duration("recrawl-after", learn.DefaultRecrawlAfter, "with --state-dir: fetch a kept teacher page again once it is older than this (0: read it however old)")
-	var sf storeFlags
-	sf.register(fs, "the crawl's host cache, for its last-crawl times: a SQLite file path (default: STATE-DIR/results.db when it is there)")
-	if err := parse(fs, args); err != nil {
-		return err
+// typesFlag collects --type FIELD=TYPE, a type learn knows.
+type typesFlag map[string]string
+
+func (t typesFlag) String() string { return fmt.Sprint(map[string]string(t)) }
+
+func (t typesFlag) Set(s string) error {
+	f, typ, ok := strings.Cut(s, "=")
+	f, typ = strings.TrimSpace(f), strings.TrimSpace(typ)
+	if !ok || f == "" || typ == "" {
+		return fmt.Errorf("want FIELD=TYPE, got %q", s)
 	}
-	if err := cf.validate(); err != nil {
+	if !slices.Contains(learn.TypeNames(), typ) {
+		return fmt.Errorf("type %q: want one of %s", typ, strings.Join(learn.TypeNames(), ", "))
+	}
+	t[f] = typ
+	return nil
+}
+
+// learnFlags are the flags of `mappings learn`.
+type learnFlags struct {
+	cf                          crawlerFlags
+	sf                          storeFlags
+	records, fields, match, url *string
+	out, lists, stateDir        *string
+	values                      valuesFlag
+	joins                       joinFlag
+	types                       typesFlag
+	minTeachers, folds, perHost *int
+	depth                       *int
+	recrawl                     *time.Duration
+}
+
+func (l *learnFlags) register(fs *flag.FlagSet) {
+	l.cf.register(fs)
+	l.records = fs.String("records", "", "records file (CSV or JSON Lines): the records whose fields are known teach, from their own links")
+	l.fields = fs.String("fields", "", "comma-separated fields to learn (default with --url: the fields of --value)")
+	l.match = fs.String("match", "name", `field learned as the attribution match key ("" for none)`)
+	l.url = fs.String("url", "", "a page to learn from, with its known values in --value")
+	l.values = valuesFlag{}
+	fs.Var(l.values, "value", "FIELD=VALUE: a value --url's page shows (repeatable)")
+	l.out = fs.String("o", "", "directory to write the learned mappings, their fixtures and the report into (required)")
+	l.minTeachers = fs.Int("min-teachers", 0, fmt.Sprintf("fewest teacher pages a field needs per host and URL shape (default %d, 1 with --url alone)", learn.DefaultMinTeachers))
+	l.folds = fs.Int("folds", learn.DefaultFolds, "k of the k-fold cross-validation on held-out teachers")
+	l.perHost = fs.Int("pages-per-host", 0, fmt.Sprintf("most pages fetched from one host (default %d, or as many as the teachers' own links on a host when more; the report names every host that had more)", learn.DefaultPagesPerHost))
+	l.lists = fs.String("list", "", "comma-separated fields learned as lists of items (authors, tags), compared as sets whatever separates them on the records and the pages; written as list fields (a field with separators in its values is tried as a list anyway when it cannot be learned as one value)")
+	l.joins = joinFlag{}
+	fs.Var(l.joins, "join", `FIELD=SEPARATOR: learn FIELD as a list and write its items joined into one value with SEPARATOR (e.g. --join "authors=, "); repeatable`)
+	l.types = typesFlag{}
+	fs.Var(l.types, "type", "FIELD=TYPE: what FIELD's values are ("+strings.Join(learn.TypeNames(), ", ")+"), so that a record's value and a page's are compared as such (\"2010-06\" is \"June 2010\" only as dates; \"+39 02 555 0102\" is not \"39 02 555 0102\" as phone numbers); default: what every teacher's value reads as, text when not all do; repeatable")
+	l.depth = fs.Int("depth", 1, "look for each teacher's page within this many links of its own links, as a crawl to this --depth would (run's default); 0: the own links' pages only")
+	l.stateDir = new(string)
+	stateDirFlag(fs, l.stateDir, "", "a crawl's state directory (it may be crawling): keep the teacher pages fetched in DIR/"+learn.PageCacheFile+
+		" (compressed, bounded) and read them from there instead of fetching them again; wait for hosts the crawl asked recently, and record learning's requests for it, in DIR/results.db when it is there. Takes no lock and leaves the crawl's state.db alone (default: keep nothing)")
+	l.recrawl = fs.Duration("recrawl-after", learn.DefaultRecrawlAfter, "with --state-dir: fetch a kept teacher page again once it is older than this (0: read it however old)")
+	l.sf.register(fs, "the crawl's host cache, for its last-crawl times: a SQLite file path (default: STATE-DIR/results.db when it is there)")
+}
+
+// check refuses flags that do not go together.
+func (l *learnFlags) check() error {
+	if err := l.cf.validate(); err != nil {
 		return err
 	}
 	switch {
-	case *out == "":
+	case *l.out == "":
 		return fmt.Errorf("%w: -o DIR is required", errUsage)
-	case *recordsPath == "" && *pageURL == "":
+	case *l.records == "" && *l.url == "":
 		return fmt.Errorf("%w: give --records FILE, or --url URL with --value FIELD=VALUE", errUsage)
-	case *pageURL != "" && len(values) == 0:
+	case *l.url != "" && len(l.values) == 0:
 		return fmt.Errorf("%w: --url needs the values its page shows (--value FIELD=VALUE)", errUsage)
-	case *pageURL == "" && len(values) > 0:
+	case *l.url == "" && len(l.values) > 0:
 		return fmt.Errorf("%w: --value belongs to --url", errUsage)
-	case *recrawl < 0:
+	case *l.recrawl < 0:
 		return fmt.Errorf("%w: --recrawl-after must not be negative", errUsage)
-	case *depth < 0:
+	case *l.depth < 0:
 		return fmt.Errorf("%w: --depth must not be negative", errUsage)
-	case *perHost < 0:
+	case *l.perHost < 0:
 		return fmt.Errorf("%w: --pages-per-host must not be negative", errUsage)
 	}
-	opts := learn.Options{MatchKey: *match, MinTeachers: *minTeachers, Folds: *folds, PagesPerHost: *perHost, Depth: *depth,
+	return nil
+}
+
+// options are learn's options the flags say.
+func (l *learnFlags) options(stderr io.Writer) (learn.Options, error) {
+	opts := learn.Options{MatchKey: *l.match, MinTeachers: *l.minTeachers, Folds: *l.folds, PagesPerHost: *l.perHost, Depth: *l.depth,
 		Progress: func(s string) { fmt.Fprintln(stderr, s) }}
-	for _, f := range strings.Split(*fields, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			opts.Fields = append(opts.Fields, f)
-		}
+	opts.Fields = commaList(*l.fields)
+	opts.Lists = commaList(*l.lists)
+	if len(l.types) > 0 {
+		opts.Types = map[string]string(l.types)
 	}
-	for _, f := range strings.Split(*lists, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			opts.Lists = append(opts.Lists, f)
-		}
-	}
-	if len(joins) > 0 {
+	if len(l.joins) > 0 {
 		opts.Join = map[string]string{}
-		for f, sep := range joins {
+		for f, sep := range l.joins {
 			opts.Join[f] = sep
 		}
 	}
 	if len(opts.Fields) == 0 {
-		for f := range values {
-			if f != *match {
+		for f := range l.values {
+			if f != *l.match {
 				opts.Fields = append(opts.Fields, f)
 			}
 		}
 		sort.Strings(opts.Fields)
 	}
 	if len(opts.Fields) == 0 {
-		return fmt.Errorf("%w: --fields is required", errUsage)
+		return opts, fmt.Errorf("%w: --fields is required", errUsage)
 	}
+	return opts, nil
+}
+
+// commaList splits a comma-separated flag, blanks dropped.
+func commaList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// teachers reads the records of --records (reporting bad lines on
+// stderr) and the page of --url.
+func (l *learnFlags) teachers(stderr io.Writer, opts *learn.Options) ([]learn.Teacher, error) {
 	var teachers []learn.Teacher
-	if *recordsPath != "" {
-		rep, err := records.ReadFile(*recordsPath, func(r records.Record) error {
+	if *l.records != "" {
+		rep, err := records.ReadFile(*l.records, func(r records.Record) error {
 			teachers = append(teachers, learn.Teacher{ID: r.ID, Values: r.Fields, Links: r.Links})
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		reportBadLines(stderr, dispatcher.LoadReport{Bad: rep.Bad, Errors: rep.Errors})
 	}
-	if *pageURL != "" {
-		teachers = append(teachers, learn.Teacher{ID: "--url", Values: values, Links: []string{*pageURL}})
-		if *recordsPath == "" && *minTeachers == 0 {
+	if *l.url != "" {
+		teachers = append(teachers, learn.Teacher{ID: "--url", Values: l.values, Links: []string{*l.url}})
+		if *l.records == "" && *l.minTeachers == 0 {
 			opts.MinTeachers = 1
 		}
 	}
 	if opts.MatchKey != "" && !fieldKnown(teachers, opts.MatchKey) {
-		return fmt.Errorf("%w: --match %s: no teacher knows a %s, so no match key can be learned; name a field the records have (--match FIELD), or --match \"\" to learn mappings without one (a page's values then go to any record that reaches it)", errUsage, opts.MatchKey, opts.MatchKey)
+		return nil, fmt.Errorf("%w: --match %s: no teacher knows a %s, so no match key can be learned; name a field the records have (--match FIELD), or --match \"\" to learn mappings without one (a page's values then go to any record that reaches it)", errUsage, opts.MatchKey, opts.MatchKey)
 	}
-	if *perHost == 0 {
+	if *l.perHost == 0 {
 		opts.PagesPerHost = pagesPerHost(teachers)
 	}
+	return teachers, nil
+}
 
-	closeNames, err := cf.openNames(ctx, *stateDir, nil)
+// mappingsLearn writes mappings learned from the records whose fields are
+// known (and from a page given with --url and its --value's): it fetches
+// their pages politely, learns, validates, and writes the mappings with
+// their fixtures and a report for review.
+func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("mappings learn", stderr)
+	var l learnFlags
+	l.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := l.check(); err != nil {
+		return err
+	}
+	opts, err := l.options(stderr)
+	if err != nil {
+		return err
+	}
+	teachers, err := l.teachers(stderr, &opts)
+	if err != nil {
+		return err
+	}
+
+	closeNames, err := l.cf.openNames(ctx, *l.stateDir, nil)
 	if err != nil {
 		return err
 	}
 	defer closeNames()
-	f := fetch.New(cf.fetchConfig())
+	f := fetch.New(l.cf.fetchConfig())
 	defer f.Close()
-	ls, err := openLearnState(ctx, *stateDir, &sf, *recrawl)
+	ls, err := openLearnState(ctx, *l.stateDir, &l.sf, *l.recrawl)
 	if err != nil {
 		return err
 	}
 	defer ls.close()
-	src := ls.source(cf.politeSource(f))
+	src := ls.source(l.cf.politeSource(f))
 	res, err := learn.Learn(ctx, teachers, src, opts)
 	if errors.Is(err, learn.ErrNoTeachers) {
 		return fmt.Errorf("%w (fields %s)", err, strings.Join(opts.Fields, ", "))
@@ -166,17 +241,17 @@ func mappingsLearn(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	written, err := res.Write(*out)
+	written, err := res.Write(*l.out)
 	if err != nil {
 		return err
 	}
 	res.Report(stdout)
 	ls.report(stdout)
-	fmt.Fprintf(stdout, "\nwrote %d file(s) into %s (report: %s)\n", len(written), *out, learn.ReportFile)
+	fmt.Fprintf(stdout, "\nwrote %d file(s) into %s (report: %s)\n", len(written), *l.out, learn.ReportFile)
 	if res.Mappings() == 0 {
 		return errors.New("no mapping learned; see the report for why")
 	}
-	fmt.Fprintf(stdout, "review them, check them with `backfill mappings test %s`, and crawl with them with `backfill run --use-learned %s …`\n", *out, *out)
+	fmt.Fprintf(stdout, "review them, check them with `backfill mappings test %s`, and crawl with them with `backfill run --use-learned %s …`\n", *l.out, *l.out)
 	return nil
 }
 

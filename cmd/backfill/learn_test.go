@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -178,9 +179,7 @@ func scoreTemplates(tb testing.TB, learned, baseline map[string]map[string]strin
 // reach, on every template; the learned files pass `mappings check` and
 // `mappings test`; a crawl without --use-learned does not use them.
 func TestLearnedMappingsFillRecords(t *testing.T) {
-	if testing.Short() {
-		t.Skip("learns and crawls the templates web")
-	}
+	proctest.Short(t, "learns and crawls the templates web")
 	dir := t.TempDir()
 	teachers, targets, template, truth := splitTemplateRecords(0)
 	report := learnTemplates(t, dir, teachers)
@@ -298,6 +297,7 @@ func TestMappingsLearnCommand(t *testing.T) {
 		{"no fields", []string{"mappings", "learn", "-o", out, "--records", nobody}, exitUsage, []string{"--fields is required"}},
 		{"match key the records lack", []string{"mappings", "learn", "-o", out, "--records", nameless, "--fields", "location"}, exitUsage,
 			[]string{"--match name: no teacher knows a name", `--match ""`}},
+		{"unknown type", []string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "born", "--type", "born=day"}, exitUsage, []string{`type "day": want one of date, email, number, phone, text, url`}},
 		{"negative depth", []string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "location", "--depth", "-1"}, exitUsage, []string{"--depth must not be negative"}},
 		{"negative recrawl age", []string{"mappings", "learn", "-o", out, "--records", nobody, "--recrawl-after", "-1s"}, exitUsage, []string{"--recrawl-after must not be negative"}},
 		{"no teacher", append([]string{"mappings", "learn", "-o", out, "--records", nobody, "--fields", "location"}, webFlags(web)...), exitFail,

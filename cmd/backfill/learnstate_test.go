@@ -13,6 +13,7 @@ import (
 
 	"backfill/dispatcher"
 	"backfill/learn"
+	"backfill/proctest"
 	"backfill/store"
 	"backfill/supervisor"
 	"backfill/testweb"
@@ -87,9 +88,7 @@ func readTree(t *testing.T, dir string) map[string]string {
 // for nothing, say that every page came from the state directory, and
 // write the same mappings.
 func TestLearnStateDirKeepsTeacherPages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("learns from the templates web")
-	}
+	proctest.Short(t, "learns from the templates web")
 	web := startLearnWeb(t)
 	dir := t.TempDir()
 	records := learnStateTeachers(t, dir, 5, "")
@@ -157,9 +156,7 @@ func TestLearnStateDirKeepsTeacherPages(t *testing.T) {
 // robots.txt) until the crawl's time, taken as late as a supervisor may
 // write it, plus the delay; learning's own requests are recorded there.
 func TestLearnWaitsForTheCrawlsHosts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("learns from the templates web")
-	}
+	proctest.Short(t, "learns from the templates web")
 	web := startLearnWeb(t)
 	dir := t.TempDir()
 	const host = "directory.example"
@@ -204,9 +201,7 @@ func TestLearnWaitsForTheCrawlsHosts(t *testing.T) {
 // store: learning takes neither, keeps its pages in its own file and
 // records its requests in the crawl's store.
 func TestLearnBesideARunningCrawl(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a process")
-	}
+	proctest.Short(t, "starts a process")
 	web := startLearnWeb(t)
 	dir := t.TempDir()
 	stateDir := filepath.Join(dir, "state")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"backfill/dispatcher"
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -19,9 +20,7 @@ import (
 // no --fields still counts email as a field to fill: no record is
 // reported complete while its email stays empty, and the log says why.
 func TestUseLearnedKeepsUnlearnedFieldsTargets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("learns and crawls the templates web")
-	}
+	proctest.Short(t, "learns and crawls the templates web")
 	dir := t.TempDir()
 	teachers, targets, _, _ := splitTemplateRecords(5)
 	rows, err := csv.NewReader(bytes.NewReader(teachers)).ReadAll()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -17,9 +18,7 @@ import (
 // other, so nothing is lost; the other exits by itself when the
 // dispatcher's run is finished.
 func TestSupervisorLifecycle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl")
-	}
+	proctest.Short(t, "end-to-end crawl")
 	web := startWeb(t, testweb.DefaultCrawlDelay)
 	dir := t.TempDir()
 	records, truth := writeSample(t, dir)

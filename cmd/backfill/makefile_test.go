@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"backfill/proctest"
 )
 
 // TestMakeDepsWithoutChromium: `make deps` installs what building and
@@ -11,7 +13,7 @@ import (
 // deps-render`, which `make test` adds for the rendering tests).
 func TestMakeDepsWithoutChromium(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("no make on this machine")
+		proctest.Missing(t, "make", "the Makefile's targets")
 	}
 	dryRun := func(target string) string {
 		out, err := exec.Command("make", "-n", "-C", "../..", target).CombinedOutput()
@@ -37,7 +39,7 @@ func TestMakeDepsWithoutChromium(t *testing.T) {
 // and `make rehearse` use.
 func TestMakeRunInstallsOnlyTheDemo(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("no make on this machine")
+		proctest.Missing(t, "make", "the Makefile's targets")
 	}
 	dryRun := func(target string) string {
 		out, err := exec.Command("make", "-n", "-C", "../..", target).CombinedOutput()

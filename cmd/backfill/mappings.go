@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"mime"
@@ -54,8 +53,8 @@ func dirArg(fsArgs []string) (string, error) {
 
 func mappingsCheck(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("mappings check", stderr)
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	dir, err := dirArg(fs.Args())
 	if err != nil {
@@ -96,8 +95,8 @@ func mappingsCheck(args []string, stdout, stderr io.Writer) error {
 func mappingsTest(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("mappings test", stderr)
 	update := fs.Bool("update", false, "rewrite the fixtures' expectations with what the mappings produce now")
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	dir, err := dirArg(fs.Args())
 	if err != nil {
@@ -141,8 +140,8 @@ func mappingsTry(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	only := fs.String("mapping", "", "run only this mapping")
 	pageURL := fs.String("url", "", "with a saved FILE: the URL the page came from (for url_patterns and links)")
 	ctype := fs.String("content-type", "", "with a saved FILE: its content type (default from the extension)")
-	if err := fs.Parse(args); err != nil {
-		return parseErr(err)
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: try takes one URL or FILE", errUsage)
@@ -238,13 +237,6 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func parseErr(err error) error {
-	if errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	return fmt.Errorf("%w: %v", errUsage, err)
 }
 
 // fetchPolitely fetches one page for `mappings try` the way a crawl

@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"backfill/proctest"
 	"backfill/store/mongotest"
 	"backfill/testweb"
 )
@@ -26,9 +27,7 @@ import (
 // back from the same store, must equal the truth, and robots.txt must have
 // been fetched once per host across both supervisors.
 func TestEndToEndMongo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl")
-	}
+	proctest.Short(t, "end-to-end crawl")
 	srv, err := mongotest.Start(t.TempDir(), mongotest.Options{})
 	if err != nil {
 		t.Fatal(err)

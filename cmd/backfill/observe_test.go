@@ -23,6 +23,7 @@ import (
 	"backfill/dispatcher"
 	"backfill/etl"
 	"backfill/mappings"
+	"backfill/proctest"
 	"backfill/store"
 	"backfill/supervisor"
 )
@@ -35,9 +36,7 @@ import (
 // The Grafana dashboard under docs/ must name only metrics that exist, and
 // the crawl's run report must agree with the export (checkReport).
 func TestDemoObserved(t *testing.T) {
-	if testing.Short() {
-		t.Skip("demo crawl in its own process")
-	}
+	proctest.Short(t, "demo crawl in its own process")
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	demo := start(t, "demo", "demo", "--state-dir", state, "--log-level", "info",

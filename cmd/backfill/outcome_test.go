@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"backfill/dispatcher"
+	"backfill/proctest"
 )
 
 // TestOutcomes crawls the sample, whose unfilled records each stay so for
@@ -20,9 +21,7 @@ import (
 // --log-level debug logs each record's decisions, Refused counts the
 // match-key refusals, and the --summary JSON has snake_case keys.
 func TestOutcomes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crawls the fixture web")
-	}
+	proctest.Short(t, "crawls the fixture web")
 	web := startWeb(t, 0)
 	dir := t.TempDir()
 	records, _ := writeSample(t, dir)

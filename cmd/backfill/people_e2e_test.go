@@ -36,9 +36,7 @@ import (
 // no page whose HTML sufficed is rendered because the other mappings of
 // its URL pattern found nothing there.
 func TestPeopleWebEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl")
-	}
+	proctest.Short(t, "end-to-end crawl")
 	const crawlDelay = 50 * time.Millisecond
 	browser := findChromium()
 	for _, leg := range []struct {

@@ -103,11 +103,8 @@ func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
 	// The argument may come before the flags (render cluster.toml -o deploy).
 	var pos []string
 	for len(args) > 0 {
-		if err := fs.Parse(args); err != nil {
-			if err == flag.ErrHelp {
-				return "", err
-			}
-			return "", fmt.Errorf("%w: %v", errUsage, err)
+		if err := parseFlags(fs, args); err != nil {
+			return "", err
 		}
 		if fs.NArg() == 0 {
 			break

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/proctest"
 	"backfill/resolver/resolvertest"
 	"backfill/testweb"
 	"backfill/wire"
@@ -64,9 +65,7 @@ func (s *shortLinks) asked() []string {
 // records behind the allowed links are filled, with the chain in their
 // provenance.
 func TestRedirectWeb(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crawls a web with a Crawl-delay")
-	}
+	proctest.Short(t, "crawls a web with a Crawl-delay")
 	const crawlDelay = 1 // seconds, in the target host's robots.txt
 	web := startWeb(t, crawlDelay)
 	people := "http://people.example"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"backfill/dispatcher"
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -35,9 +36,7 @@ func freshProfile(name, email, title string) string {
 // the unchanged pages are answered 304 to conditional requests and their
 // values only get a newer time.
 func TestRefreshEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
+	proctest.Short(t, "runs the binary")
 	web, err := testweb.StartFresh(0)
 	if err != nil {
 		t.Fatal(err)

@@ -26,9 +26,7 @@ import (
 // render starts from the HTML its fetch got), and with --render no browser
 // process or profile is left afterwards.
 func TestRenderEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl with a browser")
-	}
+	proctest.Short(t, "end-to-end crawl with a browser")
 	browser := findChromium()
 	if browser == "" {
 		proctest.NoChromium(t, "no Chromium on PATH (Debian package chromium; `make deps-render` installs it): the render test needs one")

@@ -25,7 +25,8 @@ func cmdReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// Fill rates come from the run's own targets; mappings named here are
 	// only checked against the run's.
 	fs.Lookup("mappings").Usage = "the mappings the crawl ran with, checked against the run's digest (default: none needed; fill rates are judged by the run's own targets)"
-	stateDir := fs.String("state-dir", "backfill-state", "the crawl's state directory (its status and history files, and the default results store)")
+	stateDir := new(string)
+	stateDirFlag(fs, stateDir, defaultStateDir, "the crawl's state directory (its status and history files, and the default results store)")
 	out := fs.String("o", "report.html", "the HTML file to write, - for standard output")
 	if err := parse(fs, args); err != nil {
 		return err

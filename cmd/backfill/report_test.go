@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 
 	"backfill/dispatcher"
+	"backfill/proctest"
 	"backfill/supervisor/browsertest"
 	"backfill/testweb"
 )
@@ -219,9 +220,7 @@ func openOffline(t *testing.T, path string) {
 // run's own), with the run's mappings, and it refuses mappings that are
 // not the run's.
 func TestReportRunTargets(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the binary")
-	}
+	proctest.Short(t, "runs the binary")
 	web, err := testweb.StartFresh(0)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -52,9 +53,7 @@ func jsonText(t *testing.T, v string) string {
 // where the input had "" or null); the malformed line comes back as it
 // was, marked.
 func TestRoundTripJSONL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crawls the fixture web")
-	}
+	proctest.Short(t, "crawls the fixture web")
 	web := startWeb(t, 0)
 	_, rows, truth := sampleRows(t)
 

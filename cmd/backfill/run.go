@@ -53,7 +53,7 @@ type dispatcherFlags struct {
 
 func (d *dispatcherFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.records, "records", "", "records file: CSV with a header row, or JSON Lines (required)")
-	fs.StringVar(&d.stateDir, "state-dir", "backfill-state", "directory for the crawl state (resumable) and the default results store")
+	stateDirFlag(fs, &d.stateDir, defaultStateDir, "directory for the crawl state (resumable) and the default results store")
 	fs.StringVar(&d.fields, "fields", "", "comma-separated fields to fill (default: every field the mappings can produce that a record lacks)")
 	fs.IntVar(&d.depth, "depth", 1, "how many links away from a record's own links to crawl")
 	fs.DurationVar(&d.lease, "lease", 2*time.Minute, "how long a supervisor has for a task before it is sent again")

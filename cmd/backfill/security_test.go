@@ -22,9 +22,7 @@ import (
 // authorized, one that expects the wrong dispatcher key and one speaking
 // plaintext. Only the first may join and fetch; the crawl still completes.
 func TestSecuredCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end crawl")
-	}
+	proctest.Short(t, "end-to-end crawl")
 	if !wire.HasCurve() {
 		proctest.NoCurve(t, "libzmq was built without CURVE: cannot test a secured cluster")
 	}

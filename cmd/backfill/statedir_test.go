@@ -10,15 +10,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"backfill/proctest"
 )
 
 // TestStateDirInUse starts a dispatcher process, which holds its state
 // directory, and checks that a second run on the same directory is
 // refused at once, naming the process that holds it.
 func TestStateDirInUse(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a process")
-	}
+	proctest.Short(t, "starts a process")
 	dir := t.TempDir()
 	records := oneRecord(t, dir)
 	stateDir := filepath.Join(dir, "state")
@@ -49,9 +49,7 @@ func TestStateDirInUse(t *testing.T) {
 // file". As root (who may write anything) the directory is a read-only
 // tmpfs mounted in a mount namespace of the run's own.
 func TestStateDirReadOnly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a process")
-	}
+	proctest.Short(t, "starts a process")
 	dir := t.TempDir()
 	records := oneRecord(t, dir)
 	stateDir := filepath.Join(dir, "state")
@@ -64,7 +62,7 @@ func TestStateDirReadOnly(t *testing.T) {
 	want := "state directory not writable: " + stateDir
 	if os.Geteuid() == 0 {
 		if _, err := exec.LookPath("unshare"); err != nil {
-			t.Skip("root without unshare: cannot make a read-only directory root may not write")
+			proctest.Missing(t, "unshare", "a read-only directory root may not write")
 		}
 		script := `mount -t tmpfs -o ro tmpfs "$1" && shift && exec "$@"`
 		cmd = exec.Command("unshare", append([]string{"-m", "sh", "-c", script, "sh", stateDir, bin}, args...)...)
@@ -95,4 +93,35 @@ func oneRecord(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestOneStateDirFlag: --state-dir is defined once (stateDirFlag), with
+// its default named once, for every command that takes it.
+func TestOneStateDirFlag(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, defaults := 0, 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs += strings.Count(string(b), `"state-dir"`)
+		defaults += strings.Count(string(b), `"backfill-state"`)
+	}
+	if defs != 1 || defaults != 1 {
+		t.Errorf(`"state-dir" appears %d times and "backfill-state" %d in the command's sources; want one definition (stateDirFlag)`, defs, defaults)
+	}
+	for _, cmd := range []string{"run", "dispatcher", "supervisor", "export", "report", "status", "demo"} {
+		var stdout, stderr bytes.Buffer
+		mainExit([]string{cmd, "-h"}, &stdout, &stderr)
+		if !strings.Contains(stderr.String(), "-state-dir") {
+			t.Errorf("%s -h lists no --state-dir", cmd)
+		}
+	}
 }

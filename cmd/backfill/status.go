@@ -27,7 +27,8 @@ import (
 // interrupted.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
-	stateDir := fs.String("state-dir", "backfill-state", "the dispatcher's state directory (run this on the dispatcher's machine)")
+	stateDir := new(string)
+	stateDirFlag(fs, stateDir, defaultStateDir, "the dispatcher's state directory (run this on the dispatcher's machine)")
 	from := fs.String("from", "", "read the status from a dispatcher's --status (or --metrics) listener, e.g. http://10.0.0.2:9100/, instead of --state-dir")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	watch := fs.Duration("watch", 0, "print again every interval until interrupted (e.g. 2s); 0 prints once")
@@ -136,7 +137,7 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 		state = fmt.Sprintf("not responding (last update %s ago)", age.Round(time.Second))
 	}
 	fmt.Fprintf(w, "dispatcher %s  run %s  %s\n", s.Dispatcher, s.Run, state)
-	fmt.Fprintf(w, "intake     %s  started %s  updated %s ago\n", s.Endpoint,
+	fmt.Fprintf(w, "intake     %s  started %s  updated %s ago\n", endpointText(s.Endpoint),
 		s.Started.Local().Format(time.DateTime), age.Round(100*time.Millisecond))
 	untouched := s.Records - s.Complete - s.Partial
 	pct := 0.0
@@ -168,7 +169,7 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tENDPOINT\tRENDER\tIN FLIGHT\tPARKED\tFETCHED\tFAILED\tRATE/s\tRSS\tLAST SEEN")
 	for _, m := range s.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%d/%d\t%d\t%d\t%d\t%.1f\t%s\t%s ago\n", m.Name, m.Endpoint, m.Render,
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%d/%d\t%d\t%d\t%d\t%.1f\t%s\t%s ago\n", m.Name, endpointText(m.Endpoint), m.Render,
 			m.InFlight, m.Capacity, m.Parked, m.Fetched, m.Failed, m.Rate, mib(m.RSS), s.Updated.Sub(m.LastSeen).Round(100*time.Millisecond))
 	}
 	if err := tw.Flush(); err != nil {
@@ -179,7 +180,7 @@ func printStatus(w io.Writer, s dispatcher.Status, asJSON bool, now time.Time) e
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tENDPOINT\tLEFT\tREASON\tFETCHED")
 		for _, m := range s.Left {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", m.Name, m.Endpoint, m.Left.Local().Format(time.TimeOnly), m.Reason, m.Fetched)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", m.Name, endpointText(m.Endpoint), m.Left.Local().Format(time.TimeOnly), m.Reason, m.Fetched)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -216,4 +217,13 @@ func mib(b uint64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0fMiB", float64(b)/(1<<20))
+}
+
+// endpointText is an endpoint as status prints it: the status leaves out
+// in-process ones, which mean nothing outside `backfill run`'s process.
+func endpointText(e string) string {
+	if e == "" {
+		return "(in process)"
+	}
+	return e
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"backfill/dispatcher"
+	"backfill/proctest"
 	"backfill/testweb"
 )
 
@@ -18,9 +19,7 @@ import (
 // stream to the export: every record once, each line the export's line
 // for it, the records complete first.
 func TestRunStream(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crawl")
-	}
+	proctest.Short(t, "crawl")
 	web, err := testweb.Start(testweb.Options{}) // no Crawl-delay: a quick crawl
 	if err != nil {
 		t.Fatal(err)

@@ -133,6 +133,9 @@ func politenessLine(p dispatcher.Politeness) string {
 		return ""
 	}
 	line := fmt.Sprintf("politeness: at most %d request(s) in flight to one host  requests repeated: %d", p.HostInFlight, p.Repeated)
+	if p.Retried > 0 {
+		line += fmt.Sprintf("  asked again after a kept-alive connection lost them: %d", p.Retried)
+	}
 	if len(p.Redirects) > 0 {
 		line += "  redirects: " + countsLine(p.Redirects)
 	}

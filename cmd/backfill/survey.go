@@ -72,7 +72,7 @@ func (f *surveyFlags) register(fs *flag.FlagSet, timeout, delay time.Duration) {
 	f.lf.register(fs)
 	f.sf.register(fs, "results store the rows also go to: a SQLite file path (default: STATE-DIR/results.db)")
 	f.sec.registerDispatcher(fs)
-	fs.StringVar(&f.stateDir, "state-dir", "backfill-state", "directory for the survey's state (survey.db: resumable runs, DNS cache) and the default results store")
+	stateDirFlag(fs, &f.stateDir, defaultStateDir, "directory for the survey's state (survey.db: resumable runs, DNS cache) and the default results store")
 	fs.StringVar(&f.out, "out", "-", "where the rows go as they arrive: a file, or - for standard output (the summary then goes to standard error)")
 	fs.StringVar(&f.format, "format", "", "rows as jsonl or csv (default: csv for an --out ending in .csv, else jsonl)")
 	fs.StringVar(&f.summary, "summary", "", "also write the summary as JSON to this file")

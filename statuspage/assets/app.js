@@ -103,6 +103,33 @@ function chart(svg, series, label) {
   svg.appendChild(span);
 }
 
+// RATE_WINDOW_S is the span, in seconds, the pages/s chart averages over,
+// as the progress line does: pages arrive in bursts (a batch of results,
+// a host's delay passing), and a rate between samples a second apart
+// jumps between zero and the burst, a saw-tooth that hides the trend. A
+// timeline shorter than two windows averages over half its span (at
+// least RATE_MIN_WINDOW_S), so a short crawl still has a line.
+const RATE_WINDOW_S = 30, RATE_MIN_WINDOW_S = 3;
+
+// rateSeries is pages per second over the timeline tl: at each sample,
+// the pages since the latest sample at least the window before it,
+// divided by the time between them. Samples within the first window have
+// no point.
+function rateSeries(tl) {
+  const t = tl.map(p => Date.parse(p.at));
+  const span = t.length > 1 ? (t[t.length - 1] - t[0]) / 1000 : 0;
+  const win = Math.max(RATE_MIN_WINDOW_S, Math.min(RATE_WINDOW_S, span / 2)) * 1000;
+  const out = [];
+  let j = 0;
+  for (let i = 1; i < tl.length; i++) {
+    while (j + 1 < i && t[i] - t[j + 1] >= win) j++;
+    const dt = (t[i] - t[j]) / 1000;
+    if (t[i] - t[j] < win || dt <= 0) continue;
+    out.push([t[i], Math.max(0, tl[i].pages - tl[j].pages) / dt]);
+  }
+  return out;
+}
+
 function draw(s) {
   const now = Date.now();
   const st = $("state");
@@ -145,14 +172,7 @@ function draw(s) {
     tl.map(p => [Date.parse(p.at), p.complete]),
     tl.map(p => [Date.parse(p.at), p.records]),
   ], v => String(Math.round(v)));
-  // Pages per second between samples at least a second apart.
-  const rate = [];
-  for (let i = 1, j = 0; i < tl.length; i++) {
-    const dt = (Date.parse(tl[i].at) - Date.parse(tl[j].at)) / 1000;
-    if (dt < 1) continue;
-    rate.push([Date.parse(tl[i].at), Math.max(0, tl[i].pages - tl[j].pages) / dt]);
-    j = i;
-  }
+  const rate = rateSeries(tl);
   chart($("chart-rate"), [rate], v => v.toFixed(1) + "/s");
 
   fill("members", s.members, m => [m.name, m.render ? "yes" : "",

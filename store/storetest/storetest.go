@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"backfill/proctest"
 	"backfill/store"
 )
 
@@ -589,7 +590,7 @@ var cases = []testCase{
 	{"last crawl/batch keeps the later times", func(ctx context.Context, t *testing.T, s store.Store) {
 		b, ok := s.(lastCrawlBatcher)
 		if !ok {
-			t.Skipf("the %s store has no PutLastCrawls", s.Backend())
+			proctest.NotApplicable(t, "the "+s.Backend()+" store has no PutLastCrawls")
 		}
 		if err := s.PutLastCrawl(ctx, "old.example", base.Add(time.Hour)); err != nil {
 			t.Fatal(err)

@@ -28,9 +28,7 @@ const screenshotWait = 10 * time.Second
 // directory (name.png) and its path logged.
 func Start(t testing.TB, name string, opts ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
+	proctest.Short(t, "starts a browser")
 	browser, err := supervisor.FindBrowser()
 	if err != nil {
 		proctest.NoChromium(t, fmt.Sprintf("%v (Debian package chromium; `make deps-render` installs it): this test needs a browser", err))

@@ -8,7 +8,7 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
 apt-get update -qq
-apt-get install -y -qq -o Dpkg::Options::=--force-confold ca-certificates chromium curl fail2ban fonts-liberation libzmq5 nftables python3-systemd unattended-upgrades >/dev/null
+apt-get install -y -qq -o Dpkg::Options::=--force-confold ca-certificates chromium-headless-shell curl fail2ban fonts-liberation libzmq5 nftables python3-systemd unattended-upgrades >/dev/null
 
 if ! id backfill >/dev/null 2>&1; then
 	useradd --system --user-group --home-dir /var/lib/backfill --no-create-home --shell /usr/sbin/nologin backfill
