@@ -248,7 +248,7 @@ func runPeopleSplit(b *testing.B, cl *clusterBench, name string, depth, workers 
 	// ones included (a page that failed is not asked again in one run).
 	o.pages, o.requests, o.robots, o.failed, o.probes, o.wall = c.pages+c.failed, c.requests-c.robots, c.robots, c.failed, c.probes, c.wall
 	o.cpu, o.rssMiB = c.dispCPU+c.supCPU, c.dispRSS+c.supRSS
-	for _, line := range bytes.Split(c.dlog, []byte("\n")) {
+	for _, line := range bytes.Split(c.dispLog, []byte("\n")) {
 		var rec struct {
 			Msg            string
 			Steps, Commits int

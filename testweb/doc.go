@@ -69,9 +69,13 @@
 // JSON blob in a script, JSON-LD), each with decoys; TemplateProfiles
 // says what every profile shows. Learned mappings are measured on it.
 //
-// Log returns what was asked, in arrival order, with the User-Agent and the
-// status sent, so tests can check politeness (robots.txt obeyed, intervals
-// per host, nothing fetched twice) from the server's side. Options.Latency
+// Log returns what was asked, in arrival order, with the User-Agent, the
+// status sent and when the response ended, so tests can check politeness
+// (robots.txt obeyed, intervals per host, nothing fetched twice) from the
+// server's side. CheckPoliteness (politeness.go) does the last two for any
+// log of Requests: the URLs requested again, and the intervals from the end
+// of a host's response to its next request's arrival that are shorter than
+// the host's delay. Options.Latency
 // and LargeOptions.Latency delay every response to imitate distant servers.
 //
 // A Web is safe for concurrent use. Close stops the listener, waits for the

@@ -45,6 +45,14 @@ type Request struct {
 	Time      time.Time // arrival
 	UserAgent string
 	Status    int // status sent; 0 while the response is still being written
+	// Done is when the response, its latency waited out, was handed to
+	// the connection (zero until then): a host's delay runs from there to
+	// the next request's arrival. It is taken just before the bytes are
+	// written, so no client can have read the response sooner; a time
+	// taken after the write would be late by however long the server was
+	// descheduled, and make a polite client look early. The fixture
+	// web's responses are written in one go, so this is their end.
+	Done time.Time
 }
 
 // Web is a running fixture web: one loopback listener answering for every
@@ -262,6 +270,7 @@ func (w *Web) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 
 	w.mu.Lock()
 	w.log[i].Status = resp.status
+	w.log[i].Done = time.Now()
 	w.mu.Unlock()
 
 	if resp.location != "" {

@@ -261,7 +261,12 @@ func TestLogRecordsRequests(t *testing.T) {
 		if i > 0 && g.Time.Before(log[i-1].Time) {
 			t.Errorf("request %d arrived before request %d in the log", i, i-1)
 		}
-		g.Time = time.Time{}
+		// The end is taken before the response is written, so it is
+		// in the log by the time the client has the response.
+		if g.Done.Before(g.Time) || g.Done.After(after) {
+			t.Errorf("request %d: response ended at %v, outside [its arrival %v, %v]", i, g.Done, g.Time, after)
+		}
+		g.Time, g.Done = time.Time{}, time.Time{}
 		if g != r.want {
 			t.Errorf("request %d logged as %+v, want %+v", i, g, r.want)
 		}

@@ -71,6 +71,59 @@ func TestChaos(t *testing.T) {
 	checkCrawlPoliteness(t, log, c.events)
 	twice, after := repeatedPages(log, c.events)
 	t.Logf("chaos: %d kills (%v), %d requests, %d pages fetched twice or more (%v)", kills, kinds, len(log), twice, after)
+	logPoliteness(t, "chaos", log, c.events)
+}
+
+// killsBetween names the kills between from and to, in order.
+func killsBetween(events []crashEvent, from, to time.Time) string {
+	var ks []string
+	for _, e := range events {
+		if e.at.After(from) && e.at.Before(to) {
+			ks = append(ks, fmt.Sprintf("%s at %s", e.who, e.at.Format("15:04:05.000")))
+		}
+	}
+	if len(ks) == 0 {
+		return "none"
+	}
+	return strings.Join(ks, ", ")
+}
+
+// logPoliteness logs what the web's log says of politeness: the URLs
+// requested again (robots.txt apart: a restarted supervisor reads it
+// again) and the intervals from the end of a host's response to its next
+// request under crashDelay, each with who made the two requests and the
+// last kill before it.
+func logPoliteness(t *testing.T, what string, log []testweb.Request, events []crashEvent) {
+	t.Helper()
+	p := testweb.CheckPoliteness(log, func(string) time.Duration { return crashDelay })
+	robots := 0
+	for _, r := range p.Repeats {
+		if r.Again.Path == "/robots.txt" {
+			robots++
+		}
+	}
+	t.Logf("%s: %s", what, p)
+	t.Logf("%s: %d page requests and %d robots.txt requests for a URL already requested; %d of %d intervals under the %s delay, shortest %s",
+		what, len(p.Repeats)-robots, robots, len(p.Under), p.Intervals, crashDelay, p.Shortest.Gap)
+	lastKill := func(at time.Time) string {
+		k := "none"
+		for _, e := range events {
+			if e.at.Before(at) {
+				k = fmt.Sprintf("%s at %s", e.who, e.at.Format("15:04:05.000"))
+			}
+		}
+		return k
+	}
+	for _, r := range p.Repeats {
+		t.Logf("%s: again: %s%s by %q at %s, first by %q at %s; kills between: %s", what,
+			r.Again.Host, r.Again.Path, r.Again.UserAgent, r.Again.Time.Format("15:04:05.000"),
+			r.First.UserAgent, r.First.Time.Format("15:04:05.000"), killsBetween(events, r.First.Time, r.Again.Time))
+	}
+	for _, iv := range p.Under {
+		t.Logf("%s: under the delay: %s%s by %q at %s, %s after the end of %s by %q; last kill before: %s", what,
+			iv.Next.Host, iv.Next.Path, iv.Next.UserAgent, iv.Next.Time.Format("15:04:05.000"), iv.Gap, iv.Prev.Path, iv.Prev.UserAgent,
+			lastKill(iv.Next.Time))
+	}
 }
 
 // repeatedPages counts the page requests that repeat an earlier one, and
