@@ -75,6 +75,7 @@ func BenchmarkDefaultDelay(b *testing.B) {
 
 	type result struct {
 		polite     politeCounts
+		pace       hostPace
 		requests   int // arrived before the interrupt
 		hostsAsked int
 		wall, stop time.Duration
@@ -104,6 +105,7 @@ func BenchmarkDefaultDelay(b *testing.B) {
 				}
 				r.hostsAsked = len(asked)
 				r.polite = countPoliteness(testweb.CheckPoliteness(log, sameDelay(defaultDelay)), ir.start)
+				r.pace = paceOf(log, ir.start, defaultDelay)
 			}
 			r.polite.report(b, "default-delay", bd.name)
 			ideal := float64(len(withWork)) / defaultDelay.Seconds()
@@ -114,6 +116,9 @@ func BenchmarkDefaultDelay(b *testing.B) {
 			fmt.Printf("default-delay: %-6s %d requests to %d hosts in %s: %.1f requests/s = ×%.2f of the ideal %.1f (%d hosts with work / %s); peak RSS %.1f MiB, CPU %s; stopped %s after SIGINT (%s)\n",
 				bd.name, r.requests, r.hostsAsked, r.wall.Round(time.Millisecond), rate, rate/ideal, ideal, len(withWork), defaultDelay,
 				r.rssMiB, r.cpu.Round(10*time.Millisecond), r.stop.Round(time.Millisecond), r.exit)
+			b.ReportMetric(r.pace.kept, "pace-kept")
+			fmt.Printf("default-delay: %-6s hosts' pace while they had work: ×%.3f of their delay and responses kept; %d intervals, %s a host waited past its delay on average; a host's first request %s after the start on average\n",
+				bd.name, r.pace.kept, r.pace.gaps, r.pace.meanExtra().Round(time.Millisecond), r.pace.first.Round(time.Millisecond))
 			results[bd.name] = r
 		})
 	}
