@@ -74,7 +74,36 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		stopIntake()
 		rwg.Wait()
 	}()
+	if err := d.beginRun(ctx, start); err != nil {
+		return nil, err
+	}
+	outbox := d.startOutbox(ctx)
+	finished, runErr := d.newRunLoop(ctx, intake, start).run()
+	runErr = d.commitRun(ctx, finished, runErr)
+	lateDone := d.farewellRun(ctx, intake, finished && runErr == nil)
+	stored := d.drainOutbox(ctx, outbox)
+	sum, err := d.summary(context.WithoutCancel(ctx))
+	if err != nil && runErr == nil {
+		runErr = err
+	}
+	sum.Finished = finished && runErr == nil
+	stored.fill(sum)
+	d.finalStatus(sum, start, runErr)
+	if lateDone != nil {
+		<-lateDone // the intake reader stops when Run returns
+	}
+	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
+		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
+		"errors", sum.Errors, seconds.Attr("elapsed", sum.Elapsed.Round(time.Millisecond)), "pages_per_sec", int(sum.PagesPerSec))
+	return sum, runErr
+}
+
+// beginRun starts the Run at start: the counts so far join the totals,
+// and the start-of-run transactions run once each (the remap of answers
+// to changed mappings, the retry of failed tasks, the refresh).
+func (d *Dispatcher) beginRun(ctx context.Context, start time.Time) error {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.foldTotals() // what came before this Run (Load's filters included) joins the totals, and the counts start at zero
 	d.runStart = start
 	d.runState, d.runBegan = StateRunning, start
@@ -87,127 +116,186 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	if !d.remapBegun && !d.closed {
 		d.remapBegun = true
 		if err := d.inTx(context.WithoutCancel(ctx), d.remap); err != nil {
-			d.mu.Unlock()
-			return nil, err
+			return err
 		}
 	}
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
-			d.mu.Unlock()
-			return nil, err
+			return err
 		}
 	}
 	if d.cfg.Refresh && !d.refreshBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), func(ctx context.Context) error { return d.startRefresh(ctx, start) }); err != nil {
-			d.mu.Unlock()
-			return nil, err
+			return err
 		}
 	}
-	d.mu.Unlock()
-	outbox := d.startOutbox(ctx)
+	return nil
+}
 
-	tick := min(d.cfg.Lease/4, d.cfg.Heartbeat/2, time.Second)
-	settled := false // once settled, dispatching never pauses again (see settle)
-	kick := false    // the next receive waits for no frame
-	var lastTick, lastProgress, lastStatus time.Time
-	out := 0                   // tasks out on lease after the last step: answers that may come
-	due := start.Add(recvWait) // when the loop is due to step without a frame
-	stepCtx := context.WithoutCancel(ctx)
-	var runErr error
-	finished := false // no work left, as opposed to stopped
+// runLoop is the Run loop's own state: its timers and flags.
+type runLoop struct {
+	d      *Dispatcher
+	ctx    context.Context
+	intake <-chan frame
+	start  time.Time
+	tick   time.Duration
+	// The step's statements run under a context that is never
+	// cancelled: with a cancellable one the driver and database/sql
+	// start a goroutine per statement to watch it, a good part of
+	// the step's cost. Cancellation is seen between steps, and
+	// every statement of a step is short.
+	stepCtx context.Context
+
+	settled                            bool // once settled, dispatching never pauses again (see settle)
+	kick                               bool // the next receive waits for no frame
+	lastTick, lastProgress, lastStatus time.Time
+	out                                int       // tasks out on lease after the last step: answers that may come
+	due                                time.Time // when the loop is due to step without a frame
+}
+
+func (d *Dispatcher) newRunLoop(ctx context.Context, intake <-chan frame, start time.Time) *runLoop {
+	return &runLoop{
+		d:       d,
+		ctx:     ctx,
+		intake:  intake,
+		start:   start,
+		tick:    min(d.cfg.Lease/4, d.cfg.Heartbeat/2, time.Second),
+		stepCtx: context.WithoutCancel(ctx),
+		due:     start.Add(recvWait),
+	}
+}
+
+// runReport is what a step has to report once mu is released: progress,
+// status and history, each when it was due.
+type runReport struct {
+	progress *Progress
+	status   *Status
+	hist     *History
+}
+
+// run steps until no work is left (finished, as opposed to stopped), ctx
+// is done or a step fails.
+func (l *runLoop) run() (finished bool, err error) {
 	for {
-		if err := ctx.Err(); err != nil {
-			runErr = err
-			break
+		if err := l.ctx.Err(); err != nil {
+			return false, err
 		}
-		wait := min(max(time.Until(due), 0), quietMax)
-		if kick {
-			wait, kick = 0, false
-		}
-		frames, idle, err := d.receive(ctx, intake, wait)
-		if err == nil && !idle {
-			frames, err = d.gather(ctx, intake, frames, out)
-		}
+		frames, idle, err := l.receive()
 		if err != nil {
-			runErr = err
-			break
+			return false, err
 		}
-		now := time.Now()
-		d.mu.Lock()
-		if d.closed {
-			d.mu.Unlock()
-			runErr = errors.New("dispatcher: closed while running")
-			break
-		}
-		doTick := now.Sub(lastTick) >= tick
-		if doTick {
-			lastTick = now
-		}
-		d.steps++
-		// step handles registrations before it dispatches, so a Hello in
-		// this batch counts towards settling only from the next one.
-		settled = settled || d.settle(start, now)
-		// The step's statements run under a context that is never
-		// cancelled: with a cancellable one the driver and database/sql
-		// start a goroutine per statement to watch it, a good part of
-		// the step's cost. Cancellation is seen between steps, and
-		// every statement of a step is short.
-		done, err := d.step(stepCtx, frames, now, doTick, settled, idle)
-		if !settled && err == nil && !done {
-			// A Hello of this batch may have settled the crawl: the
-			// next step dispatches without waiting for a frame.
-			settled = d.settle(start, now)
-			kick = settled
-		}
-		out = len(d.w.leased)
-		var p Progress
-		report := d.cfg.Progress != nil && (done || now.Sub(lastProgress) >= progressEvery)
-		if report {
-			lastProgress = now
-			p = d.progress(start)
-		}
-		var st Status
-		var hist *History
-		snap := err == nil && !done && now.Sub(lastStatus) >= StatusEvery
-		if snap {
-			lastStatus = now
-			d.noteRefusals(now)
-			st = d.status(StateRunning, start, now)
-			d.led.sample(sampleOf(st), false)
-			if now.Sub(d.led.lastSave) >= historyEvery {
-				h := d.led.snapshot(now, sumMaps(d.base.errs, d.run.errs))
-				hist = &h
-				d.led.lastSave = now
-			}
-		}
-		due = now.Add(recvWait)
-		if settled {
-			at := []time.Time{lastTick.Add(tick), lastStatus.Add(StatusEvery)}
-			if d.cfg.Progress != nil {
-				at = append(at, lastProgress.Add(progressEvery))
-			}
-			due = d.quietUntil(now, at...)
-		}
-		d.mu.Unlock()
+		done, rep, err := l.step(frames, idle, time.Now())
 		if err != nil {
-			runErr = err
-			break
+			return false, err
 		}
-		if report {
-			d.cfg.Progress(p)
-		}
-		if snap {
-			d.putStatus(st)
-		}
-		if hist != nil {
-			d.putHistory(*hist)
-		}
+		l.d.report(rep)
 		if done {
-			finished = true
-			break
+			return true, nil
 		}
 	}
+}
+
+// receive waits for the next batch of frames, until the loop is due to
+// step without one, and lets more results join it (gather).
+func (l *runLoop) receive() ([]frame, bool, error) {
+	wait := min(max(time.Until(l.due), 0), quietMax)
+	if l.kick {
+		wait, l.kick = 0, false
+	}
+	frames, idle, err := l.d.receive(l.ctx, l.intake, wait)
+	if err == nil && !idle {
+		frames, err = l.d.gather(l.ctx, l.intake, frames, l.out)
+	}
+	return frames, idle, err
+}
+
+// step runs one step on frames under mu, and takes what is due to be
+// reported and when the loop is due to step again.
+func (l *runLoop) step(frames []frame, idle bool, now time.Time) (bool, runReport, error) {
+	d := l.d
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false, runReport{}, errors.New("dispatcher: closed while running")
+	}
+	doTick := now.Sub(l.lastTick) >= l.tick
+	if doTick {
+		l.lastTick = now
+	}
+	d.steps++
+	// step handles registrations before it dispatches, so a Hello in
+	// this batch counts towards settling only from the next one.
+	l.settled = l.settled || d.settle(l.start, now)
+	done, err := d.step(l.stepCtx, frames, now, doTick, l.settled, idle)
+	if !l.settled && err == nil && !done {
+		// A Hello of this batch may have settled the crawl: the
+		// next step dispatches without waiting for a frame.
+		l.settled = d.settle(l.start, now)
+		l.kick = l.settled
+	}
+	l.out = len(d.w.leased)
+	rep := l.reports(now, done, err == nil)
+	l.schedule(now)
+	return done, rep, err
+}
+
+// reports takes the progress, status and history that are due at now.
+// Callers hold mu.
+func (l *runLoop) reports(now time.Time, done, ok bool) runReport {
+	d := l.d
+	var rep runReport
+	if d.cfg.Progress != nil && (done || now.Sub(l.lastProgress) >= progressEvery) {
+		l.lastProgress = now
+		p := d.progress(l.start)
+		rep.progress = &p
+	}
+	if ok && !done && now.Sub(l.lastStatus) >= StatusEvery {
+		l.lastStatus = now
+		d.noteRefusals(now)
+		st := d.status(StateRunning, l.start, now)
+		rep.status = &st
+		d.led.sample(sampleOf(st), false)
+		if now.Sub(d.led.lastSave) >= historyEvery {
+			h := d.led.snapshot(now, sumMaps(d.base.errs, d.run.errs))
+			rep.hist = &h
+			d.led.lastSave = now
+		}
+	}
+	return rep
+}
+
+// schedule sets when the loop is due to step without a frame: at once
+// (recvWait) until the crawl has settled, then when something is due
+// (quietUntil). Callers hold mu.
+func (l *runLoop) schedule(now time.Time) {
+	l.due = now.Add(recvWait)
+	if l.settled {
+		at := []time.Time{l.lastTick.Add(l.tick), l.lastStatus.Add(StatusEvery)}
+		if l.d.cfg.Progress != nil {
+			at = append(at, l.lastProgress.Add(progressEvery))
+		}
+		l.due = l.d.quietUntil(now, at...)
+	}
+}
+
+// report hands on what a step took to report, outside mu.
+func (d *Dispatcher) report(rep runReport) {
+	if rep.progress != nil {
+		d.cfg.Progress(*rep.progress)
+	}
+	if rep.status != nil {
+		d.putStatus(*rep.status)
+	}
+	if rep.hist != nil {
+		d.putHistory(*rep.hist)
+	}
+}
+
+// commitRun ends the refresh of a finished crawl and commits what the
+// Run's steps left in the state transaction.
+func (d *Dispatcher) commitRun(ctx context.Context, finished bool, runErr error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if !d.closed && finished && d.refreshOpen > 0 && runErr == nil {
 		// The refresh is over: what it re-checked is settled now.
 		runErr = d.inTx(context.WithoutCancel(ctx), d.finishRefresh)
@@ -231,26 +319,31 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			runErr = errors.Join(runErr, err)
 		}
 	}
-	d.mu.Unlock()
-	var lateDone chan struct{}
-	if finished && runErr == nil {
-		d.farewell()
-		if d.cfg.LateJoinWait > 0 {
-			lateDone = make(chan struct{})
-			until := time.Now().Add(d.cfg.LateJoinWait)
-			go func() {
-				defer close(lateDone)
-				d.tellLateJoiners(ctx, intake, until)
-			}()
-		}
+	return runErr
+}
+
+// farewellRun tells the members of a finished crawl that it is over, and
+// those that join within Config.LateJoinWait; the channel returned, if
+// any, is closed once that wait is over.
+func (d *Dispatcher) farewellRun(ctx context.Context, intake <-chan frame, finished bool) chan struct{} {
+	if !finished {
+		return nil
 	}
-	stored := d.drainOutbox(ctx, outbox)
-	sum, err := d.summary(context.WithoutCancel(ctx))
-	if err != nil && runErr == nil {
-		runErr = err
+	d.farewell()
+	if d.cfg.LateJoinWait <= 0 {
+		return nil
 	}
-	sum.Finished = finished && runErr == nil
-	stored.fill(sum)
+	lateDone := make(chan struct{})
+	until := time.Now().Add(d.cfg.LateJoinWait)
+	go func() {
+		defer close(lateDone)
+		d.tellLateJoiners(ctx, intake, until)
+	}()
+	return lateDone
+}
+
+// finalStatus writes the status and history the Run ends with.
+func (d *Dispatcher) finalStatus(sum *Summary, start time.Time, runErr error) {
 	final := StateFinished
 	if runErr != nil {
 		final = StateStopped
@@ -265,13 +358,6 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.mu.Unlock()
 	d.putStatus(st)
 	d.putHistory(hist)
-	if lateDone != nil {
-		<-lateDone // the intake reader stops when Run returns
-	}
-	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
-		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
-		"errors", sum.Errors, seconds.Attr("elapsed", sum.Elapsed.Round(time.Millisecond)), "pages_per_sec", int(sum.PagesPerSec))
-	return sum, runErr
 }
 
 // quietUntil is when the loop must step even if no frame comes: the
