@@ -501,105 +501,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 	if err := d.st.begin(ctx); err != nil {
 		return false, err
 	}
-	err := func() error {
-		lastDispatch := time.Now()
-		// Results are applied resultBatch at a time, in their order
-		// among the other frames.
-		var results []result
-		commit := func() error {
-			if len(results) == 0 {
-				return nil
-			}
-			err := d.commitResults(ctx, results, now)
-			clear(results)
-			results = results[:0]
-			return err
-		}
-		for i, f := range frames {
-			// A batch can take long (a page with many new links, or
-			// hundreds of results after a pause): hand out the tasks its
-			// results freed as it goes, so supervisors never wait for the
-			// whole batch.
-			if dispatch && i > 0 && time.Since(lastDispatch) >= dispatchEvery {
-				if err := commit(); err != nil {
-					return err
-				}
-				if err := d.dispatch(ctx, now); err != nil {
-					return err
-				}
-				lastDispatch = time.Now()
-			}
-			if d.members.Quarantined(f.from) {
-				// Refused, and counted, until an operator lifts it.
-				d.members.Refuse(f.from, frameMember(f.v), now)
-				continue
-			}
-			if f.bad != nil {
-				d.run.malformed++
-				d.members.Malformed(f.from, f.bad, now)
-				continue
-			}
-			if v, ok := f.v.(*wire.Result); ok {
-				if results = append(results, result{v, f.from}); len(results) == resultBatch {
-					if err := commit(); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if err := commit(); err != nil {
-				return err
-			}
-			switch v := f.v.(type) {
-			case *wire.Hello:
-				if _, err := d.register(ctx, *v, f.from, true, now); err != nil {
-					return err
-				}
-			case *wire.Heartbeat:
-				m, err := d.register(ctx, v.Hello, f.from, false, now)
-				if err != nil {
-					return err
-				}
-				if m != nil {
-					m.beat(v)
-					d.led.heartbeat(v)
-					d.noteDNS(v)
-					d.notePolite(v)
-				}
-			default:
-				d.log.Debug("unexpected frame on intake", "kind", f.kind)
-			}
-		}
-		if err := commit(); err != nil {
-			return err
-		}
-		for more := true; more; {
-			select {
-			case f := <-d.failed:
-				if key, ok := parseTaskID(f.taskID); ok && d.w.leased[key] != nil && d.w.leased[key].lease.Token == f.lease {
-					t := d.w.leased[key]
-					d.log.Debug("send failed; task re-queued", "url", t.url, "host", t.host, "supervisor", t.lease.Member)
-					if err := d.requeue(ctx, t); err != nil {
-						return err
-					}
-				}
-			default:
-				more = false
-			}
-		}
-		if tick {
-			if err := d.expire(ctx, now); err != nil {
-				return err
-			}
-		}
-		if dispatch {
-			if err := d.dispatch(ctx, now); err != nil {
-				return err
-			}
-		}
-		return d.flush(ctx)
-	}()
-	if err != nil {
+	if err := d.stepBatch(ctx, frames, now, tick, dispatch); err != nil {
 		d.abandon()
 		return false, err
 	}
@@ -613,11 +515,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			return false, err
 		}
 	}
-	// Re-checks of answers given are made before the crawl ends.
-	checking := d.checks.out > 0 || len(d.checks.pending) > 0
-	done := (d.nComplete == d.nRecords && !checking) ||
-		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending && !checking) ||
-		d.onlyUnrenderableLeft()
+	done := d.workDone()
 	// A quiet intake commits at once only when no answer is due: while
 	// tasks are out, results trickling in (slow hosts) join one commit
 	// every commitEvery, however far apart they come.
@@ -627,6 +525,140 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 		}
 	}
 	return done, nil
+}
+
+// stepBatch is the part of a step that a failure rolls back: the frames,
+// the failed sends, the expired leases and the dispatch, flushed.
+func (d *Dispatcher) stepBatch(ctx context.Context, frames []frame, now time.Time, tick, dispatch bool) error {
+	if err := d.handleFrames(ctx, frames, now, dispatch); err != nil {
+		return err
+	}
+	if err := d.requeueFailed(ctx); err != nil {
+		return err
+	}
+	if tick {
+		if err := d.expire(ctx, now); err != nil {
+			return err
+		}
+	}
+	if dispatch {
+		if err := d.dispatch(ctx, now); err != nil {
+			return err
+		}
+	}
+	return d.flush(ctx)
+}
+
+// handleFrames handles the frames of a batch in their order.
+func (d *Dispatcher) handleFrames(ctx context.Context, frames []frame, now time.Time, dispatch bool) error {
+	lastDispatch := time.Now()
+	// Results are applied resultBatch at a time, in their order
+	// among the other frames.
+	var results []result
+	commit := func() error {
+		if len(results) == 0 {
+			return nil
+		}
+		err := d.commitResults(ctx, results, now)
+		clear(results)
+		results = results[:0]
+		return err
+	}
+	for i, f := range frames {
+		// A batch can take long (a page with many new links, or
+		// hundreds of results after a pause): hand out the tasks its
+		// results freed as it goes, so supervisors never wait for the
+		// whole batch.
+		if dispatch && i > 0 && time.Since(lastDispatch) >= dispatchEvery {
+			if err := commit(); err != nil {
+				return err
+			}
+			if err := d.dispatch(ctx, now); err != nil {
+				return err
+			}
+			lastDispatch = time.Now()
+		}
+		if d.members.Quarantined(f.from) {
+			// Refused, and counted, until an operator lifts it.
+			d.members.Refuse(f.from, frameMember(f.v), now)
+			continue
+		}
+		if f.bad != nil {
+			d.run.malformed++
+			d.members.Malformed(f.from, f.bad, now)
+			continue
+		}
+		if v, ok := f.v.(*wire.Result); ok {
+			if results = append(results, result{v, f.from}); len(results) == resultBatch {
+				if err := commit(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := commit(); err != nil {
+			return err
+		}
+		if err := d.handleMemberFrame(ctx, f, now); err != nil {
+			return err
+		}
+	}
+	return commit()
+}
+
+// handleMemberFrame handles a frame of membership: a Hello or a
+// Heartbeat.
+func (d *Dispatcher) handleMemberFrame(ctx context.Context, f frame, now time.Time) error {
+	switch v := f.v.(type) {
+	case *wire.Hello:
+		if _, err := d.register(ctx, *v, f.from, true, now); err != nil {
+			return err
+		}
+	case *wire.Heartbeat:
+		m, err := d.register(ctx, v.Hello, f.from, false, now)
+		if err != nil {
+			return err
+		}
+		if m != nil {
+			m.beat(v)
+			d.led.heartbeat(v)
+			d.noteDNS(v)
+			d.notePolite(v)
+		}
+	default:
+		d.log.Debug("unexpected frame on intake", "kind", f.kind)
+	}
+	return nil
+}
+
+// requeueFailed re-queues the tasks whose send failed, if their lease is
+// still the one sent.
+func (d *Dispatcher) requeueFailed(ctx context.Context) error {
+	for {
+		select {
+		case f := <-d.failed:
+			if key, ok := parseTaskID(f.taskID); ok && d.w.leased[key] != nil && d.w.leased[key].lease.Token == f.lease {
+				t := d.w.leased[key]
+				d.log.Debug("send failed; task re-queued", "url", t.url, "host", t.host, "supervisor", t.lease.Member)
+				if err := d.requeue(ctx, t); err != nil {
+					return err
+				}
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// workDone reports that no work is left: every record complete, or
+// nothing queued, spilled, leased, to seed or to retry, or only render
+// tasks no member will take. Callers hold mu.
+func (d *Dispatcher) workDone() bool {
+	// Re-checks of answers given are made before the crawl ends.
+	checking := d.checks.out > 0 || len(d.checks.pending) > 0
+	return (d.nComplete == d.nRecords && !checking) ||
+		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending && !checking) ||
+		d.onlyUnrenderableLeft()
 }
 
 // inTx runs fn in the state transaction (begun if none is open), with the
