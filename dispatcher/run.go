@@ -1,15 +1,11 @@
 package dispatcher
 
 import (
-	"container/heap"
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"sync"
 	"time"
 
-	"backfill/cluster"
 	"backfill/seconds"
 	"backfill/wire"
 )
@@ -18,13 +14,9 @@ const (
 	// recvWait is the longest wait for a frame before the crawl has
 	// settled (expect.go).
 	recvWait = 20 * time.Millisecond
-	// intakeWait is how long the intake reader waits for a frame before
-	// it looks whether Run stops.
-	intakeWait = 100 * time.Millisecond
 	// quietMax is the longest wait for a frame once settled: the loop
 	// wakes without one only when something is due (quietUntil).
 	quietMax      = 250 * time.Millisecond
-	maxBatch      = 4096 // frames handled in one step
 	progressEvery = 250 * time.Millisecond
 	// commitEvery bounds how long the state transaction stays open while
 	// results keep coming: results are committed together by time, not
@@ -38,21 +30,9 @@ const (
 	// them from the answers they keep (supervisor's answers.go) without
 	// a request.
 	commitEvery = time.Second
-	// intakeQueue is how many decoded frames wait for the Run loop.
-	intakeQueue = 1024
 	// dispatchEvery is the longest a step works through its batch
 	// before it dispatches what the results so far have freed.
 	dispatchEvery = 5 * time.Millisecond
-	// gatherWait is how long a batch with a few results in it waits for
-	// more to join it, while tasks are out that may answer (gather):
-	// results that arrive close together are applied together. When
-	// hosts answer slowly results come one by one, and a step each, with
-	// its statements, its dispatch, its flush and its wake-up, cost per
-	// result what a batch costs; a crawl bound by the hosts' pace loses
-	// nothing by waiting this long (a paced host's task goes out
-	// readyLead before its time), and one bound by the CPU has its
-	// batches full before.
-	gatherWait = 50 * time.Millisecond
 )
 
 // Run crawls until no work is left (every record complete, or nothing
@@ -382,117 +362,6 @@ func (d *Dispatcher) quietUntil(now time.Time, at ...time.Time) time.Time {
 	return due
 }
 
-// frame is one decoded intake frame and who sent it, a frame from that
-// did not decode (bad), or the error that ended the intake.
-type frame struct {
-	kind wire.Kind
-	v    any
-	from wire.Peer
-	bad  error
-	err  error
-}
-
-// readIntake reads and decodes frames into out until ctx is done or the
-// intake fails; a failure is passed on as the last frame.
-func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
-	for ctx.Err() == nil {
-		kind, v, from, err := d.recv.RecvFrom(intakeWait)
-		f := frame{kind: kind, v: v, from: from}
-		switch {
-		case err == nil:
-		case errors.Is(err, wire.ErrTimeout):
-			continue
-		case errors.Is(err, wire.ErrBadFrame):
-			f = frame{from: from, bad: err} // counted and logged by the Run loop
-		default:
-			f = frame{err: fmt.Errorf("dispatcher: intake: %w", err)}
-		}
-		select {
-		case out <- f:
-		case <-ctx.Done():
-			return
-		}
-		if f.err != nil {
-			return
-		}
-	}
-}
-
-// receive waits up to wait (recvWait but when a step is due at once) for
-// one frame, then takes whatever else is ready, up to maxBatch. idle
-// reports that nothing came: a good time to commit. (A queue that is merely empty for an instant is
-// not idle: under load it is, between every two results.)
-func (d *Dispatcher) receive(ctx context.Context, intake <-chan frame, wait time.Duration) (out []frame, idle bool, err error) {
-	if wait <= 0 {
-		select {
-		case f := <-intake:
-			if f.err != nil {
-				return nil, true, f.err
-			}
-			out = append(out, f)
-		default:
-			return nil, true, nil
-		}
-		return d.receiveMore(intake, out)
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case f := <-intake:
-		if f.err != nil {
-			return nil, true, f.err
-		}
-		out = append(out, f)
-	case <-timer.C:
-		return nil, true, nil
-	case <-ctx.Done():
-		return nil, true, nil // Run sees ctx.Err next
-	}
-	return d.receiveMore(intake, out)
-}
-
-// gather lets more frames join a batch that has results in it but fewer
-// than resultBatch and than the out tasks on lease may bring: it waits
-// gatherWait, then takes what came meanwhile, up to maxBatch frames. It
-// sleeps rather than taking each frame as it comes, so the loop wakes
-// once a batch, not once a frame.
-func (d *Dispatcher) gather(ctx context.Context, intake <-chan frame, frames []frame, out int) ([]frame, error) {
-	n := 0
-	for _, f := range frames {
-		if _, ok := f.v.(*wire.Result); ok {
-			n++
-		}
-	}
-	if n == 0 || n >= min(out, resultBatch) || len(frames) >= maxBatch {
-		return frames, nil
-	}
-	timer := time.NewTimer(gatherWait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
-		return frames, nil // Run sees ctx.Err next
-	}
-	frames, _, err := d.receiveMore(intake, frames)
-	return frames, err
-}
-
-// receiveMore adds to out the frames already waiting, up to maxBatch.
-func (d *Dispatcher) receiveMore(intake <-chan frame, out []frame) ([]frame, bool, error) {
-	for len(out) < maxBatch {
-		select {
-		case f := <-intake:
-			if f.err != nil {
-				return out, false, f.err
-			}
-			out = append(out, f)
-		default:
-			return out, false, nil
-		}
-	}
-	return out, false, nil
-}
-
 // step handles one batch under mu: membership, results, failed sends,
 // expired leases, then new dispatches. Its writes go into the open state
 // transaction, committed when it has been open for commitEvery, when the
@@ -712,231 +581,6 @@ func (d *Dispatcher) abandon() {
 	d.dirtyHosts = d.dirtyHosts[:0]
 	d.work = nil
 	d.w.cursor = nil
-}
-
-// expire re-queues tasks whose lease ran out, drops silent members and
-// bounds what the window and the balancers remember.
-func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
-	d.w.pruneHostLast(now)
-	d.w.prunePaces(now)
-	if max(d.domains.Assigned(), d.renderDomains.Assigned()) > cluster.AssignedCap {
-		busy := d.w.busyDomains()
-		d.domains.Prune(func(dom string) bool { return busy[dom] })
-		d.renderDomains.Prune(func(dom string) bool { return busy[dom] })
-	}
-	for _, t := range d.w.leased {
-		if now.After(t.lease.Deadline) {
-			d.run.expired++
-			d.log.Debug("lease expired; task re-queued", "url", t.url, "host", t.host, "supervisor", t.lease.Member)
-			if err := d.requeue(ctx, t); err != nil {
-				return err
-			}
-		}
-	}
-	return d.members.Expire(now, 3*d.cfg.Heartbeat)
-}
-
-// dispatch leases tasks to members, walking host queues in frontier order.
-// A queue that cannot go now is parked where the blocking condition will
-// release it: its host's in-flight limit, its supervisor's capacity, or
-// the absence of any supervisor that can take it.
-func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
-	w := d.w
-	if d.members.Len() == 0 {
-		return nil
-	}
-	w.releaseDue(now)
-	d.dispatchChecks(now) // first: a check waits for its host to be free, which the host's own tasks never leave it
-	for w.ready.Len() > 0 || d.wakeMembers() {
-		q := heap.Pop(&w.ready).(*hostQueue)
-		q.where = parkNone
-		if len(q.tasks) == 0 {
-			w.forget(q)
-			continue
-		}
-		if w.hostInFlight[q.host] >= w.inFlightLimit(q.host, d.cfg.HostInFlight) || d.checks.hosts[q.host] > 0 {
-			// (A host with a re-check waiting lets its requests end
-			// first: see dispatchChecks.)
-			q.where = parkHost
-			w.hostWait[q.host] = append(w.hostWait[q.host], q)
-			continue
-		}
-		if at := w.notBefore(q.host, now); !at.IsZero() {
-			w.parkUntil(q, at)
-			continue
-		}
-		if q.routeEpoch != d.epoch {
-			q.route, q.routeEpoch = "", d.epoch
-			if m := d.route(q.domain, q.render); m != nil {
-				q.route = m.ID
-			}
-		}
-		m, _ := d.members.Get(q.route)
-		if m == nil {
-			q.where = parkNobody
-			w.nobody = append(w.nobody, q)
-			continue
-		}
-		if holder, ok := w.hostHolder[q.host]; ok && holder != m.ID {
-			// The host changed owner (a member joined or left) while
-			// tasks of it are out with the old one: wait for them.
-			q.where = parkHost
-			w.hostWait[q.host] = append(w.hostWait[q.host], q)
-			continue
-		}
-		if m.inFlight >= d.room(m) || len(m.out) >= cap(m.out) {
-			q.where = parkMember
-			m.waiting = append(m.waiting, q)
-			continue
-		}
-		t := heap.Pop(&q.tasks).(*task)
-		delete(w.queued, t.key)
-		heap.Remove(&w.worst, t.widx)
-		t.hq = nil
-		t.lease = d.tokens.Grant(taskID(t.key), m.ID, m.Key, now.Add(d.cfg.Lease))
-		w.leased[t.key] = t
-		m.inFlight++
-		w.hostInFlight[t.host]++
-		w.hostHolder[t.host] = m.ID
-		d.queuedN--
-		// The lease is not written to the state: it lives in memory, and a
-		// restarted dispatcher queues every unfinished task again anyway.
-		// In the state the task stays queued until its result is done; its
-		// holder's answer is still known by its token (adopt).
-		etag, lastMod, err := d.taskValidators(ctx, t)
-		if err != nil {
-			return err
-		}
-		wt := wire.Task{ID: taskID(t.key), Lease: t.lease.Token, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
-			ETag: etag, LastModified: lastMod, Hops: t.hops}
-		if ho, ok := w.hostLast[t.host]; ok && ho.member != m.ID {
-			wt.HostLast = ho.at // the host moved: hand its last request over
-		}
-		if !m.enqueue(wire.KindTask, wt) {
-			// Cannot happen (only this goroutine fills m.out, and it was
-			// checked above); re-queue and end the round rather than spin.
-			return d.requeue(ctx, t)
-		}
-		if len(q.tasks) > 0 {
-			w.makeReady(q)
-		} else {
-			w.forget(q)
-		}
-	}
-	return nil
-}
-
-// wakeMembers wakes queues waiting for members with room (wakeMember),
-// and reports whether it woke any: a queue woken for a slot may have
-// parked elsewhere instead of taking it.
-func (d *Dispatcher) wakeMembers() bool {
-	woke := false
-	for _, m := range d.members.All() {
-		if len(m.waiting) > 0 && d.w.wakeMember(m, d.room(m)) {
-			woke = true
-		}
-	}
-	return woke
-}
-
-func (d *Dispatcher) progress(start time.Time) Progress {
-	return Progress{
-		Records:  d.nRecords,
-		Complete: d.nComplete,
-		Partial:  d.nPartial,
-		Queued:   d.queuedN,
-		InFlight: len(d.w.leased),
-		Waiting:  d.w.waitingRender(),
-		Members:  d.members.Len(),
-		Pages:    d.total(&d.run.pages),
-		Elapsed:  time.Since(start),
-		ETA:      d.eta(time.Now()),
-	}
-}
-
-// summary reads the record counts and outcomes from the state, writes the
-// outcomes to the store, adds the crawl's counters, and ends the Run's
-// share of the totals.
-func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := &Summary{
-		Restarts:    int(d.base.starts - 1),
-		BadLines:    d.badLines,
-		Pages:       d.total(&d.run.pages),
-		Reused:      d.total(&d.run.reused),
-		Disagreeing: d.total(&d.run.disagreeing),
-		Late:        d.total(&d.run.late),
-		Forged:      d.total(&d.run.forged),
-		Quarantined: d.members.Quarantine().List(),
-		Rechecks:    d.recheckCounts(),
-		Adopted:     d.total(&d.run.adopted),
-		Expired:     d.total(&d.run.expired),
-		Errors:      sumMaps(d.base.errs, d.run.errs),
-		BlockedBy:   sumMaps(d.base.blocked, d.run.blocked),
-		FieldErrors: d.total(&d.run.fieldErrs),
-		Waiting:     d.w.waitingRender(),
-		Filtered:    sumMaps(d.base.filtered, d.run.filtered),
-		Pruned:      sumMaps(d.base.pruned, d.run.pruned),
-		Requests:    d.total(&d.run.requests),
-
-		RequestsPerComplete: d.requestsPerComplete(),
-		LinkFarms:           d.total(&d.run.linkFarms),
-		Duplicates:          d.total(&d.run.duplicates),
-		BadTopSites:         d.badTopSites,
-		Elapsed:             d.elapsed(),
-
-		Retried:        maps.Clone(d.retried),
-		RetryKept:      d.retryKept,
-		RetryExhausted: d.retryExhausted,
-
-		RenderRetried: d.total(&d.run.renderRetried),
-		RenderWanted:  d.base.n["render_wanted"] + d.renderWantedTotal(),
-
-		Recrawled:   d.total(&d.run.recrawled),
-		NotModified: d.total(&d.run.notModified),
-		Refreshed:   d.total(&d.run.refreshed),
-		Changed:     d.total(&d.run.changed),
-		Unconfirmed: d.total(&d.run.unconfirmed),
-		Remap:       d.remapTotals(),
-		InsecureTLS: d.total(&d.run.insecureTLS),
-		DNS:         d.dnsTotal(),
-		Politeness:  d.politeness(),
-	}
-	s.RefusedBy = map[string]int64{}
-	for why, n := range map[string]int64{"match-key": d.total(&d.run.keyRefused), "registration": d.total(&d.run.refused),
-		"handshake": d.recv.Refused(), "malformed-frame": d.total(&d.run.malformed)} {
-		if n > 0 {
-			s.RefusedBy[why] = n
-			s.Refused += n
-		}
-	}
-	s.ElapsedSeconds = s.Elapsed.Seconds()
-	if s.Elapsed > 0 {
-		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()
-	}
-	d.foldTotals()
-	// The records as this process counts them, should the state not be
-	// read (or written: a full disk) below.
-	s.Records, s.Complete, s.Partial = d.nRecords, d.nComplete, d.nPartial
-	s.Untouched = s.Records - s.Complete - s.Partial
-	if d.closed {
-		return s, nil
-	}
-	if err := d.saveTotals(ctx, true); err != nil {
-		return s, err
-	}
-	err := d.st.conn.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(complete), 0), COALESCE(SUM(skipped), 0),
-		COALESCE(SUM(complete = 0 AND nfilled > 0), 0), COALESCE(SUM(complete = 0 AND nfilled = 0), 0) FROM records`).
-		Scan(&s.Records, &s.Complete, &s.Skipped, &s.Partial, &s.Untouched)
-	if err != nil {
-		return s, fmt.Errorf("dispatcher: summary: %w", err)
-	}
-	if s.Reasons, err = d.outcomes(ctx, true); err != nil {
-		return s, err
-	}
-	s.UntouchedIDs, err = column[string](d.st.conn.QueryContext(ctx, `SELECT id FROM records WHERE complete = 0 AND nfilled = 0 ORDER BY seq LIMIT 50`))
-	return s, err
 }
 
 // onlyUnrenderableLeft reports that the work left is render tasks no
