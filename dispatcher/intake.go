@@ -260,42 +260,9 @@ func (d *Dispatcher) commitResults(ctx context.Context, rs []result, now time.Ti
 // (to a lease its sender held: of an earlier dispatcher process, or
 // expired) is adopted when its task is still queued.
 func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wire.Peer, now time.Time) (doneResult, bool, error) {
-	if d.members.Quarantined(from) {
-		// Quarantined by an earlier result of its batch.
-		d.members.Refuse(from, r.Supervisor, now)
-		return doneResult{}, false, nil
-	}
-	key, ok := parseTaskID(r.TaskID)
-	var t *task
-	if ok {
-		t = d.w.leased[key]
-	}
-	var held cluster.Lease
-	if t != nil {
-		held = t.lease
-	}
-	switch d.tokens.Judge(from, cluster.Label(r.Supervisor), r.TaskID, r.Lease, held) {
-	case cluster.Late:
-		// Its sender held the task once: taken while the task waits
-		// (adopt), only counted when it is out again or done.
-		if t == nil && ok {
-			t = d.adopt(key, cluster.Lease{Token: r.Lease, Member: cluster.Label(r.Supervisor), Key: from.Key})
-		} else {
-			t = nil
-		}
-		if t == nil {
-			d.run.late++
-			return doneResult{}, false, nil
-		}
-	case cluster.Forged:
-		why := "it answered a task leased to no one"
-		switch {
-		case held.Held() && held.Key != from.Key:
-			why = "it answered a task leased to another member"
-		case held.Held():
-			why = "it answered under a lease token it was not given"
-		}
-		return doneResult{}, false, d.forged(from, r.Supervisor, why, now)
+	t, ok, err := d.judgeResult(r, from, now)
+	if !ok {
+		return doneResult{}, false, err
 	}
 	r.Supervisor = t.lease.Member // the name it registered with, not the one it wrote
 	if requested(r.Class) {
@@ -316,89 +283,166 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	d.answeredN++
 	d.noteResponse(r, now)
 	d.countRedirects(t, r)
+	res, cached, err := d.resultOf(ctx, t, r, from, now)
+	if err != nil {
+		return doneResult{}, false, err
+	}
+	if len(r.FieldErrs) > 0 {
+		d.run.fieldErrs += int64(len(r.FieldErrs))
+		d.log.Debug("extraction errors", "url", t.url, "host", t.host, "errors", r.FieldErrs)
+	}
+	dr, err := d.keptResult(ctx, t, r, from, res, cached, now)
+	if err != nil {
+		return doneResult{}, false, err
+	}
+	return dr, true, nil
+}
+
+// judgeResult judges r against its task's lease: t is the task it
+// answers, adopted if late, and ok is false for an answer not taken (a
+// forged one quarantines its sender, err if that fails).
+func (d *Dispatcher) judgeResult(r *wire.Result, from wire.Peer, now time.Time) (t *task, ok bool, err error) {
+	if d.members.Quarantined(from) {
+		// Quarantined by an earlier result of its batch.
+		d.members.Refuse(from, r.Supervisor, now)
+		return nil, false, nil
+	}
+	key, ok := parseTaskID(r.TaskID)
+	if ok {
+		t = d.w.leased[key]
+	}
+	var held cluster.Lease
+	if t != nil {
+		held = t.lease
+	}
+	switch d.tokens.Judge(from, cluster.Label(r.Supervisor), r.TaskID, r.Lease, held) {
+	case cluster.Late:
+		// Its sender held the task once: taken while the task waits
+		// (adopt), only counted when it is out again or done.
+		if t == nil && ok {
+			t = d.adopt(key, cluster.Lease{Token: r.Lease, Member: cluster.Label(r.Supervisor), Key: from.Key})
+		} else {
+			t = nil
+		}
+		if t == nil {
+			d.run.late++
+			return nil, false, nil
+		}
+	case cluster.Forged:
+		why := "it answered a task leased to no one"
+		switch {
+		case held.Held() && held.Key != from.Key:
+			why = "it answered a task leased to another member"
+		case held.Held():
+			why = "it answered under a lease token it was not given"
+		}
+		return nil, false, d.forged(from, r.Supervisor, why, now)
+	}
+	return t, true, nil
+}
+
+// resultOf makes what the seen store keeps of t's answer r: the page's
+// fields and links, the cached extraction a 304 stands for (cached, nil
+// if none), or the failure, counted and logged.
+func (d *Dispatcher) resultOf(ctx context.Context, t *task, r *wire.Result, from wire.Peer, now time.Time) (*cachedResult, *cached304, error) {
 	res := &cachedResult{Source: t.url, Member: t.lease.Member, Key: from.Key}
 	if r.FinalURL != "" {
 		if n, err := etl.NormalizeURL(r.FinalURL); err == nil {
 			res.Source = n
 		}
 	}
-	notModified := false
-	var etag, lastMod string
+	var cached *cached304
 	if r.Class == "" && r.NotModified {
-		cached, err := d.notModified304(ctx, t, r)
+		c, err := d.notModified304(ctx, t, r)
 		if err != nil {
-			return doneResult{}, false, err
+			return nil, nil, err
 		}
-		if cached != nil {
-			res, notModified = cached.res, true
-			etag, lastMod = cached.etag, cached.lastModified
+		if c != nil {
+			res, cached = c.res, c
 		}
 	}
-	if r.Class == "" && r.Redirect != "" {
+	switch {
+	case r.Class == "" && r.Redirect != "":
 		res.Via = r.Chain
 		d.redirectResult(t, r, res)
-	} else if r.Class == "" && !notModified {
-		d.run.pages++
-		res.Via = r.Chain
-		if res.TLS = r.TLSError; res.TLS != "" {
-			d.run.insecureTLS++
+	case r.Class == "" && cached == nil:
+		if err := d.pageResult(ctx, t, r, from, res); err != nil {
+			return nil, nil, err
 		}
-		for _, f := range r.Fields {
-			if f.Name == "" || len(f.Values) == 0 {
-				continue
-			}
-			res.Fields = append(res.Fields, f)
-		}
-		res.Links, res.Anchors = d.pageLinks(t.url, r.Links)
-		d.score.notePage(t.host)
-		if r.JSOnly && !t.render {
-			res.JSOnly, res.Mappings = true, r.Mappings
-		}
-		if d.cfg.RecheckShare > 0 && len(res.Fields) > 0 {
-			d.sample(t, r, res.Fields, from)
-		}
-		dup, err := d.contentSeen(ctx, t, r)
-		if err != nil {
-			return doneResult{}, false, err
-		}
-		if dup {
-			// Its values still go to the records (pages on one template
-			// can look alike and still name different people), but the
-			// links were expanded from the first page already. The cached
-			// result keeps none, so a record reaching this URL later does
-			// not expand them either.
-			res.Links, res.Anchors = nil, nil
-		}
-	} else if r.Class != "" {
-		d.run.errs[r.Class]++
-		if r.Class == string(fetch.ClassBlocked) {
-			d.run.blocked[fetch.RefusalOf(r.Error)]++
-		}
-		d.led.failed(ErrorNote{At: now, URL: t.url, Host: t.host, Class: r.Class, Status: r.Status, Error: r.Error, Supervisor: r.Supervisor})
-		d.log.Debug("task failed", "url", t.url, "host", t.host, "class", r.Class, "status", r.Status, "error", r.Error, "supervisor", r.Supervisor)
-		if err := d.logFailed(ctx, t.key, t.url, r.Class, r.Error); err != nil {
-			return doneResult{}, false, err
+	case r.Class != "":
+		if err := d.failedResult(ctx, t, r, now); err != nil {
+			return nil, nil, err
 		}
 	}
-	if len(r.FieldErrs) > 0 {
-		d.run.fieldErrs += int64(len(r.FieldErrs))
-		d.log.Debug("extraction errors", "url", t.url, "host", t.host, "errors", r.FieldErrs)
+	return res, cached, nil
+}
+
+// pageResult fills res from the page t fetched: its fields, its links
+// (none for a copy of a page seen before), and the sample to re-check.
+func (d *Dispatcher) pageResult(ctx context.Context, t *task, r *wire.Result, from wire.Peer, res *cachedResult) error {
+	d.run.pages++
+	res.Via = r.Chain
+	if res.TLS = r.TLSError; res.TLS != "" {
+		d.run.insecureTLS++
 	}
-	if !notModified && res.Source != t.url {
+	for _, f := range r.Fields {
+		if f.Name == "" || len(f.Values) == 0 {
+			continue
+		}
+		res.Fields = append(res.Fields, f)
+	}
+	res.Links, res.Anchors = d.pageLinks(t.url, r.Links)
+	d.score.notePage(t.host)
+	if r.JSOnly && !t.render {
+		res.JSOnly, res.Mappings = true, r.Mappings
+	}
+	if d.cfg.RecheckShare > 0 && len(res.Fields) > 0 {
+		d.sample(t, r, res.Fields, from)
+	}
+	dup, err := d.contentSeen(ctx, t, r)
+	if err != nil {
+		return err
+	}
+	if dup {
+		// Its values still go to the records (pages on one template
+		// can look alike and still name different people), but the
+		// links were expanded from the first page already. The cached
+		// result keeps none, so a record reaching this URL later does
+		// not expand them either.
+		res.Links, res.Anchors = nil, nil
+	}
+	return nil
+}
+
+// failedResult counts, notes and logs t's failure r.
+func (d *Dispatcher) failedResult(ctx context.Context, t *task, r *wire.Result, now time.Time) error {
+	d.run.errs[r.Class]++
+	if r.Class == string(fetch.ClassBlocked) {
+		d.run.blocked[fetch.RefusalOf(r.Error)]++
+	}
+	d.led.failed(ErrorNote{At: now, URL: t.url, Host: t.host, Class: r.Class, Status: r.Status, Error: r.Error, Supervisor: r.Supervisor})
+	d.log.Debug("task failed", "url", t.url, "host", t.host, "class", r.Class, "status", r.Status, "error", r.Error, "supervisor", r.Supervisor)
+	return d.logFailed(ctx, t.key, t.url, r.Class, r.Error)
+}
+
+// keptResult is the doneResult of t's answer r, with res as the seen
+// store keeps it, the member's row, the time and the validators.
+func (d *Dispatcher) keptResult(ctx context.Context, t *task, r *wire.Result, from wire.Peer, res *cachedResult, cached *cached304, now time.Time) (doneResult, error) {
+	if cached == nil && res.Source != t.url {
 		res.Task = t.url
 	}
 	dr := doneResult{t: t, r: r, res: res, key: from.Key}
 	if from.Key != "" {
 		id, err := d.memberRow(ctx, from.Key, t.lease.Member)
 		if err != nil {
-			return doneResult{}, false, err
+			return doneResult{}, err
 		}
 		dr.member = id
 	}
 	if r.Class == "" {
 		var err error
 		if dr.blob, err = json.Marshal(res); err != nil {
-			return doneResult{}, false, fmt.Errorf("dispatcher: result of %s: %w", t.url, err)
+			return doneResult{}, fmt.Errorf("dispatcher: result of %s: %w", t.url, err)
 		}
 	}
 	at := r.FetchedAt
@@ -407,12 +451,16 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 	}
 	dr.at = at.UnixNano()
 	if r.Class == "" {
+		var etag, lastMod string
+		if cached != nil {
+			etag, lastMod = cached.etag, cached.lastModified
+		}
 		// The validators of this answer (a 304 need not repeat them).
 		dr.etag, dr.lastMod = cmp.Or(validator(r.ETag), etag), cmp.Or(validator(r.LastModified), lastMod)
 	}
 	// A failure keeps no validators: there is no cached extraction for a
 	// 304 to stand for.
-	return dr, true, nil
+	return dr, nil
 }
 
 // dropQuarantined takes out of done the answers of keys quarantined

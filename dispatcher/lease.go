@@ -99,3 +99,25 @@ func (d *Dispatcher) setupTokens(ctx context.Context) error {
 	d.tokens = cluster.NewTokens(secret, d.gen)
 	return nil
 }
+
+// expire re-queues tasks whose lease ran out, drops silent members and
+// bounds what the window and the balancers remember.
+func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
+	d.w.pruneHostLast(now)
+	d.w.prunePaces(now)
+	if max(d.domains.Assigned(), d.renderDomains.Assigned()) > cluster.AssignedCap {
+		busy := d.w.busyDomains()
+		d.domains.Prune(func(dom string) bool { return busy[dom] })
+		d.renderDomains.Prune(func(dom string) bool { return busy[dom] })
+	}
+	for _, t := range d.w.leased {
+		if now.After(t.lease.Deadline) {
+			d.run.expired++
+			d.log.Debug("lease expired; task re-queued", "url", t.url, "host", t.host, "supervisor", t.lease.Member)
+			if err := d.requeue(ctx, t); err != nil {
+				return err
+			}
+		}
+	}
+	return d.members.Expire(now, 3*d.cfg.Heartbeat)
+}

@@ -12,6 +12,23 @@ import (
 	"backfill/store"
 )
 
+// LoadReport says what Load read.
+type LoadReport struct {
+	Records int // good records in the file (new and already known)
+	// New counts the records not seen before: 0 when the file was taken
+	// in before, and when a crash cut its intake short, those from its
+	// first read on.
+	New int
+	Bad int // malformed lines: not crawled for, exported marked
+	// NothingToFill counts the new records that had no target field
+	// (none of their empty fields is one the mappings produce, nor one
+	// of Config.Fields): complete from the start.
+	NothingToFill int
+	Errors        []error // "file:line: reason", malformed lines and ignored values; at most maxReported
+}
+
+const maxReported = records.MaxReported
+
 // Load reads a records file (CSV with a header row, or JSON Lines) into the
 // state and the store, and queues each new record's links. Loading a file
 // again is harmless: records already known keep their state, so a resumed

@@ -1,15 +1,11 @@
 package dispatcher
 
 import (
-	"container/heap"
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"sync"
 	"time"
 
-	"backfill/cluster"
 	"backfill/seconds"
 	"backfill/wire"
 )
@@ -18,13 +14,9 @@ const (
 	// recvWait is the longest wait for a frame before the crawl has
 	// settled (expect.go).
 	recvWait = 20 * time.Millisecond
-	// intakeWait is how long the intake reader waits for a frame before
-	// it looks whether Run stops.
-	intakeWait = 100 * time.Millisecond
 	// quietMax is the longest wait for a frame once settled: the loop
 	// wakes without one only when something is due (quietUntil).
 	quietMax      = 250 * time.Millisecond
-	maxBatch      = 4096 // frames handled in one step
 	progressEvery = 250 * time.Millisecond
 	// commitEvery bounds how long the state transaction stays open while
 	// results keep coming: results are committed together by time, not
@@ -38,21 +30,9 @@ const (
 	// them from the answers they keep (supervisor's answers.go) without
 	// a request.
 	commitEvery = time.Second
-	// intakeQueue is how many decoded frames wait for the Run loop.
-	intakeQueue = 1024
 	// dispatchEvery is the longest a step works through its batch
 	// before it dispatches what the results so far have freed.
 	dispatchEvery = 5 * time.Millisecond
-	// gatherWait is how long a batch with a few results in it waits for
-	// more to join it, while tasks are out that may answer (gather):
-	// results that arrive close together are applied together. When
-	// hosts answer slowly results come one by one, and a step each, with
-	// its statements, its dispatch, its flush and its wake-up, cost per
-	// result what a batch costs; a crawl bound by the hosts' pace loses
-	// nothing by waiting this long (a paced host's task goes out
-	// readyLead before its time), and one bound by the CPU has its
-	// batches full before.
-	gatherWait = 50 * time.Millisecond
 )
 
 // Run crawls until no work is left (every record complete, or nothing
@@ -74,7 +54,36 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 		stopIntake()
 		rwg.Wait()
 	}()
+	if err := d.beginRun(ctx, start); err != nil {
+		return nil, err
+	}
+	outbox := d.startOutbox(ctx)
+	finished, runErr := d.newRunLoop(ctx, intake, start).run()
+	runErr = d.commitRun(ctx, finished, runErr)
+	lateDone := d.farewellRun(ctx, intake, finished && runErr == nil)
+	stored := d.drainOutbox(ctx, outbox)
+	sum, err := d.summary(context.WithoutCancel(ctx))
+	if err != nil && runErr == nil {
+		runErr = err
+	}
+	sum.Finished = finished && runErr == nil
+	stored.fill(sum)
+	d.finalStatus(sum, start, runErr)
+	if lateDone != nil {
+		<-lateDone // the intake reader stops when Run returns
+	}
+	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
+		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
+		"errors", sum.Errors, seconds.Attr("elapsed", sum.Elapsed.Round(time.Millisecond)), "pages_per_sec", int(sum.PagesPerSec))
+	return sum, runErr
+}
+
+// beginRun starts the Run at start: the counts so far join the totals,
+// and the start-of-run transactions run once each (the remap of answers
+// to changed mappings, the retry of failed tasks, the refresh).
+func (d *Dispatcher) beginRun(ctx context.Context, start time.Time) error {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.foldTotals() // what came before this Run (Load's filters included) joins the totals, and the counts start at zero
 	d.runStart = start
 	d.runState, d.runBegan = StateRunning, start
@@ -87,127 +96,186 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	if !d.remapBegun && !d.closed {
 		d.remapBegun = true
 		if err := d.inTx(context.WithoutCancel(ctx), d.remap); err != nil {
-			d.mu.Unlock()
-			return nil, err
+			return err
 		}
 	}
 	if !d.retryBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), d.retryFailed); err != nil {
-			d.mu.Unlock()
-			return nil, err
+			return err
 		}
 	}
 	if d.cfg.Refresh && !d.refreshBegun && !d.closed {
 		if err := d.inTx(context.WithoutCancel(ctx), func(ctx context.Context) error { return d.startRefresh(ctx, start) }); err != nil {
-			d.mu.Unlock()
-			return nil, err
+			return err
 		}
 	}
-	d.mu.Unlock()
-	outbox := d.startOutbox(ctx)
+	return nil
+}
 
-	tick := min(d.cfg.Lease/4, d.cfg.Heartbeat/2, time.Second)
-	settled := false // once settled, dispatching never pauses again (see settle)
-	kick := false    // the next receive waits for no frame
-	var lastTick, lastProgress, lastStatus time.Time
-	out := 0                   // tasks out on lease after the last step: answers that may come
-	due := start.Add(recvWait) // when the loop is due to step without a frame
-	stepCtx := context.WithoutCancel(ctx)
-	var runErr error
-	finished := false // no work left, as opposed to stopped
+// runLoop is the Run loop's own state: its timers and flags.
+type runLoop struct {
+	d      *Dispatcher
+	ctx    context.Context
+	intake <-chan frame
+	start  time.Time
+	tick   time.Duration
+	// The step's statements run under a context that is never
+	// cancelled: with a cancellable one the driver and database/sql
+	// start a goroutine per statement to watch it, a good part of
+	// the step's cost. Cancellation is seen between steps, and
+	// every statement of a step is short.
+	stepCtx context.Context
+
+	settled                            bool // once settled, dispatching never pauses again (see settle)
+	kick                               bool // the next receive waits for no frame
+	lastTick, lastProgress, lastStatus time.Time
+	out                                int       // tasks out on lease after the last step: answers that may come
+	due                                time.Time // when the loop is due to step without a frame
+}
+
+func (d *Dispatcher) newRunLoop(ctx context.Context, intake <-chan frame, start time.Time) *runLoop {
+	return &runLoop{
+		d:       d,
+		ctx:     ctx,
+		intake:  intake,
+		start:   start,
+		tick:    min(d.cfg.Lease/4, d.cfg.Heartbeat/2, time.Second),
+		stepCtx: context.WithoutCancel(ctx),
+		due:     start.Add(recvWait),
+	}
+}
+
+// runReport is what a step has to report once mu is released: progress,
+// status and history, each when it was due.
+type runReport struct {
+	progress *Progress
+	status   *Status
+	hist     *History
+}
+
+// run steps until no work is left (finished, as opposed to stopped), ctx
+// is done or a step fails.
+func (l *runLoop) run() (finished bool, err error) {
 	for {
-		if err := ctx.Err(); err != nil {
-			runErr = err
-			break
+		if err := l.ctx.Err(); err != nil {
+			return false, err
 		}
-		wait := min(max(time.Until(due), 0), quietMax)
-		if kick {
-			wait, kick = 0, false
-		}
-		frames, idle, err := d.receive(ctx, intake, wait)
-		if err == nil && !idle {
-			frames, err = d.gather(ctx, intake, frames, out)
-		}
+		frames, idle, err := l.receive()
 		if err != nil {
-			runErr = err
-			break
+			return false, err
 		}
-		now := time.Now()
-		d.mu.Lock()
-		if d.closed {
-			d.mu.Unlock()
-			runErr = errors.New("dispatcher: closed while running")
-			break
-		}
-		doTick := now.Sub(lastTick) >= tick
-		if doTick {
-			lastTick = now
-		}
-		d.steps++
-		// step handles registrations before it dispatches, so a Hello in
-		// this batch counts towards settling only from the next one.
-		settled = settled || d.settle(start, now)
-		// The step's statements run under a context that is never
-		// cancelled: with a cancellable one the driver and database/sql
-		// start a goroutine per statement to watch it, a good part of
-		// the step's cost. Cancellation is seen between steps, and
-		// every statement of a step is short.
-		done, err := d.step(stepCtx, frames, now, doTick, settled, idle)
-		if !settled && err == nil && !done {
-			// A Hello of this batch may have settled the crawl: the
-			// next step dispatches without waiting for a frame.
-			settled = d.settle(start, now)
-			kick = settled
-		}
-		out = len(d.w.leased)
-		var p Progress
-		report := d.cfg.Progress != nil && (done || now.Sub(lastProgress) >= progressEvery)
-		if report {
-			lastProgress = now
-			p = d.progress(start)
-		}
-		var st Status
-		var hist *History
-		snap := err == nil && !done && now.Sub(lastStatus) >= StatusEvery
-		if snap {
-			lastStatus = now
-			d.noteRefusals(now)
-			st = d.status(StateRunning, start, now)
-			d.led.sample(sampleOf(st), false)
-			if now.Sub(d.led.lastSave) >= historyEvery {
-				h := d.led.snapshot(now, sumMaps(d.base.errs, d.run.errs))
-				hist = &h
-				d.led.lastSave = now
-			}
-		}
-		due = now.Add(recvWait)
-		if settled {
-			at := []time.Time{lastTick.Add(tick), lastStatus.Add(StatusEvery)}
-			if d.cfg.Progress != nil {
-				at = append(at, lastProgress.Add(progressEvery))
-			}
-			due = d.quietUntil(now, at...)
-		}
-		d.mu.Unlock()
+		done, rep, err := l.step(frames, idle, time.Now())
 		if err != nil {
-			runErr = err
-			break
+			return false, err
 		}
-		if report {
-			d.cfg.Progress(p)
-		}
-		if snap {
-			d.putStatus(st)
-		}
-		if hist != nil {
-			d.putHistory(*hist)
-		}
+		l.d.report(rep)
 		if done {
-			finished = true
-			break
+			return true, nil
 		}
 	}
+}
+
+// receive waits for the next batch of frames, until the loop is due to
+// step without one, and lets more results join it (gather).
+func (l *runLoop) receive() ([]frame, bool, error) {
+	wait := min(max(time.Until(l.due), 0), quietMax)
+	if l.kick {
+		wait, l.kick = 0, false
+	}
+	frames, idle, err := l.d.receive(l.ctx, l.intake, wait)
+	if err == nil && !idle {
+		frames, err = l.d.gather(l.ctx, l.intake, frames, l.out)
+	}
+	return frames, idle, err
+}
+
+// step runs one step on frames under mu, and takes what is due to be
+// reported and when the loop is due to step again.
+func (l *runLoop) step(frames []frame, idle bool, now time.Time) (bool, runReport, error) {
+	d := l.d
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false, runReport{}, errors.New("dispatcher: closed while running")
+	}
+	doTick := now.Sub(l.lastTick) >= l.tick
+	if doTick {
+		l.lastTick = now
+	}
+	d.steps++
+	// step handles registrations before it dispatches, so a Hello in
+	// this batch counts towards settling only from the next one.
+	l.settled = l.settled || d.settle(l.start, now)
+	done, err := d.step(l.stepCtx, frames, now, doTick, l.settled, idle)
+	if !l.settled && err == nil && !done {
+		// A Hello of this batch may have settled the crawl: the
+		// next step dispatches without waiting for a frame.
+		l.settled = d.settle(l.start, now)
+		l.kick = l.settled
+	}
+	l.out = len(d.w.leased)
+	rep := l.reports(now, done, err == nil)
+	l.schedule(now)
+	return done, rep, err
+}
+
+// reports takes the progress, status and history that are due at now.
+// Callers hold mu.
+func (l *runLoop) reports(now time.Time, done, ok bool) runReport {
+	d := l.d
+	var rep runReport
+	if d.cfg.Progress != nil && (done || now.Sub(l.lastProgress) >= progressEvery) {
+		l.lastProgress = now
+		p := d.progress(l.start)
+		rep.progress = &p
+	}
+	if ok && !done && now.Sub(l.lastStatus) >= StatusEvery {
+		l.lastStatus = now
+		d.noteRefusals(now)
+		st := d.status(StateRunning, l.start, now)
+		rep.status = &st
+		d.led.sample(sampleOf(st), false)
+		if now.Sub(d.led.lastSave) >= historyEvery {
+			h := d.led.snapshot(now, sumMaps(d.base.errs, d.run.errs))
+			rep.hist = &h
+			d.led.lastSave = now
+		}
+	}
+	return rep
+}
+
+// schedule sets when the loop is due to step without a frame: at once
+// (recvWait) until the crawl has settled, then when something is due
+// (quietUntil). Callers hold mu.
+func (l *runLoop) schedule(now time.Time) {
+	l.due = now.Add(recvWait)
+	if l.settled {
+		at := []time.Time{l.lastTick.Add(l.tick), l.lastStatus.Add(StatusEvery)}
+		if l.d.cfg.Progress != nil {
+			at = append(at, l.lastProgress.Add(progressEvery))
+		}
+		l.due = l.d.quietUntil(now, at...)
+	}
+}
+
+// report hands on what a step took to report, outside mu.
+func (d *Dispatcher) report(rep runReport) {
+	if rep.progress != nil {
+		d.cfg.Progress(*rep.progress)
+	}
+	if rep.status != nil {
+		d.putStatus(*rep.status)
+	}
+	if rep.hist != nil {
+		d.putHistory(*rep.hist)
+	}
+}
+
+// commitRun ends the refresh of a finished crawl and commits what the
+// Run's steps left in the state transaction.
+func (d *Dispatcher) commitRun(ctx context.Context, finished bool, runErr error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if !d.closed && finished && d.refreshOpen > 0 && runErr == nil {
 		// The refresh is over: what it re-checked is settled now.
 		runErr = d.inTx(context.WithoutCancel(ctx), d.finishRefresh)
@@ -231,26 +299,31 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 			runErr = errors.Join(runErr, err)
 		}
 	}
-	d.mu.Unlock()
-	var lateDone chan struct{}
-	if finished && runErr == nil {
-		d.farewell()
-		if d.cfg.LateJoinWait > 0 {
-			lateDone = make(chan struct{})
-			until := time.Now().Add(d.cfg.LateJoinWait)
-			go func() {
-				defer close(lateDone)
-				d.tellLateJoiners(ctx, intake, until)
-			}()
-		}
+	return runErr
+}
+
+// farewellRun tells the members of a finished crawl that it is over, and
+// those that join within Config.LateJoinWait; the channel returned, if
+// any, is closed once that wait is over.
+func (d *Dispatcher) farewellRun(ctx context.Context, intake <-chan frame, finished bool) chan struct{} {
+	if !finished {
+		return nil
 	}
-	stored := d.drainOutbox(ctx, outbox)
-	sum, err := d.summary(context.WithoutCancel(ctx))
-	if err != nil && runErr == nil {
-		runErr = err
+	d.farewell()
+	if d.cfg.LateJoinWait <= 0 {
+		return nil
 	}
-	sum.Finished = finished && runErr == nil
-	stored.fill(sum)
+	lateDone := make(chan struct{})
+	until := time.Now().Add(d.cfg.LateJoinWait)
+	go func() {
+		defer close(lateDone)
+		d.tellLateJoiners(ctx, intake, until)
+	}()
+	return lateDone
+}
+
+// finalStatus writes the status and history the Run ends with.
+func (d *Dispatcher) finalStatus(sum *Summary, start time.Time, runErr error) {
 	final := StateFinished
 	if runErr != nil {
 		final = StateStopped
@@ -265,13 +338,6 @@ func (d *Dispatcher) Run(ctx context.Context) (*Summary, error) {
 	d.mu.Unlock()
 	d.putStatus(st)
 	d.putHistory(hist)
-	if lateDone != nil {
-		<-lateDone // the intake reader stops when Run returns
-	}
-	d.log.Info("dispatcher finished", "steps", d.steps, "commits", d.st.commits, "records", sum.Records, "complete", sum.Complete, "partial", sum.Partial,
-		"untouched", sum.Untouched, "pages", sum.Pages, "reused", sum.Reused, "late", sum.Late,
-		"errors", sum.Errors, seconds.Attr("elapsed", sum.Elapsed.Round(time.Millisecond)), "pages_per_sec", int(sum.PagesPerSec))
-	return sum, runErr
 }
 
 // quietUntil is when the loop must step even if no frame comes: the
@@ -296,117 +362,6 @@ func (d *Dispatcher) quietUntil(now time.Time, at ...time.Time) time.Time {
 	return due
 }
 
-// frame is one decoded intake frame and who sent it, a frame from that
-// did not decode (bad), or the error that ended the intake.
-type frame struct {
-	kind wire.Kind
-	v    any
-	from wire.Peer
-	bad  error
-	err  error
-}
-
-// readIntake reads and decodes frames into out until ctx is done or the
-// intake fails; a failure is passed on as the last frame.
-func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
-	for ctx.Err() == nil {
-		kind, v, from, err := d.recv.RecvFrom(intakeWait)
-		f := frame{kind: kind, v: v, from: from}
-		switch {
-		case err == nil:
-		case errors.Is(err, wire.ErrTimeout):
-			continue
-		case errors.Is(err, wire.ErrBadFrame):
-			f = frame{from: from, bad: err} // counted and logged by the Run loop
-		default:
-			f = frame{err: fmt.Errorf("dispatcher: intake: %w", err)}
-		}
-		select {
-		case out <- f:
-		case <-ctx.Done():
-			return
-		}
-		if f.err != nil {
-			return
-		}
-	}
-}
-
-// receive waits up to wait (recvWait but when a step is due at once) for
-// one frame, then takes whatever else is ready, up to maxBatch. idle
-// reports that nothing came: a good time to commit. (A queue that is merely empty for an instant is
-// not idle: under load it is, between every two results.)
-func (d *Dispatcher) receive(ctx context.Context, intake <-chan frame, wait time.Duration) (out []frame, idle bool, err error) {
-	if wait <= 0 {
-		select {
-		case f := <-intake:
-			if f.err != nil {
-				return nil, true, f.err
-			}
-			out = append(out, f)
-		default:
-			return nil, true, nil
-		}
-		return d.receiveMore(intake, out)
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case f := <-intake:
-		if f.err != nil {
-			return nil, true, f.err
-		}
-		out = append(out, f)
-	case <-timer.C:
-		return nil, true, nil
-	case <-ctx.Done():
-		return nil, true, nil // Run sees ctx.Err next
-	}
-	return d.receiveMore(intake, out)
-}
-
-// gather lets more frames join a batch that has results in it but fewer
-// than resultBatch and than the out tasks on lease may bring: it waits
-// gatherWait, then takes what came meanwhile, up to maxBatch frames. It
-// sleeps rather than taking each frame as it comes, so the loop wakes
-// once a batch, not once a frame.
-func (d *Dispatcher) gather(ctx context.Context, intake <-chan frame, frames []frame, out int) ([]frame, error) {
-	n := 0
-	for _, f := range frames {
-		if _, ok := f.v.(*wire.Result); ok {
-			n++
-		}
-	}
-	if n == 0 || n >= min(out, resultBatch) || len(frames) >= maxBatch {
-		return frames, nil
-	}
-	timer := time.NewTimer(gatherWait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
-		return frames, nil // Run sees ctx.Err next
-	}
-	frames, _, err := d.receiveMore(intake, frames)
-	return frames, err
-}
-
-// receiveMore adds to out the frames already waiting, up to maxBatch.
-func (d *Dispatcher) receiveMore(intake <-chan frame, out []frame) ([]frame, bool, error) {
-	for len(out) < maxBatch {
-		select {
-		case f := <-intake:
-			if f.err != nil {
-				return out, false, f.err
-			}
-			out = append(out, f)
-		default:
-			return out, false, nil
-		}
-	}
-	return out, false, nil
-}
-
 // step handles one batch under mu: membership, results, failed sends,
 // expired leases, then new dispatches. Its writes go into the open state
 // transaction, committed when it has been open for commitEvery, when the
@@ -415,105 +370,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 	if err := d.st.begin(ctx); err != nil {
 		return false, err
 	}
-	err := func() error {
-		lastDispatch := time.Now()
-		// Results are applied resultBatch at a time, in their order
-		// among the other frames.
-		var results []result
-		commit := func() error {
-			if len(results) == 0 {
-				return nil
-			}
-			err := d.commitResults(ctx, results, now)
-			clear(results)
-			results = results[:0]
-			return err
-		}
-		for i, f := range frames {
-			// A batch can take long (a page with many new links, or
-			// hundreds of results after a pause): hand out the tasks its
-			// results freed as it goes, so supervisors never wait for the
-			// whole batch.
-			if dispatch && i > 0 && time.Since(lastDispatch) >= dispatchEvery {
-				if err := commit(); err != nil {
-					return err
-				}
-				if err := d.dispatch(ctx, now); err != nil {
-					return err
-				}
-				lastDispatch = time.Now()
-			}
-			if d.members.Quarantined(f.from) {
-				// Refused, and counted, until an operator lifts it.
-				d.members.Refuse(f.from, frameMember(f.v), now)
-				continue
-			}
-			if f.bad != nil {
-				d.run.malformed++
-				d.members.Malformed(f.from, f.bad, now)
-				continue
-			}
-			if v, ok := f.v.(*wire.Result); ok {
-				if results = append(results, result{v, f.from}); len(results) == resultBatch {
-					if err := commit(); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if err := commit(); err != nil {
-				return err
-			}
-			switch v := f.v.(type) {
-			case *wire.Hello:
-				if _, err := d.register(ctx, *v, f.from, true, now); err != nil {
-					return err
-				}
-			case *wire.Heartbeat:
-				m, err := d.register(ctx, v.Hello, f.from, false, now)
-				if err != nil {
-					return err
-				}
-				if m != nil {
-					m.beat(v)
-					d.led.heartbeat(v)
-					d.noteDNS(v)
-					d.notePolite(v)
-				}
-			default:
-				d.log.Debug("unexpected frame on intake", "kind", f.kind)
-			}
-		}
-		if err := commit(); err != nil {
-			return err
-		}
-		for more := true; more; {
-			select {
-			case f := <-d.failed:
-				if key, ok := parseTaskID(f.taskID); ok && d.w.leased[key] != nil && d.w.leased[key].lease.Token == f.lease {
-					t := d.w.leased[key]
-					d.log.Debug("send failed; task re-queued", "url", t.url, "host", t.host, "supervisor", t.lease.Member)
-					if err := d.requeue(ctx, t); err != nil {
-						return err
-					}
-				}
-			default:
-				more = false
-			}
-		}
-		if tick {
-			if err := d.expire(ctx, now); err != nil {
-				return err
-			}
-		}
-		if dispatch {
-			if err := d.dispatch(ctx, now); err != nil {
-				return err
-			}
-		}
-		return d.flush(ctx)
-	}()
-	if err != nil {
+	if err := d.stepBatch(ctx, frames, now, tick, dispatch); err != nil {
 		d.abandon()
 		return false, err
 	}
@@ -527,11 +384,7 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 			return false, err
 		}
 	}
-	// Re-checks of answers given are made before the crawl ends.
-	checking := d.checks.out > 0 || len(d.checks.pending) > 0
-	done := (d.nComplete == d.nRecords && !checking) ||
-		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending && !checking) ||
-		d.onlyUnrenderableLeft()
+	done := d.workDone()
 	// A quiet intake commits at once only when no answer is due: while
 	// tasks are out, results trickling in (slow hosts) join one commit
 	// every commitEvery, however far apart they come.
@@ -541,6 +394,140 @@ func (d *Dispatcher) step(ctx context.Context, frames []frame, now time.Time, ti
 		}
 	}
 	return done, nil
+}
+
+// stepBatch is the part of a step that a failure rolls back: the frames,
+// the failed sends, the expired leases and the dispatch, flushed.
+func (d *Dispatcher) stepBatch(ctx context.Context, frames []frame, now time.Time, tick, dispatch bool) error {
+	if err := d.handleFrames(ctx, frames, now, dispatch); err != nil {
+		return err
+	}
+	if err := d.requeueFailed(ctx); err != nil {
+		return err
+	}
+	if tick {
+		if err := d.expire(ctx, now); err != nil {
+			return err
+		}
+	}
+	if dispatch {
+		if err := d.dispatch(ctx, now); err != nil {
+			return err
+		}
+	}
+	return d.flush(ctx)
+}
+
+// handleFrames handles the frames of a batch in their order.
+func (d *Dispatcher) handleFrames(ctx context.Context, frames []frame, now time.Time, dispatch bool) error {
+	lastDispatch := time.Now()
+	// Results are applied resultBatch at a time, in their order
+	// among the other frames.
+	var results []result
+	commit := func() error {
+		if len(results) == 0 {
+			return nil
+		}
+		err := d.commitResults(ctx, results, now)
+		clear(results)
+		results = results[:0]
+		return err
+	}
+	for i, f := range frames {
+		// A batch can take long (a page with many new links, or
+		// hundreds of results after a pause): hand out the tasks its
+		// results freed as it goes, so supervisors never wait for the
+		// whole batch.
+		if dispatch && i > 0 && time.Since(lastDispatch) >= dispatchEvery {
+			if err := commit(); err != nil {
+				return err
+			}
+			if err := d.dispatch(ctx, now); err != nil {
+				return err
+			}
+			lastDispatch = time.Now()
+		}
+		if d.members.Quarantined(f.from) {
+			// Refused, and counted, until an operator lifts it.
+			d.members.Refuse(f.from, frameMember(f.v), now)
+			continue
+		}
+		if f.bad != nil {
+			d.run.malformed++
+			d.members.Malformed(f.from, f.bad, now)
+			continue
+		}
+		if v, ok := f.v.(*wire.Result); ok {
+			if results = append(results, result{v, f.from}); len(results) == resultBatch {
+				if err := commit(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if err := commit(); err != nil {
+			return err
+		}
+		if err := d.handleMemberFrame(ctx, f, now); err != nil {
+			return err
+		}
+	}
+	return commit()
+}
+
+// handleMemberFrame handles a frame of membership: a Hello or a
+// Heartbeat.
+func (d *Dispatcher) handleMemberFrame(ctx context.Context, f frame, now time.Time) error {
+	switch v := f.v.(type) {
+	case *wire.Hello:
+		if _, err := d.register(ctx, *v, f.from, true, now); err != nil {
+			return err
+		}
+	case *wire.Heartbeat:
+		m, err := d.register(ctx, v.Hello, f.from, false, now)
+		if err != nil {
+			return err
+		}
+		if m != nil {
+			m.beat(v)
+			d.led.heartbeat(v)
+			d.noteDNS(v)
+			d.notePolite(v)
+		}
+	default:
+		d.log.Debug("unexpected frame on intake", "kind", f.kind)
+	}
+	return nil
+}
+
+// requeueFailed re-queues the tasks whose send failed, if their lease is
+// still the one sent.
+func (d *Dispatcher) requeueFailed(ctx context.Context) error {
+	for {
+		select {
+		case f := <-d.failed:
+			if key, ok := parseTaskID(f.taskID); ok && d.w.leased[key] != nil && d.w.leased[key].lease.Token == f.lease {
+				t := d.w.leased[key]
+				d.log.Debug("send failed; task re-queued", "url", t.url, "host", t.host, "supervisor", t.lease.Member)
+				if err := d.requeue(ctx, t); err != nil {
+					return err
+				}
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// workDone reports that no work is left: every record complete, or
+// nothing queued, spilled, leased, to seed or to retry, or only render
+// tasks no member will take. Callers hold mu.
+func (d *Dispatcher) workDone() bool {
+	// Re-checks of answers given are made before the crawl ends.
+	checking := d.checks.out > 0 || len(d.checks.pending) > 0
+	return (d.nComplete == d.nRecords && !checking) ||
+		(len(d.w.queued) == 0 && !d.w.spilled && len(d.w.leased) == 0 && !d.unseeded() && !d.retryPending && !checking) ||
+		d.onlyUnrenderableLeft()
 }
 
 // inTx runs fn in the state transaction (begun if none is open), with the
@@ -594,231 +581,6 @@ func (d *Dispatcher) abandon() {
 	d.dirtyHosts = d.dirtyHosts[:0]
 	d.work = nil
 	d.w.cursor = nil
-}
-
-// expire re-queues tasks whose lease ran out, drops silent members and
-// bounds what the window and the balancers remember.
-func (d *Dispatcher) expire(ctx context.Context, now time.Time) error {
-	d.w.pruneHostLast(now)
-	d.w.prunePaces(now)
-	if max(d.domains.Assigned(), d.renderDomains.Assigned()) > cluster.AssignedCap {
-		busy := d.w.busyDomains()
-		d.domains.Prune(func(dom string) bool { return busy[dom] })
-		d.renderDomains.Prune(func(dom string) bool { return busy[dom] })
-	}
-	for _, t := range d.w.leased {
-		if now.After(t.lease.Deadline) {
-			d.run.expired++
-			d.log.Debug("lease expired; task re-queued", "url", t.url, "host", t.host, "supervisor", t.lease.Member)
-			if err := d.requeue(ctx, t); err != nil {
-				return err
-			}
-		}
-	}
-	return d.members.Expire(now, 3*d.cfg.Heartbeat)
-}
-
-// dispatch leases tasks to members, walking host queues in frontier order.
-// A queue that cannot go now is parked where the blocking condition will
-// release it: its host's in-flight limit, its supervisor's capacity, or
-// the absence of any supervisor that can take it.
-func (d *Dispatcher) dispatch(ctx context.Context, now time.Time) error {
-	w := d.w
-	if d.members.Len() == 0 {
-		return nil
-	}
-	w.releaseDue(now)
-	d.dispatchChecks(now) // first: a check waits for its host to be free, which the host's own tasks never leave it
-	for w.ready.Len() > 0 || d.wakeMembers() {
-		q := heap.Pop(&w.ready).(*hostQueue)
-		q.where = parkNone
-		if len(q.tasks) == 0 {
-			w.forget(q)
-			continue
-		}
-		if w.hostInFlight[q.host] >= w.inFlightLimit(q.host, d.cfg.HostInFlight) || d.checks.hosts[q.host] > 0 {
-			// (A host with a re-check waiting lets its requests end
-			// first: see dispatchChecks.)
-			q.where = parkHost
-			w.hostWait[q.host] = append(w.hostWait[q.host], q)
-			continue
-		}
-		if at := w.notBefore(q.host, now); !at.IsZero() {
-			w.parkUntil(q, at)
-			continue
-		}
-		if q.routeEpoch != d.epoch {
-			q.route, q.routeEpoch = "", d.epoch
-			if m := d.route(q.domain, q.render); m != nil {
-				q.route = m.ID
-			}
-		}
-		m, _ := d.members.Get(q.route)
-		if m == nil {
-			q.where = parkNobody
-			w.nobody = append(w.nobody, q)
-			continue
-		}
-		if holder, ok := w.hostHolder[q.host]; ok && holder != m.ID {
-			// The host changed owner (a member joined or left) while
-			// tasks of it are out with the old one: wait for them.
-			q.where = parkHost
-			w.hostWait[q.host] = append(w.hostWait[q.host], q)
-			continue
-		}
-		if m.inFlight >= d.room(m) || len(m.out) >= cap(m.out) {
-			q.where = parkMember
-			m.waiting = append(m.waiting, q)
-			continue
-		}
-		t := heap.Pop(&q.tasks).(*task)
-		delete(w.queued, t.key)
-		heap.Remove(&w.worst, t.widx)
-		t.hq = nil
-		t.lease = d.tokens.Grant(taskID(t.key), m.ID, m.Key, now.Add(d.cfg.Lease))
-		w.leased[t.key] = t
-		m.inFlight++
-		w.hostInFlight[t.host]++
-		w.hostHolder[t.host] = m.ID
-		d.queuedN--
-		// The lease is not written to the state: it lives in memory, and a
-		// restarted dispatcher queues every unfinished task again anyway.
-		// In the state the task stays queued until its result is done; its
-		// holder's answer is still known by its token (adopt).
-		etag, lastMod, err := d.taskValidators(ctx, t)
-		if err != nil {
-			return err
-		}
-		wt := wire.Task{ID: taskID(t.key), Lease: t.lease.Token, URL: t.url, Host: t.host, Depth: t.depth, Render: t.render,
-			ETag: etag, LastModified: lastMod, Hops: t.hops}
-		if ho, ok := w.hostLast[t.host]; ok && ho.member != m.ID {
-			wt.HostLast = ho.at // the host moved: hand its last request over
-		}
-		if !m.enqueue(wire.KindTask, wt) {
-			// Cannot happen (only this goroutine fills m.out, and it was
-			// checked above); re-queue and end the round rather than spin.
-			return d.requeue(ctx, t)
-		}
-		if len(q.tasks) > 0 {
-			w.makeReady(q)
-		} else {
-			w.forget(q)
-		}
-	}
-	return nil
-}
-
-// wakeMembers wakes queues waiting for members with room (wakeMember),
-// and reports whether it woke any: a queue woken for a slot may have
-// parked elsewhere instead of taking it.
-func (d *Dispatcher) wakeMembers() bool {
-	woke := false
-	for _, m := range d.members.All() {
-		if len(m.waiting) > 0 && d.w.wakeMember(m, d.room(m)) {
-			woke = true
-		}
-	}
-	return woke
-}
-
-func (d *Dispatcher) progress(start time.Time) Progress {
-	return Progress{
-		Records:  d.nRecords,
-		Complete: d.nComplete,
-		Partial:  d.nPartial,
-		Queued:   d.queuedN,
-		InFlight: len(d.w.leased),
-		Waiting:  d.w.waitingRender(),
-		Members:  d.members.Len(),
-		Pages:    d.total(&d.run.pages),
-		Elapsed:  time.Since(start),
-		ETA:      d.eta(time.Now()),
-	}
-}
-
-// summary reads the record counts and outcomes from the state, writes the
-// outcomes to the store, adds the crawl's counters, and ends the Run's
-// share of the totals.
-func (d *Dispatcher) summary(ctx context.Context) (*Summary, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s := &Summary{
-		Restarts:    int(d.base.starts - 1),
-		BadLines:    d.badLines,
-		Pages:       d.total(&d.run.pages),
-		Reused:      d.total(&d.run.reused),
-		Disagreeing: d.total(&d.run.disagreeing),
-		Late:        d.total(&d.run.late),
-		Forged:      d.total(&d.run.forged),
-		Quarantined: d.members.Quarantine().List(),
-		Rechecks:    d.recheckCounts(),
-		Adopted:     d.total(&d.run.adopted),
-		Expired:     d.total(&d.run.expired),
-		Errors:      sumMaps(d.base.errs, d.run.errs),
-		BlockedBy:   sumMaps(d.base.blocked, d.run.blocked),
-		FieldErrors: d.total(&d.run.fieldErrs),
-		Waiting:     d.w.waitingRender(),
-		Filtered:    sumMaps(d.base.filtered, d.run.filtered),
-		Pruned:      sumMaps(d.base.pruned, d.run.pruned),
-		Requests:    d.total(&d.run.requests),
-
-		RequestsPerComplete: d.requestsPerComplete(),
-		LinkFarms:           d.total(&d.run.linkFarms),
-		Duplicates:          d.total(&d.run.duplicates),
-		BadTopSites:         d.badTopSites,
-		Elapsed:             d.elapsed(),
-
-		Retried:        maps.Clone(d.retried),
-		RetryKept:      d.retryKept,
-		RetryExhausted: d.retryExhausted,
-
-		RenderRetried: d.total(&d.run.renderRetried),
-		RenderWanted:  d.base.n["render_wanted"] + d.renderWantedTotal(),
-
-		Recrawled:   d.total(&d.run.recrawled),
-		NotModified: d.total(&d.run.notModified),
-		Refreshed:   d.total(&d.run.refreshed),
-		Changed:     d.total(&d.run.changed),
-		Unconfirmed: d.total(&d.run.unconfirmed),
-		Remap:       d.remapTotals(),
-		InsecureTLS: d.total(&d.run.insecureTLS),
-		DNS:         d.dnsTotal(),
-		Politeness:  d.politeness(),
-	}
-	s.RefusedBy = map[string]int64{}
-	for why, n := range map[string]int64{"match-key": d.total(&d.run.keyRefused), "registration": d.total(&d.run.refused),
-		"handshake": d.recv.Refused(), "malformed-frame": d.total(&d.run.malformed)} {
-		if n > 0 {
-			s.RefusedBy[why] = n
-			s.Refused += n
-		}
-	}
-	s.ElapsedSeconds = s.Elapsed.Seconds()
-	if s.Elapsed > 0 {
-		s.PagesPerSec = float64(s.Pages) / s.Elapsed.Seconds()
-	}
-	d.foldTotals()
-	// The records as this process counts them, should the state not be
-	// read (or written: a full disk) below.
-	s.Records, s.Complete, s.Partial = d.nRecords, d.nComplete, d.nPartial
-	s.Untouched = s.Records - s.Complete - s.Partial
-	if d.closed {
-		return s, nil
-	}
-	if err := d.saveTotals(ctx, true); err != nil {
-		return s, err
-	}
-	err := d.st.conn.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(complete), 0), COALESCE(SUM(skipped), 0),
-		COALESCE(SUM(complete = 0 AND nfilled > 0), 0), COALESCE(SUM(complete = 0 AND nfilled = 0), 0) FROM records`).
-		Scan(&s.Records, &s.Complete, &s.Skipped, &s.Partial, &s.Untouched)
-	if err != nil {
-		return s, fmt.Errorf("dispatcher: summary: %w", err)
-	}
-	if s.Reasons, err = d.outcomes(ctx, true); err != nil {
-		return s, err
-	}
-	s.UntouchedIDs, err = column[string](d.st.conn.QueryContext(ctx, `SELECT id FROM records WHERE complete = 0 AND nfilled = 0 ORDER BY seq LIMIT 50`))
-	return s, err
 }
 
 // onlyUnrenderableLeft reports that the work left is render tasks no
