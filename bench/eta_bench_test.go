@@ -194,6 +194,36 @@ func busiest(name string, log []testweb.Request) {
 		fmt.Printf("eta: %s busiest host %s: %d requests over %s, one every %.2fs\n", name, top, s.n,
 			d.Round(100*time.Millisecond), d.Seconds()/float64(s.n-1))
 	}
+	// The first page of each host: how long after its robots.txt it was
+	// asked for, and the soft-404 probes made.
+	robots, first := map[string]time.Time{}, map[string]time.Time{}
+	probes := 0
+	for _, q := range log {
+		switch {
+		case q.Path == "/robots.txt":
+			if _, ok := robots[q.Host]; !ok {
+				robots[q.Host] = q.Time
+			}
+		case strings.HasPrefix(q.Path, "/backfill-probe-"):
+			probes++
+		default:
+			if _, ok := first[q.Host]; !ok {
+				first[q.Host] = q.Time
+			}
+		}
+	}
+	var sum time.Duration
+	n := 0
+	for h, at := range first {
+		if r, ok := robots[h]; ok {
+			sum += at.Sub(r)
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Printf("eta: %s first page of a host %.2fs after its robots.txt on average (%d hosts), %d soft-404 probes\n",
+			name, sum.Seconds()/float64(n), n, probes)
+	}
 }
 
 // readETASample reads the status file; ok is false when it is not there
