@@ -24,6 +24,12 @@ type mongoOutcome struct {
 	Depth  int64        `bson:"link_depth,omitempty"`
 }
 
+// mongoCount is one entry of an outcome's failed counts.
+type mongoCount struct {
+	K string `bson:"k"`
+	N int64  `bson:"n"`
+}
+
 func (m *mongoOutcome) outcome() *Outcome {
 	o := &Outcome{Record: m.ID, Reason: m.Reason, Detail: m.Detail, Pages: int(m.Pages), Page: m.Page, Key: m.Key, Link: m.Link, Depth: int(m.Depth)}
 	if len(m.Failed) > 0 {

@@ -41,13 +41,14 @@
 // host makes at most one request:
 //
 //   - the robots.txt, when its rules are not known or expired: fetched
-//     as RFC 9309 says (at most five redirects, 500 KiB parsed), read by
-//     the robots package for the User-Agent's product token, and cached in
-//     Config.Cache for RobotsTTL (4xx allows everything; 5xx, 429, or a
-//     reset or garbled answer once connected disallows everything,
-//     answered "robots-unavailable", and a host that cannot be reached at
-//     all has its pages answered with the network class; either way until
-//     a retry succeeds, RobotsRetry later and doubling);
+//     (robotsfetch.go) as RFC 9309 says (at most five redirects, 500 KiB
+//     parsed), read by the robots package for the User-Agent's product
+//     token, and cached in Config.Cache for RobotsTTL (4xx allows
+//     everything; 5xx, 429, or a reset or garbled answer once connected
+//     disallows everything, answered "robots-unavailable", and a host that
+//     cannot be reached at all has its pages answered with the network
+//     class; either way until a retry succeeds, RobotsRetry later and
+//     doubling);
 //   - else, once per host and after its first page (which is thus asked
 //     right after robots.txt), the soft-404 probe: an invented path whose
 //     200 answer fingerprints the host's "not found" page (soft404.go);
@@ -84,16 +85,16 @@
 //
 // # Pages
 //
-// A fetched page is handed back to its host at once and processed off it:
-// the mappings run on the final URL and body, and the Result carries the
-// matched mappings, field values (with their match-key flag), links
-// (url_parsers' marked Parsed, then every outbound link), field errors,
-// status, size and final URL. A failed fetch carries its fetch class; a
-// panic while processing a page is recovered, answered with class "panic"
-// and counted. Stats reports the counters. With Config.Pages, every page
-// processed is also kept there (the crawl's store) as the mappings read
-// it, behind the workers and within Config.KeepBytes, for a rerun whose
-// mappings changed to extract it anew without a request (keep.go).
+// A fetched page is handed back to its host at once and processed off it
+// (result.go): the mappings run on the final URL and body, and the Result
+// carries the matched mappings, field values (with their match-key flag),
+// links (url_parsers' marked Parsed, then every outbound link), field
+// errors, status, size and final URL. A failed fetch carries its fetch
+// class; a panic while processing a page is recovered, answered with class
+// "panic" and counted. Stats reports the counters. With Config.Pages, every
+// page processed is also kept there (the crawl's store) as the mappings
+// read it, behind the workers and within Config.KeepBytes, for a rerun
+// whose mappings changed to extract it anew without a request (keep.go).
 //
 // # Render nodes
 //

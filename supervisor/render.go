@@ -9,50 +9,39 @@ package supervisor
 // renders page after page, cleared between them), has every request of the
 // tab paused before it leaves (the Fetch domain, renderintercept.go),
 // navigates to the page, waits for the load event and then for the network
-// to go quiet (bounded), and serialises the DOM. The browser never makes a
-// request itself: the page's HTML is the one the supervisor already
-// fetched, the requests the page goes on to make (its scripts, the data
-// they load, the resource kinds its mappings allow) are made by the
-// supervisor under the host's politeness and handed back, and everything
-// else (images, fonts, favicons, beacons, prefetches, websockets...) is
-// refused without a request. What the browser would send on its own goes to deadEnd, a proxy
-// that refuses everything (renderproxy.go), and it resolves no name itself
-// (--host-resolver-rules maps every name to NOTFOUND).
+// to go quiet (bounded), and serialises the DOM (renderpage.go). The
+// browser never makes a request itself: the page's HTML is the one the
+// supervisor already fetched, the requests the page goes on to make (its
+// scripts, the data they load, the resource kinds its mappings allow) are
+// made by the supervisor under the host's politeness and handed back, and
+// everything else (images, fonts, favicons, beacons, prefetches,
+// websockets...) is refused without a request. What the browser would send
+// on its own goes to deadEnd, a proxy that refuses everything
+// (renderproxy.go), and it resolves no name itself (--host-resolver-rules
+// maps every name to NOTFOUND).
 //
 // Time. A page may spend PageTimeout rendering, not counting the time its
 // requests spend waiting for their hosts' turns and being fetched, which
 // is bounded by WaitMax (pageclock.go): a host's delay holds up a page, it
 // does not make it fail.
 //
-// Failure. The browser process is owned by the renderer: when it dies (the
-// DevTools connection drops, its context ends, or a call says the connection
-// is lost) the next Render starts a new one, counted in Stats.Restarts; a
-// render that was cut short by the death is retried once on the new browser.
-// Close kills the browser, kills any of its children that outlived it (found
-// in /proc by the unique --user-data-dir they all carry), waits for them and
-// removes the profile directory.
+// Failure. The browser process is owned by the renderer (browser.go): when
+// it dies (the DevTools connection drops, its context ends, or a call says
+// the connection is lost) the next Render starts a new one, counted in
+// Stats.Restarts; a render that was cut short by the death is retried once
+// on the new browser. Close kills the browser, kills any of its children
+// that outlived it (found in /proc by the unique --user-data-dir they all
+// carry), waits for them and removes the profile directory.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
-
-	"github.com/chromedp/cdproto/inspector"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/target"
-	"github.com/chromedp/chromedp"
 
 	"backfill/fetch"
 	"backfill/seconds"
@@ -94,12 +83,6 @@ const (
 	// renderCache).
 	renderCacheBytes = 16 << 20
 )
-
-// browserNames are looked up on PATH, in order, when RenderConfig.Exec is
-// empty. The headless shells come first: the same engine without the
-// browser's windows, tab strip and services, it takes less than half the
-// memory and CPU per page (BENCHMARKS.md, rendering).
-var browserNames = []string{"chromium-headless-shell", "chrome-headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
 // RenderConfig configures a renderer. Zero values take the defaults.
 type RenderConfig struct {
@@ -184,26 +167,6 @@ type renderer struct {
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// browserProc is one running browser.
-type browserProc struct {
-	ctx         context.Context    // the browser's chromedp context; done when it is gone
-	stopBrowser context.CancelFunc // kills the process and waits for it
-	stopAlloc   context.CancelFunc // ends the allocator and waits for its goroutines
-	pid         int
-	dir         string // its --user-data-dir
-	idle        []*tab // its tabs not rendering now; guarded by renderer.mu
-}
-
-// findBrowser returns the first browser binary of browserNames on PATH.
-func findBrowser() (string, error) {
-	for _, n := range browserNames {
-		if p, err := exec.LookPath(n); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("no browser found on PATH (looked for %s)", strings.Join(browserNames, ", "))
 }
 
 // newRenderer starts the proxy and the browser. The browser lives until ctx
@@ -399,241 +362,6 @@ func (r *renderer) callerErr(ctx context.Context, rawURL, doing string) *fetch.E
 	return &fetch.Error{Class: fetch.ClassCanceled, URL: rawURL, Err: fmt.Errorf("canceled while %s", doing)}
 }
 
-// browser returns the running browser, starting one when there is none or
-// the last one died.
-func (r *renderer) browser() (*browserProc, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed || r.ctx.Err() != nil {
-		return nil, errors.New("renderer closed")
-	}
-	if b := r.cur; b != nil {
-		if b.ctx.Err() == nil {
-			return b, nil
-		}
-		r.cur = nil
-		r.pid.Store(0)
-		r.log.Warn("browser died; starting a new one", "pid", b.pid)
-		r.stop(b)
-	}
-	if !r.lastFail.IsZero() && time.Since(r.lastFail) < renderRestartGap {
-		return nil, r.lastErr
-	}
-	b, err := r.start()
-	if err != nil {
-		r.lastFail, r.lastErr = time.Now(), err
-		r.log.Error("browser did not start", "browser", r.cfg.Exec, "error", err)
-		return nil, err
-	}
-	r.lastFail, r.lastErr = time.Time{}, nil
-	if r.started > 0 && !r.rested {
-		r.restarts.Add(1)
-	}
-	r.started++
-	r.rested = false
-	r.cur = b
-	r.pid.Store(int64(b.pid))
-	return b, nil
-}
-
-// restLater has the browser stopped once it has gone idleAfter without a
-// render: a crawl renders in bursts, if at all, and an idle browser holds
-// hundreds of megabytes. The next render starts one again.
-func (r *renderer) restLater() {
-	if r.busy.Load() > 0 || r.waiting.Load() > 0 {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed || r.cur == nil {
-		return
-	}
-	if r.idle != nil {
-		r.idle.Stop()
-	}
-	r.idle = time.AfterFunc(r.idleAfter, r.rest)
-}
-
-// rest stops the browser if no render has started since restLater.
-func (r *renderer) rest() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	// A render takes busy before it asks for the browser (under mu), so
-	// none is using this one when busy and waiting are 0 here.
-	b := r.cur
-	if r.closed || b == nil || r.busy.Load() > 0 || r.waiting.Load() > 0 {
-		return
-	}
-	r.cur = nil
-	r.rested = true
-	r.log.Debug("browser idle; stopped until the next render", "pid", b.pid, seconds.Attr("idle", r.idleAfter))
-	if err := r.stop(b); err != nil {
-		r.log.Warn("stopping the idle browser", "error", err)
-	}
-	r.pid.Store(0) // once it is gone: Stats says no browser runs
-}
-
-// retire stops b if it is still the current browser, so the next render
-// starts a new one.
-func (r *renderer) retire(b *browserProc) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cur != b {
-		return // already replaced (or Close took it)
-	}
-	r.cur = nil
-	r.pid.Store(0)
-	r.log.Warn("browser lost; starting a new one on the next render", "pid", b.pid)
-	r.stop(b)
-}
-
-// start launches a browser with a fresh profile directory.
-func (r *renderer) start() (*browserProc, error) {
-	dir, err := os.MkdirTemp("", "backfill-render-")
-	if err != nil {
-		return nil, fmt.Errorf("browser profile: %w", err)
-	}
-	opts := append([]chromedp.ExecAllocatorOption(nil), chromedp.DefaultExecAllocatorOptions[:]...)
-	opts = append(opts,
-		chromedp.ExecPath(r.cfg.Exec),
-		chromedp.Headless,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.UserDataDir(dir),
-		chromedp.UserAgent(r.cfg.UserAgent),
-		chromedp.ProxyServer("http://"+r.proxy.addr),
-		// Loopback goes to the dead end too: nothing is bypassed.
-		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
-		// The browser resolves nothing itself; names go to the proxy.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"),
-		// Fewer of the browser's own requests (each refused by the dead
-		// end): chromedp's defaults (Translate, BlinkGenPropertyTrees) and
-		// the services that call home.
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,AutofillServerCommunication,CertificateTransparencyComponentUpdater,"+
-			// The processes extraction does not need: the omnibox's
-			// pages (a renderer of their own, though no window is
-			// shown), a spare renderer kept warm for the next site, and
-			// a renderer per site (see renderer-process-limit below); and
-			// the page a tab left, kept alive in case it comes back.
-			"WebUIOmniboxPopup,WebUIOmniboxFullPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess,IsolateOrigins,site-per-process,BackForwardCache"),
-		// The network service runs in the browser process, not in a
-		// process of its own: a crash of it is a crash of the browser,
-		// which the renderer survives anyway (restart).
-		chromedp.Flag("enable-features", "NetworkService,NetworkServiceInProcess2"),
-		// Site isolation keeps one site's data out of another's renderer;
-		// here no page has anything of another site to take (every tab is
-		// a profile of its own, no credentials, every answer a public
-		// page), and a page's renderer would be started again at each
-		// navigation to another site. A page's crash still takes only its
-		// own tab down: tabs are profiles apart, and profiles never share
-		// a renderer.
-		chromedp.Flag("disable-site-isolation-trials", true),
-		chromedp.Flag("renderer-process-limit", strconv.Itoa(r.cfg.Tabs)),
-		// With --disable-gpu the GPU process only composites in software;
-		// it runs as a thread of the browser instead of a process.
-		chromedp.Flag("in-process-gpu", true),
-		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-crash-reporter", true),
-		chromedp.Flag("disable-domain-reliability", true),
-		chromedp.Flag("no-pings", true),
-		chromedp.Flag("disable-notifications", true),
-		// A page that grows its JavaScript heap without end crashes its own
-		// tab (ClassRender), not the machine.
-		chromedp.Flag("js-flags", "--max-old-space-size=256"),
-	)
-	if os.Getuid() == 0 {
-		// The sandbox refuses to run as root.
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, acancel := chromedp.NewExecAllocator(r.ctx, opts...)
-	bctx, bcancel := chromedp.NewContext(actx, chromedp.WithBrowserOption(
-		chromedp.WithBrowserLogf(r.browserLog(slog.LevelDebug)),
-		chromedp.WithBrowserErrorf(r.browserLog(slog.LevelDebug)),
-	))
-	b := &browserProc{ctx: bctx, stopBrowser: bcancel, stopAlloc: acancel, dir: dir}
-
-	// The first Run starts the process and ties its life to bctx, so it
-	// must get bctx itself; the start deadline is kept from outside.
-	done := make(chan error, 1)
-	go func() { done <- chromedp.Do(bctx) }()
-	t := time.NewTimer(renderStartTimeout)
-	defer t.Stop()
-	select {
-	case err = <-done:
-	case <-t.C:
-		bcancel()
-		<-done
-		err = fmt.Errorf("no answer within %v", renderStartTimeout)
-	}
-	if err == nil {
-		if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
-			// The binary may be a script that starts the browser and
-			// waits for it (Debian's chromium-headless-shell): the browser
-			// is the process of the profile that is none of its children.
-			b.pid = browserMain(c.Browser.Process().Pid, dir)
-		} else {
-			err = errors.New("no browser process")
-		}
-	}
-	if err == nil {
-		// The tab the browser opened with is none of the render's (each of
-		// those is a profile of its own), and its renderer would idle
-		// beside theirs.
-		c := chromedp.FromContext(bctx)
-		_, err = chromedp.CallBrowser(bctx, target.CloseTarget, target.CloseTargetParams{TargetID: c.Target.TargetID})
-	}
-	if err != nil {
-		r.stop(b)
-		return nil, fmt.Errorf("start %s: %w", r.cfg.Exec, err)
-	}
-	r.log.Debug("browser started", "pid", b.pid, "profile", dir)
-	return b, nil
-}
-
-func (r *renderer) browserLog(level slog.Level) func(string, ...any) {
-	return func(format string, args ...any) {
-		r.log.Log(context.Background(), level, "browser: "+fmt.Sprintf(format, args...))
-	}
-}
-
-// stop kills b, waits for it, kills whatever of its process tree outlived
-// it and removes its profile.
-func (r *renderer) stop(b *browserProc) error {
-	b.stopBrowser()
-	// Its tabs went with it; their contexts end without a call.
-	for _, t := range b.idle {
-		t.cancel()
-	}
-	b.idle = nil
-	b.stopAlloc()
-	if n := killLeftovers(b.dir, renderLeftoverMax); n > 0 {
-		r.log.Debug("browser children outlived it; killed", "count", n)
-	}
-	removeSingletonDir(b.dir)
-	if err := os.RemoveAll(b.dir); err != nil {
-		return fmt.Errorf("remove browser profile %s: %w", b.dir, err)
-	}
-	return nil
-}
-
-// removeSingletonDir removes the directory the browser made under TMPDIR
-// for its singleton socket, which the profile links to: a browser that is
-// killed leaves it behind, one per start.
-func removeSingletonDir(profile string) {
-	target, err := os.Readlink(filepath.Join(profile, "SingletonSocket"))
-	if err != nil || !filepath.IsAbs(target) {
-		return
-	}
-	dir := filepath.Dir(target)
-	if base := filepath.Base(dir); strings.HasPrefix(base, "org.chromium.Chromium.") || strings.HasPrefix(base, "com.google.Chrome.") {
-		os.RemoveAll(dir)
-	}
-}
-
 // Stats returns a snapshot; RSS is read from /proc.
 func (r *renderer) Stats() RenderStats {
 	pid := int(r.pid.Load())
@@ -687,250 +415,4 @@ func (r *renderer) Close() error {
 			"requests", r.fetched.Load(), "shared", r.shared.Load(), "blocked", r.blocked.Load(), "strays", r.proxy.strays.Load())
 	})
 	return r.closeErr
-}
-
-// renderOn renders job's page in tab t. died reports that the
-// browser was lost during the attempt.
-func (r *renderer) renderOn(ctx context.Context, t *tab, job renderJob) (resp *fetch.Response, err error, died bool) {
-	rawURL := job.doc.URL
-	b := t.b
-	t.pages++
-	rctx, rcancel := context.WithCancelCause(t.ctx)
-	stopCaller := context.AfterFunc(ctx, func() { rcancel(context.Cause(ctx)) })
-	clock := newPageClock(r.cfg.PageTimeout, r.cfg.WaitMax)
-	stopClock := clock.watch(rctx, rcancel)
-	var ic *interceptor
-	// Ending a render: stop its requests' handlers and wait for them
-	// before the tab goes, so none is left talking to a closed tab.
-	defer func() {
-		stopCaller()
-		rcancel(nil)
-		if ic != nil {
-			ic.wait()
-		}
-		stopClock()
-	}()
-
-	w := &pageWatch{inflight: make(map[network.RequestID]bool), last: time.Now()}
-	fail := func(stage string, err error) (*fetch.Response, error, bool) {
-		fe, died := r.classify(ctx, rctx, b, w, rawURL, stage, err)
-		return nil, fe, died
-	}
-	if err := t.open(rctx); err != nil {
-		return fail("opening a tab", err)
-	}
-	if err := chromedp.Listen(rctx, w.event); err != nil {
-		return fail("opening a tab", err)
-	}
-	if ic, err = r.intercept(rctx, job, clock, t.touched); err != nil {
-		return fail("intercepting the tab's requests", err)
-	}
-	if _, err := chromedp.Run(rctx, chromedp.NavigateResponse(rawURL)); err != nil {
-		return fail("loading", err)
-	}
-	// Settling is a nicety: it stops in time to leave a fifth of the page
-	// deadline for reading the DOM, which is then taken as it is.
-	settle := min(renderIdleMax, r.cfg.PageTimeout-clock.active()-r.cfg.PageTimeout/5)
-	if err := w.waitIdle(rctx, clock, renderIdleQuiet, settle); err != nil {
-		return fail("waiting for the network to settle", err)
-	}
-	dom, err := chromedp.Run(rctx, chromedp.Evaluate[domSnapshot](domScript(r.cfg.MaxBody)))
-	if err != nil {
-		return fail("reading the DOM", err)
-	}
-
-	resp = &fetch.Response{
-		URL:         dom.URL,
-		Status:      job.doc.Status,
-		Header:      job.doc.Header,
-		ContentType: "text/html",
-		Charset:     "utf-8",
-		Elapsed:     clock.elapsed(),
-		RemoteAddr:  job.doc.RemoteAddr,
-		Redirects:   job.doc.Redirects,
-	}
-	if !strings.HasPrefix(resp.URL, "http://") && !strings.HasPrefix(resp.URL, "https://") {
-		resp.URL = rawURL
-	}
-	// The page cut the DOM to MaxBody UTF-16 units; bytes can be more.
-	body := []byte(dom.HTML)
-	resp.Truncated = int64(dom.Length) > r.cfg.MaxBody
-	if int64(len(body)) > r.cfg.MaxBody {
-		body = trimUTF8(body[:r.cfg.MaxBody])
-		resp.Truncated = true
-	}
-	resp.Body = body
-	return resp, nil, false
-}
-
-// classify turns a failed step into a *fetch.Error, and says whether the
-// browser was lost.
-func (r *renderer) classify(ctx, rctx context.Context, b *browserProc, w *pageWatch, rawURL, stage string, err error) (*fetch.Error, bool) {
-	var late *pageLate
-	switch {
-	case r.ctx.Err() != nil:
-		return &fetch.Error{Class: fetch.ClassCanceled, URL: rawURL, Err: errors.New("renderer closed")}, false
-	case b.ctx.Err() != nil || lostBrowser(err):
-		return &fetch.Error{Class: ClassRender, URL: rawURL, Err: fmt.Errorf("browser lost while %s: %w", stage, err)}, true
-	case ctx.Err() != nil:
-		return r.callerErr(ctx, rawURL, stage), false
-	case errors.As(context.Cause(rctx), &late):
-		return &fetch.Error{Class: fetch.ClassTimeout, URL: rawURL, Err: fmt.Errorf("%v (%s)", late, stage)}, false
-	case w.hasCrashed():
-		return &fetch.Error{Class: ClassRender, URL: rawURL, Err: fmt.Errorf("tab crashed while %s", stage)}, false
-	}
-	var le *chromedp.LoadError
-	if errors.As(err, &le) {
-		return &fetch.Error{Class: netErrorClass(le.ErrorText), URL: rawURL, Err: err}, false
-	}
-	return &fetch.Error{Class: ClassRender, URL: rawURL, Err: fmt.Errorf("%s: %w", stage, err)}, false
-}
-
-// lostBrowser recognises errors that mean the DevTools connection or the
-// browser process is gone.
-func lostBrowser(err error) bool {
-	if err == nil {
-		return false
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, "lost the connection to the browser") ||
-		strings.Contains(s, "browser process exited") ||
-		strings.Contains(s, "broken pipe")
-}
-
-// netErrorClass maps Chromium's net error texts to fetch classes.
-func netErrorClass(text string) fetch.Class {
-	t := strings.TrimPrefix(text, "net::")
-	switch {
-	case t == "ERR_NAME_NOT_RESOLVED" || t == "ERR_NAME_RESOLUTION_FAILED":
-		return fetch.ClassDNS
-	case t == "ERR_TIMED_OUT" || t == "ERR_CONNECTION_TIMED_OUT":
-		return fetch.ClassTimeout
-	case t == "ERR_TOO_MANY_REDIRECTS" || t == "ERR_INVALID_REDIRECT" || t == "ERR_UNSAFE_REDIRECT":
-		return fetch.ClassRedirect
-	case strings.HasPrefix(t, "ERR_CERT_") || strings.HasPrefix(t, "ERR_SSL_"):
-		return fetch.ClassTLS
-	case strings.HasPrefix(t, "ERR_CONNECTION_") || t == "ERR_ADDRESS_UNREACHABLE" ||
-		t == "ERR_TUNNEL_CONNECTION_FAILED" || t == "ERR_PROXY_CONNECTION_FAILED" || t == "ERR_EMPTY_RESPONSE":
-		return fetch.ClassConnect
-	case t == "ERR_INVALID_HTTP_RESPONSE" || t == "ERR_CONTENT_LENGTH_MISMATCH" || t == "ERR_INCOMPLETE_CHUNKED_ENCODING" ||
-		t == "ERR_RESPONSE_HEADERS_TOO_BIG" || t == "ERR_INVALID_CHUNKED_ENCODING":
-		return fetch.ClassProtocol
-	case t == "ERR_BLOCKED_BY_CLIENT" || t == "ERR_BLOCKED_BY_RESPONSE" || t == "ERR_ACCESS_DENIED":
-		return fetch.ClassBlocked
-	case t == "ERR_INVALID_URL" || t == "ERR_DISALLOWED_URL_SCHEME" || t == "ERR_UNKNOWN_URL_SCHEME":
-		return fetch.ClassURL
-	case t == "ERR_ABORTED":
-		return fetch.ClassNotHTML // a download: the document was not displayable
-	}
-	return ClassRender
-}
-
-// domSnapshot is what domScript returns.
-type domSnapshot struct {
-	HTML   string `json:"html"`
-	Length int    `json:"length"` // UTF-16 units of the whole serialisation
-	URL    string `json:"url"`
-}
-
-// domScript serialises the document (doctype included), cut in the page to
-// at most max UTF-16 units so a monstrous DOM never crosses the pipe whole.
-func domScript(max int64) string {
-	return `(() => {
-	const d = document, n = d.documentElement;
-	let h = n ? n.outerHTML : "";
-	if (d.doctype) h = new XMLSerializer().serializeToString(d.doctype) + "\n" + h;
-	const length = h.length;
-	if (h.length > ` + strconv.FormatInt(max, 10) + `) h = h.slice(0, ` + strconv.FormatInt(max, 10) + `);
-	return {html: h, length: length, url: String(d.location.href)};
-})()`
-}
-
-// trimUTF8 drops a partial rune at the end of b.
-func trimUTF8(b []byte) []byte {
-	for i := 0; i < utf8.UTFMax && len(b) > 0; i++ {
-		r, size := utf8.DecodeLastRune(b)
-		if r != utf8.RuneError || size != 1 {
-			break
-		}
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// headerOf converts DevTools headers (values may hold several lines).
-func headerOf(h network.Headers) http.Header {
-	if len(h) == 0 {
-		return nil
-	}
-	out := make(http.Header, len(h))
-	for k, v := range h {
-		s, ok := v.(string)
-		if !ok {
-			s = fmt.Sprint(v)
-		}
-		for _, line := range strings.Split(s, "\n") {
-			out.Add(k, strings.ToValidUTF8(line, "\uFFFD"))
-		}
-	}
-	return out
-}
-
-// pageWatch follows one tab's requests, from the DevTools reader goroutine:
-// its methods are short and only take the lock.
-type pageWatch struct {
-	mu       sync.Mutex
-	inflight map[network.RequestID]bool
-	last     time.Time // last request start or end
-	crashed  bool
-}
-
-func (w *pageWatch) event(ev any) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch e := ev.(type) {
-	case *network.EventRequestWillBeSent:
-		w.inflight[e.RequestID] = true
-		w.last = time.Now()
-	case *network.EventLoadingFinished:
-		delete(w.inflight, e.RequestID)
-		w.last = time.Now()
-	case *network.EventLoadingFailed:
-		delete(w.inflight, e.RequestID)
-		w.last = time.Now()
-	case *inspector.EventTargetCrashed:
-		w.crashed = true
-	}
-}
-
-// waitIdle waits until no request has been in flight for quiet, or for
-// max at most of the page's own time (a request waiting for its host's
-// turn does not count: see pageClock). Only ctx ending is an error.
-func (w *pageWatch) waitIdle(ctx context.Context, clock *pageClock, quiet, max time.Duration) error {
-	end := clock.active() + max
-	tick := time.NewTicker(renderIdlePoll)
-	defer tick.Stop()
-	for {
-		w.mu.Lock()
-		idle := len(w.inflight) == 0 && time.Since(w.last) >= quiet
-		w.mu.Unlock()
-		if idle || clock.active() >= end {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-func (w *pageWatch) hasCrashed() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.crashed
 }

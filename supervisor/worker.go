@@ -4,15 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"net/url"
 	"runtime/debug"
 	"time"
 
 	"backfill/fetch"
-	"backfill/robots"
-	"backfill/seconds"
 	"backfill/store"
 	"backfill/wire"
 )
@@ -130,30 +126,7 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	if wait := s.fence.hold(now); wait > 0 {
 		return now.Add(wait), nil // cut off from the dispatcher (fence.go)
 	}
-	// The cache may know a later request than we do: another supervisor
-	// that owned the host before, or this one before a restart. It is read
-	// when that can be so: on first sight of the host, and when our own
-	// latest request to it is older than a flush interval. A host we are
-	// crawling steadily is ours, and what we know of it is ahead of the
-	// cache (which gets our times write-behind, see recordLastCrawl), so
-	// reading it on every turn would cost a query per request for nothing.
-	if h.last.IsZero() {
-		// A host the scheduler forgot: its latest request may not be in
-		// the cache yet. Ours, so not padded.
-		if at, ok := s.pendingLastCrawl(h.name); ok {
-			h.last = at
-		}
-	}
-	if h.last.IsZero() || now.Sub(h.last) > lastCrawlFlush {
-		if lc, ok := s.lastCrawl(ctx, h.name); ok && lc.After(h.last) {
-			h.last, h.inherited = lc, true
-		}
-	}
-	if h.robots == nil || !now.Before(h.robots.expires) {
-		if r := s.cachedRobots(ctx, h.name, now); r != nil {
-			h.robots = r
-		}
-	}
+	s.catchUp(ctx, h, now)
 	if sr := s.sched.peekSub(h); sr != nil {
 		return s.subTurn(ctx, h, sr, now), nil
 	}
@@ -187,61 +160,75 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	// this host sent it (redirect.go).
 	target := s.hops.url(first)
 	if h.robots == nil || !now.Before(h.robots.expires) {
-		// Stale rules still give the best guess of the delay.
-		if at := s.nextStart(h, s.delay(h.robots)); at.After(now) {
-			return at, nil
-		}
-		s.reserve(ctx, h, s.delay(h.robots))
-		s.fetchRobots(ctx, h, target)
-		if h.robots != nil && (h.robots.delay > s.cfg.MaxCrawlDelay || h.robots.disallowAll) {
-			return now, nil // its tasks are answered without requests
-		}
-		return s.nextStart(h, s.delay(h.robots)), nil
+		return s.robotsTurn(ctx, h, target, now), nil
 	}
-
 	delay := s.delay(h.robots)
 	if h.held != nil {
 		return s.heldTurn(ctx, h, first, popped, now, delay)
 	}
-	u, err := url.Parse(target)
-	// hopped: a redirect on this host led here; a task with Hops came of
-	// redirects from other hosts.
-	hopped := target != first.URL
-	redirected := hopped || first.Hops > 0
-	switch {
-	case err != nil: // accept checked it; kept for safety
-		t := s.popInto(h, popped)
-		return now, &page{task: t, res: s.answer(t, string(fetch.ClassURL), err.Error())}
-	case h.robots.delay > s.cfg.MaxCrawlDelay:
-		t := s.popInto(h, popped)
-		return now, &page{task: t, res: s.answer(t, ClassCrawlDelay,
-			fmt.Sprintf("robots.txt of %s asks for Crawl-delay %v, over the %v ceiling", h.name, h.robots.delay, s.cfg.MaxCrawlDelay))}
-	case h.robots.unreachable != "":
-		// robots.txt could not be fetched because the host cannot be
-		// reached: that, not robots.txt, is what stops the page.
-		t := s.popInto(h, popped)
-		return now, &page{task: t, res: s.answer(t, string(h.robots.unreachable), h.robots.reason)}
-	case !h.robots.allowed(u):
-		t := s.popInto(h, popped)
-		// No request was made: the next task may be looked at at once
-		// (a request still waits for the delay below).
-		if h.robots.disallowAll {
-			return now, &page{task: t, res: s.answer(t, ClassRobotsUnavailable, h.robots.reason)}
+	return s.pageTurn(ctx, h, newAim(first, target), popped, now, delay)
+}
+
+// catchUp brings what this process knows of h up to date with the host
+// cache before its turn.
+//
+// The cache may know a later request than we do: another supervisor
+// that owned the host before, or this one before a restart. It is read
+// when that can be so: on first sight of the host, and when our own
+// latest request to it is older than a flush interval. A host we are
+// crawling steadily is ours, and what we know of it is ahead of the
+// cache (which gets our times write-behind, see recordLastCrawl), so
+// reading it on every turn would cost a query per request for nothing.
+func (s *Supervisor) catchUp(ctx context.Context, h *host, now time.Time) {
+	if h.last.IsZero() {
+		// A host the scheduler forgot: its latest request may not be in
+		// the cache yet. Ours, so not padded.
+		if at, ok := s.pendingLastCrawl(h.name); ok {
+			h.last = at
 		}
-		res := s.answer(t, ClassRobots, fmt.Sprintf("disallowed by robots.txt of %s", h.name))
-		if redirected {
-			s.redirects.add(wire.RedirectRobots)
-			res.Error = fmt.Sprintf("redirected to %s, which robots.txt of %s disallows", target, h.name)
-			res.HopRefused = wire.RedirectRobots
-		}
-		if hopped {
-			res.FinalURL, res.Chain = target, s.hops.before(t.ID)
-		}
-		return now, &page{task: t, res: res}
 	}
-	render := first.Render && s.render != nil
-	if render && !hopped {
-		if doc := s.docs.take(first.URL); doc != nil {
+	if h.last.IsZero() || now.Sub(h.last) > lastCrawlFlush {
+		if lc, ok := s.lastCrawl(ctx, h.name); ok && lc.After(h.last) {
+			h.last, h.inherited = lc, true
+		}
+	}
+	if h.robots == nil || !now.Before(h.robots.expires) {
+		if r := s.cachedRobots(ctx, h.name, now); r != nil {
+			h.robots = r
+		}
+	}
+}
+
+// aim is what a page's turn is about: the task first on its host's queue
+// and the URL its request goes to.
+type aim struct {
+	task   *wire.Task
+	target string   // the task's URL, or where a redirect on this host sent it
+	u      *url.URL // target parsed, unless err
+	err    error
+	// hopped: a redirect on this host led here; redirected: so did one
+	// from another host (a task with Hops).
+	hopped, redirected bool
+}
+
+func newAim(first *wire.Task, target string) aim {
+	u, err := url.Parse(target)
+	hopped := target != first.URL
+	return aim{task: first, target: target, u: u, err: err, hopped: hopped, redirected: hopped || first.Hops > 0}
+}
+
+// pageTurn is the turn of a host whose robots rules are known and whose
+// first page waits for no verdict: the page is answered without a
+// request if it may not be fetched (refusal) or its HTML is already here,
+// else fetched once the delay has passed, after the host's soft-404
+// probe if that is due.
+func (s *Supervisor) pageTurn(ctx context.Context, h *host, a aim, popped **wire.Task, now time.Time, delay time.Duration) (time.Time, *page) {
+	if p := s.refusal(h, a, popped); p != nil {
+		return now, p
+	}
+	render := a.task.Render && s.render != nil
+	if render && !a.hopped {
+		if doc := s.docs.take(a.task.URL); doc != nil {
 			// Its HTML is here from when it was fetched: no request.
 			t := s.popInto(h, popped)
 			soft, _ := s.soft404.known(h.name)
@@ -255,14 +242,60 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	// The soft-404 probe comes after the host's first page (soft404.go).
 	if h.probeDue {
 		h.probeDue = false
-		if s.probeSoft404(ctx, h, u) {
+		if s.probeSoft404(ctx, h, a.u) {
 			return s.nextStart(h, delay), nil
 		}
 	}
+	return s.fetchPage(ctx, h, a, render, popped, delay)
+}
+
+// refusal is the answer, made without a request, to a page its host's
+// robots rules keep from being fetched, or nil if it may be.
+func (s *Supervisor) refusal(h *host, a aim, popped **wire.Task) *page {
+	switch {
+	case a.err != nil: // accept checked it; kept for safety
+		t := s.popInto(h, popped)
+		return &page{task: t, res: s.answer(t, string(fetch.ClassURL), a.err.Error())}
+	case h.robots.delay > s.cfg.MaxCrawlDelay:
+		t := s.popInto(h, popped)
+		return &page{task: t, res: s.answer(t, ClassCrawlDelay,
+			fmt.Sprintf("robots.txt of %s asks for Crawl-delay %v, over the %v ceiling", h.name, h.robots.delay, s.cfg.MaxCrawlDelay))}
+	case h.robots.unreachable != "":
+		// robots.txt could not be fetched because the host cannot be
+		// reached: that, not robots.txt, is what stops the page.
+		t := s.popInto(h, popped)
+		return &page{task: t, res: s.answer(t, string(h.robots.unreachable), h.robots.reason)}
+	case !h.robots.allowed(a.u):
+		t := s.popInto(h, popped)
+		// No request was made: the next task may be looked at at once
+		// (a request still waits for the delay).
+		if h.robots.disallowAll {
+			return &page{task: t, res: s.answer(t, ClassRobotsUnavailable, h.robots.reason)}
+		}
+		res := s.answer(t, ClassRobots, fmt.Sprintf("disallowed by robots.txt of %s", h.name))
+		if a.redirected {
+			s.redirects.add(wire.RedirectRobots)
+			res.Error = fmt.Sprintf("redirected to %s, which robots.txt of %s disallows", a.target, h.name)
+			res.HopRefused = wire.RedirectRobots
+		}
+		if a.hopped {
+			res.FinalURL, res.Chain = a.target, s.hops.before(t.ID)
+		}
+		return &page{task: t, res: res}
+	}
+	return nil
+}
+
+// fetchPage makes the turn's one request, for the first queued page (or
+// the hop its redirect asks for), its host's delay passed and reserved.
+// The page comes back to be finished, unless it is to be asked again
+// (a Retry-After, a hop on its host) or held for its host's soft-404
+// verdict (hold): it is then back on its host's queue.
+func (s *Supervisor) fetchPage(ctx context.Context, h *host, a aim, render bool, popped **wire.Task, delay time.Duration) (time.Time, *page) {
 	soft, judged := s.soft404Verdict(ctx, h)
 	t := s.popInto(h, popped)
 	start := time.Now()
-	resp, end, err := s.request(ctx, h, target, s.pageRequest(t, hopped), delay)
+	resp, end, err := s.request(ctx, h, a.target, s.pageRequest(t, a.hopped), delay)
 	s.meter.page(resp, end.Sub(start))
 	h.probeDue = !judged
 	next, retry, err := s.afterFetch(h, t, resp, err, end, delay)
@@ -278,7 +311,7 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 		return next, p
 	}
 	p := &page{task: t, start: start, resp: resp, err: err, render: render, soft404: soft}
-	if err != nil && redirected && fetch.ClassOf(err) == fetch.ClassBlocked {
+	if err != nil && a.redirected && fetch.ClassOf(err) == fetch.ClassBlocked {
 		s.redirects.add(wire.RedirectAddress)
 		p.hopRefused = wire.RedirectAddress
 	}
@@ -362,14 +395,6 @@ func (s *Supervisor) request(ctx context.Context, h *host, rawURL string, r fetc
 	resp, err = s.fetcher.Do(ctx, rawURL, r)
 	s.inFlight.end(h.name)
 	return resp, s.requestDone(h, start, delay), err
-}
-
-// robotsHop records that h's robots.txt request at from was sent to next,
-// and reports whether the hop is to be followed (robotsHopRule).
-func (s *Supervisor) robotsHop(h *host, from, next string) bool {
-	follow, reason := robotsHopRule(h.name, &h.robotsHop, from, next)
-	s.redirects.add(reason)
-	return follow
 }
 
 func (s *Supervisor) popInto(h *host, popped **wire.Task) *wire.Task {
@@ -457,111 +482,6 @@ func fromCache[T any](ctx context.Context, s *Supervisor, op, host string, read 
 	return v, true
 }
 
-// cachedRobots returns a host's unexpired robots rules from the cache, or
-// nil.
-func (s *Supervisor) cachedRobots(ctx context.Context, name string, now time.Time) *robotsRules {
-	c, ok := fromCache(ctx, s, "read robots", name, s.cache.Robots)
-	if !ok || !now.Before(c.Expires) {
-		return nil
-	}
-	r := parseRobots(c.Status, c.Body, s.token)
-	r.expires = c.Expires
-	if r.disallowAll {
-		r.reason = fmt.Sprintf("%s; nothing is fetched from %s until a retry succeeds (next at %s)",
-			r.reason, name, c.Expires.UTC().Format(time.RFC3339))
-	}
-	return r
-}
-
-// fetchRobots makes h's robots.txt request, the turn's one request to
-// the host: the file, or a hop on its way there. It keeps at most 500 KiB
-// and follows no meta refresh. A redirect on the host is followed as
-// pages' are, one request a turn after the delay, at most five (RFC 9309;
-// more mean the file is unavailable, which allows everything); one to
-// another host is not followed, since that host's rules are not ours to
-// judge here: the file counts as unavailable too. The hosts a site
-// redirects to have robots.txt files of their own, read before any of
-// their pages. 4xx allows everything; 5xx, 429 or no answer disallows
-// everything until a retry succeeds: the retry comes RobotsRetry later,
-// doubling with each failure up to RobotsTTL, and not before a
-// Retry-After. Rules that failed because the host could not be reached
-// are not cached: they carry the network class the host's pages are
-// answered with.
-func (s *Supervisor) fetchRobots(ctx context.Context, h *host, pageURL string) {
-	u, err := url.Parse(pageURL)
-	if err != nil {
-		return
-	}
-	robotsURL := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/robots.txt"}).String()
-	if h.robotsHop != nil {
-		urls := h.robotsHop.URLs()
-		robotsURL = urls[len(urls)-1]
-	}
-	s.robots.Add(1)
-	start := time.Now()
-	resp, end, err := s.request(ctx, h, robotsURL, robotsRequest, s.delay(h.robots))
-	if ctx.Err() != nil {
-		return // shutting down; nothing learned
-	}
-	if err == nil && resp != nil && resp.Next != "" {
-		if s.robotsHop(h, robotsURL, resp.Next) {
-			return // the next turn asks the hop's target
-		}
-		resp, err = nil, robotsGaveUp(robotsURL)
-	}
-	h.robotsHop = nil
-	// A blacklisted address blacklists the host: its turns answer
-	// "blacklisted" from now on.
-	err = s.blacklistedAddr(h.name, err)
-	prev := h.robots
-	r := robotsFromFetch(resp, err, s.token)
-	ttl := s.cfg.RobotsTTL
-	notBefore, _ := s.health.observe(h.name, resp, err, s.delay(prev), end)
-	if r.disallowAll {
-		r.failures = 1
-		if prev != nil && prev.failures > 0 {
-			r.failures = prev.failures + 1
-		}
-		ttl = hostPause(s.cfg.RobotsRetry, r.failures-1, s.cfg.RobotsTTL)
-		if r.failures == 1 {
-			ttl = min(s.cfg.RobotsRetry, s.cfg.RobotsTTL)
-		}
-		// The host's pages are answered without requests until the
-		// retry, which comes no sooner than the host allows.
-		if w := notBefore.Sub(start); w > ttl {
-			ttl = min(w, MaxRobotsTTL)
-		}
-		r.reason = fmt.Sprintf("%s; nothing is fetched from %s until a retry succeeds (next in %v)", r.reason, h.name, ttl.Round(time.Millisecond))
-	}
-	r.expires = start.Add(ttl)
-	h.robots = r
-	status := 0
-	var body []byte
-	if resp != nil {
-		// A response that failed on its content (a status, a type) still
-		// says what the site answered.
-		status, body = resp.Status, resp.Body
-	}
-	s.meter.robots[robotsOutcome(r, status)].Add(1)
-	if len(body) > robots.MaxSize {
-		body = body[:robots.MaxSize]
-	}
-	s.log.Debug("robots.txt fetched", "host", h.name, "status", status, "error", err,
-		seconds.Attr("crawl_delay", r.delay), "allow_all", r.allowAll, "disallow_all", r.disallowAll, "ignored_lines", r.ignored)
-	if r.unreachable != "" {
-		return
-	}
-	if !r.disallowAll && (status < 200 || status > 299) {
-		status, body = http.StatusNotFound, nil // unavailable (4xx, or too many redirects): allows all
-	}
-	cctx, cancel := context.WithTimeout(ctx, cacheTimeout)
-	defer cancel()
-	entry := store.Robots{Status: status, Body: body, FetchedAt: start.UTC(), Expires: r.expires.UTC()}
-	if err := s.cache.PutRobots(cctx, h.name, entry); err != nil && ctx.Err() == nil {
-		s.cacheFailed("put robots", h.name, err)
-	}
-}
-
 // cacheFailed logs a host cache failure at Warn the first time and every
 // thousandth time after, so a broken store does not flood the log; the
 // crawl goes on with what this process knows.
@@ -577,259 +497,4 @@ func (s *Supervisor) answer(t *wire.Task, class, msg string) *wire.Result {
 		TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL,
 		Class: class, Error: msg, FetchedAt: time.Now().UTC(),
 	}
-}
-
-// finishSafe runs finish, answering "panic" if extraction panics, and
-// always gives the task's capacity back.
-func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
-	// Whichever way the task was answered, its count of 429/503 answers
-	// goes with it: health keeps counts of held tasks only; so does the
-	// chain of its redirects.
-	s.health.settled(p.task.ID)
-	defer s.hops.forget(p.task.ID)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			s.sched.done()
-		}
-	}
-	defer release()
-	var res *wire.Result
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				s.log.Error("panic while processing page recovered", "url", p.task.URL, "host", p.task.Host, "class", ClassPanic, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				res = s.answer(p.task, ClassPanic, fmt.Sprintf("panic: %v", v))
-			}
-		}()
-		res = s.finish(ctx, p)
-	}()
-	if ctx.Err() != nil {
-		// Stopping: a page fetched is worth its result (fetching it
-		// again would cost its host a request), if it goes out at once.
-		// A failure may be the stop's own doing: the lease covers it.
-		if res.Class != "" {
-			return
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
-		defer cancel()
-	}
-	switch {
-	case p.kept:
-		s.reanswered.Add(1)
-	case res.Class == "":
-		s.fetched.Add(1)
-		s.answers.keep(p.task, res)
-	default:
-		s.countFailed(res.Class)
-	}
-	s.logPage(p, res)
-	if p.delay > 0 || !p.ready.IsZero() {
-		// A copy: a kept answer may be read while this one goes out.
-		paced := *res
-		paced.Delay, paced.Ready = p.delay, max(time.Until(p.ready), 0)
-		res = &paced
-	}
-	// The slot is freed before the result can reach the dispatcher: it
-	// counts the task done when the result arrives and may send the next
-	// one at once, which must find room here.
-	release()
-	s.sendResult(ctx, fitFrame(res))
-}
-
-// logPage says at debug level what became of one task: one line per page,
-// naming its URL and host, and its failure class when it failed.
-func (s *Supervisor) logPage(p *page, res *wire.Result) {
-	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
-		return
-	}
-	args := []any{"url", p.task.URL, "host", p.task.Host, "status", res.Status}
-	if !p.start.IsZero() {
-		args = append(args, "ms", time.Since(p.start).Milliseconds())
-	}
-	if res.Class != "" {
-		s.log.Debug("page failed", append(args, "class", res.Class, "error", res.Error)...)
-		return
-	}
-	s.log.Debug("page done", append(args, "bytes", res.Bytes, "fields", len(res.Fields), "links", len(res.Links), "render", p.task.Render)...)
-}
-
-// finish builds the Result of a page: its answer if already known, its
-// failure class, or what the mappings extracted from it (once rendered,
-// for a page to render).
-func (s *Supervisor) finish(ctx context.Context, p *page) *wire.Result {
-	if p.res != nil {
-		return p.res
-	}
-	t := p.task
-	res := &wire.Result{TaskID: t.ID, Lease: t.Lease, Supervisor: s.cfg.Name, URL: t.URL, FetchedAt: p.start.UTC(),
-		Chain: s.hops.before(t.ID)}
-	if p.resp != nil {
-		res.FinalURL = p.resp.URL
-		res.Status = p.resp.Status
-		res.Bytes = int64(len(p.resp.Body))
-	}
-	if p.err != nil || p.resp == nil {
-		err := p.err
-		if err == nil {
-			err = errors.New("no response")
-		}
-		res.Class = string(fetch.ClassOf(err))
-		if res.Class == "" {
-			res.Class = string(fetch.ClassOther)
-		}
-		res.Error = err.Error()
-		res.HopRefused = p.hopRefused
-		return res
-	}
-	res.ETag, res.LastModified = validators(p.resp)
-	res.TLSError = p.resp.TLSError
-	if p.resp.NotModified {
-		// The page is what the dispatcher last saw: it answers from its
-		// cached extraction.
-		res.NotModified = true
-		return res
-	}
-	if p.soft404.matches(t.URL, p.resp) {
-		res.Class = ClassSoft404
-		res.Error = "resembles the host's answer to an invented path (a soft 404)"
-		return res
-	}
-	pageURL := p.resp.URL
-	if pageURL == "" {
-		pageURL = t.URL
-	}
-	if p.render {
-		rendered, err := s.renderPage(ctx, pageURL, p.resp)
-		if err != nil {
-			res.Class, res.Error = string(fetch.ClassOf(err)), err.Error()
-			return res
-		}
-		p.resp = rendered
-		res.Bytes = int64(len(rendered.Body))
-		if rendered.URL != "" {
-			pageURL, res.FinalURL = rendered.URL, rendered.URL
-		}
-	}
-	s.keeper.keep(store.Page{Key: t.URL, URL: pageURL, Status: p.resp.Status, ContentType: p.resp.ContentType,
-		Body: p.resp.Body, Rendered: p.render, FetchedAt: p.start})
-	extract := s.cfg.Mappings.Extract
-	if s.cfg.ContentSeen {
-		extract = s.cfg.Mappings.ExtractWithFingerprint
-	}
-	ex := extract(pageURL, p.resp.Body, p.resp.ContentType)
-	if ex == nil {
-		return res
-	}
-	res.Mappings = ex.Mappings
-	for _, f := range ex.Fields {
-		res.Fields = append(res.Fields, wire.Field{Mapping: f.Mapping, Name: f.Field, Values: f.Values, Match: f.Match})
-	}
-	for _, e := range ex.Errors {
-		res.FieldErrs = append(res.FieldErrs, e.String())
-	}
-	res.Links = wire.MergeLinks(ex.Links, ex.OutLinks, ex.Anchors, wire.MaxResultLinks)
-	if !p.render {
-		res.JSOnly = ex.JSOnly
-		if ex.JSOnly && s.docs != nil {
-			s.docs.put(t.URL, p.resp)
-		}
-	}
-	if s.cfg.ContentSeen {
-		fp := ex.Fingerprint
-		res.TextHash, res.Simhash, res.Words = fp.Exact[:], fp.Sim, fp.Words
-	}
-	return res
-}
-
-// maxValidator bounds an ETag or Last-Modified kept for the next
-// conditional request; a longer one is not worth a place in the
-// dispatcher's state.
-const maxValidator = 256
-
-// validators are the ETag and Last-Modified of a fetched page, for the
-// dispatcher to send back when it fetches the page again.
-func validators(resp *fetch.Response) (etag, lastModified string) {
-	if resp == nil || resp.Header == nil {
-		return "", ""
-	}
-	keep := func(v string) string {
-		if len(v) > maxValidator {
-			return ""
-		}
-		return v
-	}
-	return keep(resp.Header.Get("Etag")), keep(resp.Header.Get("Last-Modified"))
-}
-
-// fitFrame trims a Result that would not fit in one frame, saying so in
-// Error: first absurd field values (over 64 KiB, or beyond 100 per field),
-// then links from the end. Ordinary results are far below the limit and are
-// returned untouched without being encoded here.
-func fitFrame(r *wire.Result) *wire.Result {
-	const maxValue, maxValues = 64 << 10, 100
-	if approxSize(r) < wire.MaxFrame/8 {
-		return r
-	}
-	valuesCapped := false
-	for {
-		b, err := wire.Encode(wire.KindResult, r)
-		if err == nil && len(b) <= wire.MaxFrame {
-			return r
-		}
-		t := *r
-		t.Error = "result trimmed to fit one frame"
-		switch {
-		case !valuesCapped:
-			valuesCapped = true
-			t.Fields = make([]wire.Field, 0, len(r.Fields))
-			for _, f := range r.Fields {
-				vals := make([]string, 0, min(len(f.Values), maxValues))
-				for _, v := range f.Values[:min(len(f.Values), maxValues)] {
-					if len(v) > maxValue {
-						v = v[:maxValue]
-					}
-					vals = append(vals, v)
-				}
-				f.Values = vals
-				t.Fields = append(t.Fields, f)
-			}
-			t.FieldErrs = r.FieldErrs[:min(len(r.FieldErrs), maxValues)]
-		case len(r.Links) > 0:
-			t.Links = r.Links[:len(r.Links)/2]
-		default:
-			t.Fields, t.FieldErrs, t.Links = nil, nil, nil
-			return &t
-		}
-		r = &t
-	}
-}
-
-// approxSize is a cheap lower bound of a Result's encoded size.
-func approxSize(r *wire.Result) int {
-	n := len(r.URL) + len(r.FinalURL) + len(r.Error)
-	for _, f := range r.Fields {
-		for _, v := range f.Values {
-			n += len(v) + 4
-		}
-	}
-	for _, l := range r.Links {
-		n += len(l.URL) + len(l.Text) + 16
-	}
-	for _, e := range r.FieldErrs {
-		n += len(e) + 4
-	}
-	return n
-}
-
-// renderPage loads a fetched page in the browser and returns the DOM it
-// ends with. The page's requests are made by subFetch, and the resource
-// kinds its mappings allow are let through.
-func (s *Supervisor) renderPage(ctx context.Context, pageURL string, doc *fetch.Response) (*fetch.Response, error) {
-	start := time.Now()
-	resp, err := s.render.Render(ctx, renderJob{doc: doc, allow: s.cfg.Mappings.RenderResources(pageURL), get: s.subFetch})
-	s.meter.renderSeconds.Observe(time.Since(start).Seconds())
-	return resp, err
 }
