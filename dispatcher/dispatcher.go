@@ -188,6 +188,7 @@ type runCounts struct {
 	redirects                                                             map[string]int64 // redirects to other hosts by outcome (wire.Redirect*; redirect.go)
 	linkFarms, duplicates                                                 int64
 	requests                                                              int64 // requests made for tasks answered: the page and its redirects on its host
+	deferred                                                              int64 // tasks handed back unfetched until their host was ready (wire.ClassDeferred)
 	completed                                                             int64 // records a page completed
 	renderRetried, renderWanted                                           int64
 	wantedRender                                                          map[int64]bool // pages counted in renderWanted

@@ -269,6 +269,12 @@ func (d *Dispatcher) prepareResult(ctx context.Context, r *wire.Result, from wir
 		d.run.requests += 1 + int64(len(r.Chain))
 	}
 	d.w.notePace(t.host, r, now)
+	if r.Class == wire.ClassDeferred {
+		// Handed back unfetched until its host is ready (the pace just
+		// noted): queued again, no attempt spent.
+		d.run.deferred++
+		return doneResult{}, false, d.requeue(ctx, t)
+	}
 	if t.check != nil {
 		// A re-check (recheck.go): compared, never kept.
 		d.release(t)
@@ -515,6 +521,8 @@ func (d *Dispatcher) learnFailed(ctx context.Context, done []doneResult) error {
 // when its name did not resolve.
 func requested(class string) bool {
 	switch fetch.Class(class) {
+	case wire.ClassDeferred:
+		return false
 	case fetch.ClassRobots, fetch.ClassRobotsUnavailable, fetch.ClassBlocked, fetch.ClassBlacklisted,
 		fetch.ClassURL, fetch.ClassDNS, fetch.ClassDNSTimeout, fetch.ClassCanceled:
 		return false

@@ -100,3 +100,52 @@ func TestHeldElsewhere(t *testing.T) {
 		t.Errorf("later.example hand-over %+v, want the later one kept", ho)
 	}
 }
+
+// TestDeferredRequeued: a task a supervisor hands back unfetched
+// (wire.ClassDeferred: its host was not ready) is queued again, costs no
+// attempt and counts no request, and goes out again only readyLead before
+// the time its answer named; answered then, its record completes.
+func TestDeferredRequeued(t *testing.T) {
+	const ready = 1500 * time.Millisecond
+	e := newEnv(t, t.TempDir(), nil)
+	defer e.close()
+	const link = "http://new.example/"
+	web := map[string]page{link: {class: wire.ClassDeferred}}
+	e.load("r.csv", csvOf("id,name,email,link", "r1,Ada,,"+link))
+	sup := newSup(t, "s1", e.d.Endpoint(), 8, false, e.set.Digest())
+	sup.pace = func(wire.Task) (time.Duration, time.Duration) { return ready, ready }
+	e.run(context.Background())
+	if !sup.join(5 * time.Second) {
+		t.Fatal("no welcome")
+	}
+	var at []time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for !e.finished() && time.Now().Before(deadline) {
+		sup.poll(10 * time.Millisecond)
+		for _, task := range sup.held {
+			at = append(at, time.Now())
+			sup.answer(task, web)
+			web[link] = page{fields: []wire.Field{fld("name", "Ada"), fld("email", "ada@new.example")}}
+		}
+		sup.held = nil
+	}
+	if !e.finished() {
+		t.Fatal("the crawl did not finish")
+	}
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	if len(at) != 2 {
+		t.Fatalf("the page went out %d times, want twice (handed back, then answered)", len(at))
+	}
+	if gap := at[1].Sub(at[0]); gap < ready-readyLead-50*time.Millisecond {
+		t.Errorf("the task came back %v after it was handed back; its host was not ready for %v", gap, ready)
+	}
+	s := e.sum
+	if s.Politeness.Deferred != 1 || s.Complete != 1 {
+		t.Errorf("deferred %d, complete %d; want 1 and 1", s.Politeness.Deferred, s.Complete)
+	}
+	if len(s.Errors) != 0 || s.Requests != 1 {
+		t.Errorf("errors %v, %d requests; want none and 1: a task handed back is no failure and no request", s.Errors, s.Requests)
+	}
+}

@@ -57,12 +57,16 @@ type Politeness struct {
 	// the rules, because a kept-alive connection lost the request before
 	// any answer.
 	Retried int64 `json:"retried,omitempty"`
+	// Deferred counts tasks a supervisor handed back unfetched, its host
+	// not ready for a while (wire.ClassDeferred), to be sent again when
+	// it is: what waited in the dispatcher's queue instead of a lease.
+	Deferred int64 `json:"deferred,omitempty"`
 }
 
 // politeness sums the dispatcher's and the supervisors' counters.
 // Callers hold mu.
 func (d *Dispatcher) politeness() Politeness {
-	p := Politeness{Redirects: sumMaps(d.base.redirects, d.run.redirects)}
+	p := Politeness{Redirects: sumMaps(d.base.redirects, d.run.redirects), Deferred: d.total(&d.run.deferred)}
 	for _, n := range d.polite {
 		p.HostInFlight = max(p.HostInFlight, n.hostInFlight)
 		p.Repeated += n.repeated

@@ -56,6 +56,8 @@ func (s *Supervisor) finishSafe(ctx context.Context, p *page) {
 	case res.Class == "":
 		s.fetched.Add(1)
 		s.answers.keep(p.task, res)
+	case res.Class == wire.ClassDeferred:
+		s.deferred.Add(1)
 	default:
 		s.countFailed(res.Class)
 	}

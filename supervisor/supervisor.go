@@ -189,6 +189,9 @@ type Stats struct {
 	// lease on its hosts ran out, cut off from the dispatcher, or because
 	// a new dispatcher process welcomed it (fence.go).
 	Abandoned int64
+	// Deferred counts tasks handed back unfetched until their host is
+	// ready (deferred.go).
+	Deferred int64
 	// Kept counts the pages kept in Config.Pages, Unkept those that
 	// could not be (keep.go).
 	Kept, Unkept int64
@@ -247,6 +250,9 @@ type Supervisor struct {
 	// unansweredRetries counts pages asked again because a kept-alive
 	// connection lost the request before any answer (afterFetch).
 	unansweredRetries atomic.Int64
+	// deferred counts tasks handed back until their host is ready
+	// (deferred.go).
+	deferred atomic.Int64
 	// dispatcherGen is the process generation of the dispatcher that
 	// last welcomed us (fence.go newDispatcher).
 	dispatcherGen atomic.Int64
@@ -575,6 +581,7 @@ func (s *Supervisor) Stats() Stats {
 		HostInFlight:  s.inFlight.max(),
 		Abandoned:     s.abandoned.Load(),
 		Retried:       s.unansweredRetries.Load(),
+		Deferred:      s.deferred.Load(),
 	}
 	st.Kept, st.Unkept = s.keeper.counts()
 	s.failedMu.Lock()

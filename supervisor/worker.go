@@ -160,7 +160,8 @@ func (s *Supervisor) turn(ctx context.Context, h *host, popped **wire.Task) (tim
 	// this host sent it (redirect.go).
 	target := s.hops.url(first)
 	if h.robots == nil || !now.Before(h.robots.expires) {
-		return s.robotsTurn(ctx, h, target, now), nil
+		at := s.robotsTurn(ctx, h, target, now)
+		return at, s.handBack(h, popped, at, time.Now())
 	}
 	delay := s.delay(h.robots)
 	if h.held != nil {
@@ -236,7 +237,7 @@ func (s *Supervisor) pageTurn(ctx context.Context, h *host, a aim, popped **wire
 		}
 	}
 	if at := s.nextStart(h, delay); at.After(now) {
-		return at, nil
+		return at, s.handBack(h, popped, at, now)
 	}
 	s.reserve(ctx, h, delay)
 	// The soft-404 probe comes after the host's first page (soft404.go).

@@ -382,6 +382,14 @@ const (
 	RedirectTooMany   = "too-many"   // the chain passed the redirect limit
 )
 
+// ClassDeferred is the class of a Result that answers a task without a
+// request because its host cannot take one for a while (robots.txt was
+// just read, and the host's delay runs from there): the dispatcher
+// queues the task again for when the host is ready (Result.Ready), so
+// that it waits as an entry of the dispatcher's time-ordered queue, not
+// in a lease and a supervisor's slot.
+const ClassDeferred = "deferred"
+
 // Field is one mapping field's values on a page.
 type Field struct {
 	Mapping string   `json:"mapping"`

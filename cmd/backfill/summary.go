@@ -192,6 +192,9 @@ func politenessLine(p dispatcher.Politeness) string {
 	if p.Retried > 0 {
 		line += fmt.Sprintf("  asked again after a kept-alive connection lost them: %d", p.Retried)
 	}
+	if p.Deferred > 0 {
+		line += fmt.Sprintf("  tasks handed back until their host was ready: %d", p.Deferred)
+	}
 	if len(p.Redirects) > 0 {
 		line += "  redirects: " + countsLine(p.Redirects)
 	}
