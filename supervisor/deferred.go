@@ -12,7 +12,9 @@ import (
 // host's task only just before the host is ready, as the host's results
 // tell it; what it cannot know is a host not heard of yet: its first
 // task goes out at once, the supervisor reads robots.txt, and the page
-// must then wait the host's delay from there. Held, such tasks would
+// must then wait the host's delay from there (and the page after a
+// host's first, once more, after the host's soft-404 probe). Held, such
+// tasks would
 // fill the supervisor's capacity with hosts waiting (at 15 s, a slot
 // makes two requests in 15 s) and cap a crawl of many new hosts far below
 // what the hosts allow; handed back, each waits as an entry of the

@@ -244,7 +244,8 @@ func (s *Supervisor) pageTurn(ctx context.Context, h *host, a aim, popped **wire
 	if h.probeDue {
 		h.probeDue = false
 		if s.probeSoft404(ctx, h, a.u) {
-			return s.nextStart(h, delay), nil
+			at := s.nextStart(h, delay)
+			return at, s.handBack(h, popped, at, time.Now())
 		}
 	}
 	return s.fetchPage(ctx, h, a, render, popped, delay)
