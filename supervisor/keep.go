@@ -107,6 +107,9 @@ func (k *keeper) run(ctx context.Context, grace time.Duration) {
 	}
 }
 
+// keepWriteTimeout bounds the write of one batch of kept pages.
+const keepWriteTimeout = 10 * time.Second
+
 // flush writes the queue, keepBatch pages at a time, and trims.
 func (k *keeper) flush(ctx context.Context) {
 	for ctx.Err() == nil {
@@ -123,7 +126,11 @@ func (k *keeper) flush(ctx context.Context) {
 		if n == 0 {
 			return
 		}
-		kept, err := k.pages.PutPages(ctx, batch)
+		// A batch taken is written whole: a stop between batches ends the
+		// flush, one in the middle of a write does not lose the batch.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepWriteTimeout)
+		kept, err := k.pages.PutPages(wctx, batch)
+		cancel()
 		clear(batch) // the queue's array no longer holds the bodies
 		if err != nil {
 			k.failed("pages not kept", err, n)
