@@ -433,3 +433,12 @@ func paths(hits []hit) string {
 func newLogger(b *logBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// holdUntilCleanup is a site.hold that keeps a request unanswered until
+// the test's cleanup releases it (a supervisor that stops first cancels
+// its request anyway), before the site's server closes.
+func holdUntilCleanup(t *testing.T) func() {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	return func() { <-release }
+}

@@ -537,10 +537,12 @@ func TestShutdownLeavesNothing(t *testing.T) {
 func TestOverCapacityDropped(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, "a.test", "", map[string]string{"/people/1": annPage})
+	// robots.txt is not answered until the test ends: nothing finishes,
+	// nor is handed back (deferred.go), so nothing frees capacity.
+	s.hold["/robots.txt"] = holdUntilCleanup(t)
 	d := newDispatcher(t, "tcp://127.0.0.1:*")
 	cfg := testConfig(t, d, s)
 	cfg.Capacity = 2
-	cfg.DefaultDelay = time.Hour // nothing finishes, so nothing frees capacity
 	r := start(t, cfg)
 	register(t, d)
 	for _, id := range []string{"1", "2", "3", "4"} {
