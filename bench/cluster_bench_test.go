@@ -66,6 +66,10 @@ type clusterRun struct {
 	// cut off on purpose): hosts requested by two are counted, not an
 	// error.
 	hostsMove bool
+	// partial says the crawl is not meant to fetch every page (the people
+	// web, whose records stop once filled and whose links the frontier
+	// prunes): its caller checks the values found instead.
+	partial bool
 }
 
 // clusterOutcome is one measured cluster run, from the web's request log.
@@ -365,7 +369,7 @@ func (cb *clusterBench) run(b *testing.B, id string, r clusterRun) clusterOutcom
 			b.Errorf("keep request log: %v", err)
 		}
 	}
-	if float64(o.pages) < minShare*float64(cb.expected) {
+	if !r.partial && float64(o.pages) < minShare*float64(cb.expected) {
 		b.Fatalf("cluster of %d fetched %d distinct pages of %d (%d requests, %d failed); a partial crawl is not comparable\ndispatcher stdout:\n%s",
 			r.supervisors, o.pages, cb.expected, o.requests, o.failed, tail(dout.Bytes()))
 	}

@@ -242,7 +242,7 @@ func perPage(d time.Duration, pages int) float64 {
 func runPeopleSplit(b *testing.B, cl *clusterBench, name string, depth, workers int) peopleOutcome {
 	c := cl.run(b, name, clusterRun{supervisors: 1, workers: workers,
 		dispatcher: []string{"--depth", strconv.Itoa(depth), "--host-in-flight", "4"},
-		supervisor: []string{"--delay", "0"}})
+		supervisor: []string{"--delay", "0"}, partial: true})
 	o := peopleOutcome{split: true, dispCPU: c.dispCPU, supCPU: c.supCPU, dispRSS: c.dispRSS, supRSS: c.supRSS, state: c.state}
 	// Pages as runPeople counts them: distinct pages asked for, failed
 	// ones included (a page that failed is not asked again in one run).
