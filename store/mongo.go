@@ -17,7 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 )
 
-// The MongoDB backend keeps nine collections in the database the URI names
+// The MongoDB backend keeps ten collections in the database the URI names
 // ("backfill" when it names none):
 //
 //	records     {_id: record id, seq, fields: [{k, v}], order: [..], links: [..],
@@ -32,6 +32,8 @@ import (
 //	soft404     {_id: host, print, probed_at, expires} (mongo_hosts.go)
 //	survey_rows {_id: <survey>@<key>, survey, key, at, doc} (mongo_survey.go)
 //	dns         {_id: name, class, rcode, error, cname, ips, ns, ttl, at, expires} (mongo_names.go)
+//	pages       {_id: page key, host, url, status, content_type, body (gzip), size, raw_size,
+//	             rendered, fetched_at} (mongo_pages.go)
 //	meta        {_id: "schema", version}
 //
 // Every write is a whole-document insert or replace keyed by _id, or a

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -194,24 +193,6 @@ func trimUTF8(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-// headerOf converts DevTools headers (values may hold several lines).
-func headerOf(h network.Headers) http.Header {
-	if len(h) == 0 {
-		return nil
-	}
-	out := make(http.Header, len(h))
-	for k, v := range h {
-		s, ok := v.(string)
-		if !ok {
-			s = fmt.Sprint(v)
-		}
-		for _, line := range strings.Split(s, "\n") {
-			out.Add(k, strings.ToValidUTF8(line, "\uFFFD"))
-		}
-	}
-	return out
 }
 
 // pageWatch follows one tab's requests, from the DevTools reader goroutine:
