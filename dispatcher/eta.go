@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"backfill/seconds"
 	"backfill/wire"
 )
 
@@ -297,14 +298,10 @@ type ETA struct {
 func (e ETA) ByHost() bool { return e.Host != "" && e.HostSeconds >= e.RateSeconds }
 
 // Bound is Seconds as a duration, rounded to the second.
-func (e ETA) Bound() time.Duration { return roundSeconds(e.Seconds) }
+func (e ETA) Bound() time.Duration { return seconds.Duration(e.Seconds).Round(time.Second) }
 
 // Expected is Estimate as a duration, rounded to the second.
-func (e ETA) Expected() time.Duration { return roundSeconds(e.Estimate) }
-
-func roundSeconds(s float64) time.Duration {
-	return time.Duration(s * float64(time.Second)).Round(time.Second)
-}
+func (e ETA) Expected() time.Duration { return seconds.Duration(e.Estimate).Round(time.Second) }
 
 // String says the bound and what bounds it: "≥ 6m0s: host a.example, 25
 // requests one every 15.1s", "≥ 2m0s: 7000 requests at 58.3/s", or "0s" when no

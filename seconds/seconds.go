@@ -9,6 +9,7 @@ package seconds
 
 import (
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -25,4 +26,10 @@ func Attr(name string, d time.Duration) slog.Attr {
 // three months), so a duration read back from it is the one written.
 func Of(d time.Duration) float64 {
 	return d.Seconds()
+}
+
+// Duration is s seconds as a duration, to the nanosecond: what Of
+// wrote, read back.
+func Duration(s float64) time.Duration {
+	return time.Duration(math.Round(s * float64(time.Second)))
 }

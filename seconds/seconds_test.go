@@ -35,3 +35,12 @@ func TestAttr(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationReadsOfBack: a duration written with Of reads back whole.
+func TestDurationReadsOfBack(t *testing.T) {
+	for _, d := range []time.Duration{0, 14 * time.Millisecond, 100*time.Millisecond + 400, 2 * time.Minute, -3 * time.Second, 1234567890123} {
+		if got := Duration(Of(d)); got != d {
+			t.Errorf("Duration(Of(%v)) = %v", d, got)
+		}
+	}
+}

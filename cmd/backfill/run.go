@@ -16,6 +16,7 @@ import (
 	"backfill/dispatcher"
 	"backfill/etl"
 	"backfill/records"
+	"backfill/seconds"
 	"backfill/store"
 	"backfill/supervisor"
 )
@@ -482,16 +483,12 @@ func dryRunETA(ctx context.Context, cfg dispatcher.Config, records string, stdou
 	default:
 		fmt.Fprintf(stdout, "the crawl takes at least %v (%v)\n", e.Bound(), e)
 		fmt.Fprintf(stdout, "  the busiest host, %s: %d requests, one every %.1fs: %v\n",
-			e.Host, e.HostRequests, e.HostCycle, roundDuration(e.HostSeconds))
-		fmt.Fprintf(stdout, "  every request at the %.3g/s the %d hosts allow: %v\n", e.Rate, e.Hosts, roundDuration(e.RateSeconds))
+			e.Host, e.HostRequests, e.HostCycle, seconds.Duration(e.HostSeconds).Round(time.Second))
+		fmt.Fprintf(stdout, "  every request at the %.3g/s the %d hosts allow: %v\n", e.Rate, e.Hosts, seconds.Duration(e.RateSeconds).Round(time.Second))
 		fmt.Fprintf(stdout, "pages the crawl finds on the way (--depth %d) add to both\n", cfg.Depth)
 	}
 	fmt.Fprintln(stdout, "nothing was fetched; run again without --dry-run to crawl")
 	return nil
-}
-
-func roundDuration(seconds float64) time.Duration {
-	return time.Duration(seconds * float64(time.Second)).Round(time.Second)
 }
 
 func reportBadLines(w io.Writer, r dispatcher.LoadReport) {
