@@ -73,7 +73,7 @@ func (d *Dispatcher) tallies() []tally {
 		{"rechecked", &r.rechecked}, {"recheck_agreed", &r.recheckAgreed}, {"recheck_disputed", &r.recheckDisputed},
 		{"recheck_unsettled", &r.recheckUnsettled}, {"recheck_failed", &r.recheckFailed}, {"recheck_dropped", &r.recheckDropped},
 		{"contradicted", &r.contradicted}, {"liars", &r.liars}, {"purged", &r.purged},
-		{"requests", &r.requests}, {"completed", &r.completed},
+		{"requests", &r.requests}, {"completed", &r.completed}, {"deferred", &r.deferred},
 	}
 }
 
