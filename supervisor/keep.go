@@ -110,6 +110,18 @@ func (k *keeper) run(ctx context.Context, grace time.Duration) {
 // keepWriteTimeout bounds the write of one batch of kept pages.
 const keepWriteTimeout = 10 * time.Second
 
+// writeContext is what one batch is written under. A batch taken is
+// written whole: a stop between batches ends the flush, one in the middle
+// of a write does not lose the batch. ctx's deadline (the stop's grace)
+// still holds; without one, keepWriteTimeout.
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(keepWriteTimeout)
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), dl)
+}
+
 // flush writes the queue, keepBatch pages at a time, and trims.
 func (k *keeper) flush(ctx context.Context) {
 	for ctx.Err() == nil {
@@ -126,9 +138,7 @@ func (k *keeper) flush(ctx context.Context) {
 		if n == 0 {
 			return
 		}
-		// A batch taken is written whole: a stop between batches ends the
-		// flush, one in the middle of a write does not lose the batch.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepWriteTimeout)
+		wctx, cancel := writeContext(ctx)
 		kept, err := k.pages.PutPages(wctx, batch)
 		cancel()
 		clear(batch) // the queue's array no longer holds the bodies
