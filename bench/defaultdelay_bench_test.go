@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ const defaultDelay = 15 * time.Second
 // with no Crawl-delay and DEFAULT_LATENCY (100 ms) added to every
 // response, DEFAULT_RECORDS (3,000) records, `backfill run` with its
 // default flags (so the 15 s default delay, the default depth, workers and
-// idle timeout), interrupted with SIGINT after DEFAULT_FOR (100 s).
+// idle timeout) and DEFAULT_ARGS (none; flags separated by spaces, to try
+// one), interrupted with SIGINT after DEFAULT_FOR (100 s).
 //
 // Each build runs once, the base (POLITE_BASE_BIN, when set) first, then
 // the branch, in the same run. From the web's own request log it prints
@@ -92,6 +94,7 @@ func BenchmarkDefaultDelay(b *testing.B) {
 					"--state-dir", filepath.Join(dir, fmt.Sprintf("%s-state-%d", bd.name, i)),
 					"--contact", "https://backfill.invalid/" + bd.name,
 					"--allow-loopback", "--log-level", "warn"}
+				args = append(args, strings.Fields(os.Getenv("DEFAULT_ARGS"))...)
 				before := len(web.Log())
 				ir := runInterrupted(b, exec.Command(bd.bin, append(args, cb.resolveA...)...), runFor)
 				log := web.Log()[before:]

@@ -66,8 +66,11 @@ const (
 	// connection checkpoints by itself, should the checkpointer fall far
 	// behind; it bounds the log.
 	walBackstop = 50000
-	// stateCacheKiB is SQLite's page cache of the state connection.
-	stateCacheKiB = 32 << 10
+	// stateCacheKiB is SQLite's page cache of the state connection. Its
+	// pages cost about twice their size in memory, outside Go's heap: 32
+	// MiB took 57 MiB of a 10,000-host crawl's RSS, and loaded 1M records
+	// no faster than 8 MiB (BENCHMARKS.md, "The hosts are the limit").
+	stateCacheKiB = 8 << 10
 )
 
 // stmts are the state's prepared statements, one field each, prepared by

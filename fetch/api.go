@@ -159,6 +159,11 @@ type Config struct {
 	// transport.go). Default DefaultMaxTransportHosts.
 	MaxTransportHosts int
 
+	// KeptHosts is how many hosts keep their connection open between
+	// their requests; a request to any other host closes its connection
+	// after the answer (see keepalive.go). Default DefaultKeptHosts.
+	KeptHosts int
+
 	// Deny lists ranges never dialed, on top of the built-in guard (a
 	// user's blacklist of IPs and CIDRs). DenyAddr, when set, is asked
 	// about every address the guard and Deny let through; a non-empty
@@ -212,8 +217,9 @@ type Response struct {
 // Fetcher fetches pages. Safe for concurrent use; Close releases its idle
 // connections.
 type Fetcher struct {
-	cfg Config
-	ts  *transports
+	cfg  Config
+	ts   *transports
+	keep *keepAlive
 
 	repeated atomic.Int64 // requests the transport sent more than once (Stats)
 	// resend, in tests only, sends requests the transport may resend, to
@@ -225,7 +231,7 @@ type Fetcher struct {
 // Fetcher can be built before its configuration is complete.
 func New(cfg Config) *Fetcher {
 	cfg = cfg.withDefaults()
-	f := &Fetcher{cfg: cfg}
+	f := &Fetcher{cfg: cfg, keep: newKeepAlive(cfg.KeptHosts)}
 	f.ts = newTransports(cfg.MaxTransportHosts, f.newTransport)
 	return f
 }
@@ -284,6 +290,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxTransportHosts <= 0 {
 		c.MaxTransportHosts = DefaultMaxTransportHosts
+	}
+	if c.KeptHosts <= 0 {
+		c.KeptHosts = DefaultKeptHosts
 	}
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver

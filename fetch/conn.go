@@ -29,6 +29,10 @@ type idleConn struct {
 
 	mu    sync.Mutex
 	users int // requests using the connection (HTTP/2 may run several)
+
+	// closed frees the host's keep-alive slot, if it holds one
+	// (keepalive.go); nil otherwise.
+	closed func()
 }
 
 // newIdleConn wraps c unarmed: the transport arms it per request.
@@ -74,6 +78,13 @@ func (c *idleConn) Read(p []byte) (int, error) {
 		err = &idleTimeoutError{err}
 	}
 	return n, err
+}
+
+func (c *idleConn) Close() error {
+	if c.closed != nil {
+		c.closed()
+	}
+	return c.Conn.Close()
 }
 
 func (c *idleConn) Write(p []byte) (int, error) {

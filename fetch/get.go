@@ -142,8 +142,12 @@ func (f *Fetcher) once(ctx, parent context.Context, u *url.URL, r Request) (*Res
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,text/*;q=0.8,*/*;q=0.5")
 	req.Header.Set("Accept-Encoding", "gzip, deflate, br")
 	cond.set(req.Header)
+	addr := dialAddr(u)
+	keep := f.keep.admit(addr)
+	req.Close = !keep
+	defer f.keep.settle(addr)
 
-	hr, err := f.ts.clientFor(u).Do(req)
+	hr, err := f.ts.clientFor(u, keep).Do(req)
 	if err != nil {
 		c, cerr := classify(ctx, parent, err)
 		return fail(c, cerr)

@@ -332,6 +332,7 @@ func (f *Fetcher) dialConn(ctx context.Context, network, addr string) (net.Conn,
 	if err != nil {
 		return nil, err
 	}
+	c.closed = f.keep.opened(addr)
 	return c, nil
 }
 
@@ -339,14 +340,6 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
-
-// maxIdleConns bounds the idle connections a Fetcher keeps across hosts.
-// A crawl goes round the hosts of its frontier (every host's first page,
-// then every host's second…), so with fewer idle connections than hosts
-// in the round each request found its host's connection evicted and
-// dialled anew: 256 cost a tenth of a supervisor's CPU on a web of 400
-// hosts. Idle connections still close after IdleConnTimeout.
-const maxIdleConns = 4096
 
 // newTransport builds the one Transport of a Fetcher: keep-alive on (the
 // supervisor sends one request per host at a time, so reuse is polite and
@@ -369,7 +362,7 @@ func (f *Fetcher) newTransport() *http.Transport {
 		MaxResponseHeaderBytes: f.cfg.MaxHeaderBytes,
 		DisableCompression:     true,
 		DisableKeepAlives:      false,
-		MaxIdleConns:           maxIdleConns,
+		MaxIdleConns:           f.cfg.KeptHosts, // only they leave one idle (keepalive.go)
 		MaxIdleConnsPerHost:    1,
 		MaxConnsPerHost:        1, // one request at a time per host: never a second connection beside it
 		IdleConnTimeout:        90 * time.Second,

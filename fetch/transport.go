@@ -28,11 +28,18 @@ import (
 // a few thousand hosts keeps its connections alive throughout.
 const DefaultMaxTransportHosts = 8192
 
+// A request whose connection is not kept (keepalive.go) goes through a
+// Transport of its own that keeps none: it keeps no state for the host
+// either, where the keeping one would hold the host's want of an idle
+// connection that never comes back, and count the host towards its swap.
+
 // transports owns a Fetcher's current Transport and client and replaces
-// them after max distinct hosts.
+// them after max distinct hosts, and the client of the requests whose
+// connection closes after them.
 type transports struct {
 	newTransport func() *http.Transport
 	max          int
+	closing      *http.Client // keeps no connection (nor host) between requests
 
 	mu     sync.Mutex
 	cur    *http.Transport
@@ -44,24 +51,35 @@ type transports struct {
 func newTransports(max int, newTransport func() *http.Transport) *transports {
 	ts := &transports{newTransport: newTransport, max: max}
 	ts.install()
+	tr := newTransport()
+	tr.DisableKeepAlives = true
+	ts.closing = newClient(tr)
 	return ts
+}
+
+func newClient(tr *http.Transport) *http.Client {
+	return &http.Client{
+		Transport: tr,
+		// Redirects are followed by Get itself, so every hop is counted,
+		// loop-checked and dialed through the address guard.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // install puts a fresh Transport in place. Callers hold mu (or own ts).
 func (ts *transports) install() {
 	ts.cur = ts.newTransport()
-	ts.client = &http.Client{
-		Transport: ts.cur,
-		// Redirects are followed by Get itself, so every hop is counted,
-		// loop-checked and dialed through the address guard.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	ts.client = newClient(ts.cur)
 	ts.hosts = make(map[string]struct{}, min(ts.max, 1024))
 }
 
-// clientFor returns the client to send a request for u with, first
-// replacing the Transport when u's host would be one too many for it.
-func (ts *transports) clientFor(u *url.URL) *http.Client {
+// clientFor returns the client to send a request for u with: the closing
+// one unless keep, else the current one, first replacing its Transport
+// when u's host would be one too many for it.
+func (ts *transports) clientFor(u *url.URL, keep bool) *http.Client {
+	if !keep {
+		return ts.closing
+	}
 	key := u.Scheme + "://" + u.Host
 	ts.mu.Lock()
 	defer ts.mu.Unlock()

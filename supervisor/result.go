@@ -165,6 +165,10 @@ func failed(res *wire.Result, p *page) {
 // be) from pageURL, and fills in res what they found: fields, links, and
 // the page's fingerprint when content seen before is to be recognised.
 func (s *Supervisor) extract(res *wire.Result, p *page, pageURL string) {
+	// Extraction is CPU work: more at once than the CPUs run only holds
+	// more parsed pages in memory.
+	s.extracting <- struct{}{}
+	defer func() { <-s.extracting }()
 	extract := s.cfg.Mappings.Extract
 	if s.cfg.ContentSeen {
 		extract = s.cfg.Mappings.ExtractWithFingerprint

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -27,7 +28,7 @@ import (
 
 // Defaults for Config fields left zero.
 const (
-	DefaultWorkers     = 64
+	DefaultWorkers     = 256
 	DefaultCapacityPer = 8 // tasks held per worker; see Config.Capacity
 	DefaultDelay       = 15 * time.Second
 	// NoDelay as Config.DefaultDelay means no pause between requests to a
@@ -48,6 +49,11 @@ const (
 	LastCrawlLag = lastCrawlFlush
 )
 
+// extractSlots is how many pages are extracted at once: two a CPU, so a
+// CPU is never idle for want of a parsed page while a worker sends its
+// result.
+func extractSlots() int { return 2 * runtime.GOMAXPROCS(0) }
+
 const (
 	helloStart    = 200 * time.Millisecond // first Hello back-off; doubles up to HelloMax
 	helloAnswer   = time.Second            // how long a sent Hello waits for its Welcome
@@ -66,7 +72,7 @@ type Config struct {
 	Dispatcher string // dispatcher intake endpoint, e.g. tcp://127.0.0.1:5550
 	Listen     string // task socket bind endpoint; default "tcp://127.0.0.1:*"
 	Advertise  string // endpoint the dispatcher dials; default the bound one
-	Workers    int    // concurrent fetches; default 64
+	Workers    int    // concurrent fetches; default 256
 
 	// Capacity is the most tasks held at once, queued or in progress, and
 	// what the dispatcher is told it may have in flight here. Default
@@ -75,10 +81,12 @@ type Config struct {
 	// when from each result's Ready): the tasks held are the requests in
 	// flight and those due within that moment, so capacity, like the
 	// workers, is sized to the request rate × a response's time, not to
-	// the hosts waiting. 64 workers keep up with ~600 requests a second
-	// at 100 ms a response: 10,000 hosts at the 15 s default delay. A held
-	// task costs a few hundred bytes; bodies, the real memory, are bounded
-	// by Workers × the fetch body cap.
+	// the hosts waiting. 256 workers keep up with ~2,000 requests a
+	// second at 100 ms a response and ~800 at 300 ms: 10,000 hosts at the
+	// 15 s default delay, with room for the slow ones. A worker waiting
+	// for a host costs a goroutine; a held task a few hundred bytes.
+	// Bodies, the real memory, are bounded by Workers × the fetch body
+	// cap, and the pages being extracted by the CPUs (extractSlots).
 	Capacity int
 
 	Mappings *etl.Set        // required; its digest is advertised
@@ -228,6 +236,9 @@ type Supervisor struct {
 	cache   store.HostCache
 	sched   *scheduler
 	keeper  *keeper // nil when nothing is kept
+	// extracting holds a token per page being extracted: Workers bound
+	// the fetches, extractSlots the parses (result.go).
+	extracting chan struct{}
 
 	health *health
 	// hops: the redirect chains of tasks being followed on their host;
@@ -436,23 +447,24 @@ func newSupervisor(cfg Config, log *slog.Logger, hs *health, in *wire.Receiver, 
 		cache = newMemCache(cfg.MaxHosts, lastCrawlHorizon(cfg))
 	}
 	s := &Supervisor{
-		cfg:      cfg,
-		log:      log,
-		started:  time.Now().UTC(),
-		token:    robots.ProductToken(cfg.Fetch.UserAgent),
-		endpoint: in.Endpoint(),
-		advert:   cmp.Or(cfg.Advertise, in.Endpoint()),
-		digest:   cfg.Mappings.Digest(),
-		in:       in,
-		out:      out,
-		fetcher:  fetch.New(cfg.Fetch),
-		render:   rend,
-		cache:    cache,
-		sched:    newScheduler(cfg.Capacity, cfg.MaxHosts),
-		keeper:   newKeeper(cfg.Pages, cfg.KeepBytes, log),
-		welcome:  make(chan struct{}, 1),
-		bye:      make(chan struct{}, 1),
-		failed:   make(map[string]int64),
+		cfg:        cfg,
+		log:        log,
+		started:    time.Now().UTC(),
+		token:      robots.ProductToken(cfg.Fetch.UserAgent),
+		endpoint:   in.Endpoint(),
+		advert:     cmp.Or(cfg.Advertise, in.Endpoint()),
+		digest:     cfg.Mappings.Digest(),
+		in:         in,
+		out:        out,
+		fetcher:    fetch.New(cfg.Fetch),
+		render:     rend,
+		cache:      cache,
+		sched:      newScheduler(cfg.Capacity, cfg.MaxHosts),
+		extracting: make(chan struct{}, extractSlots()),
+		keeper:     newKeeper(cfg.Pages, cfg.KeepBytes, log),
+		welcome:    make(chan struct{}, 1),
+		bye:        make(chan struct{}, 1),
+		failed:     make(map[string]int64),
 
 		lastPending: make(map[string]time.Time),
 
