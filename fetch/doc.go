@@ -68,8 +68,11 @@
 //
 // The transport keeps connections alive (one per host, in use or idle, so
 // one TCP and TLS handshake per host), since the supervisor sends one
-// request per host at a time; Close
-// releases the idle ones. An http.Transport also keeps state for every
+// request per host at a time, for the first Config.KeptHosts hosts; a
+// request to any other host asks for its connection to be closed after
+// the answer and goes through a transport that keeps nothing, so idle
+// connections are bounded whatever the hosts in the crawl's round
+// (keepalive.go). Close releases the idle ones. An http.Transport also keeps state for every
 // host it was ever asked for, which a crawl of millions of failing hosts
 // would pile up, so after Config.MaxTransportHosts distinct hosts the
 // Fetcher moves on to a fresh one; requests under way on the old one

@@ -142,3 +142,38 @@ func TestKeptSlotFreedOnFailedDial(t *testing.T) {
 		t.Errorf("%d connections and %d requests asking to close, want 1 and 0", conns, closes)
 	}
 }
+
+// TestNotKeptOverTLS: a host beyond the kept ones is fetched over TLS,
+// with HTTP/2 offered or not, one connection a request, each closed
+// after its answer.
+func TestNotKeptOverTLS(t *testing.T) {
+	noLeak(t)
+	for _, h2 := range []bool{true, false} {
+		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.KeptHosts = 1
+			site, s := newTLSSite(t, &cfg, h2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.Write([]byte("<html><body>ok</body></html>"))
+			}))
+			f := New(cfg)
+			defer f.Close()
+			other := newConnCounter(t)
+			if _, err := f.Get(context.Background(), other.srv.URL+"/"); err != nil {
+				t.Fatal(err) // takes the one slot
+			}
+			const n = 3
+			for range n {
+				if _, err := f.Get(context.Background(), site+"/"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := s.conns.Load(); got != n {
+				t.Errorf("%d connections for %d requests to a host not kept, want %d", got, n, n)
+			}
+			if got := len(s.seen()); got != n {
+				t.Errorf("%d requests served, want %d", got, n)
+			}
+		})
+	}
+}

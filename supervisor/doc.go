@@ -159,7 +159,8 @@
 // Memory is bounded by configuration, whatever the number of hosts a
 // crawl meets. At most Capacity tasks are held, queued or in progress; the
 // dispatcher never sends more, and any excess is dropped and logged.
-// Bodies are bounded by the fetcher's cap and by Workers. What is kept
+// Bodies are bounded by the fetcher's cap and by Workers, and the pages
+// being extracted (parsed into trees) by the CPUs. What is kept
 // per host is bounded by Config.MaxHosts, the least recently used going
 // first (lru.go):
 //
