@@ -80,6 +80,8 @@ func (c *idleConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close closes the connection and frees its host's keep-alive slot when
+// it was the host's last.
 func (c *idleConn) Close() error {
 	if c.closed != nil {
 		c.closed()

@@ -72,10 +72,11 @@
 // request to any other host asks for its connection to be closed after
 // the answer and goes through a transport that keeps nothing, so idle
 // connections are bounded whatever the hosts in the crawl's round
-// (keepalive.go). Close releases the idle ones. An http.Transport also keeps state for every
-// host it was ever asked for, which a crawl of millions of failing hosts
-// would pile up, so after Config.MaxTransportHosts distinct hosts the
-// Fetcher moves on to a fresh one; requests under way on the old one
-// finish there (transport.go). A DNS lookup abandoned at DNSTimeout finishes in
-// the background within the system resolver's own timeout.
+// (keepalive.go). Close releases the idle ones. An http.Transport also
+// keeps state for every host it was ever asked for, which a crawl of
+// millions of failing hosts would pile up, so after
+// Config.MaxTransportHosts distinct hosts the Fetcher moves on to a fresh
+// one; requests under way on the old one finish there (transport.go). A
+// DNS lookup abandoned at DNSTimeout finishes in the background within the
+// system resolver's own timeout.
 package fetch

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"backfill/etl"
 	"backfill/fetch"
 	"backfill/store"
 	"backfill/wire"
@@ -165,15 +166,12 @@ func failed(res *wire.Result, p *page) {
 // be) from pageURL, and fills in res what they found: fields, links, and
 // the page's fingerprint when content seen before is to be recognised.
 func (s *Supervisor) extract(res *wire.Result, p *page, pageURL string) {
-	// Extraction is CPU work: more at once than the CPUs run only holds
-	// more parsed pages in memory.
-	s.extracting <- struct{}{}
-	defer func() { <-s.extracting }()
 	extract := s.cfg.Mappings.Extract
 	if s.cfg.ContentSeen {
 		extract = s.cfg.Mappings.ExtractWithFingerprint
 	}
-	ex := extract(pageURL, p.resp.Body, p.resp.ContentType)
+	var ex *etl.Extraction
+	s.parse(func() { ex = extract(pageURL, p.resp.Body, p.resp.ContentType) })
 	if ex == nil {
 		return
 	}
@@ -195,6 +193,15 @@ func (s *Supervisor) extract(res *wire.Result, p *page, pageURL string) {
 		fp := ex.Fingerprint
 		res.TextHash, res.Simhash, res.Words = fp.Exact[:], fp.Sim, fp.Words
 	}
+}
+
+// parse runs f, an extraction, holding one of the extraction slots:
+// extraction is CPU work, and more at once than the CPUs run only holds
+// more parsed pages in memory.
+func (s *Supervisor) parse(f func()) {
+	s.extracting <- struct{}{}
+	defer func() { <-s.extracting }()
+	f()
 }
 
 // maxValidator bounds an ETag or Last-Modified kept for the next
