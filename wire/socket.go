@@ -28,7 +28,7 @@ const hwm = 10000
 type Receiver struct {
 	mu       sync.Mutex
 	sock     *zmq.Socket
-	poller   *zmq.Poller
+	ready    *readiness
 	endpoint string
 	bad      atomic.Int64
 	domain   string    // ZAP domain of a CURVE server; "" for plaintext
@@ -114,9 +114,12 @@ func listen(endpoint string, r *Receiver, secure func(*zmq.Socket) error) (*Rece
 		sock.Close()
 		return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
 	}
-	p := zmq.NewPoller()
-	p.Add(sock, zmq.POLLIN)
-	r.sock, r.poller, r.endpoint = sock, p, bound
+	ready, err := newReadiness(sock)
+	if err != nil {
+		sock.Close()
+		return nil, fmt.Errorf("wire: listen %s: %w", endpoint, err)
+	}
+	r.sock, r.ready, r.endpoint = sock, ready, bound
 	return r, nil
 }
 
@@ -151,18 +154,21 @@ func (r *Receiver) RecvFrom(timeout time.Duration) (Kind, any, Peer, error) {
 	if r.sock == nil {
 		return 0, nil, Peer{}, ErrClosed
 	}
-	polled, err := r.poller.Poll(timeout)
-	if err != nil {
-		return 0, nil, Peer{}, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
-	}
-	if len(polled) == 0 {
-		return 0, nil, Peer{}, ErrTimeout
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(timeout)
 	}
 	frame, meta, err := r.sock.RecvBytesWithMetadata(zmq.DONTWAIT, "User-Id", "Peer-Address")
-	if err != nil {
-		if isEAGAIN(err) { // raced with nothing
-			return 0, nil, Peer{}, ErrTimeout
+	for isEAGAIN(err) {
+		if err := r.ready.wait(r.sock, deadline); err != nil {
+			if errors.Is(err, ErrTimeout) {
+				return 0, nil, Peer{}, ErrTimeout
+			}
+			return 0, nil, Peer{}, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
 		}
+		frame, meta, err = r.sock.RecvBytesWithMetadata(zmq.DONTWAIT, "User-Id", "Peer-Address")
+	}
+	if err != nil {
 		return 0, nil, Peer{}, fmt.Errorf("wire: recv on %s: %w", r.endpoint, err)
 	}
 	from := Peer{Address: meta["Peer-Address"]}
@@ -226,7 +232,7 @@ func (r *Receiver) Close() error {
 		r.sock.Monitor("", 0)
 		r.mon.stop()
 	}
-	err := r.sock.Close()
+	err := errors.Join(r.ready.close(), r.sock.Close())
 	r.sock = nil
 	if r.domain != "" {
 		zap.remove(r.domain)
