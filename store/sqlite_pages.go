@@ -61,13 +61,19 @@ func (s sqlitePages) PutPages(ctx context.Context, pages []Page) (int, error) {
 		return 0, fmt.Errorf("store: put pages: %w", err)
 	}
 	defer tx.Rollback()
+	// Prepared once a batch: parsed for each row, the statement cost
+	// about as much as the row's insert.
+	put, err := tx.PrepareContext(ctx, `INSERT INTO pages (key, host, url, status, content_type, body, size, raw_size, rendered, fetched_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET host = excluded.host, url = excluded.url, status = excluded.status,
+			content_type = excluded.content_type, body = excluded.body, size = excluded.size,
+			raw_size = excluded.raw_size, rendered = excluded.rendered, fetched_at = excluded.fetched_at`)
+	if err != nil {
+		return 0, fmt.Errorf("store: put pages: %w", err)
+	}
+	defer put.Close()
 	for _, p := range packed {
-		_, err := tx.ExecContext(ctx, `INSERT INTO pages (key, host, url, status, content_type, body, size, raw_size, rendered, fetched_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (key) DO UPDATE SET host = excluded.host, url = excluded.url, status = excluded.status,
-				content_type = excluded.content_type, body = excluded.body, size = excluded.size,
-				raw_size = excluded.raw_size, rendered = excluded.rendered, fetched_at = excluded.fetched_at`,
-			p.Key, p.host, p.URL, p.Status, p.ContentType, p.packed, len(p.packed), p.rawSize, b2i(p.Rendered), p.FetchedAt.UnixNano())
+		_, err := put.ExecContext(ctx, p.Key, p.host, p.URL, p.Status, p.ContentType, p.packed, len(p.packed), p.rawSize, b2i(p.Rendered), p.FetchedAt.UnixNano())
 		if err != nil {
 			return 0, fmt.Errorf("store: put page %s: %w", p.Key, err)
 		}

@@ -15,7 +15,8 @@ import (
 // that a rerun whose mappings changed extracts it anew without asking its
 // host again (the dispatcher does, from the store). Workers hand a page
 // to the keeper without waiting; its one goroutine writes what has come
-// in, a batch at a time, and holds the kept pages under Config.KeepBytes
+// in, a batch at a time (gathered for up to keepGather when pages come
+// slowly), and holds the kept pages under Config.KeepBytes
 // by trimming them, oldest first, each time it has written bodies of an
 // eighth of the bound (and when it starts, so a bound lowered since the last run
 // holds at once). Several supervisors of one store each trim it: the
@@ -31,6 +32,15 @@ const keepQueueBytes = 32 << 20
 // keepBatch bounds the pages one write of the keeper takes.
 const keepBatch = 32
 
+// keepGather is how long the keeper lets pages gather into a batch
+// before it writes fewer than keepBatch. A crawl waiting on slow hosts
+// fetches its pages one by one; written as they come, each would cost a
+// transaction of its own (statements prepared, the log written and
+// synced) for what a batch costs once. Pages are a cache for reruns,
+// so a page kept this much later costs nothing; Run's stop still writes
+// what waits at once.
+const keepGather = 250 * time.Millisecond
+
 // keepTrimShare: the keeper trims after writing 1/keepTrimShare of the
 // bound.
 const keepTrimShare = 8
@@ -38,8 +48,12 @@ const keepTrimShare = 8
 type keeper struct {
 	pages    store.Pages
 	maxBytes int64
-	queueMax int64 // keepQueueBytes
+	queueMax int64         // keepQueueBytes
+	gather   time.Duration // keepGather
 	log      *slog.Logger
+	// gathering, when set (by tests), is sent the pages waiting as a
+	// gather begins.
+	gathering chan<- int
 
 	mu        sync.Mutex
 	queue     []store.Page
@@ -60,7 +74,8 @@ func newKeeper(pages store.Pages, maxBytes int64, log *slog.Logger) *keeper {
 	if maxBytes <= 0 {
 		maxBytes = store.DefaultKeptBytes
 	}
-	return &keeper{pages: pages, maxBytes: maxBytes, queueMax: keepQueueBytes, log: log, wake: make(chan struct{}, 1), sinceTrim: maxBytes}
+	return &keeper{pages: pages, maxBytes: maxBytes, queueMax: keepQueueBytes, gather: keepGather,
+		log: log, wake: make(chan struct{}, 1), sinceTrim: maxBytes}
 }
 
 // keep hands p over to be written; it never waits.
@@ -77,34 +92,73 @@ func (k *keeper) keep(p store.Page) {
 	}
 	k.queue = append(k.queue, p)
 	k.queued += n
+	// The keeper needs waking when there is something to gather, and
+	// when a batch is whole; not for every page between.
+	wake := len(k.queue) == 1 || len(k.queue) == keepBatch
 	k.mu.Unlock()
-	select {
-	case k.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case k.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// run writes the pages handed over until ctx is done, then what is left
-// within grace.
+// run writes the pages handed over, gathered into batches, until ctx is
+// done, then what is left within grace.
 func (k *keeper) run(ctx context.Context, grace time.Duration) {
 	if k == nil {
 		return
 	}
 	for {
+		if k.waiting() == 0 {
+			select {
+			case <-k.wake:
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() == nil && k.gathered(ctx) {
+			// What gathered; pages handed over during the writes wait
+			// for the next batch.
+			k.flush(ctx, k.waiting())
+			continue
+		}
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+		k.flush(fctx, k.waiting())
+		cancel()
+		k.mu.Lock()
+		k.unkept.Add(int64(len(k.queue))) // out of time
+		k.queue, k.queued = nil, 0
+		k.mu.Unlock()
+		return
+	}
+}
+
+// waiting is how many pages wait to be written.
+func (k *keeper) waiting() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.queue)
+}
+
+// gathered waits until a whole batch waits or k.gather has passed, and
+// says whether ctx is still live.
+func (k *keeper) gathered(ctx context.Context) bool {
+	if k.gathering != nil {
+		k.gathering <- k.waiting()
+	}
+	timer := time.NewTimer(k.gather)
+	defer timer.Stop()
+	for k.waiting() < keepBatch {
 		select {
 		case <-k.wake:
-			k.flush(ctx)
+		case <-timer.C:
+			return true
 		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
-			k.flush(fctx)
-			cancel()
-			k.mu.Lock()
-			k.unkept.Add(int64(len(k.queue))) // out of time
-			k.queue, k.queued = nil, 0
-			k.mu.Unlock()
-			return
+			return false
 		}
 	}
+	return true
 }
 
 // keepWriteTimeout bounds the write of one batch of kept pages.
@@ -122,32 +176,34 @@ func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.WithoutCancel(ctx), dl)
 }
 
-// flush writes the queue, keepBatch pages at a time, and trims.
-func (k *keeper) flush(ctx context.Context) {
-	for ctx.Err() == nil {
+// flush writes the first n pages of the queue, keepBatch at a time, and
+// trims.
+func (k *keeper) flush(ctx context.Context, n int) {
+	for n > 0 && ctx.Err() == nil {
 		k.mu.Lock()
-		n := min(len(k.queue), keepBatch)
-		batch := k.queue[:n:n]
-		k.queue = k.queue[n:]
+		m := min(n, len(k.queue), keepBatch)
+		batch := k.queue[:m:m]
+		k.queue = k.queue[m:]
 		var size int64
 		for _, p := range batch {
 			size += int64(len(p.Body))
 		}
 		k.queued -= size
 		k.mu.Unlock()
-		if n == 0 {
+		if m == 0 {
 			return
 		}
+		n -= m
 		wctx, cancel := writeContext(ctx)
 		kept, err := k.pages.PutPages(wctx, batch)
 		cancel()
 		clear(batch) // the queue's array no longer holds the bodies
 		if err != nil {
-			k.failed("pages not kept", err, n)
+			k.failed("pages not kept", err, m)
 			continue
 		}
 		k.kept.Add(int64(kept))
-		k.unkept.Add(int64(n - kept)) // over store.MaxKeptPage
+		k.unkept.Add(int64(m - kept)) // over store.MaxKeptPage
 		if k.sinceTrim += size; k.sinceTrim >= k.maxBytes/keepTrimShare {
 			k.sinceTrim = 0
 			if _, err := k.pages.TrimPages(ctx, k.maxBytes); err != nil {

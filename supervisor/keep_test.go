@@ -127,7 +127,57 @@ func TestKeeper(t *testing.T) {
 			}
 		}
 	})
+	t.Run("gathers a batch", func(t *testing.T) {
+		bp := &batchedPages{Pages: open(t), wrote: make(chan int, 4)}
+		k := newKeeper(bp, 0, slog.New(slog.DiscardHandler))
+		k.gather = time.Hour // only a whole batch, or the stop, ends a gather
+		gathering := make(chan int, 16)
+		k.gathering = gathering
+		kctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			k.run(kctx, 5*time.Second)
+		}()
+		k.keep(page(0, 100))
+		if n := <-gathering; n != 1 {
+			t.Fatalf("a gather began with %d pages waiting, want 1", n)
+		}
+		for i := 1; i < keepBatch; i++ {
+			k.keep(page(i, 100))
+		}
+		if n := <-bp.wrote; n != keepBatch {
+			t.Errorf("first write took %d pages, want a whole batch of %d", n, keepBatch)
+		}
+		for i := range 3 {
+			k.keep(page(keepBatch+i, 100))
+		}
+		cancel() // the stop writes what gathers at once
+		<-done
+		close(bp.wrote)
+		var rest []int
+		for n := range bp.wrote {
+			rest = append(rest, n)
+		}
+		if len(rest) != 1 || rest[0] != 3 {
+			t.Errorf("writes after the first batch: %v, want [3]", rest)
+		}
+		if kept, unkept := k.counts(); kept != keepBatch+3 || unkept != 0 {
+			t.Errorf("kept %d, unkept %d; want %d, 0", kept, unkept, keepBatch+3)
+		}
+	})
 	if k := newKeeper(nil, 0, nil); k != nil {
 		t.Error("a keeper without pages")
 	}
+}
+
+// batchedPages says how many pages each write took.
+type batchedPages struct {
+	store.Pages
+	wrote chan int
+}
+
+func (b *batchedPages) PutPages(ctx context.Context, pages []store.Page) (int, error) {
+	b.wrote <- len(pages)
+	return b.Pages.PutPages(ctx, pages)
 }
