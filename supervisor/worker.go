@@ -188,7 +188,10 @@ func (s *Supervisor) catchUp(ctx context.Context, h *host, now time.Time) {
 			h.last = at
 		}
 	}
-	if h.last.IsZero() || now.Sub(h.last) > lastCrawlFlush {
+	// A host whose rules ask for no delay is spaced by nothing: when its
+	// last request ended does not matter, and is not worth a query.
+	spaced := h.robots == nil || s.delay(h.robots) > 0
+	if spaced && (h.last.IsZero() || now.Sub(h.last) > lastCrawlFlush) {
 		if lc, ok := s.lastCrawl(ctx, h.name); ok && lc.After(h.last) {
 			h.last, h.inherited = lc, true
 		}

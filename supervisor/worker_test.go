@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -100,5 +101,51 @@ func TestPanicIsContained(t *testing.T) {
 	}
 	if st := r.sup.Stats(); st.Failed[ClassPanic] != 1 || st.Fetched != 1 {
 		t.Errorf("stats %+v, want one panic and one page", st)
+	}
+}
+
+// readCountingCache is a real SQLite host cache that counts last-crawl
+// reads.
+type readCountingCache struct {
+	store.HostCache
+	reads atomic.Int32
+}
+
+func (c *readCountingCache) LastCrawl(ctx context.Context, host string) (time.Time, error) {
+	c.reads.Add(1)
+	return c.HostCache.LastCrawl(ctx, host)
+}
+
+// TestCatchUpReadsOnlyWhatSpaces: a turn reads the host's last request
+// from the cache (another supervisor may have made a later one) only when
+// that time can space out the next request: not for a host whose rules
+// ask for no delay.
+func TestCatchUpReadsOnlyWhatSpaces(t *testing.T) {
+	now := time.Now()
+	later := now.Add(time.Hour)
+	tests := []struct {
+		name         string
+		defaultDelay time.Duration
+		robots       *robotsRules
+		reads        int32
+	}{
+		{name: "rules not known yet", robots: nil, reads: 1},
+		{name: "no delay", robots: &robotsRules{allowAll: true, expires: later}, reads: 0},
+		{name: "the default delay", defaultDelay: time.Second, robots: &robotsRules{allowAll: true, expires: later}, reads: 1},
+		{name: "a Crawl-delay", robots: &robotsRules{allowAll: true, delay: time.Second, expires: later}, reads: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cache := &readCountingCache{HostCache: openCache(t)}
+			s := &Supervisor{cfg: Config{DefaultDelay: tt.defaultDelay, MaxCrawlDelay: time.Minute},
+				log: slog.New(slog.DiscardHandler), cache: cache, lastPending: map[string]time.Time{}}
+			// Our last request to it is older than a flush interval:
+			// the cache may know a later one.
+			h := &host{name: "a.test", last: now.Add(-time.Minute), robots: tt.robots}
+			s.catchUp(context.Background(), h, now)
+			if got := cache.reads.Load(); got != tt.reads {
+				t.Errorf("%d last-crawl reads, want %d", got, tt.reads)
+			}
+		})
 	}
 }
