@@ -402,16 +402,7 @@ func TestRecvFromSaysWhoSent(t *testing.T) {
 		}
 	}
 
-	plain, err := Listen("tcp://127.0.0.1:*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	tx, err := Dial(plain.Endpoint())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	plain, tx := plainPair(t)
 	if err := tx.Send(KindHello, Hello{Supervisor: "p"}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -25,16 +25,7 @@ func TestRecvWaitsInThePoller(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rx, err := Listen("tcp://127.0.0.1:*")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rx.Close()
-			tx, err := Dial(rx.Endpoint())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Close()
+			rx, tx := plainPair(t)
 			got := make(chan int64, n)
 			errc := make(chan error, 1)
 			go func() {

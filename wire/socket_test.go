@@ -9,17 +9,25 @@ import (
 	zmq "github.com/pebbe/zmq4"
 )
 
-func TestSocketsCarryMessages(t *testing.T) {
+// plainPair is a plaintext Receiver on loopback and a Sender dialled to
+// it, both closed when the test ends.
+func plainPair(t *testing.T) (*Receiver, *Sender) {
+	t.Helper()
 	rx, err := Listen("tcp://127.0.0.1:*")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rx.Close()
+	t.Cleanup(func() { rx.Close() })
 	tx, err := Dial(rx.Endpoint())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Close()
+	t.Cleanup(func() { tx.Close() })
+	return rx, tx
+}
+
+func TestSocketsCarryMessages(t *testing.T) {
+	rx, tx := plainPair(t)
 
 	const n = 100
 	for i := 0; i < n; i++ {
