@@ -164,6 +164,11 @@ type Config struct {
 	// after the answer (see keepalive.go). Default DefaultKeptHosts.
 	KeptHosts int
 
+	// KeptSessions is how many hosts keep a TLS session to resume on
+	// their next connection (see sessions.go). Default
+	// DefaultKeptSessions.
+	KeptSessions int
+
 	// Deny lists ranges never dialed, on top of the built-in guard (a
 	// user's blacklist of IPs and CIDRs). DenyAddr, when set, is asked
 	// about every address the guard and Deny let through; a non-empty
@@ -217,9 +222,10 @@ type Response struct {
 // Fetcher fetches pages. Safe for concurrent use; Close releases its idle
 // connections.
 type Fetcher struct {
-	cfg  Config
-	ts   *transports
-	keep *keepAlive
+	cfg      Config
+	ts       *transports
+	keep     *keepAlive
+	sessions *keptSessions
 
 	repeated atomic.Int64 // requests the transport sent more than once (Stats)
 	// resend, in tests only, sends requests the transport may resend, to
@@ -231,7 +237,7 @@ type Fetcher struct {
 // Fetcher can be built before its configuration is complete.
 func New(cfg Config) *Fetcher {
 	cfg = cfg.withDefaults()
-	f := &Fetcher{cfg: cfg, keep: newKeepAlive(cfg.KeptHosts)}
+	f := &Fetcher{cfg: cfg, keep: newKeepAlive(cfg.KeptHosts), sessions: newKeptSessions(cfg.KeptSessions)}
 	f.ts = newTransports(cfg.MaxTransportHosts, f.newTransport)
 	return f
 }
@@ -293,6 +299,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KeptHosts <= 0 {
 		c.KeptHosts = DefaultKeptHosts
+	}
+	if c.KeptSessions <= 0 {
+		c.KeptSessions = DefaultKeptSessions
 	}
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver

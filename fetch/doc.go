@@ -72,7 +72,10 @@
 // request to any other host asks for its connection to be closed after
 // the answer and goes through a transport that keeps nothing, so idle
 // connections are bounded whatever the hosts in the crawl's round
-// (keepalive.go). Close releases the idle ones. An http.Transport also
+// (keepalive.go). Such a host's connections after its first resume the
+// TLS session its server handed out, for the first Config.KeptSessions
+// hosts: one full handshake per host (sessions.go). Close releases the
+// idle ones. An http.Transport also
 // keeps state for every host it was ever asked for, which a crawl of
 // millions of failing hosts would pile up, so after
 // Config.MaxTransportHosts distinct hosts the Fetcher moves on to a fresh

@@ -346,7 +346,9 @@ func isTimeout(err error) bool {
 // cheap: one TCP and TLS handshake per host), compression handled by
 // body.go so its size can be capped.
 func (f *Fetcher) newTransport() *http.Transport {
-	tc := &tls.Config{RootCAs: f.cfg.RootCAs, MinVersion: tls.VersionTLS12}
+	// Every Transport resumes from the one cache (sessions.go), the
+	// closing one's connections above all.
+	tc := &tls.Config{RootCAs: f.cfg.RootCAs, MinVersion: tls.VersionTLS12, ClientSessionCache: f.sessions}
 	if f.cfg.InsecureTLS {
 		// Verification still happens, after the handshake, in get.go, so
 		// the problem is recorded on the Response rather than fatal.
