@@ -45,7 +45,8 @@ import (
 // ..) and, when TLS_BASE_BIN names a binary built from the base commit,
 // the base, in the same run. The figures per run: connections per host
 // (mean and max), the share of requests over HTTP/2, and requests for a
-// URL already requested (the same URL twice). TLS_DELAY (default 0) is
+// URL already requested (the same URL twice), and the full handshakes
+// per host (a connection that resumed a session is not one). TLS_DELAY (default 0) is
 // the --delay between two requests to a host ("default": none given, so
 // the default applies) and TLS_IDLE, when set, the --idle-timeout: set
 // both to one value to crawl at the default's proportions (15 s each) in
@@ -138,6 +139,7 @@ type tlsFront struct {
 type frontRequest struct {
 	conn              int64 // which connection carried it
 	host, path, proto string
+	resumed           bool // its connection's handshake resumed a session
 }
 
 type frontConnKey struct{}
@@ -158,7 +160,7 @@ func startTLSFront(b *testing.B, web *testweb.Web, h2 bool) *tlsFront {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, _ := r.Context().Value(frontConnKey{}).(int64)
 			f.mu.Lock()
-			f.log = append(f.log, frontRequest{conn: id, host: r.Host, path: r.URL.Path, proto: r.Proto})
+			f.log = append(f.log, frontRequest{conn: id, host: r.Host, path: r.URL.Path, proto: r.Proto, resumed: r.TLS.DidResume})
 			f.mu.Unlock()
 			proxy.ServeHTTP(w, r)
 		}),
@@ -200,6 +202,7 @@ func (f *tlsFront) report(b *testing.B, name string, hosts int, wall time.Durati
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	perHost := map[string]map[int64]bool{}
+	full := map[int64]bool{} // connections with a full handshake
 	seen := map[string]int{}
 	var h2, robots, repeated int
 	for _, r := range f.log {
@@ -207,6 +210,9 @@ func (f *tlsFront) report(b *testing.B, name string, hosts int, wall time.Durati
 			perHost[r.host] = map[int64]bool{}
 		}
 		perHost[r.host][r.conn] = true
+		if !r.resumed {
+			full[r.conn] = true
+		}
 		if r.proto == "HTTP/2.0" {
 			h2++
 		}
@@ -229,10 +235,12 @@ func (f *tlsFront) report(b *testing.B, name string, hosts int, wall time.Durati
 		b.Fatalf("%s: no request reached the TLS front", name)
 	}
 	mean := float64(total) / float64(len(counts))
-	fmt.Printf("tls: %-11s %5d requests (%d robots.txt) to %d of %d hosts in %7s: %4d connections, %.2f per host (max %d), %.2f requests per connection, HTTP/2 %3.0f%%, same URL again %d\n",
+	fullPerHost := float64(len(full)) / float64(len(counts))
+	fmt.Printf("tls: %-11s %5d requests (%d robots.txt) to %d of %d hosts in %7s: %4d connections, %.2f per host (max %d), %.2f requests per connection, full handshakes %.2f per host (the rest resumed), HTTP/2 %3.0f%%, same URL again %d\n",
 		name, len(f.log), robots, len(perHost), hosts, wall.Round(time.Millisecond), f.conns, mean, counts[len(counts)-1],
-		float64(len(f.log))/float64(f.conns), 100*float64(h2)/float64(len(f.log)), repeated)
+		float64(len(f.log))/float64(f.conns), fullPerHost, 100*float64(h2)/float64(len(f.log)), repeated)
 	b.ReportMetric(mean, "conns/host")
+	b.ReportMetric(fullPerHost, "full-handshakes/host")
 	b.ReportMetric(float64(counts[len(counts)-1]), "max-conns/host")
 	b.ReportMetric(float64(h2)/float64(len(f.log)), "h2-share")
 	b.ReportMetric(float64(repeated), "repeated")
