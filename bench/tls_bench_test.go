@@ -107,8 +107,8 @@ func BenchmarkTLSConnections(b *testing.B) {
 					for _, h := range web.Hosts() {
 						args = append(args, "--resolve", h+":443:"+front.addr())
 					}
-					o, _, _ := cb.runProcess(b, exec.Command(build.bin, args...))
-					front.report(b, name, len(web.Hosts()), o.wall)
+					o, _, cpu := cb.runProcess(b, exec.Command(build.bin, args...))
+					front.report(b, name, len(web.Hosts()), o.wall, cpu)
 					front.reset()
 				}
 			})
@@ -198,7 +198,7 @@ func (f *tlsFront) reset() {
 }
 
 // report prints one run's figures.
-func (f *tlsFront) report(b *testing.B, name string, hosts int, wall time.Duration) {
+func (f *tlsFront) report(b *testing.B, name string, hosts int, wall, cpu time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	perHost := map[string]map[int64]bool{}
@@ -236,9 +236,10 @@ func (f *tlsFront) report(b *testing.B, name string, hosts int, wall time.Durati
 	}
 	mean := float64(total) / float64(len(counts))
 	fullPerHost := float64(len(full)) / float64(len(counts))
-	fmt.Printf("tls: %-11s %5d requests (%d robots.txt) to %d of %d hosts in %7s: %4d connections, %.2f per host (max %d), %.2f requests per connection, full handshakes %.2f per host (the rest resumed), HTTP/2 %3.0f%%, same URL again %d\n",
+	fmt.Printf("tls: %-11s %5d requests (%d robots.txt) to %d of %d hosts in %7s: %4d connections, %.2f per host (max %d), %.2f requests per connection, full handshakes %.2f per host (the rest resumed), HTTP/2 %3.0f%%, same URL again %d; CPU %.3f ms a request\n",
 		name, len(f.log), robots, len(perHost), hosts, wall.Round(time.Millisecond), f.conns, mean, counts[len(counts)-1],
-		float64(len(f.log))/float64(f.conns), fullPerHost, 100*float64(h2)/float64(len(f.log)), repeated)
+		float64(len(f.log))/float64(f.conns), fullPerHost, 100*float64(h2)/float64(len(f.log)), repeated,
+		float64(cpu.Microseconds())/1000/float64(len(f.log)))
 	b.ReportMetric(mean, "conns/host")
 	b.ReportMetric(fullPerHost, "full-handshakes/host")
 	b.ReportMetric(float64(counts[len(counts)-1]), "max-conns/host")
