@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -144,14 +145,20 @@ func TestKeptSlotFreedOnFailedDial(t *testing.T) {
 
 // TestNotKeptOverTLS: a host beyond the kept ones is fetched over TLS,
 // with HTTP/2 offered or not, one connection a request, each closed
-// after its answer.
+// after its answer; each connection after the first resumes the TLS
+// session of the one before (sessions.go): one full handshake per host.
 func TestNotKeptOverTLS(t *testing.T) {
 	noLeak(t)
 	for _, h2 := range []bool{true, false} {
 		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
 			cfg := baseConfig()
 			cfg.KeptHosts = 1
+			var mu sync.Mutex
+			var resumed []bool
 			site, s := newTLSSite(t, &cfg, h2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				resumed = append(resumed, r.TLS.DidResume)
+				mu.Unlock()
 				w.Header().Set("Content-Type", "text/html")
 				w.Write([]byte("<html><body>ok</body></html>"))
 			}))
@@ -172,6 +179,11 @@ func TestNotKeptOverTLS(t *testing.T) {
 			}
 			if got := len(s.seen()); got != n {
 				t.Errorf("%d requests served, want %d", got, n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []bool{false, true, true}; !slices.Equal(resumed, want) {
+				t.Errorf("handshakes resumed: %v, want %v", resumed, want)
 			}
 		})
 	}
