@@ -49,6 +49,24 @@ func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
 	return d
 }
 
+// envDurations reads a comma-separated list of durations from the
+// environment, def alone when unset.
+func envDurations(b *testing.B, name string, def time.Duration) []time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return []time.Duration{def}
+	}
+	var ds []time.Duration
+	for _, f := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d < 0 {
+			b.Fatalf("%s=%q: want non-negative durations such as 0,100ms", name, v)
+		}
+		ds = append(ds, d)
+	}
+	return ds
+}
+
 // minShare is how much of the web a contender must fetch for its figure to
 // count: a crawler that skips pages would otherwise look fast.
 const minShare = 0.98

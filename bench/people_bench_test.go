@@ -51,13 +51,50 @@ import (
 //
 //	cd bench && go test -run '^$' -bench PeopleCrawl -benchtime 1x -timeout 30m .
 func BenchmarkPeopleCrawl(b *testing.B) {
-	hosts := envInt(b, "PEOPLE_HOSTS", 400)
-	pages := envInt(b, "PEOPLE_PAGES", 200)
-	nrec := envInt(b, "PEOPLE_RECORDS", 3000)
-	depth := envInt(b, "PEOPLE_DEPTH", 2)
-	workers := envInt(b, "PEOPLE_WORKERS", 64)
-	latency := envDuration(b, "PEOPLE_LATENCY", 0)
+	w := peopleWeb{
+		hosts:   envInt(b, "PEOPLE_HOSTS", 400),
+		pages:   envInt(b, "PEOPLE_PAGES", 200),
+		nrec:    envInt(b, "PEOPLE_RECORDS", 3000),
+		depth:   envInt(b, "PEOPLE_DEPTH", 2),
+		workers: envInt(b, "PEOPLE_WORKERS", 64),
+	}
+	latencies := envDurations(b, "PEOPLE_LATENCY", 0)
+	if len(latencies) == 1 {
+		w.crawl(b, latencies[0])
+		return
+	}
+	// Several latencies: each its own web and contenders, in turn, and
+	// each build's CPU at every latency over its figure at the first.
+	byLatency := make([]map[string]peopleOutcome, len(latencies))
+	for i, l := range latencies {
+		b.Run("latency="+l.String(), func(b *testing.B) { byLatency[i] = w.crawl(b, l) })
+	}
+	for _, n := range []string{"backfill", "before"} {
+		first, ok := byLatency[0][n]
+		if !ok || !first.split {
+			continue
+		}
+		for i := 1; i < len(latencies); i++ {
+			o, ok := byLatency[i][n]
+			if !ok {
+				continue
+			}
+			fmt.Printf("people: %-9s at %s over %s: dispatcher CPU a page ×%.2f, supervisor ×%.2f, the job's ×%.2f\n",
+				n, latencies[i], latencies[0], perPage(o.dispCPU, o.pages)/perPage(first.dispCPU, first.pages),
+				perPage(o.supCPU, o.pages)/perPage(first.supCPU, first.pages), o.cpuPerPage()/first.cpuPerPage())
+		}
+	}
+}
 
+// peopleWeb is the shape of BenchmarkPeopleCrawl's web and crawl.
+type peopleWeb struct {
+	hosts, pages, nrec, depth, workers int
+}
+
+// crawl runs every contender on a people web answering with latency,
+// prints their figures and returns them by contender.
+func (w peopleWeb) crawl(b *testing.B, latency time.Duration) map[string]peopleOutcome {
+	hosts, pages, nrec, depth, workers := w.hosts, w.pages, w.nrec, w.depth, w.workers
 	web, err := testweb.StartPeople(testweb.PeopleOptions{Hosts: hosts, Pages: pages, Records: nrec, Latency: latency})
 	if err != nil {
 		b.Fatal(err)
@@ -184,8 +221,8 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 	if bf, ok := results["backfill"]; ok {
 		fmt.Printf("people: backfill filled %d of %d values (recall %.3f), %d wrong\n", bf.found, bf.want, float64(bf.found)/float64(max(bf.want, 1)), bf.wrong)
 		if c, ok := results["colly"]; ok {
-			fmt.Printf("people: backfill/colly: pages/s ×%.2f, job time ×%.2f, CPU per page ×%.2f, peak RSS ×%.2f\n",
-				bf.pagesPerSec()/c.pagesPerSec(), bf.wall.Seconds()/c.wall.Seconds(), bf.cpuPerPage()/c.cpuPerPage(), bf.rssMiB/c.rssMiB)
+			fmt.Printf("people: backfill/colly: pages/s ×%.2f, job time ×%.2f, CPU per page ×%.2f, the job's CPU ×%.2f, peak RSS ×%.2f\n",
+				bf.pagesPerSec()/c.pagesPerSec(), bf.wall.Seconds()/c.wall.Seconds(), bf.cpuPerPage()/c.cpuPerPage(), bf.cpu.Seconds()/c.cpu.Seconds(), bf.rssMiB/c.rssMiB)
 		}
 		if h, ok := results["httploop"]; ok {
 			fmt.Printf("people: backfill/httploop: pages/s ×%.2f\n", bf.pagesPerSec()/h.pagesPerSec())
@@ -195,11 +232,12 @@ func BenchmarkPeopleCrawl(b *testing.B) {
 			fmt.Printf("people: backfill/before: pages/s ×%.2f, job time ×%.2f, CPU per page ×%.2f, peak RSS ×%.2f\n",
 				bf.pagesPerSec()/bb.pagesPerSec(), bf.wall.Seconds()/bb.wall.Seconds(), bf.cpuPerPage()/bb.cpuPerPage(), bf.rssMiB/bb.rssMiB)
 			if c, ok := results["colly"]; ok {
-				fmt.Printf("people: before/colly: pages/s ×%.2f, job time ×%.2f, CPU per page ×%.2f\n",
-					bb.pagesPerSec()/c.pagesPerSec(), bb.wall.Seconds()/c.wall.Seconds(), bb.cpuPerPage()/c.cpuPerPage())
+				fmt.Printf("people: before/colly: pages/s ×%.2f, job time ×%.2f, CPU per page ×%.2f, the job's CPU ×%.2f\n",
+					bb.pagesPerSec()/c.pagesPerSec(), bb.wall.Seconds()/c.wall.Seconds(), bb.cpuPerPage()/c.cpuPerPage(), bb.cpu.Seconds()/c.cpu.Seconds())
 			}
 		}
 	}
+	return results
 }
 
 // peopleDir is the benchmark's work directory: a temporary one removed at
