@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"backfill/cluster"
@@ -22,9 +23,12 @@ import (
 // Dispatcher owns the crawl state. Load and Run may be called from
 // different goroutines; everything they share is guarded by mu.
 type Dispatcher struct {
-	cfg    Config
-	log    *slog.Logger
-	recv   *wire.Receiver
+	cfg  Config
+	log  *slog.Logger
+	recv *wire.Receiver
+	// pause, while the Run loop gathers a batch, holds the intake
+	// reader after its next frame (frames.go).
+	pause  atomic.Pointer[intakePause]
 	st     *state
 	digest string
 	name   string

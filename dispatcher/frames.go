@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"backfill/wire"
@@ -42,16 +43,9 @@ type frame struct {
 // intake fails; a failure is passed on as the last frame.
 func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
 	for ctx.Err() == nil {
-		kind, v, from, err := d.recv.RecvFrom(intakeWait)
-		f := frame{kind: kind, v: v, from: from}
-		switch {
-		case err == nil:
-		case errors.Is(err, wire.ErrTimeout):
+		f, ok := d.readFrame(intakeWait)
+		if !ok {
 			continue
-		case errors.Is(err, wire.ErrBadFrame):
-			f = frame{from: from, bad: err} // counted and logged by the Run loop
-		default:
-			f = frame{err: fmt.Errorf("dispatcher: intake: %w", err)}
 		}
 		select {
 		case out <- f:
@@ -61,7 +55,89 @@ func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
 		if f.err != nil {
 			return
 		}
+		if p := d.pause.Load(); p != nil && p.hold(ctx) {
+			// The gather is over: what came meanwhile joins its batch,
+			// as much as the queue to the loop holds without waiting
+			// (only this goroutine adds to it, and the loop waits).
+			for len(out) < cap(out) {
+				f, ok := d.readFrame(0)
+				if !ok {
+					break
+				}
+				out <- f
+				if f.err != nil {
+					break
+				}
+			}
+			close(p.drained)
+		}
 	}
+}
+
+// readFrame reads one frame, waiting up to wait; ok is false when none
+// came.
+func (d *Dispatcher) readFrame(wait time.Duration) (f frame, ok bool) {
+	kind, v, from, err := d.recv.RecvFrom(wait)
+	switch {
+	case err == nil:
+		return frame{kind: kind, v: v, from: from}, true
+	case errors.Is(err, wire.ErrTimeout):
+		return frame{}, false
+	case errors.Is(err, wire.ErrBadFrame):
+		return frame{from: from, bad: err}, true // counted and logged by the Run loop
+	default:
+		return frame{err: fmt.Errorf("dispatcher: intake: %w", err)}, true
+	}
+}
+
+// intakePause holds the intake reader while the Run loop gathers a
+// batch. Results that come one by one would otherwise wake the reader
+// once each, to read what the loop leaves waiting until the gather ends
+// anyway; a process woken that often spends more on the waking than on
+// the frames. Held after the first frame of the gather, the reader reads
+// the rest at its end, in one go.
+type intakePause struct {
+	resume  chan struct{} // closed when the gather ends
+	drained chan struct{} // closed by a held reader once it read what came
+	holding chan struct{} // closed when the reader holds (tests wait on it)
+
+	mu     sync.Mutex
+	ended  bool // the gather is over: the reader must not hold
+	paused bool // the reader holds: the gather waits for drained
+}
+
+func newIntakePause() *intakePause {
+	return &intakePause{resume: make(chan struct{}), drained: make(chan struct{}), holding: make(chan struct{})}
+}
+
+// hold keeps the reader until the gather ends; false when it had ended
+// already, or ctx ended first.
+func (p *intakePause) hold(ctx context.Context) bool {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return false
+	}
+	p.paused = true
+	close(p.holding)
+	p.mu.Unlock()
+	select {
+	case <-p.resume:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// end lets the reader go, and says whether it was held (and will close
+// drained).
+func (p *intakePause) end() bool {
+	p.mu.Lock()
+	p.ended = true
+	paused := p.paused
+	p.mu.Unlock()
+	close(p.resume)
+	return paused
 }
 
 // receive waits up to wait (recvWait but when a step is due at once) for
@@ -100,8 +176,9 @@ func (d *Dispatcher) receive(ctx context.Context, intake <-chan frame, wait time
 // gather lets more frames join a batch that has results in it but fewer
 // than resultBatch and than the out tasks on lease may bring: it waits
 // gatherWait, then takes what came meanwhile, up to maxBatch frames. It
-// sleeps rather than taking each frame as it comes, so the loop wakes
-// once a batch, not once a frame.
+// sleeps rather than taking each frame as it comes, and holds the intake
+// reader meanwhile (intakePause), so the process wakes once a batch, not
+// once a frame.
 func (d *Dispatcher) gather(ctx context.Context, intake <-chan frame, frames []frame, out int) ([]frame, error) {
 	n := 0
 	for _, f := range frames {
@@ -112,12 +189,24 @@ func (d *Dispatcher) gather(ctx context.Context, intake <-chan frame, frames []f
 	if n == 0 || n >= min(out, resultBatch) || len(frames) >= maxBatch {
 		return frames, nil
 	}
+	p := newIntakePause()
+	d.pause.Store(p)
 	timer := time.NewTimer(gatherWait)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
+		d.pause.Store(nil)
+		p.end()
 		return frames, nil // Run sees ctx.Err next
+	}
+	d.pause.Store(nil)
+	if p.end() {
+		select {
+		case <-p.drained:
+		case <-ctx.Done():
+			return frames, nil
+		}
 	}
 	frames, _, err := d.receiveMore(intake, frames)
 	return frames, err
