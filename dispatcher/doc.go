@@ -39,7 +39,10 @@
 // frame ready at once as one batch, and when that batch holds only a few
 // results it waits a moment (gatherWait) for more to join it: results
 // that arrive close together are applied together, however slowly the
-// hosts answer, so latency costs the dispatcher waiting, not work.
+// hosts answer, so latency costs the dispatcher waiting, not work. The
+// reader holds meanwhile after its next frame and reads the rest when
+// the gather ends (intakePause), so the process wakes once a batch, not
+// once a result.
 // Batches write into one SQLite transaction (WAL, synchronous=NORMAL),
 // committed every second while results keep coming, when the intake goes
 // quiet with no task out, and at the end, so throughput is bounded by the
