@@ -59,17 +59,19 @@ func (d *Dispatcher) readIntake(ctx context.Context, out chan<- frame) {
 			// The gather is over: what came meanwhile joins its batch,
 			// as much as the queue to the loop holds without waiting
 			// (only this goroutine adds to it, and the loop waits).
-			for len(out) < cap(out) {
+			failed := false
+			for !failed && len(out) < cap(out) {
 				f, ok := d.readFrame(0)
 				if !ok {
 					break
 				}
 				out <- f
-				if f.err != nil {
-					break
-				}
+				failed = f.err != nil
 			}
 			close(p.drained)
+			if failed {
+				return // the intake failed: its error ends the Run
+			}
 		}
 	}
 }
