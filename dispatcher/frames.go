@@ -101,11 +101,10 @@ func (d *Dispatcher) readFrame(wait time.Duration) (f frame, ok bool) {
 type intakePause struct {
 	resume  chan struct{} // closed when the gather ends
 	drained chan struct{} // closed by a held reader once it read what came
-	holding chan struct{} // closed when the reader holds (tests wait on it)
+	holding chan struct{} // closed when the reader holds: the gather waits for drained
 
-	mu     sync.Mutex
-	ended  bool // the gather is over: the reader must not hold
-	paused bool // the reader holds: the gather waits for drained
+	mu    sync.Mutex
+	ended bool // the gather is over: the reader must not hold
 }
 
 func newIntakePause() *intakePause {
@@ -120,7 +119,6 @@ func (p *intakePause) hold(ctx context.Context) bool {
 		p.mu.Unlock()
 		return false
 	}
-	p.paused = true
 	close(p.holding)
 	p.mu.Unlock()
 	select {
@@ -136,10 +134,14 @@ func (p *intakePause) hold(ctx context.Context) bool {
 func (p *intakePause) end() bool {
 	p.mu.Lock()
 	p.ended = true
-	paused := p.paused
 	p.mu.Unlock()
 	close(p.resume)
-	return paused
+	select {
+	case <-p.holding: // closed under mu, before ended was set, if at all
+		return true
+	default:
+		return false
+	}
 }
 
 // receive waits up to wait (recvWait but when a step is due at once) for
@@ -198,17 +200,16 @@ func (d *Dispatcher) gather(ctx context.Context, intake <-chan frame, frames []f
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
-		d.pause.Store(nil)
-		p.end()
-		return frames, nil // Run sees ctx.Err next
 	}
 	d.pause.Store(nil)
 	if p.end() {
 		select {
 		case <-p.drained:
 		case <-ctx.Done():
-			return frames, nil
 		}
+	}
+	if ctx.Err() != nil {
+		return frames, nil // Run sees ctx.Err next
 	}
 	frames, _, err := d.receiveMore(intake, frames)
 	return frames, err

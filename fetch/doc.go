@@ -75,11 +75,10 @@
 // (keepalive.go). Such a host's connections after its first resume the
 // TLS session its server handed out, for the first Config.KeptSessions
 // hosts: one full handshake per host (sessions.go). Close releases the
-// idle ones. An http.Transport also
-// keeps state for every host it was ever asked for, which a crawl of
-// millions of failing hosts would pile up, so after
-// Config.MaxTransportHosts distinct hosts the Fetcher moves on to a fresh
-// one; requests under way on the old one finish there (transport.go). A
-// DNS lookup abandoned at DNSTimeout finishes in the background within the
-// system resolver's own timeout.
+// idle ones. An http.Transport also keeps state for every host it was
+// ever asked for, which a crawl of millions of failing hosts would pile
+// up, so after Config.MaxTransportHosts distinct hosts the Fetcher moves
+// on to a fresh one; requests under way on the old one finish there
+// (transport.go). A DNS lookup abandoned at DNSTimeout finishes in the
+// background within the system resolver's own timeout.
 package fetch
